@@ -1,0 +1,182 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The MuJoCo 2.2 adapter: MuJoCo 2.2 has no engine-plugin API, so an attached model is stepped by
+// the plain mj_step through mjcb_passive. This file holds the library's only global state: a small
+// registry of attached models keyed by model pointer, guarded by a mutex, so that several models and
+// threads work at once. A MuJoCo 3 mjpPlugin adapter would replace this file, calling the same core
+// (mjdiff_collide, mjdiff_addForces) from its compute callback.
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "adapter.h"
+
+#define MAXATTACHED 64
+
+typedef struct entry_ {
+  const mjModel* m;            // attached model (key)
+  const mjdiffModel* s;        // its smooth model; NULL: auto-attach failed, run natively
+  int owned;                   // 1: made by auto-attach, freed by the adapter
+  int flags0;                  // m->opt.disableflags before attaching
+  const void* buffer;          // m->buffer at attach time, to tell a reloaded model apart
+} entry;
+
+static pthread_mutex_t gLock = PTHREAD_MUTEX_INITIALIZER;
+static entry gEntry[MAXATTACHED];
+static int gNentry = 0;
+static mjfGeneric gPrevPassive = NULL;
+static int gInstalled = 0;
+static int gAuto = 0;
+static mjdiffAutoLog gLog = NULL;
+static atomic_llong gNcall = 0;
+static atomic_llong gNcontact = 0;
+
+static int findEntry(const mjModel* m) {
+  for (int i = 0; i < gNentry; i++) {
+    if (gEntry[i].m == m) return i;
+  }
+  return -1;
+}
+
+static void removeEntry(int i) {
+  gEntry[i] = gEntry[--gNentry];
+}
+
+static void passiveCallback(const mjModel* m, mjData* d);
+
+// install our callback, keeping any previous one to chain to (call with the lock held)
+static void install(void) {
+  if (!gInstalled) {
+    gPrevPassive = mjcb_passive == passiveCallback ? NULL : mjcb_passive;
+    mjcb_passive = passiveCallback;
+    gInstalled = 1;
+  }
+}
+
+// add an entry and disable the model's hard constraints (call with the lock held)
+static int addEntry(mjModel* m, const mjdiffModel* s, int owned) {
+  if (gNentry >= MAXATTACHED) return 0;
+  entry* e = gEntry + gNentry++;
+  e->m = m;
+  e->s = s;
+  e->owned = owned;
+  e->flags0 = m->opt.disableflags;
+  e->buffer = m->buffer;
+  if (s) m->opt.disableflags |= COMPAT_DSBL_HARD;
+  install();
+  return 1;
+}
+
+// first sight of a model in auto-attach mode (call with the lock held); returns its entry or -1
+static int autoAttach(const mjModel* cm) {
+  mjModel* m = (mjModel*)cm;  // the host owns a mutable model; MuJoCo 2.2 gives no compile hook
+  if (!mjdiff_wantsSmooth(m)) return -1;
+  char err[512] = "";
+  mjdiffModel* s = NULL;
+  mjdiffStatus st = mjdiff_makeModel(m, NULL, &s, err, sizeof(err));
+  if (!addEntry(m, st == MJDIFF_OK ? s : NULL, 1)) {
+    mjdiff_freeModel(s);
+    if (gLog) gLog(m, MJDIFF_ERR_MEMORY, "too many attached models");
+    return -1;
+  }
+  if (gLog) gLog(m, st, st == MJDIFF_OK ? "attached" : err);
+  return gNentry - 1;
+}
+
+static void passiveCallback(const mjModel* m, mjData* d) {
+  const mjdiffModel* s = NULL;
+  int flags0 = 0;
+  pthread_mutex_lock(&gLock);
+  int i = findEntry(m);
+
+  // a freed model's address reused by a newly loaded one
+  if (i >= 0 && gEntry[i].owned && gEntry[i].buffer != m->buffer) {
+    mjdiff_freeModel((mjdiffModel*)gEntry[i].s);
+    removeEntry(i);
+    i = -1;
+  }
+  if (i < 0 && gAuto) i = autoAttach(m);
+  if (i >= 0) {
+    s = gEntry[i].s;
+    flags0 = gEntry[i].flags0;
+  }
+  mjfGeneric prev = gPrevPassive;
+  pthread_mutex_unlock(&gLock);
+
+  if (s) {
+    // the core sees the model's own hard-constraint flags from before attaching
+    mjModel view = *m;
+    view.opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) | (flags0 & COMPAT_DSBL_HARD);
+    mjdiff_collide(&view, d, s);
+    mjdiff_addForces(&view, d, s, d->qfrc_passive);
+    atomic_fetch_add(&gNcall, 1);
+    atomic_fetch_add(&gNcontact, d->ncon);
+  }
+  if (prev) prev(m, d);
+}
+
+mjdiffStatus mjdiff_attach(mjModel* m, const mjdiffModel* s, char* err, int errsz) {
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (s->m != m) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "smooth model was made for a different mjModel");
+  }
+  pthread_mutex_lock(&gLock);
+  if (findEntry(m) >= 0) {
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "model is already attached");
+  } else if (!addEntry(m, s, 0)) {
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "too many attached models (at most %d)",
+                      MAXATTACHED);
+  }
+  pthread_mutex_unlock(&gLock);
+  return st;
+}
+
+const mjdiffModel* mjdiff_detach(mjModel* m) {
+  const mjdiffModel* s = NULL;
+  pthread_mutex_lock(&gLock);
+  int i = findEntry(m);
+  if (i >= 0) {
+    s = gEntry[i].s;
+    m->opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) |
+                          (gEntry[i].flags0 & COMPAT_DSBL_HARD);
+    if (gEntry[i].owned) {
+      mjdiff_freeModel((mjdiffModel*)s);
+      s = NULL;
+    }
+    removeEntry(i);
+  }
+  if (gNentry == 0 && !gAuto && gInstalled && mjcb_passive == passiveCallback) {
+    mjcb_passive = gPrevPassive;
+    gPrevPassive = NULL;
+    gInstalled = 0;
+  }
+  pthread_mutex_unlock(&gLock);
+  return s;
+}
+
+const mjdiffModel* mjdiff_attached(const mjModel* m) {
+  pthread_mutex_lock(&gLock);
+  int i = findEntry(m);
+  const mjdiffModel* s = i >= 0 ? gEntry[i].s : NULL;
+  pthread_mutex_unlock(&gLock);
+  return s;
+}
+
+void mjdiff_adapterStats(long long* ncall, long long* ncontact) {
+  if (ncall) *ncall = atomic_load(&gNcall);
+  if (ncontact) *ncontact = atomic_load(&gNcontact);
+}
+
+void mjdiff_adapterAutoAttach(int on, mjdiffAutoLog log) {
+  pthread_mutex_lock(&gLock);
+  gAuto = on;
+  gLog = log;
+  if (on) install();
+  pthread_mutex_unlock(&gLock);
+}

@@ -1,0 +1,159 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The smooth model: MuJoCo's hard constraints (contacts, joint and tendon limits, friction loss,
+// equality constraints) replaced by smooth penalty forces, so that one step is a smooth function of
+// state, controls and parameters.
+//
+// Force laws (x is the activation depth, w the smoothing width, k a stiffness, b a damping):
+//   contact    x = w - dist                        (dist: signed distance, < 0 in penetration)
+//              s(x) = 0                    x <= 0
+//                     x^3 / (6 w^2)        0 < x <= w
+//                     x - w + (2w-x)^3/(6w^2)   w < x <= 2w
+//                     x - w                x > 2w   (C2, monotone, convex; s = -dist when deep)
+//              fn = k s(x) h(-b vn)        vn: normal velocity, > 0 when separating
+//              h(y) = 1 + y (y >= -1/2),   1 / (-4 y) (y < -1/2)   (C1, > 0: never pulls)
+//   friction   u = v_t / v_s;  f_t = -mu fn u / sqrt(1 + |u|^2)   (sliding, condim >= 3)
+//              torsional (condim >= 4) and rolling (condim 6) likewise with angular velocities and
+//              the spin speed w_s
+//   limits     joint or tendon value q in [lo, hi]: the contact law on dist = q - lo and hi - q
+//   frictionloss   f = -floss v / sqrt(v^2 + v_f^2)
+//   equality   connect, weld, joint, tendon: f = -k_eq e - b_eq de/dt on the constraint error e
+//              (weld rotation error scaled by the weld's torquescale)
+//
+// Parameters are read from the model's <custom> numerics named mjdiff_<field>; contact fields may be
+// set per geom with mjdiff_<field>:<geomname>. A pair of geoms uses the geom value that was set
+// explicitly; if both were, their mean; if neither, the model-wide value.
+
+#ifndef MJDIFF_SMOOTH_H_
+#define MJDIFF_SMOOTH_H_
+
+#include <mujoco/mujoco.h>
+#include <mjdiff/base.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Model-wide parameters of the smooth model. Units are SI; "rad" variants apply to hinge and ball
+// joints, "m" variants to slide joints and tendons.
+typedef struct mjdiffOptions_ {
+  mjtNum contact_stiffness;    // normal stiffness k (N/m), > 0
+  mjtNum contact_damping;      // Hunt-Crossley damping b (s/m), >= 0
+  mjtNum contact_width;        // activation distance and smoothing width w (m), > 0
+  mjtNum friction_speed;       // sliding-friction regularisation speed v_s (m/s), > 0
+  mjtNum spin_speed;           // torsional and rolling regularisation speed w_s (rad/s), > 0
+  mjtNum limit_stiffness;      // joint and tendon limit stiffness (N/m or N m/rad), > 0
+  mjtNum limit_damping;        // limit Hunt-Crossley damping (s/m or s/rad), >= 0
+  mjtNum limit_width;          // limit smoothing width (m or rad), > 0
+  mjtNum frictionloss_speed;   // friction-loss regularisation speed (m/s or rad/s), > 0
+  mjtNum eq_stiffness;         // equality penalty stiffness (N/m, N m/rad), > 0
+  mjtNum eq_damping;           // equality penalty damping (N s/m, N m s/rad), >= 0
+} mjdiffOptions;
+
+// Per-contact force in the contact frame (normal, tangent 1, tangent 2), acting on geom2;
+// geom1 receives the opposite.
+typedef struct mjdiffContactForce_ {
+  mjtNum force[3];             // normal force and two friction forces (N)
+  mjtNum torque[3];            // torsional and two rolling torques (N m)
+} mjdiffContactForce;
+
+// The smooth model of one mjModel: its parameters, per-geom values and two shallow views of the
+// model (hard constraints off; collision with activation margins). Opaque; one per mjModel, shared
+// read-only by every thread stepping that model.
+typedef struct mjdiffModel_ mjdiffModel;
+
+// Fill opt with the documented defaults (suitable for robots of 0.1 to 100 kg at 1 to 5 ms steps).
+MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
+
+// Check every field of opt. On failure err names the first bad field and its value.
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_validateOptions(const mjdiffOptions* opt, char* err, int errsz);
+
+// Nonzero if the model asks for the smooth model: it holds a custom numeric named mjdiff_* and no
+// mjdiff_enable equal to 0.
+MJDIFF_API int mjdiff_wantsSmooth(const mjModel* m);
+
+// Make the smooth model of m. Parameters start from opt (defaults if NULL) and are then overridden
+// by the model's mjdiff_* custom numerics. Fails on an unknown mjdiff_* name, a bad value, or a model
+// feature the smooth model cannot handle (named in err). m must outlive the result and must not be
+// resized; its option and parameter arrays may change between steps.
+// Nullable: opt, err.
+MJDIFF_API mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt,
+                                         mjdiffModel** out, char* err, int errsz);
+
+// Free a smooth model. NULL is a no-op.
+MJDIFF_API void mjdiff_freeModel(mjdiffModel* s);
+
+// Current model-wide parameters.
+MJDIFF_API const mjdiffOptions* mjdiff_getOptions(const mjdiffModel* s);
+
+// Set one parameter by name, as in the MJCF: "contact_stiffness" (model-wide) or
+// "contact_stiffness:geomname" (one geom; contact fields only). Not thread-safe against a
+// concurrent step of the same model.
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value,
+                                        char* err, int errsz);
+
+// Read one parameter by name (same names as mjdiff_setParam).
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_getParam(const mjdiffModel* s, const char* name, mjtNum* value,
+                                        char* err, int errsz);
+
+// Smooth forward dynamics: MuJoCo's pipeline with hard constraints off, contact candidates from
+// MuJoCo's collision detection within the activation distance (written to d->contact, d->ncon), and
+// the smooth forces added to d->qfrc_passive. Fills d->qacc like mj_forward.
+// Fails, leaving d's state (qpos, qvel, act, ctrl, time) untouched, if the state or result is not
+// finite (err names the array and index). MuJoCo callbacks receive a shallow copy of m.
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_forward(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                       char* err, int errsz);
+
+// Smooth step: a drop-in for mj_step (Euler, semi-implicit in velocity with MuJoCo's implicit
+// joint damping, or RK4). Any other integrator is MJDIFF_ERR_UNSUPPORTED. On failure d's state is
+// untouched and the matching MuJoCo warning counter in d->warning is raised.
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                    char* err, int errsz);
+
+// The core, independent of how the model is attached: from the kinematics and velocities already
+// in d (mj_fwdPosition and mj_comVel done, contacts in d->contact), add the generalised smooth
+// forces to qfrc (nv x 1). Uses d's stack for scratch; allocates nothing.
+MJDIFF_API void mjdiff_addForces(const mjModel* m, mjData* d, const mjdiffModel* s, mjtNum* qfrc);
+
+// Run MuJoCo's collision detection with the smooth model's activation margins, filling d->contact
+// and d->ncon, even though m disables contacts for the solver. Needs mj_kinematics done.
+MJDIFF_API void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s);
+
+// Smooth force of contact i (0 <= i < d->ncon) at the state of the last forward pass.
+MJDIFF_API mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d,
+                                            const mjdiffModel* s, int i,
+                                            mjdiffContactForce* force);
+
+// ---------------------------------------------------------------------------------------------
+// Callback adapter for MuJoCo 2.2 (the only global state in the library).
+//
+// MuJoCo 2.2 has no engine-plugin API. An attached model is stepped by the plain mj_step: the adapter
+// disables the model's hard constraints (its opt.disableflags) and installs mjcb_passive, which looks
+// the model up in a small registry keyed by model pointer and adds the smooth forces. Several models
+// and threads work at once. A model must be detached before it is freed.
+
+// Attach a smooth model to its mjModel (the one s was made from). Sets contact, equality,
+// frictionloss and limit in m->opt.disableflags. Fails if m is already attached.
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_attach(mjModel* m, const mjdiffModel* s, char* err, int errsz);
+
+// Detach m, restoring the disable flags it had before mjdiff_attach; returns its smooth model (the
+// caller frees it), or NULL if m was not attached.
+MJDIFF_API const mjdiffModel* mjdiff_detach(mjModel* m);
+
+// The smooth model attached to m, or NULL.
+MJDIFF_API const mjdiffModel* mjdiff_attached(const mjModel* m);
+
+// Number of times the adapter's callback added smooth forces, and contacts it saw, since start.
+MJDIFF_API void mjdiff_adapterStats(long long* ncall, long long* ncontact);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MJDIFF_SMOOTH_H_

@@ -1,0 +1,76 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The scalar force laws of the smooth model, with their derivatives (shared with the adjoint).
+//
+//   ramp     s(x) = 0                              x <= 0
+//                   x^3 / (6 w^2)                  0 < x <= w
+//                   x - w + (2w - x)^3 / (6 w^2)   w < x <= 2w
+//                   x - w                          x > 2w
+//            s'(x) = x^2/(2w^2), 1 - (2w-x)^2/(2w^2), 1;   s''(x) = x/w^2, (2w-x)/w^2, 0
+//            (the ramp max(x - w, 0) smoothed by a triangle of half-width w: C2, monotone, convex)
+//   damping  h(y) = 1 + y                          y >= -1/2
+//                   1 / (-4 y)                     y < -1/2
+//            h'(y) = 1, 1 / (4 y^2)                (C1, strictly positive, h(0) = 1, h'(0) = 1)
+//   regular  r(u) = u / sqrt(1 + |u|^2)            componentwise over a vector u, |r| < 1
+//            dr_i/du_j = (delta_ij (1 + |u|^2) - u_i u_j) / (1 + |u|^2)^(3/2)
+
+#ifndef MJDIFF_LAW_H_
+#define MJDIFF_LAW_H_
+
+#include <math.h>
+#include <mujoco/mujoco.h>
+
+// smoothed ramp s(x) with width w > 0; derivative in *ds if not NULL
+static inline mjtNum law_ramp(mjtNum x, mjtNum w, mjtNum* ds) {
+  if (x <= 0) {
+    if (ds) *ds = 0;
+    return 0;
+  }
+  mjtNum iw2 = 1 / (w * w);
+  if (x <= w) {
+    if (ds) *ds = 0.5 * x * x * iw2;
+    return x * x * x * iw2 / 6;
+  }
+  if (x <= 2 * w) {
+    mjtNum r = 2 * w - x;
+    if (ds) *ds = 1 - 0.5 * r * r * iw2;
+    return x - w + r * r * r * iw2 / 6;
+  }
+  if (ds) *ds = 1;
+  return x - w;
+}
+
+// inverse of the ramp for f > 0 (used by tests and documentation of rest penetration)
+static inline mjtNum law_rampInverse(mjtNum f, mjtNum w) {
+  if (f <= 0) return 0;
+  if (f >= w) return f + w;
+  mjtNum x = (f <= w / 6) ? cbrt(6 * f * w * w) : 1.5 * w;
+  for (int i = 0; i < 50; i++) {
+    mjtNum ds, s = law_ramp(x, w, &ds);
+    mjtNum dx = (s - f) / ds;
+    x -= dx;
+    if (fabs(dx) < 1e-15 * w) break;
+  }
+  return x;
+}
+
+// Hunt-Crossley factor h(y), y = -b * (separating speed); derivative in *dh if not NULL
+static inline mjtNum law_damp(mjtNum y, mjtNum* dh) {
+  if (y >= -0.5) {
+    if (dh) *dh = 1;
+    return 1 + y;
+  }
+  if (dh) *dh = 0.25 / (y * y);
+  return -0.25 / y;
+}
+
+// regularised unit direction: r = u / sqrt(1 + |u|^2) for u of size n, returns 1/sqrt(1 + |u|^2)
+static inline mjtNum law_regular(mjtNum* r, const mjtNum* u, int n) {
+  mjtNum q = 1;
+  for (int i = 0; i < n; i++) q += u[i] * u[i];
+  mjtNum inv = 1 / sqrt(q);
+  for (int i = 0; i < n; i++) r[i] = u[i] * inv;
+  return inv;
+}
+
+#endif  // MJDIFF_LAW_H_

@@ -1,0 +1,383 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The core of the smooth model: generalised forces from (m, d) alone, whatever attaches them.
+//
+// Notation: b1, b2 bodies of geom1, geom2; p the contact point; n, t1, t2 the rows of the contact
+// frame (n points from geom1 to geom2); o_b = subtree_com[rootid[b]] the origin of b's tree;
+// cvel_b = [w_b; v_b] the body's spatial velocity at o_b; cdof_j = [a_j; l_j] the dof's motion axis.
+//
+// relative motion  v = (v_b2 + w_b2 x (p - o_b2)) - (v_b1 + w_b1 x (p - o_b1)),   w = w_b2 - w_b1
+//                  vn = n.v, vt = (t1.v, t2.v), wn = n.w, wt = (t1.w, t2.w)
+// normal           x = w_c - dist,  fn = k s(x) h(-b vn)                             (law.h)
+// sliding          (f1, f2) = -fn (mu1 r1, mu2 r2),  r = reg(vt / v_s)          condim >= 3
+// torsional        tn = -fn mu3 reg(wn / w_s)                                    condim >= 4
+// rolling          (t1, t2) = -fn (mu4 r1, mu5 r2),  r = reg(wt / w_s)          condim == 6
+// on body2         F = fn n + f1 t1 + f2 t2,  T = tn n + t1 t1 + t2 t2  at p; body1 gets -F, -T
+// body wrench      W_b += [T + (p - o_b) x F; F]        (about the tree origin, [torque; force])
+// generalised      qfrc_j += cdof_j . sum_{c in subtree(body_j)} W_c      (one pass, leaves first)
+//
+// Limits, friction loss and joint/tendon equalities act on scalar coordinates directly; connect
+// and weld act through body wrenches like contacts (see the comments at each block).
+
+#include <math.h>
+#include <string.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "law.h"
+
+#define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
+
+//---------------------------------- body motion and wrenches --------------------------------------
+
+// velocity of the point p fixed to body b: linear lin, angular ang (world frame)
+static void pointVelocity(const mjModel* m, const mjData* d, int b, const mjtNum p[3],
+                          mjtNum lin[3], mjtNum ang[3]) {
+  const mjtNum* cvel = d->cvel + 6 * b;
+  const mjtNum* o = d->subtree_com + 3 * m->body_rootid[b];
+  mjtNum r[3];
+  mju_sub3(r, p, o);
+  mju_copy3(ang, cvel);
+  mju_cross(lin, cvel, r);
+  mju_addTo3(lin, cvel + 3);
+}
+
+// W_b += scale * [t + (p - o_b) x f; f]; the world body takes no wrench
+static void addWrench(const mjModel* m, const mjData* d, mjtNum* wrench, int b, const mjtNum p[3],
+                      const mjtNum f[3], const mjtNum t[3], mjtNum scale) {
+  if (b == 0) return;
+  const mjtNum* o = d->subtree_com + 3 * m->body_rootid[b];
+  mjtNum r[3], rf[3];
+  mju_sub3(r, p, o);
+  mju_cross(rf, r, f);
+  mjtNum* w = wrench + 6 * b;
+  for (int i = 0; i < 3; i++) {
+    w[i] += scale * (t[i] + rf[i]);
+    w[3 + i] += scale * f[i];
+  }
+}
+
+// qfrc += J' W: accumulate subtree wrenches (children have larger ids), project on cdof
+static void wrenchToQfrc(const mjModel* m, const mjData* d, mjtNum* wrench, mjtNum* qfrc) {
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int parent = m->body_parentid[b];
+    if (parent > 0) {
+      for (int i = 0; i < 6; i++) wrench[6 * parent + i] += wrench[6 * b + i];
+    }
+  }
+  for (int j = 0; j < m->nv; j++) {
+    const mjtNum* cdof = d->cdof + 6 * j;
+    const mjtNum* w = wrench + 6 * m->dof_bodyid[j];
+    qfrc[j] += cdof[0] * w[0] + cdof[1] * w[1] + cdof[2] * w[2] + cdof[3] * w[3] +
+               cdof[4] * w[4] + cdof[5] * w[5];
+  }
+}
+
+//---------------------------------- contacts ------------------------------------------------------
+
+// smooth force of one contact; world force F and torque T on body2 at con->pos; 0 if inactive
+static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                        const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum p[GP_COUNT];
+  mjdiff_pairParams(s, g1, g2, p);
+  memset(cf, 0, sizeof(*cf));
+  mju_zero3(F);
+  mju_zero3(T);
+
+  // activation depth
+  mjtNum x = p[GP_WIDTH] - con->dist;
+  if (x <= 0) return 0;
+
+  // relative velocity of geom2 with respect to geom1 at the contact point, in the contact frame
+  int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+  mjtNum lin1[3], ang1[3], lin2[3], ang2[3], lin[3], ang[3], vc[3], wc[3];
+  pointVelocity(m, d, b1, con->pos, lin1, ang1);
+  pointVelocity(m, d, b2, con->pos, lin2, ang2);
+  mju_sub3(lin, lin2, lin1);
+  mju_sub3(ang, ang2, ang1);
+  mju_mulMatVec(vc, con->frame, lin, 3, 3);
+  mju_mulMatVec(wc, con->frame, ang, 3, 3);
+
+  // normal: fn = k s(x) h(-b vn)
+  mjtNum fn = p[GP_STIFFNESS] * law_ramp(x, p[GP_WIDTH], NULL) *
+              law_damp(-p[GP_DAMPING] * vc[0], NULL);
+  cf->force[0] = fn;
+
+  // sliding friction
+  if (con->dim >= 3) {
+    mjtNum u[2] = {vc[1] / p[GP_FRICTION_SPEED], vc[2] / p[GP_FRICTION_SPEED]}, r[2];
+    law_regular(r, u, 2);
+    cf->force[1] = -fn * con->friction[0] * r[0];
+    cf->force[2] = -fn * con->friction[1] * r[1];
+  }
+
+  // torsional friction
+  if (con->dim >= 4) {
+    mjtNum u = wc[0] / p[GP_SPIN_SPEED], r;
+    law_regular(&r, &u, 1);
+    cf->torque[0] = -fn * con->friction[2] * r;
+  }
+
+  // rolling friction
+  if (con->dim >= 6) {
+    mjtNum u[2] = {wc[1] / p[GP_SPIN_SPEED], wc[2] / p[GP_SPIN_SPEED]}, r[2];
+    law_regular(r, u, 2);
+    cf->torque[1] = -fn * con->friction[3] * r[0];
+    cf->torque[2] = -fn * con->friction[4] * r[1];
+  }
+
+  // to world: F = frame' force, T = frame' torque
+  mju_mulMatTVec(F, con->frame, cf->force, 3, 3);
+  mju_mulMatTVec(T, con->frame, cf->torque, 3, 3);
+  return 1;
+}
+
+static void contactWrenches(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                            mjtNum* wrench) {
+  for (int i = 0; i < d->ncon; i++) {
+    const mjContact* con = d->contact + i;
+    mjdiffContactForce cf;
+    mjtNum F[3], T[3];
+    if (!contactForce(m, d, s, con, &cf, F, T)) continue;
+    addWrench(m, d, wrench, m->geom_bodyid[compat_contactGeom2(con)], con->pos, F, T, 1);
+    addWrench(m, d, wrench, m->geom_bodyid[compat_contactGeom1(con)], con->pos, F, T, -1);
+  }
+}
+
+mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s, int i,
+                                 mjdiffContactForce* force) {
+  if (!m || !d || !s || !force || i < 0 || i >= d->ncon) {
+    return MJDIFF_ERR_ARGUMENT;
+  }
+  mjdiffStatus st = mjdiff_checkPair(m, s, NULL, 0);
+  if (st != MJDIFF_OK) return st;
+  mjtNum F[3], T[3];
+  contactForce(m, d, s, d->contact + i, force, F, T);
+  return MJDIFF_OK;
+}
+
+//---------------------------------- collision -----------------------------------------------------
+
+void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
+  if (DISABLED(m, COMPAT_DSBL_DETECT)) {
+    d->ncon = 0;
+    return;
+  }
+  mjdiffStackMark mark = compat_stackMark(d);
+
+  // activation margins: at least the contact width of each geom (pair: of the pair)
+  mjtNum* geom_margin = compat_stackAllocNum(d, m->ngeom);
+  mjtNum* pair_margin = compat_stackAllocNum(d, m->npair > 0 ? m->npair : 1);
+  for (int g = 0; g < m->ngeom; g++) {
+    geom_margin[g] = mju_max(m->geom_margin[g], s->geom_param[GP_COUNT * g + GP_WIDTH]);
+  }
+  for (int i = 0; i < m->npair; i++) {
+    mjtNum p[GP_COUNT];
+    mjdiff_pairParams(s, m->pair_geom1[i], m->pair_geom2[i], p);
+    pair_margin[i] = mju_max(m->pair_margin[i], p[GP_WIDTH]);
+  }
+
+  // MuJoCo's own detection on a view with the activation margins
+  mjModel view = *m;
+  view.geom_margin = geom_margin;
+  view.pair_margin = pair_margin;
+  mj_collision(&view, d);
+
+  compat_stackFree(d, mark);
+}
+
+//---------------------------------- equality constraints ------------------------------------------
+
+// connect and weld: penalty spring-dampers between anchor points (and orientations)
+//   e = p1 - p2,  F1 = -k e - c de/dt on body1 at p1,  -F1 on body2 at p2
+//   weld: q_e = q_b1 * relpose * conj(q_b2), r = axis-angle(q_e) (world frame),
+//         T1 = -ts (k r + c (w_b1 - w_b2)) on body1, -T1 on body2
+static void bodyEqualities(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                           mjtNum* wrench) {
+  mjtNum k = s->opt.eq_stiffness, c = s->opt.eq_damping, zero[3] = {0, 0, 0};
+  for (int i = 0; i < m->neq; i++) {
+    int type = m->eq_type[i];
+    if (!compat_eqActive(m, d, i) || (type != mjEQ_CONNECT && type != mjEQ_WELD)) continue;
+    const mjtNum* data = m->eq_data + mjNEQDATA * i;
+    int b[2] = {m->eq_obj1id[i], m->eq_obj2id[i]};
+    const mjtNum* anchor[2] = {data, data + 3};
+    if (type == mjEQ_WELD) {
+      anchor[0] = data + 3;
+      anchor[1] = data;
+    }
+
+    // anchor points and their velocities
+    mjtNum pos[2][3], lin[2][3], ang[2][3];
+    for (int j = 0; j < 2; j++) {
+      mju_rotVecMat(pos[j], anchor[j], d->xmat + 9 * b[j]);
+      mju_addTo3(pos[j], d->xpos + 3 * b[j]);
+      pointVelocity(m, d, b[j], pos[j], lin[j], ang[j]);
+    }
+
+    // translation
+    mjtNum F[3];
+    for (int j = 0; j < 3; j++) {
+      F[j] = -k * (pos[0][j] - pos[1][j]) - c * (lin[0][j] - lin[1][j]);
+    }
+    addWrench(m, d, wrench, b[0], pos[0], F, zero, 1);
+    addWrench(m, d, wrench, b[1], pos[1], F, zero, -1);
+
+    // rotation
+    if (type == mjEQ_WELD) {
+      mjtNum q[4], qe[4], neg2[4], r[3], T[3], ts = data[10];
+      mju_mulQuat(q, d->xquat + 4 * b[0], data + 6);
+      mju_negQuat(neg2, d->xquat + 4 * b[1]);
+      mju_mulQuat(qe, q, neg2);
+      mju_quat2Vel(r, qe, 1);
+      for (int j = 0; j < 3; j++) {
+        T[j] = -ts * (k * r[j] + c * (ang[0][j] - ang[1][j]));
+      }
+      mjtNum center[3];
+      mju_copy3(center, pos[0]);
+      addWrench(m, d, wrench, b[0], center, zero, T, 1);
+      addWrench(m, d, wrench, b[1], center, zero, T, -1);
+    }
+  }
+}
+
+// polynomial of a joint or tendon equality: y = sum c_i dx^i, dy/ddx in *dy
+static mjtNum eqPoly(const mjtNum* coef, mjtNum dx, mjtNum* dy) {
+  *dy = coef[1] + dx * (2 * coef[2] + dx * (3 * coef[3] + dx * 4 * coef[4]));
+  return coef[0] + dx * (coef[1] + dx * (coef[2] + dx * (coef[3] + dx * coef[4])));
+}
+
+// joint and tendon equalities: r = x1 - x1_0 - poly(x2 - x2_0), f = -k r - c dr/dt
+//   generalised: +f along x1, -f poly'(x2 - x2_0) along x2
+static void scalarEqualities(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                             mjtNum* qfrc) {
+  mjtNum k = s->opt.eq_stiffness, c = s->opt.eq_damping;
+  for (int i = 0; i < m->neq; i++) {
+    int type = m->eq_type[i];
+    if (!compat_eqActive(m, d, i) || (type != mjEQ_JOINT && type != mjEQ_TENDON)) continue;
+    int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
+    mjtNum x1, v1, x2 = 0, v2 = 0;
+    if (type == mjEQ_JOINT) {
+      x1 = d->qpos[m->jnt_qposadr[o1]] - m->qpos0[m->jnt_qposadr[o1]];
+      v1 = d->qvel[m->jnt_dofadr[o1]];
+      if (o2 >= 0) {
+        x2 = d->qpos[m->jnt_qposadr[o2]] - m->qpos0[m->jnt_qposadr[o2]];
+        v2 = d->qvel[m->jnt_dofadr[o2]];
+      }
+    } else {
+      x1 = d->ten_length[o1] - m->tendon_length0[o1];
+      v1 = d->ten_velocity[o1];
+      if (o2 >= 0) {
+        x2 = d->ten_length[o2] - m->tendon_length0[o2];
+        v2 = d->ten_velocity[o2];
+      }
+    }
+    mjtNum dpoly, poly = eqPoly(m->eq_data + mjNEQDATA * i, x2, &dpoly);
+    if (o2 < 0) dpoly = 0;
+    mjtNum r = x1 - (o2 >= 0 ? poly : m->eq_data[mjNEQDATA * i]);
+    mjtNum f = -k * r - c * (v1 - dpoly * v2);
+    if (type == mjEQ_JOINT) {
+      qfrc[m->jnt_dofadr[o1]] += f;
+      if (o2 >= 0) qfrc[m->jnt_dofadr[o2]] -= f * dpoly;
+    } else {
+      compat_addTendonForce(m, d, o1, f, qfrc);
+      if (o2 >= 0) compat_addTendonForce(m, d, o2, -f * dpoly, qfrc);
+    }
+  }
+}
+
+//---------------------------------- limits and friction loss --------------------------------------
+
+// limit force on a scalar coordinate x with velocity v in [lo, hi]: > 0 pushes x up
+//   lower: k s(w - (x - lo)) h(-b v),  upper: -k s(w - (hi - x)) h(b v)
+static mjtNum limitForce(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi) {
+  mjtNum k = o->limit_stiffness, w = o->limit_width, b = o->limit_damping;
+  mjtNum f = 0;
+  mjtNum xl = w - (x - lo), xu = w - (hi - x);
+  if (xl > 0) f += k * law_ramp(xl, w, NULL) * law_damp(-b * v, NULL);
+  if (xu > 0) f -= k * law_ramp(xu, w, NULL) * law_damp(b * v, NULL);
+  return f;
+}
+
+// friction loss: -floss reg(v / v_f)
+static mjtNum lossForce(mjtNum floss, mjtNum v, mjtNum speed) {
+  mjtNum u = v / speed, r;
+  law_regular(&r, &u, 1);
+  return -floss * r;
+}
+
+static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* s, mjtNum* qfrc) {
+  const mjdiffOptions* o = &s->opt;
+
+  // joint limits
+  if (!DISABLED(m, mjDSBL_LIMIT)) {
+    for (int j = 0; j < m->njnt; j++) {
+      if (!m->jnt_limited[j]) continue;
+      int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j];
+      const mjtNum* range = m->jnt_range + 2 * j;
+      if (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE) {
+        qfrc[da] += limitForce(o, d->qpos[qa], d->qvel[da], range[0], range[1]);
+      } else if (m->jnt_type[j] == mjJNT_BALL) {
+        // angle theta = |axis-angle(q)|, upper limit only: torque -f axis (local frame)
+        mjtNum r[3];
+        mju_quat2Vel(r, d->qpos + qa, 1);
+        mjtNum theta = mju_norm3(r);
+        if (theta <= 0 || o->limit_width - (range[1] - theta) <= 0) continue;
+        mjtNum axis[3] = {r[0] / theta, r[1] / theta, r[2] / theta};
+        mjtNum f = -limitForce(o, theta, mju_dot3(axis, d->qvel + da), -mjMAXVAL, range[1]);
+        for (int i = 0; i < 3; i++) qfrc[da + i] -= f * axis[i];
+      }
+    }
+
+    // tendon limits
+    for (int i = 0; i < m->ntendon; i++) {
+      if (!m->tendon_limited[i]) continue;
+      const mjtNum* range = m->tendon_range + 2 * i;
+      mjtNum f = limitForce(o, d->ten_length[i], d->ten_velocity[i], range[0], range[1]);
+      if (f != 0) compat_addTendonForce(m, d, i, f, qfrc);
+    }
+  }
+
+  // friction loss
+  if (!DISABLED(m, mjDSBL_FRICTIONLOSS)) {
+    for (int j = 0; j < m->nv; j++) {
+      if (m->dof_frictionloss[j] > 0) {
+        qfrc[j] += lossForce(m->dof_frictionloss[j], d->qvel[j], o->frictionloss_speed);
+      }
+    }
+    for (int i = 0; i < m->ntendon; i++) {
+      if (m->tendon_frictionloss[i] > 0) {
+        mjtNum f = lossForce(m->tendon_frictionloss[i], d->ten_velocity[i], o->frictionloss_speed);
+        compat_addTendonForce(m, d, i, f, qfrc);
+      }
+    }
+  }
+}
+
+//---------------------------------- all forces ----------------------------------------------------
+
+void mjdiff_addForces(const mjModel* m, mjData* d, const mjdiffModel* s, mjtNum* qfrc) {
+  if (DISABLED(m, mjDSBL_CONSTRAINT)) return;
+  int contacts = !DISABLED(m, mjDSBL_CONTACT) && d->ncon > 0;
+  int bodyeq = 0;
+  if (!DISABLED(m, mjDSBL_EQUALITY)) {
+    for (int i = 0; i < m->neq && !bodyeq; i++) {
+      bodyeq = m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD;
+    }
+  }
+
+  // forces through body wrenches
+  if (contacts || bodyeq) {
+    mjdiffStackMark mark = compat_stackMark(d);
+    mjtNum* wrench = compat_stackAllocNum(d, 6 * m->nbody);
+    mju_zero(wrench, 6 * m->nbody);
+    if (contacts) contactWrenches(m, d, s, wrench);
+    if (bodyeq) bodyEqualities(m, d, s, wrench);
+    wrenchToQfrc(m, d, wrench, qfrc);
+    compat_stackFree(d, mark);
+  }
+
+  // forces on scalar coordinates
+  if (!DISABLED(m, mjDSBL_EQUALITY)) scalarEqualities(m, d, s, qfrc);
+  limitsAndLoss(m, d, s, qfrc);
+}

@@ -1,0 +1,212 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The smooth step: MuJoCo's forward pipeline with hard constraints off, plus the smooth forces, then
+// MuJoCo's integrators.
+//
+//   forward   qacc = M(q)^-1 (qfrc_passive + qfrc_smooth_model - qfrc_bias + qfrc_actuator + ...)
+//   Euler     v' = v + h (M + h B)^-1 (M qacc)   (B = diag(dof_damping): MuJoCo's implicit damping)
+//             q' = q (+) h v',  act' = clip(act + h act_dot),  t' = t + h
+//   RK4       X_i = X_0 (+) h sum_j A_ij F_j,  F_i = f(X_i, t + c_i h)   (MuJoCo's tableau)
+//             X' = X_0 (+) h sum_i B_i F_i
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compat.h"
+#include "internal.h"
+
+// MuJoCo's classic RK4 tableau
+static const mjtNum kRK4A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
+static const mjtNum kRK4B[4] = {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6};
+static const mjtNum kRK4C[3] = {0.5, 0.5, 1};
+
+// first non-finite entry of x (n x 1), or -1
+static int firstBad(const mjtNum* x, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(x[i])) return i;
+  }
+  return -1;
+}
+
+static mjdiffStatus checkInputs(const mjModel* m, mjData* d, char* err, int errsz) {
+  struct {
+    const char* name;
+    const mjtNum* x;
+    int n;
+    int warning;
+  } arrays[] = {
+    {"qpos", d->qpos, m->nq, mjWARN_BADQPOS},
+    {"qvel", d->qvel, m->nv, mjWARN_BADQVEL},
+    {"act", d->act, m->na, mjWARN_BADQVEL},
+    {"ctrl", d->ctrl, m->nu, mjWARN_BADCTRL},
+    {"qfrc_applied", d->qfrc_applied, m->nv, mjWARN_BADQACC},
+    {"xfrc_applied", d->xfrc_applied, 6 * m->nbody, mjWARN_BADQACC},
+  };
+  for (int a = 0; a < (int)(sizeof(arrays) / sizeof(arrays[0])); a++) {
+    int i = firstBad(arrays[a].x, arrays[a].n);
+    if (i >= 0) {
+      d->warning[arrays[a].warning].number++;
+      d->warning[arrays[a].warning].lastinfo = i;
+      return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE, "%s[%d] is not finite (%g) at time %g",
+                          arrays[a].name, i, arrays[a].x[i], d->time);
+    }
+  }
+  return MJDIFF_OK;
+}
+
+static mjdiffStatus checkAcc(const mjModel* m, mjData* d, char* err, int errsz) {
+  int i = firstBad(d->qacc, m->nv);
+  if (i < 0 && m->na) {
+    int ia = firstBad(d->act_dot, m->na);
+    if (ia >= 0) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                          "act_dot[%d] is not finite after the smooth forward pass at time %g", ia,
+                          d->time);
+    }
+  }
+  if (i >= 0) {
+    d->warning[mjWARN_BADQACC].number++;
+    d->warning[mjWARN_BADQACC].lastinfo = i;
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "qacc[%d] is not finite after the smooth forward pass at time %g (forces "
+                        "too stiff for the timestep?)", i, d->time);
+  }
+  return MJDIFF_OK;
+}
+
+// the pipeline of mj_forward on a view of m with the hard constraints off
+static void forwardCore(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor) {
+  mjModel view = *m;
+  view.opt.disableflags |= COMPAT_DSBL_HARD;
+  int energy = m->opt.enableflags & mjENBL_ENERGY;
+
+  mj_fwdPosition(&view, d);
+  mjdiff_collide(m, d, s);
+  if (!skipsensor) mj_sensorPos(&view, d);
+  if (energy) mj_energyPos(&view, d);
+
+  mj_fwdVelocity(&view, d);
+  mjdiff_addForces(m, d, s, d->qfrc_passive);
+  if (!skipsensor) mj_sensorVel(&view, d);
+  if (energy) mj_energyVel(&view, d);
+
+  if (mjcb_control) mjcb_control(&view, d);
+  mj_fwdActuation(&view, d);
+  mj_fwdAcceleration(&view, d);
+  mj_fwdConstraint(&view, d);
+  if (!skipsensor) mj_sensorAcc(&view, d);
+}
+
+mjdiffStatus mjdiff_forward(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                            int errsz) {
+  if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  st = checkInputs(m, d, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  forwardCore(m, d, s, 0);
+  return checkAcc(m, d, err, errsz);
+}
+
+// act += h act_dot (clamped), qvel += h qacc, qpos (+)= h vel, time += h
+static void advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* qacc,
+                    const mjtNum* vel) {
+  mjtNum h = m->opt.timestep;
+  for (int i = 0; i < m->na; i++) {
+    d->act[i] += h * act_dot[i];
+    int iu = i + m->nu - m->na;
+    if (m->actuator_actlimited[iu]) {
+      const mjtNum* range = m->actuator_actrange + 2 * iu;
+      d->act[i] = mju_clip(d->act[i], range[0], range[1]);
+    }
+  }
+  mju_addToScl(d->qvel, qacc, h, m->nv);
+  mj_integratePos(m, d->qpos, vel, h);
+  d->time += h;
+}
+
+// RK4 with the smooth forward at every stage; d's state is restored on failure
+static mjdiffStatus rk4(const mjModel* m, mjData* d, const mjdiffModel* s, char* err, int errsz) {
+  int nq = m->nq, nv = m->nv, na = m->na;
+  mjtNum h = m->opt.timestep, time = d->time;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* dX = compat_stackAllocNum(d, 2 * nv + na);
+  mjtNum *X[4], *F[4];
+  for (int i = 0; i < 4; i++) {
+    X[i] = compat_stackAllocNum(d, nq + nv + na);
+    F[i] = compat_stackAllocNum(d, nv + na);
+  }
+
+  // stage 0: the forward pass already done
+  mju_copy(X[0], d->qpos, nq);
+  mju_copy(X[0] + nq, d->qvel, nv);
+  mju_copy(X[0] + nq + nv, d->act, na);
+  mju_copy(F[0], d->qacc, nv);
+  mju_copy(F[0] + nv, d->act_dot, na);
+
+  mjdiffStatus st = MJDIFF_OK;
+  for (int i = 1; i < 4 && st == MJDIFF_OK; i++) {
+    // dX = sum_j A_ij [v_j; F_j]
+    mju_zero(dX, 2 * nv + na);
+    for (int j = 0; j < i; j++) {
+      mjtNum a = kRK4A[3 * (i - 1) + j];
+      mju_addToScl(dX, X[j] + nq, a, nv);
+      mju_addToScl(dX + nv, F[j], a, nv + na);
+    }
+
+    // X_i = X_0 (+) h dX
+    mju_copy(X[i], X[0], nq + nv + na);
+    mj_integratePos(m, X[i], dX, h);
+    mju_addToScl(X[i] + nq, dX + nv, h, nv + na);
+
+    mju_copy(d->qpos, X[i], nq);
+    mju_copy(d->qvel, X[i] + nq, nv);
+    mju_copy(d->act, X[i] + nq + nv, na);
+    d->time = time + kRK4C[i - 1] * h;
+    forwardCore(m, d, s, 1);
+    st = checkAcc(m, d, err, errsz);
+    mju_copy(F[i], d->qacc, nv);
+    mju_copy(F[i] + nv, d->act_dot, na);
+  }
+
+  // restore X_0 and time, then advance with the B-weighted increments
+  d->time = time;
+  mju_copy(d->qpos, X[0], nq);
+  mju_copy(d->qvel, X[0] + nq, nv);
+  mju_copy(d->act, X[0] + nq + nv, na);
+  if (st == MJDIFF_OK) {
+    mju_zero(dX, 2 * nv + na);
+    for (int j = 0; j < 4; j++) {
+      mju_addToScl(dX, X[j] + nq, kRK4B[j], nv);
+      mju_addToScl(dX + nv, F[j], kRK4B[j], nv + na);
+    }
+    advance(m, d, dX + 2 * nv, dX + nv, dX);
+  }
+  compat_stackFree(d, mark);
+  return st;
+}
+
+mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                         int errsz) {
+  if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
+    return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  }
+  st = checkInputs(m, d, err, errsz);
+  if (st != MJDIFF_OK) return st;
+
+  forwardCore(m, d, s, 0);
+  st = checkAcc(m, d, err, errsz);
+  if (st != MJDIFF_OK) return st;
+
+  if (m->opt.integrator == mjINT_RK4) {
+    return rk4(m, d, s, err, errsz);
+  }
+  mjModel view = *m;
+  view.opt.disableflags |= COMPAT_DSBL_HARD;
+  mj_Euler(&view, d);
+  return MJDIFF_OK;
+}
