@@ -1,0 +1,312 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// mjdiff-demo: simulate a model with the smooth contact model and print what happened: contacts,
+// smooth normal and friction forces, penetration, energy; optionally beside MuJoCo's native step.
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mjdiff/mjdiff.h>
+
+#include "toolutil.h"
+
+static const char* kTool = "mjdiff-demo";
+
+typedef struct args_ {
+  const char* model;
+  double seconds;
+  double every;
+  long seed;
+  int random;
+  int native;
+  int json;
+  const char* out;
+} args;
+
+static void usage(void) {
+  printf(
+      "usage: %s [options] MODEL.xml\n"
+      "Simulate MODEL with the smooth contact model and print contacts, forces and energy.\n\n"
+      "options:\n"
+      "  --seconds S    simulated time (default 3)\n"
+      "  --every S      print a row every S seconds of simulated time (default 0.25)\n"
+      "  --ctrl MODE    controls: zero or random (uniform in ctrlrange, held 0.1 s) (default random)\n"
+      "  --seed N       random seed (default 1)\n"
+      "  --native       also run MuJoCo's native step and print both summaries\n"
+      "  --json         print the summary as one JSON object instead of text\n"
+      "  --out FILE     write the JSON summary to FILE\n"
+      "  --help         show this help and exit\n",
+      kTool);
+}
+
+static void parseArgs(int argc, char** argv, args* a) {
+  memset(a, 0, sizeof(*a));
+  a->seconds = 3;
+  a->every = 0.25;
+  a->seed = 1;
+  a->random = 1;
+  for (int i = 1; i < argc; i++) {
+    const char* arg = argv[i];
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      usage();
+      exit(TOOL_EXIT_OK);
+    } else if (!strcmp(arg, "--seconds")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->seconds) || a->seconds <= 0) {
+        tool_usageError(kTool, "--seconds must be a positive number, got '%s'", v);
+      }
+    } else if (!strcmp(arg, "--every")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->every) || a->every <= 0) {
+        tool_usageError(kTool, "--every must be a positive number, got '%s'", v);
+      }
+    } else if (!strcmp(arg, "--ctrl")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!strcmp(v, "zero")) {
+        a->random = 0;
+      } else if (!strcmp(v, "random")) {
+        a->random = 1;
+      } else {
+        tool_usageError(kTool, "--ctrl must be zero or random, got '%s'", v);
+      }
+    } else if (!strcmp(arg, "--seed")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
+        tool_usageError(kTool, "--seed must be an integer >= 0, got '%s'", v);
+      }
+    } else if (!strcmp(arg, "--native")) {
+      a->native = 1;
+    } else if (!strcmp(arg, "--json")) {
+      a->json = 1;
+    } else if (!strcmp(arg, "--out")) {
+      a->out = tool_optionValue(kTool, argc, argv, &i);
+    } else if (arg[0] == '-' && arg[1]) {
+      tool_usageError(kTool, "unknown option '%s'", arg);
+    } else if (a->model) {
+      tool_usageError(kTool, "more than one model given ('%s' and '%s')", a->model, arg);
+    } else {
+      a->model = arg;
+    }
+  }
+  if (!a->model) tool_usageError(kTool, "no model given");
+}
+
+// what happened in one run
+typedef struct summary_ {
+  long steps;
+  double wall;
+  double time;
+  long contactSteps;           // steps with at least one active contact
+  long activeSum;              // sum over steps of active contacts
+  int activeMax;
+  double fnMax;                // largest single normal force (N)
+  double fnTotalMax;           // largest total normal force (N)
+  double penMax;               // deepest penetration (m)
+  double slipMax;              // largest friction force / normal force
+  double energy0, energy1;     // MuJoCo energy (potential + kinetic) at start and end
+  int failed;
+  char err[512];
+} summary;
+
+static unsigned long long gRng;
+
+static double uniform(void) {
+  unsigned long long z = (gRng += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static void setControls(const mjModel* m, mjData* d, int random) {
+  for (int i = 0; i < m->nu; i++) {
+    double lo = -1, hi = 1;
+    if (m->actuator_ctrllimited[i]) {
+      lo = m->actuator_ctrlrange[2 * i];
+      hi = m->actuator_ctrlrange[2 * i + 1];
+    }
+    d->ctrl[i] = random ? lo + (hi - lo) * uniform() : 0;
+  }
+}
+
+static void resetState(const mjModel* m, mjData* d) {
+  mj_resetData(m, d);
+  if (m->nkey > 0) mj_resetDataKeyframe(m, d, 0);
+}
+
+static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a, summary* sum,
+                int print) {
+  memset(sum, 0, sizeof(*sum));
+  gRng = (unsigned long long)a->seed;
+  resetState(m, d);
+  long nstep = (long)ceil(a->seconds / m->opt.timestep);
+  long every = (long)fmax(1, round(a->every / m->opt.timestep));
+  long hold = (long)fmax(1, round(0.1 / m->opt.timestep));
+
+  if (print) {
+    printf("%8s %6s %8s %11s %11s %10s %12s\n", "t_s", "ncon", "active", "fn_total_N",
+           "fn_max_N", "pen_mm", "energy_J");
+  }
+  double t0 = tool_now();
+  for (long k = 0; k < nstep && !tool_interrupted(); k++) {
+    if (k % hold == 0) setControls(m, d, a->random);
+    if (s) {
+      if (mjdiff_step(m, d, s, sum->err, sizeof(sum->err)) != MJDIFF_OK) {
+        sum->failed = 1;
+        break;
+      }
+    } else {
+      mj_step(m, d);
+    }
+    if (k == 0) sum->energy0 = d->energy[0] + d->energy[1];
+    sum->steps++;
+
+    // contacts of the forward pass of this step
+    int active = 0;
+    double fnTotal = 0, fnMax = 0, pen = 0;
+    for (int i = 0; i < d->ncon; i++) {
+      double fn = 0, ft = 0;
+      if (s) {
+        mjdiffContactForce cf;
+        mjdiff_contactForce(m, d, s, i, &cf);
+        fn = cf.force[0];
+        ft = sqrt(cf.force[1] * cf.force[1] + cf.force[2] * cf.force[2]);
+      } else {
+        mjtNum f[6];
+        mj_contactForce(m, d, i, f);
+        fn = f[0];
+        ft = sqrt(f[1] * f[1] + f[2] * f[2]);
+      }
+      if (fn <= 0) continue;
+      active++;
+      fnTotal += fn;
+      fnMax = fmax(fnMax, fn);
+      pen = fmax(pen, -d->contact[i].dist);
+      if (fn > 1e-6) sum->slipMax = fmax(sum->slipMax, ft / fn);
+    }
+    sum->activeSum += active;
+    sum->contactSteps += active > 0;
+    if (active > sum->activeMax) sum->activeMax = active;
+    sum->fnMax = fmax(sum->fnMax, fnMax);
+    sum->fnTotalMax = fmax(sum->fnTotalMax, fnTotal);
+    sum->penMax = fmax(sum->penMax, pen);
+
+    if (print && (k + 1) % every == 0) {
+      printf("%8.3f %6d %8d %11.3f %11.3f %10.3f %12.5f\n", d->time, d->ncon, active, fnTotal,
+             fnMax, 1e3 * pen, d->energy[0] + d->energy[1]);
+    }
+  }
+  sum->wall = tool_now() - t0;
+  sum->time = d->time;
+  sum->energy1 = d->energy[0] + d->energy[1];
+}
+
+static void printSummary(const char* label, const summary* s) {
+  printf("%s: %ld steps, %.3f s simulated in %.3f s wall (%.0f steps/s)\n", label, s->steps,
+         s->time, s->wall, s->wall > 0 ? s->steps / s->wall : 0.0);
+  printf("  contacts: active in %ld of %ld steps, mean %.2f, max %d at once\n", s->contactSteps,
+         s->steps, s->steps ? (double)s->activeSum / s->steps : 0.0, s->activeMax);
+  printf("  forces: largest normal force %.3f N, largest total %.3f N, |friction|/normal <= %.3f\n",
+         s->fnMax, s->fnTotalMax, s->slipMax);
+  printf("  deepest penetration %.3f mm; energy %.5f J -> %.5f J\n", 1e3 * s->penMax, s->energy0,
+         s->energy1);
+  if (s->failed) printf("  FAILED: %s\n", s->err);
+}
+
+static void jsonSummary(FILE* f, const char* key, const summary* s) {
+  fprintf(f,
+          "\"%s\": {\"steps\": %ld, \"sim_time_s\": %.6g, \"wall_s\": %.6g, "
+          "\"steps_per_s\": %.6g, \"contact_steps\": %ld, \"mean_active_contacts\": %.6g, "
+          "\"max_active_contacts\": %d, \"max_normal_force_N\": %.6g, "
+          "\"max_total_normal_force_N\": %.6g, \"max_friction_ratio\": %.6g, "
+          "\"max_penetration_m\": %.6g, \"energy_start_J\": %.9g, \"energy_end_J\": %.9g, "
+          "\"failed\": %s}",
+          key, s->steps, s->time, s->wall, s->wall > 0 ? s->steps / s->wall : 0.0,
+          s->contactSteps, s->steps ? (double)s->activeSum / s->steps : 0.0, s->activeMax,
+          s->fnMax, s->fnTotalMax, s->slipMax, s->penMax, s->energy0, s->energy1,
+          s->failed ? "true" : "false");
+}
+
+static void writeJson(FILE* f, const args* a, const summary* smooth, const summary* native,
+                      const char* status) {
+  fprintf(f, "{\"tool\": \"%s\", \"version\": \"%s\", \"model\": ", kTool,
+          mjdiff_versionString());
+  tool_jsonString(f, a->model);
+  fprintf(f,
+          ", \"args\": {\"seconds\": %g, \"ctrl\": \"%s\", \"seed\": %ld, \"native\": %s}, "
+          "\"status\": \"%s\", \"metrics\": {",
+          a->seconds, a->random ? "random" : "zero", a->seed, a->native ? "true" : "false",
+          status);
+  jsonSummary(f, "smooth", smooth);
+  if (native) {
+    fprintf(f, ", ");
+    jsonSummary(f, "native", native);
+  }
+  fprintf(f, "}, \"series\": {}}\n");
+}
+
+int main(int argc, char** argv) {
+  args a;
+  parseArgs(argc, argv, &a);
+  tool_catchInterrupt();
+
+  char err[1024] = "";
+  mjModel* m = tool_loadModel(a.model, err, sizeof(err));
+  if (!m) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    return TOOL_EXIT_RUNTIME;
+  }
+  mjdiffModel* s = NULL;
+  if (mjdiff_makeModel(m, NULL, &s, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: %s: %s\n", kTool, a.model, err);
+    mj_deleteModel(m);
+    return TOOL_EXIT_RUNTIME;
+  }
+  m->opt.enableflags |= mjENBL_ENERGY;
+  mjData* d = mj_makeData(m);
+
+  const mjdiffOptions* o = mjdiff_getOptions(s);
+  int text = !a.json;
+  if (text) {
+    printf("%s %s: %s (nq=%d nv=%d nu=%d ngeom=%d, timestep %g s, %s)\n", kTool,
+           mjdiff_versionString(), a.model, m->nq, m->nv, m->nu, m->ngeom, m->opt.timestep,
+           m->opt.integrator == mjINT_RK4 ? "RK4" : "Euler");
+    printf("smooth model: contact stiffness %g N/m, damping %g N s/m, width %g m, friction speed "
+           "%g m/s\n\n", o->contact_stiffness, o->contact_damping, o->contact_width,
+           o->friction_speed);
+  }
+
+  summary smooth, native;
+  run(m, d, s, &a, &smooth, text);
+  if (text) {
+    printf("\n");
+    printSummary("smooth", &smooth);
+  }
+  if (a.native && !tool_interrupted()) {
+    run(m, d, NULL, &a, &native, 0);
+    if (text) printSummary("native", &native);
+  }
+
+  const char* status = smooth.failed ? "error" : tool_interrupted() ? "interrupted" : "ok";
+  if (a.json) writeJson(stdout, &a, &smooth, a.native ? &native : NULL, status);
+  int code = smooth.failed ? TOOL_EXIT_RUNTIME
+             : tool_interrupted() ? TOOL_EXIT_INTERRUPTED : TOOL_EXIT_OK;
+  if (a.out) {
+    FILE* f = fopen(a.out, "w");
+    if (!f) {
+      fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, a.out);
+      code = TOOL_EXIT_RUNTIME;
+    } else {
+      writeJson(f, &a, &smooth, a.native ? &native : NULL, status);
+      fclose(f);
+    }
+  }
+  if (smooth.failed) fprintf(stderr, "%s: error: %s\n", kTool, smooth.err);
+
+  mj_deleteData(d);
+  mjdiff_freeModel(s);
+  mj_deleteModel(m);
+  return code;
+}
