@@ -8,9 +8,12 @@
 //                   x - w                          x > 2w
 //            s'(x) = x^2/(2w^2), 1 - (2w-x)^2/(2w^2), 1;   s''(x) = x/w^2, (2w-x)/w^2, 0
 //            (the ramp max(x - w, 0) smoothed by a triangle of half-width w: C2, monotone, convex)
-//   damping  h(y) = 1 + y                          y >= -1/2
-//                   1 / (-4 y)                     y < -1/2
-//            h'(y) = 1, 1 / (4 y^2)                (C1, strictly positive, h(0) = 1, h'(0) = 1)
+//   damped   spring g = k s(x) >= 0 plus damping e = c s'(x) (-v)  (v: separating speed; the damping
+//            fades in with s' over the same width as the spring)
+//            f(g, e) = g + e                       e >= -g/2
+//                      g^2 / (-4 e)                e < -g/2
+//            df/dg = 1, -g / (2 e);  df/de = 1, g^2 / (4 e^2)
+//            (C1, f > 0 whenever g > 0 and f = 0 when g = 0: the damping never pulls)
 //   regular  r(u) = u / sqrt(1 + |u|^2)            componentwise over a vector u, |r| < 1
 //            dr_i/du_j = (delta_ij (1 + |u|^2) - u_i u_j) / (1 + |u|^2)^(3/2)
 
@@ -54,14 +57,16 @@ static inline mjtNum law_rampInverse(mjtNum f, mjtNum w) {
   return x;
 }
 
-// Hunt-Crossley factor h(y), y = -b * (separating speed); derivative in *dh if not NULL
-static inline mjtNum law_damp(mjtNum y, mjtNum* dh) {
-  if (y >= -0.5) {
-    if (dh) *dh = 1;
-    return 1 + y;
+// damped normal force f(g, e) for spring g >= 0 and damping e; partials in *dg, *de if not NULL
+static inline mjtNum law_damped(mjtNum g, mjtNum e, mjtNum* dg, mjtNum* de) {
+  if (e >= -0.5 * g) {
+    if (dg) *dg = 1;
+    if (de) *de = 1;
+    return g + e;
   }
-  if (dh) *dh = 0.25 / (y * y);
-  return -0.25 / y;
+  if (dg) *dg = -0.5 * g / e;
+  if (de) *de = 0.25 * g * g / (e * e);
+  return -0.25 * g * g / e;
 }
 
 // regularised unit direction: r = u / sqrt(1 + |u|^2) for u of size n, returns 1/sqrt(1 + |u|^2)

@@ -26,12 +26,12 @@ typedef struct paramInfo_ {
 
 static const paramInfo kParams[] = {
   {"contact_stiffness", offsetof(mjdiffOptions, contact_stiffness), 1, GP_STIFFNESS, "N/m"},
-  {"contact_damping", offsetof(mjdiffOptions, contact_damping), 0, GP_DAMPING, "s/m"},
+  {"contact_damping", offsetof(mjdiffOptions, contact_damping), 0, GP_DAMPING, "N s/m"},
   {"contact_width", offsetof(mjdiffOptions, contact_width), 1, GP_WIDTH, "m"},
   {"friction_speed", offsetof(mjdiffOptions, friction_speed), 1, GP_FRICTION_SPEED, "m/s"},
   {"spin_speed", offsetof(mjdiffOptions, spin_speed), 1, GP_SPIN_SPEED, "rad/s"},
   {"limit_stiffness", offsetof(mjdiffOptions, limit_stiffness), 1, -1, "N/m or N m/rad"},
-  {"limit_damping", offsetof(mjdiffOptions, limit_damping), 0, -1, "s/m or s/rad"},
+  {"limit_damping", offsetof(mjdiffOptions, limit_damping), 0, -1, "N s/m or N m s/rad"},
   {"limit_width", offsetof(mjdiffOptions, limit_width), 1, -1, "m or rad"},
   {"frictionloss_speed", offsetof(mjdiffOptions, frictionloss_speed), 1, -1, "m/s or rad/s"},
   {"eq_stiffness", offsetof(mjdiffOptions, eq_stiffness), 1, -1, "N/m or N m/rad"},
@@ -105,7 +105,7 @@ mjdiffStatus mjdiff_error(char* err, int errsz, mjdiffStatus status, const char*
 
 void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->contact_stiffness = 1e4;
-  opt->contact_damping = 2;
+  opt->contact_damping = 50;
   opt->contact_width = 2e-3;
   opt->friction_speed = 0.05;
   opt->spin_speed = 0.5;

@@ -8,7 +8,7 @@
 //
 // relative motion  v = (v_b2 + w_b2 x (p - o_b2)) - (v_b1 + w_b1 x (p - o_b1)),   w = w_b2 - w_b1
 //                  vn = n.v, vt = (t1.v, t2.v), wn = n.w, wt = (t1.w, t2.w)
-// normal           x = w_c - dist,  fn = k s(x) h(-b vn)                             (law.h)
+// normal           x = w_c - dist,  fn = f(k s(x), -c s'(x) vn)                      (law.h)
 // sliding          (f1, f2) = -fn (mu1 r1, mu2 r2),  r = reg(vt / v_s)          condim >= 3
 // torsional        tn = -fn mu3 reg(wn / w_s)                                    condim >= 4
 // rolling          (t1, t2) = -fn (mu4 r1, mu5 r2),  r = reg(wt / w_s)          condim == 6
@@ -99,9 +99,9 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mju_mulMatVec(vc, con->frame, lin, 3, 3);
   mju_mulMatVec(wc, con->frame, ang, 3, 3);
 
-  // normal: fn = k s(x) h(-b vn)
-  mjtNum fn = p[GP_STIFFNESS] * law_ramp(x, p[GP_WIDTH], NULL) *
-              law_damp(-p[GP_DAMPING] * vc[0], NULL);
+  // normal: fn = f(k s(x), c s'(x) (-vn))
+  mjtNum ds, sx = law_ramp(x, p[GP_WIDTH], &ds);
+  mjtNum fn = law_damped(p[GP_STIFFNESS] * sx, -p[GP_DAMPING] * ds * vc[0], NULL, NULL);
   cf->force[0] = fn;
 
   // sliding friction
@@ -289,13 +289,20 @@ static void scalarEqualities(const mjModel* m, const mjData* d, const mjdiffMode
 //---------------------------------- limits and friction loss --------------------------------------
 
 // limit force on a scalar coordinate x with velocity v in [lo, hi]: > 0 pushes x up
-//   lower: k s(w - (x - lo)) h(-b v),  upper: -k s(w - (hi - x)) h(b v)
+//   lower: f(k s(xl), -c s'(xl) v),  upper: -f(k s(xu), c s'(xu) v)
+//   xl = w - (x - lo), xu = w - (hi - x)
 static mjtNum limitForce(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi) {
-  mjtNum k = o->limit_stiffness, w = o->limit_width, b = o->limit_damping;
-  mjtNum f = 0;
+  mjtNum k = o->limit_stiffness, w = o->limit_width, c = o->limit_damping;
+  mjtNum f = 0, ds, sx;
   mjtNum xl = w - (x - lo), xu = w - (hi - x);
-  if (xl > 0) f += k * law_ramp(xl, w, NULL) * law_damp(-b * v, NULL);
-  if (xu > 0) f -= k * law_ramp(xu, w, NULL) * law_damp(b * v, NULL);
+  if (xl > 0) {
+    sx = law_ramp(xl, w, &ds);
+    f += law_damped(k * sx, -c * ds * v, NULL, NULL);
+  }
+  if (xu > 0) {
+    sx = law_ramp(xu, w, &ds);
+    f -= law_damped(k * sx, c * ds * v, NULL, NULL);
+  }
   return f;
 }
 

@@ -10,8 +10,8 @@
 //                     x^3 / (6 w^2)        0 < x <= w
 //                     x - w + (2w-x)^3/(6w^2)   w < x <= 2w
 //                     x - w                x > 2w   (C2, monotone, convex; s = -dist when deep)
-//              fn = k s(x) h(-b vn)        vn: normal velocity, > 0 when separating
-//              h(y) = 1 + y (y >= -1/2),   1 / (-4 y) (y < -1/2)   (C1, > 0: never pulls)
+//              g = k s(x), e = -c s'(x) vn     vn: normal velocity, > 0 when separating
+//              fn = g + e  (e >= -g/2),   g^2 / (-4 e)  (e < -g/2)   (C1, > 0: never pulls)
 //   friction   u = v_t / v_s;  f_t = -mu fn u / sqrt(1 + |u|^2)   (sliding, condim >= 3)
 //              torsional (condim >= 4) and rolling (condim 6) likewise with angular velocities and
 //              the spin speed w_s
@@ -38,12 +38,12 @@ extern "C" {
 // joints, "m" variants to slide joints and tendons.
 typedef struct mjdiffOptions_ {
   mjtNum contact_stiffness;    // normal stiffness k (N/m), > 0
-  mjtNum contact_damping;      // Hunt-Crossley damping b (s/m), >= 0
+  mjtNum contact_damping;      // normal damping c (N s/m), >= 0
   mjtNum contact_width;        // activation distance and smoothing width w (m), > 0
   mjtNum friction_speed;       // sliding-friction regularisation speed v_s (m/s), > 0
   mjtNum spin_speed;           // torsional and rolling regularisation speed w_s (rad/s), > 0
   mjtNum limit_stiffness;      // joint and tendon limit stiffness (N/m or N m/rad), > 0
-  mjtNum limit_damping;        // limit Hunt-Crossley damping (s/m or s/rad), >= 0
+  mjtNum limit_damping;        // limit damping (N s/m or N m s/rad), >= 0
   mjtNum limit_width;          // limit smoothing width (m or rad), > 0
   mjtNum frictionloss_speed;   // friction-loss regularisation speed (m/s or rad/s), > 0
   mjtNum eq_stiffness;         // equality penalty stiffness (N/m, N m/rad), > 0
