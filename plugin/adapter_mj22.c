@@ -43,7 +43,8 @@ static int findEntry(const mjModel* m) {
 }
 
 static void removeEntry(int i) {
-  gEntry[i] = gEntry[--gNentry];
+  for (int j = i + 1; j < gNentry; j++) gEntry[j - 1] = gEntry[j];
+  gNentry--;
 }
 
 static void passiveCallback(const mjModel* m, mjData* d);
@@ -71,25 +72,49 @@ static int addEntry(mjModel* m, const mjdiffModel* s, int owned) {
   return 1;
 }
 
-// first sight of a model in auto-attach mode (call with the lock held); returns its entry or -1
+// make room for one more auto-attached entry: evict the oldest auto-attached one (its model was
+// most likely freed by the host; if it is still stepping it is attached again on its next step)
+static void evictOwned(void) {
+  for (int i = 0; i < gNentry; i++) {
+    if (gEntry[i].owned) {
+      mjdiff_freeModel((mjdiffModel*)gEntry[i].s);
+      removeEntry(i);
+      return;
+    }
+  }
+}
+
+// first sight of a model in auto-attach mode (call with the lock held); returns its entry or -1.
+// Models that do not ask for the smooth model are recorded too (with no smooth model), so that
+// later steps find them without rescanning their numerics.
 static int autoAttach(const mjModel* cm) {
   mjModel* m = (mjModel*)cm;  // the host owns a mutable model; MuJoCo 2.2 gives no compile hook
-  if (!mjdiff_wantsSmooth(m)) return -1;
+  int wants = mjdiff_wantsSmooth(m);
   char err[512] = "";
   mjdiffModel* s = NULL;
-  mjdiffStatus st = mjdiff_makeModel(m, NULL, &s, err, sizeof(err));
-  if (!addEntry(m, st == MJDIFF_OK ? s : NULL, 1)) {
+  mjdiffStatus st = wants ? mjdiff_makeModel(m, NULL, &s, err, sizeof(err)) : MJDIFF_OK;
+  if (gNentry >= MAXATTACHED) evictOwned();
+  if (!addEntry(m, s, 1)) {
     mjdiff_freeModel(s);
     if (gLog) gLog(m, MJDIFF_ERR_MEMORY, "too many attached models");
     return -1;
   }
-  if (gLog) gLog(m, st, st == MJDIFF_OK ? "attached" : err);
+  if (gLog && wants) gLog(m, st, st == MJDIFF_OK ? "attached" : err);
   return gNentry - 1;
 }
 
+// the smooth forces of an attached model; the core sees the model's own hard-constraint flags
+// from before attaching
+static void addSmooth(const mjModel* m, mjData* d, const mjdiffModel* s, int flags0) {
+  mjModel view = *m;
+  view.opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) | (flags0 & COMPAT_DSBL_HARD);
+  mjdiff_collide(&view, d, s);
+  mjdiff_addForces(&view, d, s, d->qfrc_passive);
+  atomic_fetch_add(&gNcall, 1);
+  atomic_fetch_add(&gNcontact, d->ncon);
+}
+
 static void passiveCallback(const mjModel* m, mjData* d) {
-  const mjdiffModel* s = NULL;
-  int flags0 = 0;
   pthread_mutex_lock(&gLock);
   int i = findEntry(m);
 
@@ -100,22 +125,16 @@ static void passiveCallback(const mjModel* m, mjData* d) {
     i = -1;
   }
   if (i < 0 && gAuto) i = autoAttach(m);
-  if (i >= 0) {
-    s = gEntry[i].s;
-    flags0 = gEntry[i].flags0;
-  }
+  const mjdiffModel* s = i >= 0 ? gEntry[i].s : NULL;
+  int flags0 = i >= 0 ? gEntry[i].flags0 : 0;
+  int owned = i >= 0 && gEntry[i].owned;
   mjfGeneric prev = gPrevPassive;
-  pthread_mutex_unlock(&gLock);
 
-  if (s) {
-    // the core sees the model's own hard-constraint flags from before attaching
-    mjModel view = *m;
-    view.opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) | (flags0 & COMPAT_DSBL_HARD);
-    mjdiff_collide(&view, d, s);
-    mjdiff_addForces(&view, d, s, d->qfrc_passive);
-    atomic_fetch_add(&gNcall, 1);
-    atomic_fetch_add(&gNcontact, d->ncon);
-  }
+  // auto-attached smooth models may be evicted by another thread: compute under the lock;
+  // explicitly attached ones live until the caller detaches them: compute outside it
+  if (s && owned) addSmooth(m, d, s, flags0);
+  pthread_mutex_unlock(&gLock);
+  if (s && !owned) addSmooth(m, d, s, flags0);
   if (prev) prev(m, d);
 }
 
