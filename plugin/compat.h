@@ -93,4 +93,16 @@ static inline int compat_eqActive(const mjModel* m, const mjData* d, int i) {
   return m->eq_active[i];
 }
 
+// anchors of a connect or weld in the frames of obj1 and obj2; weld relative pose and torquescale
+// (NULL for a connect)
+static inline void compat_eqAnchors(const mjModel* m, int i, const mjtNum* anchor[2],
+                                    const mjtNum** relpose, mjtNum* torquescale) {
+  const mjtNum* data = m->eq_data + mjNEQDATA * i;
+  int weld = m->eq_type[i] == mjEQ_WELD;
+  anchor[0] = weld ? data + 3 : data;
+  anchor[1] = weld ? data : data + 3;
+  *relpose = weld ? data + 6 : NULL;
+  *torquescale = weld ? data[10] : 0;
+}
+
 #endif  // MJDIFF_COMPAT_H_

@@ -199,13 +199,10 @@ static void bodyEqualities(const mjModel* m, const mjData* d, const mjdiffModel*
   for (int i = 0; i < m->neq; i++) {
     int type = m->eq_type[i];
     if (!compat_eqActive(m, d, i) || (type != mjEQ_CONNECT && type != mjEQ_WELD)) continue;
-    const mjtNum* data = m->eq_data + mjNEQDATA * i;
     int b[2] = {m->eq_obj1id[i], m->eq_obj2id[i]};
-    const mjtNum* anchor[2] = {data, data + 3};
-    if (type == mjEQ_WELD) {
-      anchor[0] = data + 3;
-      anchor[1] = data;
-    }
+    const mjtNum *anchor[2], *relpose;
+    mjtNum ts;
+    compat_eqAnchors(m, i, anchor, &relpose, &ts);
 
     // anchor points and their velocities
     mjtNum pos[2][3], lin[2][3], ang[2][3];
@@ -225,18 +222,16 @@ static void bodyEqualities(const mjModel* m, const mjData* d, const mjdiffModel*
 
     // rotation
     if (type == mjEQ_WELD) {
-      mjtNum q[4], qe[4], neg2[4], r[3], T[3], ts = data[10];
-      mju_mulQuat(q, d->xquat + 4 * b[0], data + 6);
+      mjtNum q[4], qe[4], neg2[4], r[3], T[3];
+      mju_mulQuat(q, d->xquat + 4 * b[0], relpose);
       mju_negQuat(neg2, d->xquat + 4 * b[1]);
       mju_mulQuat(qe, q, neg2);
       mju_quat2Vel(r, qe, 1);
       for (int j = 0; j < 3; j++) {
         T[j] = -ts * (k * r[j] + c * (ang[0][j] - ang[1][j]));
       }
-      mjtNum center[3];
-      mju_copy3(center, pos[0]);
-      addWrench(m, d, wrench, b[0], center, zero, T, 1);
-      addWrench(m, d, wrench, b[1], center, zero, T, -1);
+      addWrench(m, d, wrench, b[0], pos[0], zero, T, 1);
+      addWrench(m, d, wrench, b[1], pos[0], zero, T, -1);
     }
   }
 }
