@@ -19,9 +19,8 @@
 
 typedef struct entry_ {
   const mjModel* m;            // attached model (key)
-  const mjdiffModel* s;        // its smooth model; NULL: auto-attach failed, run natively
+  mjdiffModel* s;              // its smooth model; NULL: not smooth, or auto-attach failed
   int owned;                   // 1: made by auto-attach, freed by the adapter
-  int flags0;                  // m->opt.disableflags before attaching
   const void* buffer;          // m->buffer at attach time, to tell a reloaded model apart
 } entry;
 
@@ -59,15 +58,18 @@ static void install(void) {
 }
 
 // add an entry and disable the model's hard constraints (call with the lock held)
-static int addEntry(mjModel* m, const mjdiffModel* s, int owned) {
+static int addEntry(mjModel* m, mjdiffModel* s, int owned) {
   if (gNentry >= MAXATTACHED) return 0;
   entry* e = gEntry + gNentry++;
   e->m = m;
   e->s = s;
   e->owned = owned;
-  e->flags0 = m->opt.disableflags;
   e->buffer = m->buffer;
-  if (s) m->opt.disableflags |= COMPAT_DSBL_HARD;
+  if (s) {
+    s->attached = m;
+    s->hardflags = m->opt.disableflags & COMPAT_DSBL_HARD;
+    m->opt.disableflags |= COMPAT_DSBL_HARD;
+  }
   install();
   return 1;
 }
@@ -77,7 +79,7 @@ static int addEntry(mjModel* m, const mjdiffModel* s, int owned) {
 static void evictOwned(void) {
   for (int i = 0; i < gNentry; i++) {
     if (gEntry[i].owned) {
-      mjdiff_freeModel((mjdiffModel*)gEntry[i].s);
+      mjdiff_freeModel(gEntry[i].s);
       removeEntry(i);
       return;
     }
@@ -105,11 +107,11 @@ static int autoAttach(const mjModel* cm) {
 
 // the smooth forces of an attached model; the core sees the model's own hard-constraint flags
 // from before attaching
-static void addSmooth(const mjModel* m, mjData* d, const mjdiffModel* s, int flags0) {
-  mjModel view = *m;
-  view.opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) | (flags0 & COMPAT_DSBL_HARD);
-  mjdiff_collide(&view, d, s);
-  mjdiff_addForces(&view, d, s, d->qfrc_passive);
+static void addSmooth(const mjModel* m, mjData* d, const mjdiffModel* s) {
+  mjModel view;
+  const mjModel* mu = mjdiff_userModel(m, s, &view);
+  mjdiff_collide(mu, d, s);
+  mjdiff_addForces(mu, d, s, d->qfrc_passive);
   atomic_fetch_add(&gNcall, 1);
   atomic_fetch_add(&gNcontact, d->ncon);
 }
@@ -120,25 +122,24 @@ static void passiveCallback(const mjModel* m, mjData* d) {
 
   // a freed model's address reused by a newly loaded one
   if (i >= 0 && gEntry[i].owned && gEntry[i].buffer != m->buffer) {
-    mjdiff_freeModel((mjdiffModel*)gEntry[i].s);
+    mjdiff_freeModel(gEntry[i].s);
     removeEntry(i);
     i = -1;
   }
   if (i < 0 && gAuto) i = autoAttach(m);
   const mjdiffModel* s = i >= 0 ? gEntry[i].s : NULL;
-  int flags0 = i >= 0 ? gEntry[i].flags0 : 0;
   int owned = i >= 0 && gEntry[i].owned;
   mjfGeneric prev = gPrevPassive;
 
   // auto-attached smooth models may be evicted by another thread: compute under the lock;
   // explicitly attached ones live until the caller detaches them: compute outside it
-  if (s && owned) addSmooth(m, d, s, flags0);
+  if (s && owned) addSmooth(m, d, s);
   pthread_mutex_unlock(&gLock);
-  if (s && !owned) addSmooth(m, d, s, flags0);
+  if (s && !owned) addSmooth(m, d, s);
   if (prev) prev(m, d);
 }
 
-mjdiffStatus mjdiff_attach(mjModel* m, const mjdiffModel* s, char* err, int errsz) {
+mjdiffStatus mjdiff_attach(mjModel* m, mjdiffModel* s, char* err, int errsz) {
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (s->m != m) {
@@ -148,6 +149,8 @@ mjdiffStatus mjdiff_attach(mjModel* m, const mjdiffModel* s, char* err, int errs
   pthread_mutex_lock(&gLock);
   if (findEntry(m) >= 0) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "model is already attached");
+  } else if (s->attached) {
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "smooth model is already attached");
   } else if (!addEntry(m, s, 0)) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "too many attached models (at most %d)",
                       MAXATTACHED);
@@ -156,16 +159,18 @@ mjdiffStatus mjdiff_attach(mjModel* m, const mjdiffModel* s, char* err, int errs
   return st;
 }
 
-const mjdiffModel* mjdiff_detach(mjModel* m) {
-  const mjdiffModel* s = NULL;
+mjdiffModel* mjdiff_detach(mjModel* m) {
+  mjdiffModel* s = NULL;
   pthread_mutex_lock(&gLock);
   int i = findEntry(m);
   if (i >= 0) {
     s = gEntry[i].s;
-    m->opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) |
-                          (gEntry[i].flags0 & COMPAT_DSBL_HARD);
+    if (s) {
+      m->opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) | s->hardflags;
+      s->attached = NULL;
+    }
     if (gEntry[i].owned) {
-      mjdiff_freeModel((mjdiffModel*)s);
+      mjdiff_freeModel(s);
       s = NULL;
     }
     removeEntry(i);

@@ -24,7 +24,13 @@ struct mjdiffModel_ {
   mjdiffOptions opt;           // model-wide parameters
   mjtNum* geom_param;          // per-geom contact parameters               (ngeom x GP_COUNT)
   unsigned char* geom_set;     // whether each was set explicitly           (ngeom x GP_COUNT)
+  const mjModel* attached;     // model the adapter attached this to (its hard flags are set)
+  int hardflags;               // the attached model's own hard-constraint flags before attaching
 };
+
+// the model as its user configured it: m itself, or, if the adapter attached s to m (and so set
+// m's hard-constraint disable flags), view filled with m and the user's own hard-constraint flags
+const mjModel* mjdiff_userModel(const mjModel* m, const mjdiffModel* s, mjModel* view);
 
 // contact parameters of the pair (g1, g2): explicit beats model-wide; both explicit: the mean
 void mjdiff_pairParams(const mjdiffModel* s, int g1, int g2, mjtNum p[GP_COUNT]);

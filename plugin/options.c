@@ -222,6 +222,14 @@ mjdiffStatus mjdiff_getParam(const mjdiffModel* s, const char* name, mjtNum* val
   return MJDIFF_OK;
 }
 
+const mjModel* mjdiff_userModel(const mjModel* m, const mjdiffModel* s, mjModel* view) {
+  if (s->attached != m) return m;
+  *view = *m;
+  view->opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) |
+                           (s->hardflags & COMPAT_DSBL_HARD);
+  return view;
+}
+
 const mjdiffOptions* mjdiff_getOptions(const mjdiffModel* s) {
   return s ? &s->opt : NULL;
 }
@@ -255,10 +263,15 @@ static mjdiffStatus readCustom(mjdiffModel* s, const mjModel* m, char* err, int 
       if (strncmp(name, PREFIX, strlen(PREFIX))) continue;
       const char* field = name + strlen(PREFIX);
       if (!strcmp(field, "enable")) {
-        mjtNum v = m->numeric_size[i] == 1 ? m->numeric_data[m->numeric_adr[i]] : -1;
+        if (m->numeric_size[i] != 1) {
+          return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                              "custom numeric '%s' must hold exactly one value, has %d", name,
+                              m->numeric_size[i]);
+        }
+        mjtNum v = m->numeric_data[m->numeric_adr[i]];
         if (v != 0 && v != 1) {
           return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
-                              "custom numeric '%s' must hold one value, 0 or 1", name);
+                              "custom numeric '%s' must be 0 or 1, got %g", name, v);
         }
         continue;
       }
@@ -282,8 +295,9 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
                                    int errsz) {
   if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "integrator %d ('implicit') is not supported by the smooth model: use "
-                        "Euler or RK4", m->opt.integrator);
+                        "integrator %d (%s) is not supported by the smooth model: use Euler or "
+                        "RK4", m->opt.integrator,
+                        m->opt.integrator == mjINT_IMPLICIT ? "implicit" : "unknown");
   }
   for (int i = 0; i < m->neq; i++) {
     if (m->eq_type[i] != mjEQ_CONNECT && m->eq_type[i] != mjEQ_WELD &&

@@ -160,7 +160,7 @@ mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d, const mjdiff
 //---------------------------------- collision -----------------------------------------------------
 
 void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
-  if (DISABLED(m, COMPAT_DSBL_DETECT)) {
+  if (DISABLED(m, COMPAT_DSBL_DETECT | mjDSBL_PASSIVE)) {
     d->ncon = 0;
     return;
   }
@@ -359,7 +359,9 @@ static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* 
 //---------------------------------- all forces ----------------------------------------------------
 
 void mjdiff_addForces(const mjModel* m, mjData* d, const mjdiffModel* s, mjtNum* qfrc) {
-  if (DISABLED(m, mjDSBL_CONSTRAINT)) return;
+  // smooth forces are delivered as passive forces: MuJoCo 2.2 skips mjcb_passive when passive
+  // forces are disabled, and the direct step agrees with the adapter
+  if (DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) return;
   int contacts = !DISABLED(m, mjDSBL_CONTACT) && d->ncon > 0;
   int bodyeq = 0;
   if (!DISABLED(m, mjDSBL_EQUALITY)) {

@@ -60,6 +60,8 @@ static mjdiffStatus checkAcc(const mjModel* m, mjData* d, char* err, int errsz) 
   if (i < 0 && m->na) {
     int ia = firstBad(d->act_dot, m->na);
     if (ia >= 0) {
+      d->warning[mjWARN_BADQACC].number++;
+      d->warning[mjWARN_BADQACC].lastinfo = m->nv + ia;
       return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "act_dot[%d] is not finite after the smooth forward pass at time %g", ia,
                           d->time);
@@ -77,17 +79,18 @@ static mjdiffStatus checkAcc(const mjModel* m, mjData* d, char* err, int errsz) 
 
 // the pipeline of mj_forward on a view of m with the hard constraints off
 static void forwardCore(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor) {
-  mjModel view = *m;
+  mjModel view = *m, user;
   view.opt.disableflags |= COMPAT_DSBL_HARD;
+  const mjModel* mu = mjdiff_userModel(m, s, &user);
   int energy = m->opt.enableflags & mjENBL_ENERGY;
 
   mj_fwdPosition(&view, d);
-  mjdiff_collide(m, d, s);
+  mjdiff_collide(mu, d, s);
   if (!skipsensor) mj_sensorPos(&view, d);
   if (energy) mj_energyPos(&view, d);
 
   mj_fwdVelocity(&view, d);
-  mjdiff_addForces(m, d, s, d->qfrc_passive);
+  mjdiff_addForces(mu, d, s, d->qfrc_passive);
   if (!skipsensor) mj_sensorVel(&view, d);
   if (energy) mj_energyVel(&view, d);
 

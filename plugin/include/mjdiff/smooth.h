@@ -121,7 +121,9 @@ MJDIFF_API mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffMod
 MJDIFF_API void mjdiff_addForces(const mjModel* m, mjData* d, const mjdiffModel* s, mjtNum* qfrc);
 
 // Run MuJoCo's collision detection with the smooth model's activation margins, filling d->contact
-// and d->ncon, even though m disables contacts for the solver. Needs mj_kinematics done.
+// and d->ncon. m is the model as its user configured it (not the view with hard constraints off):
+// nothing is detected when it disables contacts, constraints or passive forces. Needs
+// mj_kinematics done.
 MJDIFF_API void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s);
 
 // Smooth force of contact i (0 <= i < d->ncon) at the state of the last forward pass.
@@ -138,13 +140,16 @@ MJDIFF_API mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d,
 // and threads work at once. A model must be detached before it is freed.
 
 // Attach a smooth model to its mjModel (the one s was made from). Sets contact, equality,
-// frictionloss and limit in m->opt.disableflags. Fails if m is already attached.
+// frictionloss and limit in m->opt.disableflags (s remembers the model's own values, so that
+// mjdiff_step keeps working on the attached model). Fails if m or s is already attached. The
+// smooth forces are passive forces: disabling passive forces (mjDSBL_PASSIVE) disables them, in
+// mjdiff_step as in MuJoCo 2.2's mj_step, which then skips mjcb_passive.
 // Nullable: err.
-MJDIFF_API mjdiffStatus mjdiff_attach(mjModel* m, const mjdiffModel* s, char* err, int errsz);
+MJDIFF_API mjdiffStatus mjdiff_attach(mjModel* m, mjdiffModel* s, char* err, int errsz);
 
 // Detach m, restoring the disable flags it had before mjdiff_attach; returns its smooth model (the
 // caller frees it), or NULL if m was not attached.
-MJDIFF_API const mjdiffModel* mjdiff_detach(mjModel* m);
+MJDIFF_API mjdiffModel* mjdiff_detach(mjModel* m);
 
 // The smooth model attached to m, or NULL.
 MJDIFF_API const mjdiffModel* mjdiff_attached(const mjModel* m);
