@@ -1,0 +1,72 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Internal building blocks of the step adjoint, shared by the files of adjoint/.
+//
+// Conventions (every file of adjoint/):
+//   dq (nv x 1)   a qpos perturbation in MuJoCo's velocity space: qpos' = mj_integratePos(qpos, dq, 1)
+//                 (hinge/slide: additive; ball: local-frame rotation vector, q' = q * exp(dq/2);
+//                 free: world-frame translation then local-frame rotation), the layout of
+//                 mjd_transitionFD.
+//   body motion   a rigid perturbation of a body or geom: translation dx (3, world) of its frame
+//                 origin and rotation dth (3, world): R' = (I + [dth]x) R to first order. A point p
+//                 fixed to body b moves by J_p(b, p) dq; the body rotates by J_r(b) dq (mj_jac).
+//   matrices      dense, row-major; D<y>D<x> has one row per component of y, one column per
+//                 tangent component of x (MuJoCo's derivative naming).
+// Functions here assume the smooth forward pass has run on d (mjdiff_forward) and use d's stack
+// for scratch.
+
+#ifndef MJDIFF_ADJOINT_DERIVATIVE_H_
+#define MJDIFF_ADJOINT_DERIVATIVE_H_
+
+#include <mjdiff/base.h>
+#include <mujoco/mujoco.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---------------------------------- contact geometry (geom_d.c) ----------------------------------
+//
+// For one contact reported by MuJoCo's collision detection between geoms g1 = con->geom1 and
+// g2 = con->geom2: the Jacobian of its signed distance, normal and position
+//   y = (dist (1), n (3) = con->frame[0..2], pos (3))
+// with respect to rigid perturbations of the two geoms
+//   z = (dx1 (3), dth1 (3), dx2 (3), dth2 (3))
+// as J (7 x 12, row-major). Returns 0 on success, -1 if the geom pair type is not supported
+// (the caller reports it). Valid where the contact set is locally stable (no contact switching).
+MJDIFF_API int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
+                                          mjtNum J[7 * 12]);
+
+// Nonzero if contacts between geom types t1 <= t2 (mjtGeom) have a geometry Jacobian.
+MJDIFF_API int mjdiff_contactPairSupported(int t1, int t2);
+
+// ---------------------------------- rigid-body dynamics (rne_d.c) --------------------------------
+//
+// Derivatives of the inverse dynamics ID(q, v, a) = M(q) a + c(q, v), with c = qfrc_bias as mj_rne
+// computes it (gravity, Coriolis and centrifugal; M includes armature), at the state in d and the
+// acceleration acc (nv x 1):
+//   DidDq (nv x nv) = dID/dq (tangent dq),  DidDv (nv x nv) = dc/dv.
+// Nullable: DidDq, DidDv.
+MJDIFF_API void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
+                                     mjtNum* DidDv);
+
+// ---------------------------------- applied forces (forces_d.c) ---------------------------------
+//
+// Derivatives of the applied generalised force f = qfrc_passive (MuJoCo's springs and dampers plus
+// every smooth force of s) + qfrc_actuator + J' xfrc_applied, and of act_dot, at the state in d
+// after the smooth forward pass:
+//   DfDq, DfDv (nv x nv), DfDa (nv x na), DfDu (nv x nu), DadotDa (na x na), DadotDu (na x nu).
+// m is the model as its user configured it (mjdiff_userModel). Uses d's stack.
+struct mjdiffModel_;
+MJDIFF_API void mjdiff_forceDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
+                                       mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu,
+                                       mjtNum* DadotDa, mjtNum* DadotDu);
+
+// MuJoCo's cdof moved to the world origin (nv x 6)
+void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MJDIFF_ADJOINT_DERIVATIVE_H_

@@ -1,0 +1,334 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Analytical derivatives of recursive Newton-Euler inverse dynamics (after Carpentier & Mansard,
+// "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018) for MuJoCo 2.2's mj_rne.
+//
+// Notation. Spatial motion m = (w; v), force f = (n; f), both about one point fixed in the world:
+//   m1 x m2 = (w1 x w2; w1 x v2 + v1 x w2)    motion cross product (a Lie bracket: Jacobi holds)
+//   m x* f  = (w x n + v x f; w x f)          force cross product, (m x* f).y = -f.(m x y)
+//   I_b = cinert of body b, S_j = cdof_j, v_j = qvel_j, acc_j the given acceleration.
+// MuJoCo expresses each tree about its root's subtree com, which moves with q. tau is a pairing of
+// motion with force, independent of the point, so we differentiate as if the point stayed where it
+// is now, and use cdof and cinert as they are.
+//
+// Groups. S_j is rigidly attached to the frame after j's group: a hinge or slide (itself), the 3
+// dofs of a ball, each translation of a free joint, the 3 rotations of a free joint (MuJoCo forbids
+// rotations after a ball in a body; a free joint is alone in a top-level body). D_k = the dofs
+// whose group is k's or comes after it on a path through k. The tangent dq_k moves the frames after
+// k's group, and so k's body and its subtree, with spatial velocity S_k (hinge: about its anchor;
+// ball, free rotation: local axes at the anchor; slide, free translation: world translation):
+//   dS_j/dq_k = S_k x S_j (j in D_k),   dI_b/dq_k = S_k x* I_b - I_b S_k x (b in k's subtree).
+//
+// Forward equations (mj_comVel, mj_rne) along the groups G from the world to body b:
+//   v-_G, a-_G    velocity, acceleration before G;  v-, a- of the world: 0, (0; -gravity)
+//   w_G = v-_G + sum_{l in G} S_l v_l (the v- of the next group),  v_b = w of b's last group
+//   Sdot_j = w_G x S_j   (MuJoCo's cdof_dot is v-_G x S_j for a ball; both give the same
+//                         sum_{j in G} Sdot_j v_j, all that mj_rne uses, as (S v) x (S v) = 0)
+//   a_b = a-_world + sum_j (Sdot_j v_j + S_j acc_j)
+//   f_b = I_b a_b + v_b x* (I_b v_b),  F_b = sum_{c in subtree(b)} f_c,  tau_j = S_j . F_b(j)
+//   ID = M(q) acc + qfrc_bias = tau + armature .* acc   (armature: constant)
+//
+// Along q_k (T = S_k, v- = v-_k, a- = a-_k; b in k's subtree). Jacobi gives, for j in D_k,
+//   dSdot_j = (T x (w_j - v-)) x S_j + w_j x (T x S_j) = T x Sdot_j - (T x v-) x S_j, so
+//   dv_b = T x v_b - u,                u = T x v-
+//   da_b = T x a_b - beta - u x v_b,   beta = T x a- - u x v-
+//   df_b = T x* f_b - I_b beta - Idot_b u - u x* h_b,   h_b = I_b v_b,
+//          Idot_b = v_b x* I_b - I_b v_b x  (symmetric: the rate of I_b)
+//   dF_b = T x* F_b - R_b,   R_b = Ic_b beta + Bc_b u + u x* Hc_b,
+//          Ic, Bc, Hc = subtree sums of I, Idot, h.
+// With (T x S_j).F + S_j.(T x* F) = 0:
+//   j in D_k:                dtau_j/dq_k = -S_j . R_b(j) = -g1_j . beta_k + g2_j . u_k,
+//                            g1_j = Ic_b S_j,  g2_j = S_j x* Hc_b - Bc_b S_j  (b = b(j))
+//   j above k (not in D_k):  dtau_j/dq_k = S_j . P_k,  P_k = S_k x* F_b - R_b  (b = b(k))
+//   j in k's group, j < k:   dtau_j/dq_k = S_j . P_k + (S_k x S_j) . F_b(k)
+//
+// Along v_k (k's body and subtree; Sdot_k and the Sdot_j of D_k change):
+//   dv_b = S_k,   da_b = S_k x v_b + gamma_k,   gamma_k = (w_k + v-_k) x S_k,
+//   df_b = I_b gamma_k + Idot_b S_k + S_k x* h_b
+//   b(j) in b(k)'s subtree:  dtau_j/dv_k = g1_j . gamma_k - g2_j . S_k
+//   b(j) above b(k):         dtau_j/dv_k = S_j . Q_k,  Q_k = Ic_b gamma_k + Bc_b S_k + S_k x* Hc_b
+//   (the two agree when b(j) = b(k)).
+//
+// Unrelated pairs (neither dof above the other) give 0. Walking dof_parentid from each dof meets
+// every related pair once: O(nv * depth), after O(nbody) forward and backward passes.
+
+#include <math.h>
+#include <mujoco/mujoco.h>
+
+#include "compat.h"
+#include "derivative.h"
+
+//---------------------------------- spatial algebra -----------------------------------------------
+
+// res = a x b (motion cross motion)
+static void crossMot(mjtNum res[6], const mjtNum a[6], const mjtNum b[6]) {
+  res[0] = a[1] * b[2] - a[2] * b[1];
+  res[1] = a[2] * b[0] - a[0] * b[2];
+  res[2] = a[0] * b[1] - a[1] * b[0];
+  res[3] = a[1] * b[5] - a[2] * b[4] + a[4] * b[2] - a[5] * b[1];
+  res[4] = a[2] * b[3] - a[0] * b[5] + a[5] * b[0] - a[3] * b[2];
+  res[5] = a[0] * b[4] - a[1] * b[3] + a[3] * b[1] - a[4] * b[0];
+}
+
+// res = a x* f (motion cross force)
+static void crossFrc(mjtNum res[6], const mjtNum a[6], const mjtNum f[6]) {
+  res[0] = a[1] * f[2] - a[2] * f[1] + a[4] * f[5] - a[5] * f[4];
+  res[1] = a[2] * f[0] - a[0] * f[2] + a[5] * f[3] - a[3] * f[5];
+  res[2] = a[0] * f[1] - a[1] * f[0] + a[3] * f[4] - a[4] * f[3];
+  res[3] = a[1] * f[5] - a[2] * f[4];
+  res[4] = a[2] * f[3] - a[0] * f[5];
+  res[5] = a[0] * f[4] - a[1] * f[3];
+}
+
+// res = I m for a 10-number inertia (Ixx Iyy Izz Ixy Ixz Iyz, c = mass * (com - point), mass):
+// (Irot w + c x v; mass v - c x w)
+static void mulInert(mjtNum res[6], const mjtNum I[10], const mjtNum m[6]) {
+  const mjtNum* c = I + 6;
+  res[0] = I[0] * m[0] + I[3] * m[1] + I[4] * m[2] + c[1] * m[5] - c[2] * m[4];
+  res[1] = I[3] * m[0] + I[1] * m[1] + I[5] * m[2] + c[2] * m[3] - c[0] * m[5];
+  res[2] = I[4] * m[0] + I[5] * m[1] + I[2] * m[2] + c[0] * m[4] - c[1] * m[3];
+  res[3] = I[9] * m[3] - c[1] * m[2] + c[2] * m[1];
+  res[4] = I[9] * m[4] - c[2] * m[0] + c[0] * m[2];
+  res[5] = I[9] * m[5] - c[0] * m[1] + c[1] * m[0];
+}
+
+// res = A m for a 6x6 row-major A
+static void mul66(mjtNum res[6], const mjtNum A[36], const mjtNum m[6]) {
+  for (int r = 0; r < 6; r++) {
+    const mjtNum* row = A + 6 * r;
+    res[r] = row[0] * m[0] + row[1] * m[1] + row[2] * m[2] + row[3] * m[3] + row[4] * m[4] +
+             row[5] * m[5];
+  }
+}
+
+static mjtNum dot6(const mjtNum a[6], const mjtNum b[6]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+// A += Idot = X + X^T with X = v x* I (6x6 row-major), the rate of an inertia moving with v
+static void addInertRate(mjtNum A[36], const mjtNum I[10], const mjtNum v[6]) {
+  mjtNum X[36], e[6] = {0}, col[6], xcol[6];
+  for (int c = 0; c < 6; c++) {
+    // column c of X = v x* (I e_c)
+    e[c] = 1;
+    mulInert(col, I, e);
+    crossFrc(xcol, v, col);
+    e[c] = 0;
+    for (int r = 0; r < 6; r++) {
+      X[6 * r + c] = xcol[r];
+    }
+  }
+  for (int r = 0; r < 6; r++) {
+    for (int c = 0; c < 6; c++) {
+      A[6 * r + c] += X[6 * r + c] + X[6 * c + r];
+    }
+  }
+}
+
+// number of dofs in the group starting at dof j (ball: 3, free: 3 rotations, else 1)
+static int groupSize(const mjModel* m, int j) {
+  int jnt = m->dof_jntid[j];
+  int type = m->jnt_type[jnt];
+  if (type == mjJNT_BALL) {
+    return 3;
+  }
+  if (type == mjJNT_FREE && j - m->jnt_dofadr[jnt] >= 3) {
+    return 3;
+  }
+  return 1;
+}
+
+// first dof of dof j's group
+static int groupStart(const mjModel* m, int j) {
+  int jnt = m->dof_jntid[j];
+  int type = m->jnt_type[jnt];
+  int adr = m->jnt_dofadr[jnt];
+  if (type == mjJNT_BALL) {
+    return adr;
+  }
+  if (type == mjJNT_FREE && j - adr >= 3) {
+    return adr + 3;
+  }
+  return j;
+}
+
+//---------------------------------- derivative ----------------------------------------------------
+
+void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
+                          mjtNum* DidDv) {
+  int nv = m->nv, nbody = m->nbody;
+  if ((!DidDq && !DidDv) || nv == 0) {
+    return;
+  }
+
+  // scratch: per body v, a, F, Ic, Hc, Bc; per dof u, beta, gamma, g1, g2, P, Q
+  int need = nbody * (6 + 6 + 6 + 10 + 6 + 36) + nv * 7 * 6;
+  if (compat_stackSpace(d) < need) {
+    // no room: report through the outputs rather than MuJoCo's fatal stack error
+    for (int i = 0; i < nv * nv; i++) {
+      if (DidDq) {
+        DidDq[i] = NAN;
+      }
+      if (DidDv) {
+        DidDv[i] = NAN;
+      }
+    }
+    return;
+  }
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* ca = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* F = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* Ic = compat_stackAllocNum(d, 10 * nbody);
+  mjtNum* Hc = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* Bc = compat_stackAllocNum(d, 36 * nbody);
+  mjtNum* u = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* beta = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* gam = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* g1 = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* g2 = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* P = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* Q = compat_stackAllocNum(d, 6 * nv);
+  const mjtNum* S = d->cdof;
+  const mjtNum* qvel = d->qvel;
+
+  // world: v = 0, a = (0; -gravity)
+  mju_zero(cv, 6);
+  mju_zero(ca, 6);
+  if (!(m->opt.disableflags & mjDSBL_GRAVITY)) {
+    mju_scl3(ca + 3, m->opt.gravity, -1);
+  }
+
+  // forward pass over bodies and their dof groups: v-, a-, u, beta, gamma; v_b, a_b
+  for (int b = 1; b < nbody; b++) {
+    mjtNum v[6], a[6], w[6], tmp[6], tmp2[6];
+    mju_copy(v, cv + 6 * m->body_parentid[b], 6);
+    mju_copy(a, ca + 6 * m->body_parentid[b], 6);
+    int j = m->body_dofadr[b], end = j + m->body_dofnum[b];
+    while (j < end) {
+      int n = groupSize(m, j);
+
+      // w = v- + sum_G S_l v_l
+      mju_copy(w, v, 6);
+      for (int l = j; l < j + n; l++) {
+        mju_addToScl(w, S + 6 * l, qvel[l], 6);
+      }
+
+      // per dof of the group (v, a still hold v-, a-)
+      for (int l = j; l < j + n; l++) {
+        const mjtNum* Sl = S + 6 * l;
+
+        // u = S x v-,  beta = S x a- - u x v-
+        crossMot(u + 6 * l, Sl, v);
+        crossMot(beta + 6 * l, Sl, a);
+        crossMot(tmp, u + 6 * l, v);
+        mju_subFrom(beta + 6 * l, tmp, 6);
+
+        // gamma = (w + v-) x S
+        mju_add(tmp, w, v, 6);
+        crossMot(gam + 6 * l, tmp, Sl);
+      }
+
+      // a += sum_G (w x S_l) v_l + S_l acc_l;  v = w
+      for (int l = j; l < j + n; l++) {
+        crossMot(tmp2, w, S + 6 * l);
+        mju_addToScl(a, tmp2, qvel[l], 6);
+        mju_addToScl(a, S + 6 * l, acc[l], 6);
+      }
+      mju_copy(v, w, 6);
+      j += n;
+    }
+    mju_copy(cv + 6 * b, v, 6);
+    mju_copy(ca + 6 * b, a, 6);
+
+    // f = I a + v x* (I v),  h = I v,  Idot
+    const mjtNum* I = d->cinert + 10 * b;
+    mulInert(Hc + 6 * b, I, v);
+    mulInert(F + 6 * b, I, a);
+    crossFrc(tmp, v, Hc + 6 * b);
+    mju_addTo(F + 6 * b, tmp, 6);
+    mju_copy(Ic + 10 * b, I, 10);
+    mju_zero(Bc + 36 * b, 36);
+    addInertRate(Bc + 36 * b, I, v);
+  }
+
+  // backward pass: subtree sums F, Ic, Hc, Bc
+  for (int b = nbody - 1; b > 0; b--) {
+    int p = m->body_parentid[b];
+    if (p > 0) {
+      mju_addTo(F + 6 * p, F + 6 * b, 6);
+      mju_addTo(Ic + 10 * p, Ic + 10 * b, 10);
+      mju_addTo(Hc + 6 * p, Hc + 6 * b, 6);
+      mju_addTo(Bc + 36 * p, Bc + 36 * b, 36);
+    }
+  }
+
+  // per dof: g1 = Ic S,  g2 = S x* Hc - Bc S,  P = S x* F - R,  Q = Ic gamma + Bc S + S x* Hc
+  for (int j = 0; j < nv; j++) {
+    int b = m->dof_bodyid[j];
+    const mjtNum* Sj = S + 6 * j;
+    const mjtNum* Icb = Ic + 10 * b;
+    const mjtNum* Bcb = Bc + 36 * b;
+    const mjtNum* Hcb = Hc + 6 * b;
+    mjtNum BS[6], SxH[6], tmp[6];
+    mul66(BS, Bcb, Sj);
+    crossFrc(SxH, Sj, Hcb);
+    mulInert(g1 + 6 * j, Icb, Sj);
+    mju_sub(g2 + 6 * j, SxH, BS, 6);
+
+    if (DidDq) {
+      // P = S x* F - Ic beta - Bc u - u x* Hc
+      crossFrc(P + 6 * j, Sj, F + 6 * b);
+      mulInert(tmp, Icb, beta + 6 * j);
+      mju_subFrom(P + 6 * j, tmp, 6);
+      mul66(tmp, Bcb, u + 6 * j);
+      mju_subFrom(P + 6 * j, tmp, 6);
+      crossFrc(tmp, u + 6 * j, Hcb);
+      mju_subFrom(P + 6 * j, tmp, 6);
+    }
+    if (DidDv) {
+      // Q = Ic gamma + Bc S + S x* Hc
+      mulInert(Q + 6 * j, Icb, gam + 6 * j);
+      mju_addTo(Q + 6 * j, BS, 6);
+      mju_addTo(Q + 6 * j, SxH, 6);
+    }
+  }
+
+  // assemble: each dof hi with itself and the dofs lo above it (dof_parentid chain)
+  if (DidDq) {
+    mju_zero(DidDq, nv * nv);
+  }
+  if (DidDv) {
+    mju_zero(DidDv, nv * nv);
+  }
+  for (int hi = 0; hi < nv; hi++) {
+    const mjtNum* Shi = S + 6 * hi;
+    if (DidDq) {
+      DidDq[hi * nv + hi] = dot6(Shi, P + 6 * hi);
+    }
+    if (DidDv) {
+      DidDv[hi * nv + hi] = dot6(Shi, Q + 6 * hi);
+    }
+    int ghi = groupStart(m, hi);
+    for (int lo = m->dof_parentid[hi]; lo >= 0; lo = m->dof_parentid[lo]) {
+      const mjtNum* Slo = S + 6 * lo;
+      if (DidDq) {
+        // hi in D_lo;  lo above hi, or in hi's group
+        DidDq[hi * nv + lo] = dot6(g2 + 6 * hi, u + 6 * lo) - dot6(g1 + 6 * hi, beta + 6 * lo);
+        mjtNum val = dot6(Slo, P + 6 * hi);
+        if (groupStart(m, lo) == ghi) {
+          mjtNum SxS[6];
+          crossMot(SxS, Shi, Slo);
+          val += dot6(SxS, F + 6 * m->dof_bodyid[hi]);
+        }
+        DidDq[lo * nv + hi] = val;
+      }
+      if (DidDv) {
+        DidDv[hi * nv + lo] = dot6(g1 + 6 * hi, gam + 6 * lo) - dot6(g2 + 6 * hi, Slo);
+        DidDv[lo * nv + hi] = dot6(Slo, Q + 6 * hi);
+      }
+    }
+  }
+
+  compat_stackFree(d, mark);
+}
