@@ -77,6 +77,12 @@ static inline void compat_addTendonForce(const mjModel* m, const mjData* d, int 
   }
 }
 
+// dense row i of the tendon Jacobian (nv x 1)
+static inline void compat_tendonRow(const mjModel* m, const mjData* d, int i, mjtNum* row) {
+  mju_zero(row, m->nv);
+  compat_addTendonForce(m, d, i, 1, row);
+}
+
 // ---------------------------------- mass matrix ---------------------------------------------------
 // 2.2 and 3.x (before 3.3): d->qM in MuJoCo's sparse "Madr" layout, diagonal at m->dof_Madr[i].
 

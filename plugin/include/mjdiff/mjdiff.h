@@ -7,5 +7,6 @@
 
 #include <mjdiff/base.h>
 #include <mjdiff/smooth.h>
+#include <mjdiff/adjoint.h>
 
 #endif  // MJDIFF_MJDIFF_H_

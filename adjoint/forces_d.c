@@ -1,0 +1,889 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Derivatives of the applied generalised forces f(q, v, act, u) of the smooth model: MuJoCo's
+// passive forces, actuators, and every smooth force of plugin/smooth.c.
+//
+// Spatial notation (all about the fixed world origin, so that nothing moves with q but the bodies):
+//   cdof0_j = [a_j; l_j]         motion axis of dof j (MuJoCo's cdof moved from the tree's com)
+//   J_b = sum_{j in chain(b)} cdof0_j e_j'        (6 x nv) body Jacobian, V_b = J_b v = [w_b; v0_b]
+//   d cdof0_j / d q_k = cdof0_k x cdof0_j         for k that moves j (an ancestor dof of j, or a
+//                                                 rotational dof of the same ball or free joint)
+//   dV_b/dq: column k = sum_{j in chain(b), k moves j} (cdof0_k x cdof0_j) v_j
+//   point p fixed to b: velocity v0_b + w_b x p, Jacobian J_p = J_lin - [p]x J_ang
+//
+// Forces through wrenches (contacts, connect, weld): a wrench W = [T + p x F; F] about the origin
+// acting on body b contributes  f = J_b' W, so
+//   df = (dJ_b' W) + J_b' dW,   (dJ_b' W)_jk = (cdof0_k x cdof0_j) . Wsub_body(j)  for k moves j
+//   (Wsub: the wrenches of body(j)'s subtree summed), dW = [dT + dp x F + p x dF; dF].
+//
+// Contact c (smooth.c) with y = (dist, n, v, w) (v, w relative velocities of geom2 to geom1 at p):
+//   x = w_c - dist, g = k s(x), vn = n.v, e = -c_d s'(x) vn, fn = D(g, e)     (law.h)
+//   dfn = -(D_g k s' - D_e c_d s'' vn) ddist - D_e c_d s' (v dn + n dv)
+//   vt = (I - n n') v, u = vt / v_s, r = u / sqrt(1 + |u|^2), ft = -mu fn r
+//   dft = -mu r dfn - mu fn R_u dvt / v_s,  R_u = q (I - r r'), q = 1 / sqrt(1 + |u|^2)
+//   dvt = (I - n n') dv - (vn I + n v') dn
+//   torsion  tn = -mu3 fn rho(n.w / w_s): dtn = -mu3 rho dfn - mu3 fn q^3 / w_s (n dw + w dn)
+//   rolling  like sliding on wt = (I - n n') w with w_s, mu4
+//   F = fn n + ft,  T = tn n + tr
+//   (d dist, dn, dp) = G [P1; P2] dq with G the contact geometry Jacobian (geom_d.c) and P_i the
+//   rigid motion of geom i: [J_p(b_i, x_gi); J_ang(b_i)]
+//   dv = dV2 at p - dV1 at p + (w2 - w1) x dp  (q), (J_p2(p) - J_p1(p)) dv_state  (v)
+//
+// Scalar forces act on one coordinate x (joint qpos, tendon length) with its velocity:
+//   limits, friction loss (smooth.c), joint/tendon equality, joint/tendon springs and dampers:
+//   df = f_x dx + f_v dv along the coordinate's (constant) Jacobian.
+// Actuators (hinge/slide joint or fixed-tendon transmission: constant moment G, length G q):
+//   force = clamp(gain(L, V) in + bias(L, V)), in = clamp(ctrl) or act
+//   df = G' (force_L G dq + force_V G dv + force_in din)
+
+#include <math.h>
+#include <string.h>
+
+#include "compat.h"
+#include "derivative.h"
+#include "internal.h"
+#include "law.h"
+
+#define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
+
+//---------------------------------- spatial helpers -----------------------------------------------
+
+// motion cross product res = a x b ([w; v] x [w'; v'] = [w x w'; w x v' + v x w'])
+static void crossMotion(mjtNum res[6], const mjtNum a[6], const mjtNum b[6]) {
+  mjtNum t[3];
+  mju_cross(res, a, b);
+  mju_cross(res + 3, a, b + 3);
+  mju_cross(t, a + 3, b);
+  mju_addTo3(res + 3, t);
+}
+
+// 1 if a perturbation of dof k moves the axis of dof j
+static int moves(const mjModel* m, int k, int j) {
+  if (k == j) return 0;
+  int jk = m->dof_jntid[k];
+  if (jk == m->dof_jntid[j]) {
+    int type = m->jnt_type[jk], adr = m->jnt_dofadr[jk];
+    if (type == mjJNT_BALL) return 1;
+    if (type == mjJNT_FREE) return j - adr >= 3;  // rotation axes move with everything before
+  }
+  for (int p = m->dof_parentid[j]; p >= 0; p = m->dof_parentid[p]) {
+    if (p == k) return 1;
+  }
+  return 0;
+}
+
+void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0) {
+  for (int j = 0; j < m->nv; j++) {
+    const mjtNum* c = d->subtree_com + 3 * m->body_rootid[m->dof_bodyid[j]];
+    const mjtNum* cd = d->cdof + 6 * j;
+    mjtNum t[3];
+    mju_copy(cdof0 + 6 * j, cd, 6);
+    mju_cross(t, cd, c);  // velocity of the origin: l + a x (0 - c) = l - a x c
+    mju_subFrom3(cdof0 + 6 * j + 3, t);
+  }
+}
+
+// body velocity about the origin V_b = [w; v0] (cvel moved from the tree's com)
+static void bodyVel(const mjModel* m, const mjData* d, int b, mjtNum V[6]) {
+  const mjtNum* c = d->subtree_com + 3 * m->body_rootid[b];
+  const mjtNum* cv = d->cvel + 6 * b;
+  mjtNum t[3];
+  mju_copy(V, cv, 6);
+  mju_cross(t, cv, c);
+  mju_subFrom3(V + 3, t);
+}
+
+// dV_b/dq for every body (nbody x 6 x nv): recursion over the tree
+static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mjtNum* dV) {
+  int nv = m->nv;
+  mju_zero(dV, 6 * nv);
+  for (int b = 1; b < m->nbody; b++) {
+    mjtNum* D = dV + 6 * nv * b;
+    mju_copy(D, dV + 6 * nv * m->body_parentid[b], 6 * nv);
+    int adr = m->body_dofadr[b], num = m->body_dofnum[b];
+    if (num == 0) continue;
+
+    // dofs of this body: for every dof k that moves one of them
+    for (int j = adr; j < adr + num; j++) {
+      if (d->qvel[j] == 0) continue;
+      for (int k = 0; k < nv; k++) {
+        if (!moves(m, k, j)) continue;
+        mjtNum c[6];
+        crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
+        for (int r = 0; r < 6; r++) D[nv * r + k] += c[r] * d->qvel[j];
+      }
+    }
+  }
+}
+
+// J_b (6 x nv) of body b about the origin
+static void bodyJac(const mjModel* m, const mjtNum* cdof0, int b, mjtNum* J) {
+  int nv = m->nv;
+  mju_zero(J, 6 * nv);
+  int j = -1;  // last dof of the nearest body with dofs, from b to the root
+  for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
+    if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
+  }
+  for (; j >= 0; j = m->dof_parentid[j]) {
+    for (int r = 0; r < 6; r++) J[nv * r + j] = cdof0[6 * j + r];
+  }
+}
+
+// rows of a point Jacobian: Jp = Jlin - [p]x Jang (3 x nv) from J (6 x nv)
+static void pointJac(int nv, const mjtNum* J, const mjtNum p[3], mjtNum* Jp) {
+  for (int k = 0; k < nv; k++) {
+    mjtNum w[3] = {J[k], J[nv + k], J[2 * nv + k]}, t[3];
+    mju_cross(t, w, p);  // w x p
+    for (int r = 0; r < 3; r++) Jp[nv * r + k] = J[nv * (3 + r) + k] + t[r];
+  }
+}
+
+//---------------------------------- workspace ----------------------------------------------------
+
+// scratch for one evaluation, on d's stack
+typedef struct scratch_ {
+  mjtNum* cdof0;               // (nv x 6)
+  mjtNum* dV;                  // (nbody x 6 x nv) dV_b/dq
+  mjtNum* Wsub;                // (nbody x 6) wrenches, accumulated over subtrees at the end
+  mjtNum* J1;                  // (6 x nv) body Jacobians
+  mjtNum* J2;
+  mjtNum* Y;                   // (16 x nv) per-force row blocks
+} scratch;
+
+//---------------------------------- wrench forces ------------------------------------------------
+
+// f += (J2 - J1)' W and its q- and v-derivatives from dW (6 x nv each): DfDq += (J2 - J1)' dWq,
+// DfDv += (J2 - J1)' dWv; W accumulated into Wsub for the dJ' term
+static void addWrenchDeriv(const mjModel* m, scratch* sc, int b1, int b2, const mjtNum W[6],
+                           const mjtNum* dWq, const mjtNum* dWv, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  for (int i = 0; i < 6; i++) {
+    if (b2) sc->Wsub[6 * b2 + i] += W[i];
+    if (b1) sc->Wsub[6 * b1 + i] -= W[i];
+  }
+  for (int side = 0; side < 2; side++) {
+    int b = side ? b2 : b1;
+    if (!b) continue;
+    mjtNum sign = side ? 1 : -1;
+    bodyJac(m, sc->cdof0, b, sc->J1);
+    for (int j = 0; j < nv; j++) {
+      mjtNum c[6];
+      int any = 0;
+      for (int r = 0; r < 6; r++) {
+        c[r] = sc->J1[nv * r + j];
+        any |= c[r] != 0;
+      }
+      if (!any) continue;
+      for (int r = 0; r < 6; r++) {
+        if (c[r] == 0) continue;
+        mjtNum cs = sign * c[r];
+        if (dWq) mju_addToScl(DfDq + nv * j, dWq + nv * r, cs, nv);
+        if (dWv) mju_addToScl(DfDv + nv * j, dWv + nv * r, cs, nv);
+      }
+    }
+  }
+}
+
+// the dJ' W term for all wrench forces: DfDq_jk += (cdof0_k x cdof0_j) . Wsub(body(j))
+static void addWrenchJacobianTerm(const mjModel* m, scratch* sc, mjtNum* DfDq) {
+  int nv = m->nv;
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int parent = m->body_parentid[b];
+    if (parent > 0) {
+      for (int i = 0; i < 6; i++) sc->Wsub[6 * parent + i] += sc->Wsub[6 * b + i];
+    }
+  }
+  for (int j = 0; j < nv; j++) {
+    const mjtNum* W = sc->Wsub + 6 * m->dof_bodyid[j];
+    if (mju_isZero((mjtNum*)W, 6)) continue;
+    for (int k = 0; k < nv; k++) {
+      if (!moves(m, k, j)) continue;
+      mjtNum c[6];
+      crossMotion(c, sc->cdof0 + 6 * k, sc->cdof0 + 6 * j);
+      DfDq[nv * j + k] += mju_dot(c, W, 6);
+    }
+  }
+}
+
+//---------------------------------- contacts -----------------------------------------------------
+
+// partial derivatives of the world force F and torque T of one contact with respect to
+// y = (dist, n (3), v (3), w (3)): DF, DT (3 x 10); returns 0 if the contact is inactive
+static int contactLaw(const mjdiffModel* s, const mjContact* con, const mjtNum prm[GP_COUNT],
+                      const mjtNum v[3], const mjtNum w[3], mjtNum F[3], mjtNum T[3],
+                      mjtNum DF[30], mjtNum DT[30]) {
+  (void)s;
+  const mjtNum* n = con->frame;
+  mju_zero(DF, 30);
+  mju_zero(DT, 30);
+  mju_zero3(F);
+  mju_zero3(T);
+  mjtNum k = prm[GP_STIFFNESS], cd = prm[GP_DAMPING], wd = prm[GP_WIDTH];
+  mjtNum x = wd - con->dist;
+  if (x <= 0) return 0;
+
+  // normal force and its gradient dfn (10)
+  mjtNum ds, dds, sx = law_ramp(x, wd, &ds);
+  dds = x <= wd ? x / (wd * wd) : (x <= 2 * wd ? (2 * wd - x) / (wd * wd) : 0);
+  mjtNum vn = mju_dot3(n, v);
+  mjtNum Dg, De, fn = law_damped(k * sx, -cd * ds * vn, &Dg, &De);
+  mjtNum dfn[10] = {0};
+  dfn[0] = -(Dg * k * ds - De * cd * dds * vn);
+  for (int i = 0; i < 3; i++) {
+    dfn[1 + i] = -De * cd * ds * v[i];
+    dfn[4 + i] = -De * cd * ds * n[i];
+  }
+
+  // F = fn n: dF = n dfn + fn dn
+  for (int r = 0; r < 3; r++) {
+    F[r] = fn * n[r];
+    for (int c = 0; c < 10; c++) DF[10 * r + c] += n[r] * dfn[c];
+    DF[10 * r + 1 + r] += fn;
+  }
+
+  // regularised friction on a tangential vector (sliding: v; rolling: w): adds to D
+  // t = (I - n n') a, u = t / speed, out = -mu fn u / sqrt(1 + |u|^2)
+  for (int kind = 0; kind < 2; kind++) {
+    if ((kind == 0 && con->dim < 3) || (kind == 1 && con->dim < 6)) continue;
+    const mjtNum* a = kind ? w : v;
+    mjtNum mu = con->friction[kind ? 3 : 0], speed = kind ? prm[GP_SPIN_SPEED] : prm[GP_FRICTION_SPEED];
+    int aoff = kind ? 7 : 4;  // column of a in y
+    mjtNum* out = kind ? T : F;
+    mjtNum* D = kind ? DT : DF;
+    mjtNum an = mju_dot3(n, a), t[3], u[3], r[3];
+    for (int i = 0; i < 3; i++) t[i] = a[i] - an * n[i];
+    for (int i = 0; i < 3; i++) u[i] = t[i] / speed;
+    mjtNum q = law_regular(r, u, 3);
+    for (int i = 0; i < 3; i++) out[i] -= mu * fn * r[i];
+
+    // dt/dy (3 x 10): (I - n n') da - (an I + n a') dn
+    mjtNum dt[30] = {0};
+    for (int i = 0; i < 3; i++) {
+      for (int j = 0; j < 3; j++) {
+        dt[10 * i + aoff + j] = (i == j) - n[i] * n[j];
+        dt[10 * i + 1 + j] = -(an * (i == j) + n[i] * a[j]);
+      }
+    }
+    // d out = -mu r dfn - mu fn q (I - r r') dt / speed
+    for (int i = 0; i < 3; i++) {
+      for (int c = 0; c < 10; c++) {
+        mjtNum Rdt = 0;
+        for (int j = 0; j < 3; j++) Rdt += ((i == j) - r[i] * r[j]) * dt[10 * j + c];
+        D[10 * i + c] += -mu * r[i] * dfn[c] - mu * fn * q * Rdt / speed;
+      }
+    }
+  }
+
+  // torsion: T += tn n, tn = -mu3 fn rho(wn / w_s)
+  if (con->dim >= 4) {
+    mjtNum mu = con->friction[2], speed = prm[GP_SPIN_SPEED];
+    mjtNum wn = mju_dot3(n, w), u = wn / speed, rho;
+    mjtNum q = law_regular(&rho, &u, 1);
+    mjtNum tn = -mu * fn * rho;
+    mjtNum dtn[10];
+    for (int c = 0; c < 10; c++) dtn[c] = -mu * rho * dfn[c];
+    mjtNum drho = q * q * q / speed;
+    for (int i = 0; i < 3; i++) {
+      dtn[7 + i] += -mu * fn * drho * n[i];
+      dtn[1 + i] += -mu * fn * drho * w[i];
+    }
+    for (int r = 0; r < 3; r++) {
+      T[r] += tn * n[r];
+      for (int c = 0; c < 10; c++) DT[10 * r + c] += n[r] * dtn[c];
+      DT[10 * r + 1 + r] += tn;
+    }
+  }
+  return 1;
+}
+
+static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
+                         const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
+  int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
+  mjtNum prm[GP_COUNT];
+  mjdiff_pairParams(s, g[0], g[1], prm);
+  if (prm[GP_WIDTH] - con->dist <= 0) return;
+
+  // relative velocities at p
+  const mjtNum* p = con->pos;
+  mjtNum V[2][6], v[3], w[3];
+  for (int i = 0; i < 2; i++) bodyVel(m, d, b[i], V[i]);
+  for (int i = 0; i < 3; i++) w[i] = V[1][i] - V[0][i];
+  {
+    mjtNum t1[3], t2[3];
+    mju_cross(t1, V[1], p);
+    mju_cross(t2, V[0], p);
+    for (int i = 0; i < 3; i++) v[i] = V[1][3 + i] + t1[i] - V[0][3 + i] - t2[i];
+  }
+
+  mjtNum F[3], T[3], DF[30], DT[30];
+  if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return;
+
+  // dy/dq (10 x nv): rows dist, n, v, w;  dp/dq (3 x nv);  dy/dv (rows v, w)
+  mjtNum* Yq = sc->Y;            // 13 x nv: dist, n(3), v(3), w(3), p(3)
+  mjtNum* Yv = sc->Y + 13 * nv;  // 6 x nv: v(3), w(3)
+  mju_zero(Yq, 13 * nv);
+  mju_zero(Yv, 6 * nv);
+
+  // geometry: G (7 x 12) times the geoms' rigid motion (12 x nv)
+  mjtNum G[7 * 12];
+  mjdiff_contactGeomJacobian(m, d, con, G);
+  for (int i = 0; i < 2; i++) {
+    if (!b[i]) continue;
+    bodyJac(m, sc->cdof0, b[i], sc->J1);
+    pointJac(nv, sc->J1, d->geom_xpos + 3 * g[i], sc->J2);  // dx_g (3 x nv)
+    for (int r = 0; r < 7; r++) {
+      mjtNum* row = r == 0 ? Yq : (r < 4 ? Yq + nv * r : Yq + nv * (10 + r - 4));
+      for (int c = 0; c < 3; c++) {
+        mju_addToScl(row, sc->J2 + nv * c, G[12 * r + 6 * i + c], nv);
+        mju_addToScl(row, sc->J1 + nv * c, G[12 * r + 6 * i + 3 + c], nv);
+      }
+    }
+
+    // velocities: v_i(p) = v0 + w x p;  q: dv0 + dw x p + w x dp;  v: J_p(p)
+    mjtNum sign = i ? 1 : -1;
+    const mjtNum* dVb = sc->dV + 6 * nv * b[i];
+    for (int k = 0; k < nv; k++) {
+      mjtNum dw[3] = {dVb[k], dVb[nv + k], dVb[2 * nv + k]}, t[3];
+      mju_cross(t, dw, p);
+      for (int r = 0; r < 3; r++) {
+        Yq[nv * (4 + r) + k] += sign * (dVb[nv * (3 + r) + k] + t[r]);
+        Yq[nv * (7 + r) + k] += sign * dw[r];
+      }
+    }
+    pointJac(nv, sc->J1, p, sc->J2);
+    for (int r = 0; r < 3; r++) {
+      mju_addToScl(Yv + nv * r, sc->J2 + nv * r, sign, nv);
+      mju_addToScl(Yv + nv * (3 + r), sc->J1 + nv * r, sign, nv);
+    }
+  }
+  // + (w2 - w1) x dp
+  for (int k = 0; k < nv; k++) {
+    mjtNum dp[3] = {Yq[nv * 10 + k], Yq[nv * 11 + k], Yq[nv * 12 + k]}, t[3];
+    mju_cross(t, w, dp);
+    for (int r = 0; r < 3; r++) Yq[nv * (4 + r) + k] += t[r];
+  }
+
+  // W = [T + p x F; F];  dW = [dT + dp x F + p x dF; dF]
+  mjtNum W[6], pf[3];
+  mju_cross(pf, p, F);
+  for (int i = 0; i < 3; i++) {
+    W[i] = T[i] + pf[i];
+    W[3 + i] = F[i];
+  }
+  mjtNum* dWq = sc->Y + 19 * nv;  // 6 x nv
+  mjtNum* dWv = sc->Y + 25 * nv;  // 6 x nv
+  mju_zero(dWq, 6 * nv);
+  mju_zero(dWv, 6 * nv);
+  for (int k = 0; k < nv; k++) {
+    mjtNum yq[10], yv[10] = {0};
+    for (int c = 0; c < 10; c++) yq[c] = Yq[nv * c + k];
+    for (int c = 0; c < 6; c++) yv[4 + c] = Yv[nv * c + k];
+    mjtNum dFq[3], dTq[3], dFv[3], dTv[3];
+    for (int r = 0; r < 3; r++) {
+      dFq[r] = mju_dot(DF + 10 * r, yq, 10);
+      dTq[r] = mju_dot(DT + 10 * r, yq, 10);
+      dFv[r] = mju_dot(DF + 10 * r, yv, 10);
+      dTv[r] = mju_dot(DT + 10 * r, yv, 10);
+    }
+    mjtNum dp[3] = {Yq[nv * 10 + k], Yq[nv * 11 + k], Yq[nv * 12 + k]}, t1[3], t2[3];
+    mju_cross(t1, dp, F);
+    mju_cross(t2, p, dFq);
+    for (int r = 0; r < 3; r++) {
+      dWq[nv * r + k] = dTq[r] + t1[r] + t2[r];
+      dWq[nv * (3 + r) + k] = dFq[r];
+    }
+    mju_cross(t2, p, dFv);
+    for (int r = 0; r < 3; r++) {
+      dWv[nv * r + k] = dTv[r] + t2[r];
+      dWv[nv * (3 + r) + k] = dFv[r];
+    }
+  }
+  addWrenchDeriv(m, sc, b[0], b[1], W, dWq, dWv, DfDq, DfDv);
+}
+
+//---------------------------------- connect and weld ---------------------------------------------
+
+// e = p1 - p2 (anchors fixed to the bodies), F1 = -k e - c de/dt on body1 at p1, -F1 on body2 at
+// p2; weld: T1 = -ts (k r + c (w1 - w2)), r = axis-angle(q_b1 relpose q_b2^-1) (world),
+// dr = J_l^-1(r) dth1 - J_r^-1(r) dth2 (J_l, J_r the left and right Jacobians of SO(3) at r;
+// J_r^-1(r) = J_l^-1(-r))
+static void leftJacobianInverse(const mjtNum r[3], mjtNum Jinv[9]) {
+  mjtNum th = mju_norm3(r), K[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0}, K2[9];
+  mju_mulMatMat(K2, K, K, 3, 3, 3);
+  mjtNum c2;
+  if (th < 1e-4) {
+    c2 = 1.0 / 12 + th * th / 720;
+  } else {
+    c2 = (1 - th * sin(th) / (2 * (1 - cos(th)))) / (th * th);
+  }
+  for (int i = 0; i < 9; i++) Jinv[i] = (i % 4 == 0) - 0.5 * K[i] + c2 * K2[i];
+}
+
+static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                              scratch* sc, int i, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  mjtNum k = s->opt.eq_stiffness, c = s->opt.eq_damping;
+  int b[2] = {m->eq_obj1id[i], m->eq_obj2id[i]};
+  const mjtNum *anchor[2], *relpose;
+  mjtNum ts;
+  compat_eqAnchors(m, i, anchor, &relpose, &ts);
+  mjtNum* dWq = sc->Y;
+  mjtNum* dWv = sc->Y + 6 * nv;
+  mjtNum* Jp = sc->Y + 12 * nv;    // 2 x (3 x nv) point Jacobians
+  mjtNum* Ja = sc->Y + 18 * nv;    // 2 x (3 x nv) angular
+  mjtNum* Dv = sc->Y + 24 * nv;    // 2 x (3 x nv) dq of point velocities (material)
+  mjtNum pos[2][3], V[2][6], lin[2][3];
+  mju_zero(Jp, 18 * nv);
+  for (int j = 0; j < 2; j++) {
+    mju_rotVecMat(pos[j], anchor[j], d->xmat + 9 * b[j]);
+    mju_addTo3(pos[j], d->xpos + 3 * b[j]);
+    bodyVel(m, d, b[j], V[j]);
+    mjtNum t[3];
+    mju_cross(t, V[j], pos[j]);
+    mju_add3(lin[j], V[j] + 3, t);
+    if (!b[j]) continue;
+    bodyJac(m, sc->cdof0, b[j], sc->J1);
+    pointJac(nv, sc->J1, pos[j], Jp + 3 * nv * j);
+    mju_copy(Ja + 3 * nv * j, sc->J1, 3 * nv);
+    // material point velocity: d(v0 + w x p) = dv0 + dw x p + w x (J_p dq)
+    const mjtNum* dVb = sc->dV + 6 * nv * b[j];
+    for (int kk = 0; kk < nv; kk++) {
+      mjtNum dw[3] = {dVb[kk], dVb[nv + kk], dVb[2 * nv + kk]}, t1[3], t2[3];
+      mjtNum dp[3] = {Jp[3 * nv * j + kk], Jp[3 * nv * j + nv + kk], Jp[3 * nv * j + 2 * nv + kk]};
+      mju_cross(t1, dw, pos[j]);
+      mju_cross(t2, V[j], dp);
+      for (int r = 0; r < 3; r++) Dv[3 * nv * j + nv * r + kk] = dVb[nv * (3 + r) + kk] + t1[r] + t2[r];
+    }
+  }
+
+  // translation: one wrench per body, each at its own anchor (a material point)
+  mjtNum F[3];
+  for (int r = 0; r < 3; r++) F[r] = -k * (pos[0][r] - pos[1][r]) - c * (lin[0][r] - lin[1][r]);
+  for (int side = 0; side < 2; side++) {  // body1 gets F at p1, body2 gets -F at p2
+    mjtNum W[6], t[3];
+    mju_cross(t, pos[side], F);
+    for (int r = 0; r < 3; r++) {
+      W[r] = t[r];
+      W[3 + r] = F[r];
+    }
+    for (int kk = 0; kk < nv; kk++) {
+      mjtNum dF[3], dFv[3], dp[3], t1[3], t2[3];
+      for (int r = 0; r < 3; r++) {
+        dF[r] = -k * (Jp[nv * r + kk] - Jp[3 * nv + nv * r + kk]) -
+                c * (Dv[nv * r + kk] - Dv[3 * nv + nv * r + kk]);
+        dFv[r] = -c * (Jp[nv * r + kk] - Jp[3 * nv + nv * r + kk]);
+        dp[r] = Jp[3 * nv * side + nv * r + kk];
+      }
+      mju_cross(t1, dp, F);
+      mju_cross(t2, pos[side], dF);
+      for (int r = 0; r < 3; r++) {
+        dWq[nv * r + kk] = t1[r] + t2[r];
+        dWq[nv * (3 + r) + kk] = dF[r];
+      }
+      mju_cross(t2, pos[side], dFv);
+      for (int r = 0; r < 3; r++) {
+        dWv[nv * r + kk] = t2[r];
+        dWv[nv * (3 + r) + kk] = dFv[r];
+      }
+    }
+    // addWrenchDeriv applies +W to its second body and -W to its first
+    if (side == 0) {
+      addWrenchDeriv(m, sc, 0, b[0], W, dWq, dWv, DfDq, DfDv);
+    } else {
+      mju_scl(W, W, -1, 6);
+      mju_scl(dWq, dWq, -1, 6 * nv);
+      mju_scl(dWv, dWv, -1, 6 * nv);
+      addWrenchDeriv(m, sc, 0, b[1], W, dWq, dWv, DfDq, DfDv);
+    }
+  }
+
+  // rotation: a pure torque on both bodies
+  if (m->eq_type[i] == mjEQ_WELD) {
+    mjtNum q[4], qe[4], neg[4], r[3], Jinv[9], T[3];
+    mju_mulQuat(q, d->xquat + 4 * b[0], relpose);
+    mju_negQuat(neg, d->xquat + 4 * b[1]);
+    mju_mulQuat(qe, q, neg);
+    mju_quat2Vel(r, qe, 1);
+    mjtNum nr[3] = {-r[0], -r[1], -r[2]}, Jrinv[9];
+    leftJacobianInverse(r, Jinv);
+    leftJacobianInverse(nr, Jrinv);
+    for (int j = 0; j < 3; j++) T[j] = -ts * (k * r[j] + c * (V[0][j] - V[1][j]));
+    mjtNum W[6] = {T[0], T[1], T[2], 0, 0, 0};
+    mju_zero(dWq, 6 * nv);
+    mju_zero(dWv, 6 * nv);
+    for (int kk = 0; kk < nv; kk++) {
+      mjtNum dth[3], th1[3], th2[3], dr[3], dr2[3];
+      for (int j = 0; j < 3; j++) {
+        th1[j] = Ja[nv * j + kk];
+        th2[j] = Ja[3 * nv + nv * j + kk];
+        dth[j] = th1[j] - th2[j];
+      }
+      mju_mulMatVec(dr, Jinv, th1, 3, 3);
+      mju_mulMatVec(dr2, Jrinv, th2, 3, 3);
+      mju_subFrom3(dr, dr2);
+      for (int j = 0; j < 3; j++) {
+        const mjtNum* d0 = sc->dV + 6 * nv * b[0];
+        const mjtNum* d1 = sc->dV + 6 * nv * b[1];
+        dWq[nv * j + kk] = -ts * (k * dr[j] + c * (d0[nv * j + kk] - d1[nv * j + kk]));
+        dWv[nv * j + kk] = -ts * c * dth[j];
+      }
+    }
+    addWrenchDeriv(m, sc, b[1], b[0], W, dWq, dWv, DfDq, DfDv);
+  }
+}
+
+//---------------------------------- scalar coordinates -------------------------------------------
+
+// the limit law on one coordinate (smooth.c limitForce): force and its partials
+static mjtNum limitDeriv(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi,
+                         mjtNum* fx, mjtNum* fv) {
+  mjtNum k = o->limit_stiffness, w = o->limit_width, c = o->limit_damping;
+  mjtNum f = 0;
+  *fx = *fv = 0;
+  for (int side = 0; side < 2; side++) {
+    mjtNum sgn = side ? -1 : 1;                    // lower pushes up, upper pushes down
+    mjtNum xx = side ? w - (hi - x) : w - (x - lo);  // activation depth
+    if (xx <= 0) continue;
+    mjtNum ds, sx = law_ramp(xx, w, &ds);
+    mjtNum dds = xx <= w ? xx / (w * w) : (xx <= 2 * w ? (2 * w - xx) / (w * w) : 0);
+    mjtNum vs = sgn * v;                           // separating speed
+    mjtNum Dg, De, fn = law_damped(k * sx, -c * ds * vs, &Dg, &De);
+    // dxx/dx = -sgn
+    mjtNum dfn_dxx = Dg * k * ds - De * c * dds * vs;
+    f += sgn * fn;
+    *fx += sgn * dfn_dxx * (-sgn);
+    *fv += sgn * (-De * c * ds * sgn);
+  }
+  return f;
+}
+
+// friction loss -floss reg(v / speed): derivative in v
+static mjtNum lossDeriv(mjtNum floss, mjtNum v, mjtNum speed) {
+  mjtNum u = v / speed, r;
+  mjtNum q = law_regular(&r, &u, 1);
+  return -floss * q * q * q / speed;
+}
+
+// DfDq += fx a a', DfDv += fv a a' for a coordinate x = a . q (a dof's unit vector or a fixed
+// tendon's Jacobian row); row is scratch (nv)
+static void addScalarDeriv(const mjModel* m, const mjData* d, int tendon, int dof, mjtNum fx,
+                           mjtNum fv, mjtNum* row, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  if (tendon < 0) {
+    if (DfDq) DfDq[nv * dof + dof] += fx;
+    if (DfDv) DfDv[nv * dof + dof] += fv;
+    return;
+  }
+  compat_tendonRow(m, d, tendon, row);
+  for (int i = 0; i < nv; i++) {
+    if (row[i] == 0) continue;
+    for (int j = 0; j < nv; j++) {
+      if (row[j] == 0) continue;
+      if (DfDq) DfDq[nv * i + j] += fx * row[i] * row[j];
+      if (DfDv) DfDv[nv * i + j] += fv * row[i] * row[j];
+    }
+  }
+}
+
+static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjdiffOptions* o, int jnt,
+                           mjtNum* DfDq, mjtNum* DfDv) {
+  // f_gen = -f(theta, thetadot) a, a = r / theta, r = axis-angle(q) (local), thetadot = a . w
+  // dr = J_r^-1(r) dq (right perturbation), dtheta = a' dr, da = (I - a a') dr / theta
+  int nv = m->nv, qa = m->jnt_qposadr[jnt], da = m->jnt_dofadr[jnt];
+  const mjtNum* range = m->jnt_range + 2 * jnt;
+  mjtNum r[3];
+  mju_quat2Vel(r, d->qpos + qa, 1);
+  mjtNum theta = mju_norm3(r);
+  if (theta <= 0 || o->limit_width - (range[1] - theta) <= 0) return;
+  mjtNum a[3] = {r[0] / theta, r[1] / theta, r[2] / theta};
+  const mjtNum* w = d->qvel + da;
+  mjtNum thdot = mju_dot3(a, w);
+  mjtNum fx, fv;
+  mjtNum f = -limitDeriv(o, theta, thdot, -mjMAXVAL, range[1], &fx, &fv);
+  fx = -fx;
+  fv = -fv;
+
+  // right Jacobian inverse: J_r^-1(r) = J_l^-1(-r)
+  mjtNum nr[3] = {-r[0], -r[1], -r[2]}, Jinv[9];
+  leftJacobianInverse(nr, Jinv);
+  mjtNum P[9];  // (I - a a') / theta
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) P[3 * i + j] = ((i == j) - a[i] * a[j]) / theta;
+  mjtNum PJ[9], aJ[3];
+  mju_mulMatMat(PJ, P, Jinv, 3, 3, 3);
+  mju_mulMatTVec(aJ, Jinv, a, 3, 3);  // dtheta/dq = a' Jinv
+
+  // gen_i = -f a_i:  d gen_i/dq_j = -(f_th dtheta_j + f_v dthdot_j) a_i - f da_i/dq_j
+  // thdot = a . w: dthdot/dq = w' PJ, dthdot/dw = a'
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) {
+      mjtNum dthdot = 0;
+      for (int l = 0; l < 3; l++) dthdot += w[l] * PJ[3 * l + j];
+      DfDq[nv * (da + i) + da + j] += -(fx * aJ[j] + fv * dthdot) * a[i] - f * PJ[3 * i + j];
+      DfDv[nv * (da + i) + da + j] += -fv * a[j] * a[i];
+    }
+  }
+}
+
+//---------------------------------- MuJoCo passive forces and actuators --------------------------
+
+// joint springs and dof dampers (tendon springs and dampers through fixed tendons)
+static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum* DfDq,
+                         mjtNum* DfDv) {
+  int nv = m->nv;
+  if (DISABLED(m, mjDSBL_PASSIVE)) return;
+  for (int j = 0; j < m->njnt; j++) {
+    mjtNum k = m->jnt_stiffness[j];
+    if (k == 0) continue;
+    int da = m->jnt_dofadr[j], qa = m->jnt_qposadr[j], type = m->jnt_type[j];
+    if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
+      DfDq[nv * da + da] -= k;
+      continue;
+    }
+    if (type == mjJNT_FREE) {
+      for (int i = 0; i < 3; i++) DfDq[nv * (da + i) + da + i] -= k;
+      da += 3;
+      qa += 3;
+    }
+    // -k subQuat(q, q_spring) = -k log(q_s^-1 q): derivative -k J_r^-1(dif)
+    mjtNum dif[3], nd[3], Jinv[9];
+    mju_subQuat(dif, d->qpos + qa, m->qpos_spring + qa);
+    for (int i = 0; i < 3; i++) nd[i] = -dif[i];
+    leftJacobianInverse(nd, Jinv);
+    for (int i = 0; i < 3; i++)
+      for (int l = 0; l < 3; l++) DfDq[nv * (da + i) + da + l] -= k * Jinv[3 * i + l];
+  }
+  for (int i = 0; i < nv; i++) DfDv[nv * i + i] -= m->dof_damping[i];
+  for (int t = 0; t < m->ntendon; t++) {
+    if (m->tendon_stiffness[t] == 0 && m->tendon_damping[t] == 0) continue;
+    addScalarDeriv(m, d, t, -1, -m->tendon_stiffness[t], -m->tendon_damping[t], row, DfDq,
+                   DfDv);
+  }
+}
+
+// actuator forces through constant moments (hinge/slide joints, fixed tendons)
+static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNum* DfDv,
+                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu) {
+  int nv = m->nv, nu = m->nu, na = m->na;
+  if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
+  int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
+  for (int i = 0; i < nu; i++) {
+    const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
+    const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
+    const mjtNum* moment = d->actuator_moment + (size_t)nv * i;
+    int ia = i - (nu - na), stateful = m->actuator_dyntype[i] != mjDYN_NONE;
+
+    // clamped control: derivative 1 inside the range, 0 outside
+    mjtNum dctrl = 1;
+    if (clamp && m->actuator_ctrllimited[i]) {
+      const mjtNum* cr = m->actuator_ctrlrange + 2 * i;
+      if (d->ctrl[i] < cr[0] || d->ctrl[i] > cr[1]) dctrl = 0;
+    }
+    mjtNum in = stateful ? d->act[ia] : mju_clip(d->ctrl[i], clamp && m->actuator_ctrllimited[i] ?
+                                                   m->actuator_ctrlrange[2 * i] : -mjMAXVAL,
+                                                 clamp && m->actuator_ctrllimited[i] ?
+                                                   m->actuator_ctrlrange[2 * i + 1] : mjMAXVAL);
+
+    // force = gain in + bias and its partials in length, velocity, input
+    mjtNum g = gain[0], gL = 0, gV = 0;
+    if (m->actuator_gaintype[i] == mjGAIN_AFFINE) {
+      g += gain[1] * d->actuator_length[i] + gain[2] * d->actuator_velocity[i];
+      gL = gain[1];
+      gV = gain[2];
+    }
+    mjtNum fL = gL * in, fV = gV * in, fin = g;
+    if (m->actuator_biastype[i] == mjBIAS_AFFINE) {
+      fL += bias[1];
+      fV += bias[2];
+    }
+
+    // clamped force: derivative 0 outside the range
+    if (m->actuator_forcelimited[i]) {
+      const mjtNum* fr = m->actuator_forcerange + 2 * i;
+      mjtNum force = d->actuator_force[i];
+      if (force <= fr[0] || force >= fr[1]) fL = fV = fin = 0;
+    }
+
+    // df = moment' (fL moment dq + fV moment dv + fin din)
+    for (int r = 0; r < nv; r++) {
+      if (moment[r] == 0) continue;
+      for (int c = 0; c < nv; c++) {
+        if (moment[c] == 0) continue;
+        DfDq[nv * r + c] += moment[r] * fL * moment[c];
+        DfDv[nv * r + c] += moment[r] * fV * moment[c];
+      }
+      if (stateful) {
+        DfDa[na * r + ia] += moment[r] * fin;
+      } else {
+        DfDu[nu * r + i] += moment[r] * fin * dctrl;
+      }
+    }
+
+    // activation dynamics
+    if (stateful) {
+      if (m->actuator_dyntype[i] == mjDYN_INTEGRATOR) {
+        DadotDu[nu * ia + i] = dctrl;
+      } else if (m->actuator_dyntype[i] == mjDYN_FILTER) {
+        mjtNum tau = mju_max(mjMINVAL, m->actuator_dynprm[mjNDYN * i]);
+        DadotDu[nu * ia + i] = dctrl / tau;
+        DadotDa[na * ia + ia] = -1 / tau;
+      }
+    }
+  }
+}
+
+//---------------------------------- all forces ---------------------------------------------------
+
+void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* DfDq,
+                            mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
+                            mjtNum* DadotDu) {
+  const mjModel* m = mu;
+  int nv = m->nv, nu = m->nu, na = m->na, nbody = m->nbody;
+  mju_zero(DfDq, nv * nv);
+  mju_zero(DfDv, nv * nv);
+  if (na) mju_zero(DfDa, nv * na);
+  if (nu) mju_zero(DfDu, nv * nu);
+  if (na) mju_zero(DadotDa, na * na);
+  if (na && nu) mju_zero(DadotDu, na * nu);
+
+  mjdiffStackMark mark = compat_stackMark(d);
+  scratch sc;
+  sc.cdof0 = compat_stackAllocNum(d, 6 * nv);
+  sc.dV = compat_stackAllocNum(d, 6 * nv * nbody);
+  sc.Wsub = compat_stackAllocNum(d, 6 * nbody);
+  sc.J1 = compat_stackAllocNum(d, 6 * nv);
+  sc.J2 = compat_stackAllocNum(d, 6 * nv);
+  sc.Y = compat_stackAllocNum(d, 32 * nv);
+  mju_zero(sc.Wsub, 6 * nbody);
+  mjdiff_cdof0(m, d, sc.cdof0);
+  bodyVelDq(m, d, sc.cdof0, sc.dV);
+
+  passiveDeriv(m, d, sc.J2, DfDq, DfDv);
+  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu);
+
+  // smooth forces (plugin/smooth.c), under the same flags
+  if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
+    const mjdiffOptions* o = &s->opt;
+    if (!DISABLED(m, mjDSBL_CONTACT)) {
+      for (int i = 0; i < d->ncon; i++) contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv);
+    }
+    if (!DISABLED(m, mjDSBL_EQUALITY)) {
+      for (int i = 0; i < m->neq; i++) {
+        if (!compat_eqActive(m, d, i)) continue;
+        int type = m->eq_type[i];
+        if (type == mjEQ_CONNECT || type == mjEQ_WELD) {
+          bodyEqualityDeriv(m, d, s, &sc, i, DfDq, DfDv);
+          continue;
+        }
+        // joint/tendon: r = x1 - x1_0 - poly(x2 - x2_0), f = -k r - c (v1 - poly' v2)
+        int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i], tendon = type == mjEQ_TENDON;
+        const mjtNum* coef = m->eq_data + mjNEQDATA * i;
+        mjtNum x2 = 0, v2 = 0;
+        if (o2 >= 0) {
+          x2 = tendon ? d->ten_length[o2] - m->tendon_length0[o2]
+                      : d->qpos[m->jnt_qposadr[o2]] - m->qpos0[m->jnt_qposadr[o2]];
+          v2 = tendon ? d->ten_velocity[o2] : d->qvel[m->jnt_dofadr[o2]];
+        }
+        mjtNum x1 = tendon ? d->ten_length[o1] - m->tendon_length0[o1]
+                           : d->qpos[m->jnt_qposadr[o1]] - m->qpos0[m->jnt_qposadr[o1]];
+        mjtNum v1 = tendon ? d->ten_velocity[o1] : d->qvel[m->jnt_dofadr[o1]];
+        mjtNum dp = 0, ddp = 0, poly = coef[0];
+        if (o2 >= 0) {
+          dp = coef[1] + x2 * (2 * coef[2] + x2 * (3 * coef[3] + x2 * 4 * coef[4]));
+          ddp = 2 * coef[2] + x2 * (6 * coef[3] + x2 * 12 * coef[4]);
+          poly = coef[0] + x2 * (coef[1] + x2 * (coef[2] + x2 * (coef[3] + x2 * coef[4])));
+        }
+        mjtNum k = o->eq_stiffness, c = o->eq_damping;
+        mjtNum f = -k * (x1 - poly) - c * (v1 - dp * v2);
+        // f depends on x1 (df = -k), x2 (k dp + c ddp v2), v1 (-c), v2 (c dp);
+        // generalised: +f along a1, -f dp along a2
+        mjtNum f_x1 = -k, f_x2 = k * dp + c * ddp * v2, f_v1 = -c, f_v2 = c * dp;
+        mjtNum g_x2 = -(f_x2 * dp + f * ddp), g_x1 = -f_x1 * dp, g_v1 = -f_v1 * dp,
+               g_v2 = -f_v2 * dp;
+        // coordinate rows a1, a2: dof unit vectors or fixed-tendon Jacobian rows
+        mjtNum* a1 = sc.J1;
+        mjtNum* a2 = sc.J1 + nv;
+        mju_zero(a1, 2 * nv);
+        if (tendon) {
+          compat_tendonRow(m, d, o1, a1);
+          if (o2 >= 0) compat_tendonRow(m, d, o2, a2);
+        } else {
+          a1[m->jnt_dofadr[o1]] = 1;
+          if (o2 >= 0) a2[m->jnt_dofadr[o2]] = 1;
+        }
+        for (int rr = 0; rr < nv; rr++) {
+          if (a1[rr] == 0 && a2[rr] == 0) continue;
+          for (int cc = 0; cc < nv; cc++) {
+            if (a1[cc] == 0 && a2[cc] == 0) continue;
+            DfDq[nv * rr + cc] += a1[rr] * (f_x1 * a1[cc] + f_x2 * a2[cc]) +
+                                  a2[rr] * (g_x1 * a1[cc] + g_x2 * a2[cc]);
+            DfDv[nv * rr + cc] += a1[rr] * (f_v1 * a1[cc] + f_v2 * a2[cc]) +
+                                  a2[rr] * (g_v1 * a1[cc] + g_v2 * a2[cc]);
+          }
+        }
+      }
+    }
+    if (!DISABLED(m, mjDSBL_LIMIT)) {
+      for (int j = 0; j < m->njnt; j++) {
+        if (!m->jnt_limited[j]) continue;
+        int type = m->jnt_type[j], qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j];
+        if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
+          mjtNum fx, fv;
+          const mjtNum* range = m->jnt_range + 2 * j;
+          limitDeriv(o, d->qpos[qa], d->qvel[da], range[0], range[1], &fx, &fv);
+          addScalarDeriv(m, d, -1, da, fx, fv, sc.J2, DfDq, DfDv);
+        } else if (type == mjJNT_BALL) {
+          ballLimitDeriv(m, d, o, j, DfDq, DfDv);
+        }
+      }
+      for (int t = 0; t < m->ntendon; t++) {
+        if (!m->tendon_limited[t]) continue;
+        mjtNum fx, fv;
+        const mjtNum* range = m->tendon_range + 2 * t;
+        limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
+        if (fx != 0 || fv != 0) addScalarDeriv(m, d, t, -1, fx, fv, sc.J2, DfDq, DfDv);
+      }
+    }
+    if (!DISABLED(m, mjDSBL_FRICTIONLOSS)) {
+      for (int j = 0; j < nv; j++) {
+        if (m->dof_frictionloss[j] > 0) {
+          DfDv[nv * j + j] += lossDeriv(m->dof_frictionloss[j], d->qvel[j], o->frictionloss_speed);
+        }
+      }
+      for (int t = 0; t < m->ntendon; t++) {
+        if (m->tendon_frictionloss[t] > 0) {
+          mjtNum fv = lossDeriv(m->tendon_frictionloss[t], d->ten_velocity[t],
+                                o->frictionloss_speed);
+          addScalarDeriv(m, d, t, -1, 0, fv, sc.J2, NULL, DfDv);
+        }
+      }
+    }
+  }
+
+  // xfrc_applied: W = [tau + xipos x f; f] on each body, xipos a material point
+  for (int b = 1; b < nbody; b++) {
+    const mjtNum* x = d->xfrc_applied + 6 * b;
+    if (mju_isZero((mjtNum*)x, 6)) continue;
+    mjtNum W[6], t[3];
+    mju_cross(t, d->xipos + 3 * b, x);
+    for (int i = 0; i < 3; i++) {
+      W[i] = x[3 + i] + t[i];
+      W[3 + i] = x[i];
+    }
+    mjtNum* dWq = sc.Y;
+    mju_zero(dWq, 6 * nv);
+    bodyJac(m, sc.cdof0, b, sc.J1);
+    pointJac(nv, sc.J1, d->xipos + 3 * b, sc.J2);
+    for (int kk = 0; kk < nv; kk++) {
+      mjtNum dp[3] = {sc.J2[kk], sc.J2[nv + kk], sc.J2[2 * nv + kk]}, t1[3];
+      mju_cross(t1, dp, x);
+      for (int r = 0; r < 3; r++) dWq[nv * r + kk] = t1[r];
+    }
+    addWrenchDeriv(m, &sc, 0, b, W, dWq, NULL, DfDq, DfDv);
+  }
+
+  addWrenchJacobianTerm(m, &sc, DfDq);
+  compat_stackFree(d, mark);
+}

@@ -1,0 +1,582 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Jacobians of the smooth step, from the continuous-time derivatives of forces_d.c and rne_d.c.
+//
+// Continuous time at a state X = (q, v, a) with controls u (acc: MuJoCo's qacc):
+//   H acc = f(q, v, a, u) - c(q, v),   H = M(q) (RK4 stages) or M(q) + h B (Euler, implicit damping)
+//   H d acc = (DfDq - DIDDq) dq + (DfDv - DIDDv) dv + DfDa da + DfDu du
+//   with ID(q, v, acc) = M(q) acc + c(q, v) differentiated at the acc that solves H acc = f - c
+//   (for Euler the h B part is constant: d(H acc) = dM acc + H d acc).
+//   adot = g(a, u):  d adot = DadotDa da + DadotDu du
+//
+// Position update q' = q (+) delta, per joint (hinge, slide: q + delta; ball, free rotation:
+// q exp(delta); free translation: world-frame add):
+//   dq' = Phi(delta) dq + Psi(delta) d delta,  Phi = R(delta)' (= exp(-[delta]x)), Psi = J_r(delta)
+//   (identity for scalar joints and free translations), J_r the right Jacobian of SO(3).
+//
+// Euler (mj_Euler):  v' = v + h acc,  q' = q (+) h v',  a' = clip(a + h adot)
+//   Dv'/DX = [0 I 0] + h Dacc/DX,  Dq'/DX = Phi(h v') [I 0 0] + h Psi(h v') Dv'/DX
+//   Da'/DX = [0 0 I] + h Dadot/DX  (rows of clipped activations: zero)
+// RK4 (MuJoCo's tableau A, B): X_i = X_0 (+) h sum_j A_ij K_j, K_j = (v_j, acc_j, adot_j) at X_j
+//   DX_i/DX_0 = [Phi(dq_i) [I 0 0] + h Psi(dq_i) sum_j A_ij Dv_j ; [0 I 0] + h sum_j A_ij DK_j]
+//   DK_j = (Dv_j, Dacc(X_j) DX_j/DX_0, Dadot(X_j) DX_j/DX_0); final X' likewise with B.
+// Transposes: VJP = A' l, B' l (products with the full matrices here); JVP = A dx + B du.
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mjdiff/adjoint.h>
+
+#include "compat.h"
+#include "derivative.h"
+#include "internal.h"
+
+struct mjdiffStepDeriv_ {
+  const mjModel* m;            // model and smooth model this workspace was made for
+  const mjdiffModel* s;
+  int nv, na, nu, ndx;
+  mjtNum* DfDq;                // force derivatives at one state (nv x nv, nv x nv, nv x na, nv x nu)
+  mjtNum* DfDv;
+  mjtNum* DfDa;
+  mjtNum* DfDu;
+  mjtNum* DadotDa;             // (na x na), (na x nu)
+  mjtNum* DadotDu;
+  mjtNum* DidDq;               // (nv x nv) x 2
+  mjtNum* DidDv;
+  mjtNum* RhsT;                // right-hand sides, one per row ((ndx + nu) x nv)
+  mjtNum* Dacc;                // (nv x (ndx + nu)): qacc derivative in [X, u] at one state
+  mjtNum* Dadot;               // (na x (ndx + nu))
+  mjtNum* H;                   // (nM) factor of M + h B
+  mjtNum* stage;               // RK4: per stage DX_i (ndx x (ndx + nu)) and DK_i ((ndx) x (ndx+nu))
+  mjtNum* AB;                  // (ndx x (ndx + nu)) the step Jacobian [A B]
+  mjtNum* state;               // saved qpos, qvel, act, time (nq + nv + na + 1)
+  mjtNum* tmp;                 // (ndx + nu) scratch
+};
+
+//---------------------------------- SO(3) helpers ------------------------------------------------
+
+// R = exp([r]x) and J = J_r(r) (right Jacobian)
+static void so3(const mjtNum r[3], mjtNum R[9], mjtNum J[9]) {
+  mjtNum th = mju_norm3(r), K[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0}, K2[9];
+  mju_mulMatMat(K2, K, K, 3, 3, 3);
+  mjtNum a, b, c;  // sin/th, (1-cos)/th^2, (th - sin)/th^3
+  if (th < 1e-4) {
+    mjtNum t2 = th * th;
+    a = 1 - t2 / 6;
+    b = 0.5 - t2 / 24;
+    c = 1.0 / 6 - t2 / 120;
+  } else {
+    a = sin(th) / th;
+    b = (1 - cos(th)) / (th * th);
+    c = (th - sin(th)) / (th * th * th);
+  }
+  for (int i = 0; i < 9; i++) {
+    mjtNum I = (i % 4 == 0);
+    if (R) R[i] = I + a * K[i] + b * K2[i];
+    if (J) J[i] = I - b * K[i] + c * K2[i];
+  }
+}
+
+// out (nv x ncol) = Phi(delta) X + Psi(delta) Y, joint by joint (X or Y may be NULL: zero)
+static void integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNum* X,
+                              const mjtNum* Y, int ncol, mjtNum* out) {
+  for (int j = 0; j < m->njnt; j++) {
+    int da = m->jnt_dofadr[j], type = m->jnt_type[j], nlin = 0;
+    if (type == mjJNT_HINGE || type == mjJNT_SLIDE) nlin = 1;
+    if (type == mjJNT_FREE) nlin = 3;
+    for (int i = da; i < da + nlin; i++) {
+      for (int c = 0; c < ncol; c++) {
+        out[ncol * i + c] = (X ? X[ncol * i + c] : 0) + (Y ? Y[ncol * i + c] : 0);
+      }
+    }
+    if (type != mjJNT_BALL && type != mjJNT_FREE) continue;
+    int ra = da + nlin;
+    mjtNum R[9], J[9];
+    so3(delta + ra, R, J);
+    for (int i = 0; i < 3; i++) {
+      for (int c = 0; c < ncol; c++) {
+        mjtNum v = 0;
+        for (int k = 0; k < 3; k++) {
+          if (X) v += R[3 * k + i] * X[ncol * (ra + k) + c];  // R'
+          if (Y) v += J[3 * i + k] * Y[ncol * (ra + k) + c];
+        }
+        out[ncol * (ra + i) + c] = v;
+      }
+    }
+  }
+}
+
+//---------------------------------- sparse LDL of M + h B ---------------------------------------
+
+// H = L' D L in MuJoCo's qM layout (row i: diagonal, then ancestors), in place
+static void factorLDL(const mjModel* m, mjtNum* H) {
+  for (int k = m->nv - 1; k >= 0; k--) {
+    int ak = m->dof_Madr[k] + 1;
+    for (int i = m->dof_parentid[k]; i >= 0; i = m->dof_parentid[i], ak++) {
+      mjtNum a = H[ak] / H[m->dof_Madr[k]];
+      // H_ij -= a H_kj for j = i and its ancestors (H_kj at ak, ak+1, ...)
+      int aj = m->dof_Madr[i], bk = ak;
+      for (int j = i; j >= 0; j = m->dof_parentid[j], aj++, bk++) H[aj] -= a * H[bk];
+      H[ak] = a;
+    }
+  }
+}
+
+// x = H^-1 x for n vectors (rows of x, nv each)
+static void solveLDL(const mjModel* m, const mjtNum* H, mjtNum* x, int n) {
+  int nv = m->nv;
+  for (int r = 0; r < n; r++) {
+    mjtNum* y = x + (size_t)nv * r;
+    for (int i = nv - 1; i >= 0; i--) {  // L'^-1
+      int a = m->dof_Madr[i] + 1;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[j] -= H[a] * y[i];
+    }
+    for (int i = 0; i < nv; i++) y[i] /= H[m->dof_Madr[i]];
+    for (int i = 0; i < nv; i++) {  // L^-1
+      int a = m->dof_Madr[i] + 1;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[i] -= H[a] * y[j];
+    }
+  }
+}
+
+static int hasDamping(const mjModel* m) {
+  for (int i = 0; i < m->nv; i++) {
+    if (m->dof_damping[i] > 0) return 1;
+  }
+  return 0;
+}
+
+//---------------------------------- continuous-time derivatives ----------------------------------
+
+// at the state in d after the smooth forward pass: Dacc (nv x (ndx+nu)) and Dadot (na x (ndx+nu))
+// in the layout [dq dv da du]; euler: H = M + h B (and acc = H^-1 (f - c)), else H = M
+static void continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
+                            mjtNum* acc) {
+  int nv = w->nv, na = w->na, nu = w->nu, ndx = w->ndx, ncol = ndx + nu;
+  mjModel view;
+  const mjModel* mu = mjdiff_userModel(m, w->s, &view);
+  int implicit = euler && hasDamping(m);
+
+  // acceleration the step uses
+  if (implicit) {
+    mju_copy(w->H, d->qM, m->nM);
+    for (int i = 0; i < nv; i++) w->H[m->dof_Madr[i]] += m->opt.timestep * m->dof_damping[i];
+    factorLDL(m, w->H);
+    mju_copy(acc, d->qfrc_smooth, nv);
+    solveLDL(m, w->H, acc, 1);
+  } else {
+    mju_copy(acc, d->qacc, nv);
+  }
+
+  mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa, w->DadotDu);
+  mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
+
+  // right-hand sides, one per column of [dq dv da du]: column c of (Df - DID)
+  for (int c = 0; c < ncol; c++) {
+    mjtNum* rhs = w->RhsT + (size_t)nv * c;
+    for (int r = 0; r < nv; r++) {
+      mjtNum v;
+      if (c < nv) {
+        v = w->DfDq[nv * r + c] - w->DidDq[nv * r + c];
+      } else if (c < 2 * nv) {
+        v = w->DfDv[nv * r + c - nv] - w->DidDv[nv * r + c - nv];
+      } else if (c < ndx) {
+        v = w->DfDa[na * r + c - 2 * nv];
+      } else {
+        v = w->DfDu[nu * r + c - ndx];
+      }
+      rhs[r] = v;
+    }
+  }
+  if (implicit) {
+    solveLDL(m, w->H, w->RhsT, ncol);
+  } else {
+    mj_solveM(m, d, w->RhsT, w->RhsT, ncol);
+  }
+  for (int r = 0; r < nv; r++) {
+    for (int c = 0; c < ncol; c++) w->Dacc[ncol * r + c] = w->RhsT[(size_t)nv * c + r];
+  }
+
+  // activations
+  for (int r = 0; r < na; r++) {
+    mjtNum* row = w->Dadot + ncol * r;
+    mju_zero(row, ncol);
+    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
+    for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
+  }
+}
+
+//---------------------------------- workspace ----------------------------------------------------
+
+static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
+  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
+    return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  }
+  if (m->opt.density > 0 || m->opt.viscosity > 0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "fluid forces (density %g, viscosity %g) have no derivative yet",
+                        m->opt.density, m->opt.viscosity);
+  }
+  for (int i = 0; i < m->nu; i++) {
+    const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
+    name = name ? name : "";
+    int dyn = m->actuator_dyntype[i], gain = m->actuator_gaintype[i],
+        bias = m->actuator_biastype[i], trn = m->actuator_trntype[i];
+    if (dyn != mjDYN_NONE && dyn != mjDYN_INTEGRATOR && dyn != mjDYN_FILTER) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "actuator %d ('%s'): dynamics type %d has no derivative (none, "
+                          "integrator and filter do)", i, name, dyn);
+    }
+    if ((gain != mjGAIN_FIXED && gain != mjGAIN_AFFINE) ||
+        (bias != mjBIAS_NONE && bias != mjBIAS_AFFINE)) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "actuator %d ('%s'): muscle or user gain/bias has no derivative", i,
+                          name);
+    }
+    int id = m->actuator_trnid[2 * i];
+    int ok = 0;
+    if (trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) {
+      ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
+    } else if (trn == mjTRN_TENDON) {
+      ok = 1;
+      for (int w = 0; w < m->tendon_num[id]; w++) {
+        ok &= m->wrap_type[m->tendon_adr[id] + w] == mjWRAP_JOINT;
+      }
+    }
+    if (!ok) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "actuator %d ('%s'): only hinge/slide joint and fixed-tendon "
+                          "transmissions have derivatives", i, name);
+    }
+  }
+  for (int t = 0; t < m->ntendon; t++) {
+    int fixed = 1;
+    for (int w = 0; w < m->tendon_num[t]; w++) {
+      fixed &= m->wrap_type[m->tendon_adr[t] + w] == mjWRAP_JOINT;
+    }
+    if (!fixed) {
+      const char* name = mj_id2name(m, mjOBJ_TENDON, t);
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "tendon %d ('%s'): spatial tendons have no derivative yet", t,
+                          name ? name : "");
+    }
+  }
+  // contact pairs that can occur: every geom type pair present in the model
+  for (int g1 = 0; g1 < m->ngeom; g1++) {
+    for (int g2 = g1 + 1; g2 < m->ngeom; g2++) {
+      int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+      if (m->geom_bodyid[g1] == m->geom_bodyid[g2]) continue;
+      int can = (m->geom_contype[g1] & m->geom_conaffinity[g2]) ||
+                (m->geom_contype[g2] & m->geom_conaffinity[g1]);
+      if (!can) continue;
+      int lo = t1 < t2 ? t1 : t2, hi = t1 < t2 ? t2 : t1;
+      if (!mjdiff_contactPairSupported(lo, hi)) {
+        const char* n1 = mj_id2name(m, mjOBJ_GEOM, g1);
+        const char* n2 = mj_id2name(m, mjOBJ_GEOM, g2);
+        return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                            "geoms %d ('%s') and %d ('%s') can touch, and contacts between geom "
+                            "types %d and %d have no geometry derivative yet", g1, n1 ? n1 : "",
+                            g2, n2 ? n2 : "", t1, t2);
+      }
+    }
+  }
+  for (int i = 0; i < m->npair; i++) {
+    const mjtNum* f = m->pair_friction + 5 * i;
+    if (f[0] != f[1] || f[3] != f[4]) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "contact pair %d has anisotropic friction, which has no derivative yet",
+                          i);
+    }
+    int t1 = m->geom_type[m->pair_geom1[i]], t2 = m->geom_type[m->pair_geom2[i]];
+    if (!mjdiff_contactPairSupported(t1 < t2 ? t1 : t2, t1 < t2 ? t2 : t1)) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "contact pair %d: geom types %d and %d have no geometry derivative yet",
+                          i, t1, t2);
+    }
+  }
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, mjdiffStepDeriv** out,
+                                  char* err, int errsz) {
+  if (!out) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "out is NULL");
+  *out = NULL;
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  st = checkModel(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  size_t n = 0;
+  size_t sizes[] = {
+    (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * na, (size_t)nv * nu, (size_t)na * na,
+    (size_t)na * nu, (size_t)nv * nv, (size_t)nv * nv, (size_t)ncol * nv, (size_t)nv * ncol,
+    (size_t)na * ncol, (size_t)m->nM, (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
+    (size_t)(m->nq + nv + na + 1), (size_t)ncol,
+  };
+  int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
+  for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
+  mjdiffStepDeriv* w = (mjdiffStepDeriv*)calloc(1, sizeof(mjdiffStepDeriv));
+  mjtNum* buf = w ? (mjtNum*)calloc(n, sizeof(mjtNum)) : NULL;
+  if (!buf) {
+    free(w);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the step derivative");
+  }
+  mjtNum** ptrs[] = {&w->DfDq, &w->DfDv, &w->DfDa, &w->DfDu, &w->DadotDa, &w->DadotDu,
+                     &w->DidDq, &w->DidDv, &w->RhsT, &w->Dacc, &w->Dadot, &w->H,
+                     &w->stage, &w->AB, &w->state, &w->tmp};
+  mjtNum* p = buf;
+  for (int i = 0; i < nsizes; i++) {
+    *ptrs[i] = p;
+    p += sizes[i] + 1;
+  }
+  w->m = m;
+  w->s = s;
+  w->nv = nv;
+  w->na = na;
+  w->nu = nu;
+  w->ndx = ndx;
+  *out = w;
+  return MJDIFF_OK;
+}
+
+void mjdiff_freeStepDeriv(mjdiffStepDeriv* w) {
+  if (!w) return;
+  free(w->DfDq);  // the first pointer owns the buffer
+  free(w);
+}
+
+//---------------------------------- the step Jacobian --------------------------------------------
+
+static void saveState(const mjModel* m, const mjData* d, mjtNum* x) {
+  mju_copy(x, d->qpos, m->nq);
+  mju_copy(x + m->nq, d->qvel, m->nv);
+  mju_copy(x + m->nq + m->nv, d->act, m->na);
+  x[m->nq + m->nv + m->na] = d->time;
+}
+
+static void loadState(const mjModel* m, mjData* d, const mjtNum* x) {
+  mju_copy(d->qpos, x, m->nq);
+  mju_copy(d->qvel, x + m->nq, m->nv);
+  mju_copy(d->act, x + m->nq + m->nv, m->na);
+  d->time = x[m->nq + m->nv + m->na];
+}
+
+// rows of clipped activations after a' = a + h adot: zero
+static void clipActivationRows(const mjModel* m, const mjData* d, const mjtNum* adot, mjtNum* rows,
+                               int ncol) {
+  for (int i = 0; i < m->na; i++) {
+    int iu = i + m->nu - m->na;
+    if (!m->actuator_actlimited[iu]) continue;
+    mjtNum a = d->act[i] + m->opt.timestep * adot[i];
+    const mjtNum* range = m->actuator_actrange + 2 * iu;
+    if (a < range[0] || a > range[1]) mju_zero(rows + ncol * i, ncol);
+  }
+}
+
+// AB = [A B] for Euler at the state in d (after the smooth forward pass)
+static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  mjtNum h = m->opt.timestep;
+  mjtNum* acc = w->tmp;
+  continuousDeriv(m, d, w, 1, acc);
+
+  // Dv' = [0 I 0 0] + h Dacc
+  mjtNum* Dq = w->AB;
+  mjtNum* Dv = w->AB + (size_t)ncol * nv;
+  mjtNum* Da = w->AB + (size_t)ncol * 2 * nv;
+  for (int r = 0; r < nv; r++) {
+    for (int c = 0; c < ncol; c++) Dv[ncol * r + c] = h * w->Dacc[ncol * r + c];
+    Dv[ncol * r + nv + r] += 1;
+  }
+
+  // Dq' = Phi(h v') [I 0 0 0] + h Psi(h v') Dv'
+  mjtNum* delta = w->RhsT;  // nv scratch
+  mjtNum* I = w->stage;     // nv x ncol
+  mjtNum* Y = w->stage + (size_t)nv * ncol;
+  mju_zero(I, (size_t)nv * ncol);
+  for (int r = 0; r < nv; r++) {
+    delta[r] = h * (d->qvel[r] + h * acc[r]);
+    I[ncol * r + r] = 1;
+  }
+  mju_scl(Y, Dv, h, (size_t)nv * ncol);
+  integrateJacobian(m, delta, I, Y, ncol, Dq);
+
+  // Da' = [0 0 I 0] + h Dadot
+  for (int r = 0; r < na; r++) {
+    for (int c = 0; c < ncol; c++) Da[ncol * r + c] = h * w->Dadot[ncol * r + c];
+    Da[ncol * r + 2 * nv + r] += 1;
+  }
+  clipActivationRows(m, d, d->act_dot, Da, ncol);
+}
+
+// AB for RK4: the stages of step.c, each with its own continuous derivative
+static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, char* err,
+                                int errsz) {
+  static const mjtNum A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
+  static const mjtNum B[4] = {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6};
+  int nq = m->nq, nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  mjtNum h = m->opt.timestep;
+  size_t blk = (size_t)ndx * ncol;
+  mjtNum* DX[4];  // DX_i / D[X_0 u] in X_i's tangent space
+  mjtNum* DK[4];  // DK_i: (v_i, acc_i, adot_i) rows
+  for (int i = 0; i < 4; i++) {
+    DX[i] = w->stage + 2 * i * blk;
+    DK[i] = w->stage + (2 * i + 1) * blk;
+  }
+
+  // stage values: K_i and the states X_i
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* X0 = compat_stackAllocNum(d, nq + nv + na + 1);
+  mjtNum* K = compat_stackAllocNum(d, 4 * ndx);
+  mjtNum* dX = compat_stackAllocNum(d, ndx);
+  mjtNum* acc = compat_stackAllocNum(d, nv);
+  mjtNum* I = compat_stackAllocNum(d, (size_t)nv * ncol);
+  mjtNum* Y = compat_stackAllocNum(d, (size_t)nv * ncol);
+  saveState(m, d, X0);
+
+  mju_zero(DX[0], blk);
+  for (int r = 0; r < ndx; r++) DX[0][ncol * r + r] = 1;
+  mju_zero(I, (size_t)nv * ncol);
+  for (int r = 0; r < nv; r++) I[ncol * r + r] = 1;
+
+  mjdiffStatus st = MJDIFF_OK;
+  for (int i = 0; i < 4 && st == MJDIFF_OK; i++) {
+    if (i > 0) {
+      // X_i = X_0 (+) h sum_j A_ij K_j
+      mju_zero(dX, ndx);
+      for (int j = 0; j < i; j++) mju_addToScl(dX, K + ndx * j, A[3 * (i - 1) + j], ndx);
+      loadState(m, d, X0);
+      mj_integratePos(m, d->qpos, dX, h);
+      mju_addToScl(d->qvel, dX + nv, h, nv);
+      mju_addToScl(d->act, dX + 2 * nv, h, na);
+      st = mjdiff_forward(m, d, w->s, err, errsz);
+      if (st != MJDIFF_OK) break;
+
+      // DX_i = [Phi(h dq) I + h Psi(h dq) sum A Dv_j; [0 I 0 0] + h sum A D(acc, adot)_j]
+      mju_zero(Y, (size_t)nv * ncol);
+      mjtNum* D = DX[i];
+      mju_zero(D + (size_t)ncol * nv, (size_t)ncol * (nv + na));
+      for (int r = nv; r < ndx; r++) D[ncol * r + r] = 1;
+      for (int j = 0; j < i; j++) {
+        mjtNum a = A[3 * (i - 1) + j];
+        if (a == 0) continue;
+        mju_addToScl(Y, DK[j], h * a, (size_t)nv * ncol);
+        mju_addToScl(D + (size_t)ncol * nv, DK[j] + (size_t)ncol * nv, h * a,
+                     (size_t)ncol * (nv + na));
+      }
+      for (int r = 0; r < nv; r++) dX[r] *= h;
+      integrateJacobian(m, dX, I, Y, ncol, D);
+    }
+
+    // K_i = (v_i, acc_i, adot_i) and DK_i = (Dv_i, Dacc DX_i, Dadot DX_i)
+    continuousDeriv(m, d, w, 0, acc);
+    mju_copy(K + ndx * i, d->qvel, nv);
+    mju_copy(K + ndx * i + nv, acc, nv);
+    mju_copy(K + ndx * i + 2 * nv, d->act_dot, na);
+    mju_copy(DK[i], DX[i] + (size_t)ncol * nv, (size_t)ncol * nv);  // Dv_i
+    // D(acc, adot)_i = Dcont [DX_i; 0 I_u]  (columns of u pass through)
+    for (int r = 0; r < nv + na; r++) {
+      const mjtNum* row = r < nv ? w->Dacc + (size_t)ncol * r : w->Dadot + (size_t)ncol * (r - nv);
+      mjtNum* out = DK[i] + (size_t)ncol * (nv + r);
+      for (int c = 0; c < ncol; c++) {
+        mjtNum v = c >= ndx ? row[c] : 0;
+        for (int k = 0; k < ndx; k++) v += row[k] * DX[i][(size_t)ncol * k + c];
+        out[c] = v;
+      }
+    }
+  }
+
+  if (st == MJDIFF_OK) {
+    // X' = X_0 (+) h sum_j B_j K_j
+    mju_zero(dX, ndx);
+    mju_zero(Y, (size_t)nv * ncol);
+    mjtNum* D = w->AB;
+    mju_zero(D + (size_t)ncol * nv, (size_t)ncol * (nv + na));
+    for (int r = nv; r < ndx; r++) D[ncol * r + r] = 1;
+    for (int j = 0; j < 4; j++) {
+      mju_addToScl(dX, K + ndx * j, B[j], ndx);
+      mju_addToScl(Y, DK[j], h * B[j], (size_t)nv * ncol);
+      mju_addToScl(D + (size_t)ncol * nv, DK[j] + (size_t)ncol * nv, h * B[j],
+                   (size_t)ncol * (nv + na));
+    }
+    mjtNum* delta = acc;
+    for (int r = 0; r < nv; r++) delta[r] = h * dX[r];
+    integrateJacobian(m, delta, I, Y, ncol, D);
+    loadState(m, d, X0);
+    clipActivationRows(m, d, dX + 2 * nv, D + (size_t)ncol * 2 * nv, ncol);
+  }
+
+  // leave d's derived quantities from the forward pass at the state it came with
+  loadState(m, d, X0);
+  compat_stackFree(d, mark);
+  if (st == MJDIFF_OK) st = mjdiff_forward(m, d, w->s, err, errsz);
+  return st;
+}
+
+// fill w->AB at the state in d; d's state is restored
+static mjdiffStatus stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                 mjdiffStepDeriv* w, char* err, int errsz) {
+  if (!d || !w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data or workspace is NULL");
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (w->m != m || w->s != s) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "step-derivative workspace was made for another model");
+  }
+  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
+    return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  }
+  // the forward pass re-normalises quaternions (changing their last bits): restore the state after
+  saveState(m, d, w->state);
+  st = mjdiff_forward(m, d, s, err, errsz);
+  if (st == MJDIFF_OK) {
+    if (m->opt.integrator == mjINT_RK4) {
+      st = rk4Jacobian(m, d, w, err, errsz);
+    } else {
+      eulerJacobian(m, d, w);
+    }
+  }
+  loadState(m, d, w->state);
+  return st;
+}
+
+mjdiffStatus mjdiff_stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                 mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, char* err, int errsz) {
+  mjdiffStatus st = stepJacobian(m, d, s, w, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
+  for (int r = 0; r < ndx; r++) {
+    if (A) mju_copy(A + (size_t)ndx * r, w->AB + (size_t)ncol * r, ndx);
+    if (B && nu) mju_copy(B + (size_t)nu * r, w->AB + (size_t)ncol * r + ndx, nu);
+  }
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_stepVJP(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffStepDeriv* w,
+                            const mjtNum* adj_next, mjtNum* adj_x, mjtNum* adj_ctrl, char* err,
+                            int errsz) {
+  if (!adj_next) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "adj_next is NULL");
+  mjdiffStatus st = stepJacobian(m, d, s, w, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
+  mju_mulMatTVec(w->tmp, w->AB, adj_next, ndx, ncol);
+  if (adj_x) mju_copy(adj_x, w->tmp, ndx);
+  if (adj_ctrl && nu) mju_copy(adj_ctrl, w->tmp + ndx, nu);
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_stepJVP(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffStepDeriv* w,
+                            const mjtNum* dx, const mjtNum* du, mjtNum* dx_next, char* err,
+                            int errsz) {
+  if (!dx_next) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "dx_next is NULL");
+  mjdiffStatus st = stepJacobian(m, d, s, w, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
+  mju_zero(w->tmp, ncol);
+  if (dx) mju_copy(w->tmp, dx, ndx);
+  if (du && nu) mju_copy(w->tmp + ndx, du, nu);
+  mju_mulMatVec(dx_next, w->AB, w->tmp, ndx, ncol);
+  return MJDIFF_OK;
+}

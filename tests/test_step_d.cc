@@ -1,0 +1,395 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Analytic step Jacobians A = dx'/dx, B = dx'/du (and the VJP and JVP built on them) against
+// centered finite differences of mjdiff_step, at random states of several models, with and without
+// active contacts.
+//
+// Tolerance rationale: centered differences of a C2 map have truncation error O(eps^2 |f'''|) and
+// rounding error O(ulp |x'| / eps). Measured on the floating-base model, the error against the
+// analytic Jacobian falls as 1/eps from 1e-7 to 1e-4 (rounding-dominated: 1.1e-6, 1.2e-7, 1.1e-8,
+// 1e-9 relative in A_vq), so eps = 1e-5 leaves rounding near 1e-7 relative (controls: 1e-3, as
+// they reach the positions only at order h^2..h^3 and nearly linearly). Richardson
+// extrapolation over (eps, 2 eps) removes the eps^2 term, which matters inside the narrow smoothing
+// zones of the contact and limit laws (s''' ~ 1/w^2). We compare per block (A_qq, A_qv, ..., B_v)
+// the max abs error against the block's max abs entry, floored at 1e-4: centered differences at
+// eps = 1e-5 of states of order 1..10 carry ~1e-10 of absolute rounding error, so tinier blocks
+// (RK4's B_q is h^3-small) are compared to 1e-10 absolute, what the differences resolve. We require
+// 1e-6 relative -- except where the finite difference itself is
+// unreliable (a piece boundary of a law within reach): a sample is skipped when the extrapolated
+// differences over (eps, 2 eps) and (2 eps, 4 eps) disagree by more than the tolerance. At least
+// 80% of the samples of each model must be compared.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <mjdiff/adjoint.h>
+
+#include "shim.h"
+
+namespace {
+
+struct Sim {
+  shimSim sim;
+  mjdiffStepDeriv* w = nullptr;
+  bool ok = false;
+  explicit Sim(const char* xml, const char* path = nullptr) {
+    ok = shim_open(&sim, xml, path);
+    if (ok) {
+      ok = mjdiff_makeStepDeriv(sim.m, sim.s, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
+    }
+  }
+  ~Sim() {
+    mjdiff_freeStepDeriv(w);
+    shim_close(&sim);
+  }
+};
+
+double uniform(unsigned long long* s) {
+  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+// a random state near a simulated trajectory: run random controls from the initial state, then
+// perturb velocities (keeps contacts realistic)
+void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned long long* seed,
+                 int nstep) {
+  mj_resetData(m, d);
+  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+  char err[500];
+  for (int i = 0; i < nstep; i++) {
+    if (i % 20 == 0) shim_randomCtrl(m, d, seed);
+    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
+  }
+  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (uniform(seed) - 0.5);
+  for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (uniform(seed) - 0.5);
+  shim_randomCtrl(m, d, seed);
+  mjdiff_forward(m, d, s, err, sizeof(err));  // normalises quaternions, as every call does
+  // keep controls strictly inside their ranges (clamping is not differentiable at the bound)
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_ctrllimited[i]) {
+      double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
+      d->ctrl[i] = lo + (hi - lo) * (0.05 + 0.9 * (d->ctrl[i] - lo) / (hi - lo));
+    }
+  }
+}
+
+// x' = step(x (+) dx, u + du) as a tangent difference from xref'
+void stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
+              const mjtNum* dx, const mjtNum* du, std::vector<mjtNum>* next) {
+  shim_setState(m, d, state.data());
+  int nv = m->nv, na = m->na;
+  if (dx) {
+    mj_integratePos(m, d->qpos, dx, 1);
+    for (int i = 0; i < nv; i++) d->qvel[i] += dx[nv + i];
+    for (int i = 0; i < na; i++) d->act[i] += dx[2 * nv + i];
+  }
+  if (du) {
+    for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
+  }
+  char err[500];
+  mjdiff_step(m, d, s, err, sizeof(err));
+  next->resize(m->nq + nv + na);
+  mju_copy(next->data(), d->qpos, m->nq);
+  mju_copy(next->data() + m->nq, d->qvel, nv);
+  mju_copy(next->data() + m->nq + nv, d->act, na);
+}
+
+// tangent difference (b - a) / scale
+void tangentDiff(const mjModel* m, const std::vector<mjtNum>& a, const std::vector<mjtNum>& b,
+                 double scale, mjtNum* out) {
+  int nq = m->nq, nv = m->nv, na = m->na;
+  mj_differentiatePos(m, out, scale, a.data(), b.data());
+  for (int i = 0; i < nv; i++) out[nv + i] = (b[nq + i] - a[nq + i]) / scale;
+  for (int i = 0; i < na; i++) out[2 * nv + i] = (b[nq + nv + i] - a[nq + nv + i]) / scale;
+}
+
+// centered finite-difference [A B] with step eps (ndx x (ndx + nu))
+std::vector<mjtNum> fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
+                               const std::vector<mjtNum>& state, double eps) {
+  int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
+  std::vector<mjtNum> J(ndx * ncol), col(ndx), dx(ndx), du(nu > 0 ? nu : 1);
+  std::vector<mjtNum> plus, minus;
+  for (int c = 0; c < ncol; c++) {
+    std::fill(dx.begin(), dx.end(), 0);
+    std::fill(du.begin(), du.end(), 0);
+    // controls enter the positions only at order h^2..h^3 and (nearly) linearly: a larger step
+    // keeps the rounding error of those tiny entries small
+    double e = c < ndx ? eps : 100 * eps;
+    if (c < ndx) {
+      dx[c] = e;
+    } else {
+      du[c - ndx] = e;
+    }
+    stepFrom(m, d, s, state, dx.data(), du.data(), &plus);
+    for (auto& v : dx) v = -v;
+    for (auto& v : du) v = -v;
+    stepFrom(m, d, s, state, dx.data(), du.data(), &minus);
+    tangentDiff(m, minus, plus, 2 * e, col.data());
+    for (int r = 0; r < ndx; r++) J[ncol * r + c] = col[r];
+  }
+  shim_setState(m, d, state.data());
+  return J;
+}
+
+struct Block {
+  const char* name;
+  int r0, r1, c0, c1;
+};
+
+// worst relative error over the blocks of [A B]
+double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vector<mjtNum>& F,
+                  std::string* worst) {
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  Block blocks[] = {
+    {"A_qq", 0, nv, 0, nv}, {"A_qv", 0, nv, nv, 2 * nv}, {"A_vq", nv, 2 * nv, 0, nv},
+    {"A_vv", nv, 2 * nv, nv, 2 * nv}, {"A_qa", 0, nv, 2 * nv, ndx},
+    {"A_va", nv, 2 * nv, 2 * nv, ndx}, {"A_aa", 2 * nv, ndx, 2 * nv, ndx},
+    {"A_aq", 2 * nv, ndx, 0, 2 * nv}, {"B_q", 0, nv, ndx, ncol}, {"B_v", nv, 2 * nv, ndx, ncol},
+    {"B_a", 2 * nv, ndx, ndx, ncol},
+  };
+  double worstErr = 0;
+  for (const Block& b : blocks) {
+    double err = 0, scale = 1e-4;
+    for (int r = b.r0; r < b.r1; r++) {
+      for (int c = b.c0; c < b.c1; c++) {
+        err = std::fmax(err, std::fabs(J[ncol * r + c] - F[ncol * r + c]));
+        scale = std::fmax(scale, std::fabs(F[ncol * r + c]));
+      }
+    }
+    if (err / scale > worstErr) {
+      worstErr = err / scale;
+      if (worst) *worst = b.name;
+    }
+  }
+  return worstErr;
+}
+
+// compare at nsample random states; returns the worst error, counts compared and contact samples
+void checkModel(const char* xml, const char* path, int nsample, double tol, int nwarm,
+                bool needContacts = false) {
+  Sim sim(xml, path);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
+  unsigned long long seed = 12345;
+  int compared = 0, withContact = 0;
+  double worst = 0;
+  std::string worstBlock;
+  char err[1000];
+  for (int k = 0; k < nsample; k++) {
+    randomState(m, d, sim.sim.s, &seed, nwarm + 7 * k);
+    std::vector<mjtNum> state(shim_stateSize(m));
+    shim_getState(m, d, state.data());
+
+    std::vector<mjtNum> A(ndx * ndx), B(ndx * (nu > 0 ? nu : 1));
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, sim.w, A.data(), B.data(), err, sizeof(err)),
+              MJDIFF_OK) << err;
+
+    // the call leaves the state as it found it
+    std::vector<mjtNum> after(state.size());
+    shim_getState(m, d, after.data());
+    EXPECT_EQ(0, std::memcmp(state.data(), after.data(), state.size() * sizeof(mjtNum)));
+    int active = d->ncon;
+
+    std::vector<mjtNum> J(ndx * ncol);
+    for (int r = 0; r < ndx; r++) {
+      for (int c = 0; c < ndx; c++) J[ncol * r + c] = A[ndx * r + c];
+      for (int c = 0; c < nu; c++) J[ncol * r + ndx + c] = B[nu * r + c];
+    }
+    // Richardson-extrapolated centered differences (the eps^2 term cancels), at two scales
+    double eps = 1e-5;
+    std::vector<mjtNum> Fa = fdJacobian(m, d, sim.sim.s, state, eps);
+    std::vector<mjtNum> Fb = fdJacobian(m, d, sim.sim.s, state, 2 * eps);
+    std::vector<mjtNum> Fc = fdJacobian(m, d, sim.sim.s, state, 4 * eps);
+    std::vector<mjtNum> F1(Fa.size()), F2(Fa.size());
+    for (size_t i = 0; i < Fa.size(); i++) {
+      F1[i] = (4 * Fa[i] - Fb[i]) / 3;
+      F2[i] = (4 * Fb[i] - Fc[i]) / 3;
+    }
+    std::string noisyBlock;
+    double fdNoise = blockError(m, F1, F2, &noisyBlock);
+    if (fdNoise > tol) {  // finite differences unreliable here (a law's kink in reach)
+      std::cout << "sample " << k << " skipped: finite differences disagree by " << fdNoise
+                << " in " << noisyBlock << "\n";
+      continue;
+    }
+    compared++;
+    withContact += active > 0;
+    std::string block;
+    double e = blockError(m, J, F1, &block);
+    if (e > worst) {
+      worst = e;
+      worstBlock = block;
+    }
+    EXPECT_LE(e, tol) << "sample " << k << " block " << block << " (ncon " << active << ")";
+
+    // guard: the analytic and finite-difference matrices were computed differently
+    EXPECT_NE(0, std::memcmp(J.data(), F1.data(), J.size() * sizeof(mjtNum)));
+
+    // consistency: l . JVP(v) == VJP(l) . v
+    std::vector<mjtNum> l(ndx), v(ndx), vu(nu > 0 ? nu : 1), jv(ndx), lx(ndx), lu(nu > 0 ? nu : 1);
+    for (auto& x : l) x = uniform(&seed) - 0.5;
+    for (auto& x : v) x = uniform(&seed) - 0.5;
+    for (auto& x : vu) x = uniform(&seed) - 0.5;
+    ASSERT_EQ(mjdiff_stepJVP(m, d, sim.sim.s, sim.w, v.data(), vu.data(), jv.data(), err,
+                             sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_stepVJP(m, d, sim.sim.s, sim.w, l.data(), lx.data(), lu.data(), err,
+                             sizeof(err)), MJDIFF_OK) << err;
+    double lhs = mju_dot(l.data(), jv.data(), ndx);
+    double rhs = mju_dot(lx.data(), v.data(), ndx) + (nu ? mju_dot(lu.data(), vu.data(), nu) : 0);
+    EXPECT_NEAR(lhs, rhs, 1e-10 * std::fmax(1, std::fabs(lhs)));
+  }
+  std::cout << (path ? path : "inline") << ": compared " << compared << "/" << nsample
+            << " states (" << withContact << " with contacts), worst relative error " << worst
+            << " in " << worstBlock << "\n";
+  EXPECT_GE(compared, (int)(0.8 * nsample));
+  if (needContacts) {
+    EXPECT_GT(withContact, 0);
+  }
+}
+
+const char* kPendulum = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body pos="0 0 1">
+      <joint name="j0" type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" mass="1"/>
+      <body pos="0 0 -0.5">
+        <joint name="j1" type="hinge" axis="1 0 0" stiffness="2" limited="true" range="-1 1"/>
+        <joint name="j2" type="slide" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 -0.3" size="0.04" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="j0" ctrlrange="-1 1" ctrllimited="true"/>
+    <position joint="j1" kp="5" ctrlrange="-1 1" ctrllimited="true"/>
+    <velocity joint="j2" kv="2"/>
+  </actuator>
+</mujoco>)";
+
+const char* kFloating = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size="0.1 0.2 0.05" mass="2"/>
+      <body pos="0.1 0 0">
+        <joint type="ball" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.3"/>
+        <body pos="0.3 0 0">
+          <joint name="h" type="hinge" axis="0 0 1"/>
+          <geom type="sphere" size="0.05" mass="0.2"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <general joint="h" dyntype="filter" dynprm="0.1" gainprm="3" ctrlrange="-1 1"
+             ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+
+const char* kSphereFloor = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_contact_stiffness" data="3000"/></custom>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1" friction="0.8 0.02 0.001"/>
+    <body pos="0 0 0.099">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1" condim="6"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
+// every smooth force but contacts: connect, weld, joint and tendon equalities, joint, ball and
+// tendon limits, dof and tendon friction loss, springs, and an applied body wrench
+const char* kConstraints = R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <custom>
+    <numeric name="mjdiff_eq_stiffness" data="500"/>
+    <numeric name="mjdiff_eq_damping" data="5"/>
+    <numeric name="mjdiff_limit_stiffness" data="500"/>
+    <numeric name="mjdiff_limit_width" data="0.05"/>
+  </custom>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="a1" type="hinge" axis="0 1 0" limited="true" range="-0.3 0.3" frictionloss="0.2"/>
+      <joint name="a2" type="hinge" axis="1 0 0" stiffness="3" springref="0.1" armature="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="b1" type="ball" limited="true" range="0 0.4" damping="0.02"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.4"/>
+        <site name="btip" pos="0.3 0 0"/>
+      </body>
+    </body>
+    <body name="c" pos="0.6 0.2 1">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body>
+    <body name="e" pos="0 0.5 1">
+      <joint name="e1" type="slide" axis="0 0 1"/>
+      <joint name="e2" type="hinge" axis="0 0 1" armature="0.2"/>
+      <geom type="sphere" size="0.05" mass="0.2"/>
+    </body>
+  </worldbody>
+  <equality>
+    <connect body1="c" body2="b" anchor="0 -0.1 0"/>
+    <weld body1="e" body2="a" torquescale="0.3"/>
+    <joint joint1="e2" joint2="a2" polycoef="0 0.5 0.2 0 0"/>
+  </equality>
+  <tendon>
+    <fixed name="t" limited="true" range="-0.2 0.2" frictionloss="0.1" stiffness="4">
+      <joint joint="a1" coef="1"/>
+      <joint joint="e1" coef="-0.5"/>
+    </fixed>
+  </tendon>
+  <actuator>
+    <motor tendon="t" gear="2" ctrlrange="-1 1" ctrllimited="true"/>
+    <position joint="e1" kp="20" ctrlrange="-0.5 0.5" ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+
+TEST(StepDeriv, ConstraintsEuler) {
+  checkModel(kConstraints, nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDeriv, ConstraintsRK4) {
+  std::string xml = kConstraints;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDeriv, PendulumEuler) {
+  checkModel(kPendulum, nullptr, 20, 1e-6, 50);
+}
+
+TEST(StepDeriv, FloatingBallJointsEuler) {
+  checkModel(kFloating, nullptr, 20, 1e-6, 50);
+}
+
+TEST(StepDeriv, FloatingRK4) {
+  std::string xml = kFloating;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 50);
+}
+
+TEST(StepDeriv, SphereOnFloorWithContact) {
+  checkModel(kSphereFloor, nullptr, 20, 1e-6, 100, true);
+}
+
+}  // namespace
