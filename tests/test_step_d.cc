@@ -393,3 +393,18 @@ TEST(StepDeriv, SphereOnFloorWithContact) {
 }
 
 }  // namespace
+
+// every bundled model and MuJoCo's humanoid, near trajectories under random controls (contacts
+// active in most samples of the legged models and the arm with the box)
+class StepDerivModels : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StepDerivModels, MatchesFiniteDifferences) {
+  std::string path = GetParam();
+  if (path.find('/') == std::string::npos) path = shim_modelPath(path.c_str());
+  checkModel(nullptr, path.c_str(), 20, 1e-6, 150);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, StepDerivModels,
+                         ::testing::Values("cartpole.xml", "acrobot.xml", "hopper.xml",
+                                           "cheetah.xml", "arm_box.xml", "quadruped.xml",
+                                           "/usr/share/mujoco/model/humanoid/humanoid.xml"));
