@@ -45,13 +45,16 @@ struct mjdiffStepDeriv_ {
   mjtNum* DidDq;               // (nv x nv) x 2
   mjtNum* DidDv;
   mjtNum* RhsT;                // right-hand sides, one per row ((ndx + nu) x nv)
+  mjtNum* X;                   // (nv x (ndx + nu)): unsolved right-hand sides, H Dacc = X
   mjtNum* Dacc;                // (nv x (ndx + nu)): qacc derivative in [X, u] at one state
   mjtNum* Dadot;               // (na x (ndx + nu))
   mjtNum* H;                   // (nM) factor of M + h B
   mjtNum* stage;               // RK4: per stage DX_i (ndx x (ndx + nu)) and DK_i ((ndx) x (ndx+nu))
   mjtNum* AB;                  // (ndx x (ndx + nu)) the step Jacobian [A B]
   mjtNum* state;               // saved qpos, qvel, act, time (nq + nv + na + 1)
+  mjtNum* acc;                 // (nv) the acceleration of the Euler step
   mjtNum* tmp;                 // (ndx + nu) scratch
+  mjtNum* tmp2;                // (ndx + nu) scratch
 };
 
 //---------------------------------- SO(3) helpers ------------------------------------------------
@@ -107,6 +110,23 @@ static void integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNu
   }
 }
 
+// the transpose for one vector: outX = Phi(delta)' lam, outY = Psi(delta)' lam (nv each)
+static void integrateJacobianT(const mjModel* m, const mjtNum* delta, const mjtNum* lam,
+                               mjtNum* outX, mjtNum* outY) {
+  for (int j = 0; j < m->njnt; j++) {
+    int da = m->jnt_dofadr[j], type = m->jnt_type[j], nlin = 0;
+    if (type == mjJNT_HINGE || type == mjJNT_SLIDE) nlin = 1;
+    if (type == mjJNT_FREE) nlin = 3;
+    for (int i = da; i < da + nlin; i++) outX[i] = outY[i] = lam[i];
+    if (type != mjJNT_BALL && type != mjJNT_FREE) continue;
+    int ra = da + nlin;
+    mjtNum R[9], J[9];
+    so3(delta + ra, R, J);
+    mju_mulMatVec(outX + ra, R, lam + ra, 3, 3);
+    mju_mulMatTVec(outY + ra, J, lam + ra, 3, 3);
+  }
+}
+
 //---------------------------------- sparse LDL of M + h B ---------------------------------------
 
 // H = L' D L in MuJoCo's qM layout (row i: diagonal, then ancestors), in place
@@ -149,10 +169,12 @@ static int hasDamping(const mjModel* m) {
 
 //---------------------------------- continuous-time derivatives ----------------------------------
 
-// at the state in d after the smooth forward pass: Dacc (nv x (ndx+nu)) and Dadot (na x (ndx+nu))
-// in the layout [dq dv da du]; euler: H = M + h B (and acc = H^-1 (f - c)), else H = M
-static void continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
-                            mjtNum* acc) {
+// at the state in d after the smooth forward pass: the acceleration the step uses (acc), the
+// unsolved right-hand sides X = [DfDq - DIDDq, DfDv - DIDDv, DfDa, DfDu] (w->X, nv x (ndx+nu)) with
+// H Dacc = X, and Dadot (na x (ndx+nu)), in the layout [dq dv da du]. euler: H = M + h B (factor in
+// w->H), else H = M (MuJoCo's factor in d). Returns 1 if H = M + h B.
+static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
+                           mjtNum* acc) {
   int nv = w->nv, na = w->na, nu = w->nu, ndx = w->ndx, ncol = ndx + nu;
   mjModel view;
   const mjModel* mu = mjdiff_userModel(m, w->s, &view);
@@ -172,30 +194,14 @@ static void continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int
   mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa, w->DadotDu);
   mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
 
-  // right-hand sides, one per column of [dq dv da du]: column c of (Df - DID)
-  for (int c = 0; c < ncol; c++) {
-    mjtNum* rhs = w->RhsT + (size_t)nv * c;
-    for (int r = 0; r < nv; r++) {
-      mjtNum v;
-      if (c < nv) {
-        v = w->DfDq[nv * r + c] - w->DidDq[nv * r + c];
-      } else if (c < 2 * nv) {
-        v = w->DfDv[nv * r + c - nv] - w->DidDv[nv * r + c - nv];
-      } else if (c < ndx) {
-        v = w->DfDa[na * r + c - 2 * nv];
-      } else {
-        v = w->DfDu[nu * r + c - ndx];
-      }
-      rhs[r] = v;
-    }
-  }
-  if (implicit) {
-    solveLDL(m, w->H, w->RhsT, ncol);
-  } else {
-    mj_solveM(m, d, w->RhsT, w->RhsT, ncol);
-  }
   for (int r = 0; r < nv; r++) {
-    for (int c = 0; c < ncol; c++) w->Dacc[ncol * r + c] = w->RhsT[(size_t)nv * c + r];
+    mjtNum* row = w->X + (size_t)ncol * r;
+    for (int c = 0; c < nv; c++) {
+      row[c] = w->DfDq[nv * r + c] - w->DidDq[nv * r + c];
+      row[nv + c] = w->DfDv[nv * r + c] - w->DidDv[nv * r + c];
+    }
+    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DfDa[na * r + c];
+    for (int c = 0; c < nu; c++) row[ndx + c] = w->DfDu[nu * r + c];
   }
 
   // activations
@@ -204,6 +210,29 @@ static void continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int
     mju_zero(row, ncol);
     for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
     for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
+  }
+  return implicit;
+}
+
+// x = H^-1 x for n vectors (rows of x)
+static void solveH(const mjModel* m, mjData* d, const mjdiffStepDeriv* w, int implicit, mjtNum* x,
+                   int n) {
+  if (implicit) {
+    solveLDL(m, w->H, x, n);
+  } else {
+    mj_solveM(m, d, x, x, n);
+  }
+}
+
+// w->Dacc = H^-1 X (all columns)
+static void solveAll(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit) {
+  int nv = w->nv, ncol = w->ndx + w->nu;
+  for (int r = 0; r < nv; r++) {
+    for (int c = 0; c < ncol; c++) w->RhsT[(size_t)nv * c + r] = w->X[(size_t)ncol * r + c];
+  }
+  solveH(m, d, w, implicit, w->RhsT, ncol);
+  for (int r = 0; r < nv; r++) {
+    for (int c = 0; c < ncol; c++) w->Dacc[(size_t)ncol * r + c] = w->RhsT[(size_t)nv * c + r];
   }
 }
 
@@ -312,8 +341,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, mjdiff
   size_t sizes[] = {
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * na, (size_t)nv * nu, (size_t)na * na,
     (size_t)na * nu, (size_t)nv * nv, (size_t)nv * nv, (size_t)ncol * nv, (size_t)nv * ncol,
-    (size_t)na * ncol, (size_t)m->nM, (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
-    (size_t)(m->nq + nv + na + 1), (size_t)ncol,
+    (size_t)nv * ncol, (size_t)na * ncol, (size_t)m->nM, (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
+    (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -324,8 +353,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, mjdiff
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the step derivative");
   }
   mjtNum** ptrs[] = {&w->DfDq, &w->DfDv, &w->DfDa, &w->DfDu, &w->DadotDa, &w->DadotDu,
-                     &w->DidDq, &w->DidDv, &w->RhsT, &w->Dacc, &w->Dadot, &w->H,
-                     &w->stage, &w->AB, &w->state, &w->tmp};
+                     &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
+                     &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2};
   mjtNum* p = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = p;
@@ -363,15 +392,20 @@ static void loadState(const mjModel* m, mjData* d, const mjtNum* x) {
   d->time = x[m->nq + m->nv + m->na];
 }
 
+// 1 if activation i is clipped after a' = a + h adot
+static int clipped(const mjModel* m, const mjData* d, const mjtNum* adot, int i) {
+  int iu = i + m->nu - m->na;
+  if (!m->actuator_actlimited[iu]) return 0;
+  mjtNum a = d->act[i] + m->opt.timestep * adot[i];
+  const mjtNum* range = m->actuator_actrange + 2 * iu;
+  return a < range[0] || a > range[1];
+}
+
 // rows of clipped activations after a' = a + h adot: zero
 static void clipActivationRows(const mjModel* m, const mjData* d, const mjtNum* adot, mjtNum* rows,
                                int ncol) {
   for (int i = 0; i < m->na; i++) {
-    int iu = i + m->nu - m->na;
-    if (!m->actuator_actlimited[iu]) continue;
-    mjtNum a = d->act[i] + m->opt.timestep * adot[i];
-    const mjtNum* range = m->actuator_actrange + 2 * iu;
-    if (a < range[0] || a > range[1]) mju_zero(rows + ncol * i, ncol);
+    if (clipped(m, d, adot, i)) mju_zero(rows + ncol * i, ncol);
   }
 }
 
@@ -379,8 +413,8 @@ static void clipActivationRows(const mjModel* m, const mjData* d, const mjtNum* 
 static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
   mjtNum h = m->opt.timestep;
-  mjtNum* acc = w->tmp;
-  continuousDeriv(m, d, w, 1, acc);
+  mjtNum* acc = w->acc;
+  solveAll(m, d, w, continuousDeriv(m, d, w, 1, acc));
 
   // Dv' = [0 I 0 0] + h Dacc
   mjtNum* Dq = w->AB;
@@ -409,6 +443,60 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
     Da[ncol * r + 2 * nv + r] += 1;
   }
   clipActivationRows(m, d, d->act_dot, Da, ncol);
+}
+
+// Euler VJP without forming [A B]: out (ndx + nu) = [A B]' lam, lam = (lq, lv, la)
+//   adj_q = Phi' lq,  mu = lv + h Psi' lq  (adjoint of v'),  adj_v = mu,
+//   nu = H^-1 (h mu),  adj_[x u] += nu' X,  adj_a += la,  adj_[x u] += h la' Dadot (unclipped)
+static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* lam,
+                     mjtNum* out) {
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  mjtNum h = m->opt.timestep;
+  mjtNum* acc = w->acc;
+  int implicit = continuousDeriv(m, d, w, 1, acc);
+  mjtNum* delta = w->RhsT;       // nv
+  mjtNum* psi = w->RhsT + nv;    // nv
+  mjtNum* nu = w->RhsT + 2 * nv;  // nv
+  for (int i = 0; i < nv; i++) delta[i] = h * (d->qvel[i] + h * acc[i]);
+  mju_zero(out, ncol);
+  integrateJacobianT(m, delta, lam, out, psi);
+  for (int i = 0; i < nv; i++) {
+    mjtNum mu = lam[nv + i] + h * psi[i];
+    out[nv + i] = mu;
+    nu[i] = h * mu;
+  }
+  solveH(m, d, w, implicit, nu, 1);
+  for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
+  for (int i = 0; i < na; i++) {
+    if (clipped(m, d, d->act_dot, i)) continue;
+    out[2 * nv + i] += lam[2 * nv + i];
+    mju_addToScl(out, w->Dadot + (size_t)ncol * i, h * lam[2 * nv + i], ncol);
+  }
+}
+
+// Euler JVP without forming [A B]: out (ndx) = [A B] t, t = (dq, dv, da, du)
+//   dacc = H^-1 X t,  dv' = dv + h dacc,  dq' = Phi dq + Psi h dv',  da' = da + h Dadot t
+static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* t,
+                     mjtNum* out) {
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  mjtNum h = m->opt.timestep;
+  mjtNum* acc = w->acc;
+  int implicit = continuousDeriv(m, d, w, 1, acc);
+  mjtNum* delta = w->RhsT;
+  mjtNum* dacc = w->RhsT + nv;
+  mjtNum* ddelta = w->RhsT + 2 * nv;
+  mju_mulMatVec(dacc, w->X, t, nv, ncol);
+  solveH(m, d, w, implicit, dacc, 1);
+  for (int i = 0; i < nv; i++) {
+    delta[i] = h * (d->qvel[i] + h * acc[i]);
+    out[nv + i] = t[nv + i] + h * dacc[i];
+    ddelta[i] = h * out[nv + i];
+  }
+  integrateJacobian(m, delta, t, ddelta, 1, out);
+  for (int i = 0; i < na; i++) {
+    out[2 * nv + i] = clipped(m, d, d->act_dot, i) ? 0 :
+                      t[2 * nv + i] + h * mju_dot(w->Dadot + (size_t)ncol * i, t, ncol);
+  }
 }
 
 // AB for RK4: the stages of step.c, each with its own continuous derivative
@@ -471,7 +559,7 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
     }
 
     // K_i = (v_i, acc_i, adot_i) and DK_i = (Dv_i, Dacc DX_i, Dadot DX_i)
-    continuousDeriv(m, d, w, 0, acc);
+    solveAll(m, d, w, continuousDeriv(m, d, w, 0, acc));
     mju_copy(K + ndx * i, d->qvel, nv);
     mju_copy(K + ndx * i + nv, acc, nv);
     mju_copy(K + ndx * i + 2 * nv, d->act_dot, na);
@@ -515,9 +603,14 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
   return st;
 }
 
-// fill w->AB at the state in d; d's state is restored
-static mjdiffStatus stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                 mjdiffStepDeriv* w, char* err, int errsz) {
+// what the derivative evaluates at the state in d
+typedef enum product_ { PRODUCT_JACOBIAN, PRODUCT_VJP, PRODUCT_JVP } product;
+
+// at the state in d: w->AB (Jacobian), or out = [A B]' in (VJP), or out = [A B] in (JVP); d's
+// state is restored bit for bit
+static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
+                             mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
+                             char* err, int errsz) {
   if (!d || !w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data or workspace is NULL");
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
@@ -528,14 +621,25 @@ static mjdiffStatus stepJacobian(const mjModel* m, mjData* d, const mjdiffModel*
   if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
     return mjdiff_checkSupported(m, &s->opt, err, errsz);
   }
+
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
   saveState(m, d, w->state);
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
-    if (m->opt.integrator == mjINT_RK4) {
-      st = rk4Jacobian(m, d, w, err, errsz);
+    int ndx = w->ndx, ncol = ndx + w->nu;
+    if (m->opt.integrator == mjINT_EULER && what == PRODUCT_VJP) {
+      eulerVJP(m, d, w, in, out);
+    } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_JVP) {
+      eulerJVP(m, d, w, in, out);
     } else {
-      eulerJacobian(m, d, w);
+      // RK4 products go through the full Jacobian
+      if (m->opt.integrator == mjINT_RK4) {
+        st = rk4Jacobian(m, d, w, err, errsz);
+      } else {
+        eulerJacobian(m, d, w);
+      }
+      if (st == MJDIFF_OK && what == PRODUCT_VJP) mju_mulMatTVec(out, w->AB, in, ndx, ncol);
+      if (st == MJDIFF_OK && what == PRODUCT_JVP) mju_mulMatVec(out, w->AB, in, ndx, ncol);
     }
   }
   loadState(m, d, w->state);
@@ -544,7 +648,7 @@ static mjdiffStatus stepJacobian(const mjModel* m, mjData* d, const mjdiffModel*
 
 mjdiffStatus mjdiff_stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
                                  mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, char* err, int errsz) {
-  mjdiffStatus st = stepJacobian(m, d, s, w, err, errsz);
+  mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_JACOBIAN, NULL, NULL, err, errsz);
   if (st != MJDIFF_OK) return st;
   int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
   for (int r = 0; r < ndx; r++) {
@@ -558,12 +662,11 @@ mjdiffStatus mjdiff_stepVJP(const mjModel* m, mjData* d, const mjdiffModel* s, m
                             const mjtNum* adj_next, mjtNum* adj_x, mjtNum* adj_ctrl, char* err,
                             int errsz) {
   if (!adj_next) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "adj_next is NULL");
-  mjdiffStatus st = stepJacobian(m, d, s, w, err, errsz);
+  if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
+  mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_VJP, adj_next, w->tmp2, err, errsz);
   if (st != MJDIFF_OK) return st;
-  int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
-  mju_mulMatTVec(w->tmp, w->AB, adj_next, ndx, ncol);
-  if (adj_x) mju_copy(adj_x, w->tmp, ndx);
-  if (adj_ctrl && nu) mju_copy(adj_ctrl, w->tmp + ndx, nu);
+  if (adj_x) mju_copy(adj_x, w->tmp2, w->ndx);
+  if (adj_ctrl && w->nu) mju_copy(adj_ctrl, w->tmp2 + w->ndx, w->nu);
   return MJDIFF_OK;
 }
 
@@ -571,12 +674,9 @@ mjdiffStatus mjdiff_stepJVP(const mjModel* m, mjData* d, const mjdiffModel* s, m
                             const mjtNum* dx, const mjtNum* du, mjtNum* dx_next, char* err,
                             int errsz) {
   if (!dx_next) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "dx_next is NULL");
-  mjdiffStatus st = stepJacobian(m, d, s, w, err, errsz);
-  if (st != MJDIFF_OK) return st;
-  int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
-  mju_zero(w->tmp, ncol);
-  if (dx) mju_copy(w->tmp, dx, ndx);
-  if (du && nu) mju_copy(w->tmp + ndx, du, nu);
-  mju_mulMatVec(dx_next, w->AB, w->tmp, ndx, ncol);
-  return MJDIFF_OK;
+  if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
+  mju_zero(w->tmp, w->ndx + w->nu);
+  if (dx) mju_copy(w->tmp, dx, w->ndx);
+  if (du && w->nu) mju_copy(w->tmp + w->ndx, du, w->nu);
+  return evaluate(m, d, s, w, PRODUCT_JVP, w->tmp, dx_next, err, errsz);
 }
