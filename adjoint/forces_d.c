@@ -147,13 +147,48 @@ typedef struct scratch_ {
   mjtNum* Wsub;                // (nbody x 6) wrenches, accumulated over subtrees at the end
   mjtNum* J1;                  // (6 x nv) body Jacobians
   mjtNum* J2;
-  mjtNum* Y;                   // (16 x nv) per-force row blocks
+  mjtNum* Y;                   // (32 x nv) per-force row blocks
+  int* cols;                   // (nv) columns (dofs) the current force depends on
+  int nc;                      // number of them
+  int* all;                    // (nv) 0, 1, ..., nv-1
 } scratch;
+
+// dofs of the chain from body b to the root, in decreasing order; returns their number
+static int chainDofs(const mjModel* m, int b, int* dofs) {
+  int n = 0, j = -1;
+  for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
+    if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
+  }
+  for (; j >= 0; j = m->dof_parentid[j]) dofs[n++] = j;
+  return n;
+}
+
+// sc->cols = union of the chains of b1 and b2 (merge of two decreasing lists)
+static void setChainColumns(const mjModel* m, scratch* sc, int b1, int b2, int* tmp) {
+  int n1 = chainDofs(m, b1, sc->cols), n2 = chainDofs(m, b2, tmp);
+  int* merged = tmp + n2;
+  int i = 0, j = 0, n = 0;
+  while (i < n1 || j < n2) {
+    int a = i < n1 ? sc->cols[i] : -1, b = j < n2 ? tmp[j] : -1;
+    int v = a > b ? a : b;
+    merged[n++] = v;
+    if (a == v) i++;
+    if (b == v) j++;
+  }
+  memcpy(sc->cols, merged, sizeof(int) * (size_t)n);
+  sc->nc = n;
+}
+
+static void setAllColumns(const mjModel* m, scratch* sc) {
+  memcpy(sc->cols, sc->all, sizeof(int) * (size_t)m->nv);
+  sc->nc = m->nv;
+}
 
 //---------------------------------- wrench forces ------------------------------------------------
 
-// f += (J2 - J1)' W and its q- and v-derivatives from dW (6 x nv each): DfDq += (J2 - J1)' dWq,
-// DfDv += (J2 - J1)' dWv; W accumulated into Wsub for the dJ' term
+// f += (J2 - J1)' W and its q- and v-derivatives from dW (6 x nv each, valid in the columns
+// sc->cols): DfDq += (J2 - J1)' dWq, DfDv += (J2 - J1)' dWv; W accumulated into Wsub for the dJ'
+// term
 static void addWrenchDeriv(const mjModel* m, scratch* sc, int b1, int b2, const mjtNum W[6],
                            const mjtNum* dWq, const mjtNum* dWv, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv;
@@ -165,20 +200,26 @@ static void addWrenchDeriv(const mjModel* m, scratch* sc, int b1, int b2, const 
     int b = side ? b2 : b1;
     if (!b) continue;
     mjtNum sign = side ? 1 : -1;
-    bodyJac(m, sc->cdof0, b, sc->J1);
-    for (int j = 0; j < nv; j++) {
-      mjtNum c[6];
-      int any = 0;
-      for (int r = 0; r < 6; r++) {
-        c[r] = sc->J1[nv * r + j];
-        any |= c[r] != 0;
-      }
-      if (!any) continue;
-      for (int r = 0; r < 6; r++) {
-        if (c[r] == 0) continue;
-        mjtNum cs = sign * c[r];
-        if (dWq) mju_addToScl(DfDq + nv * j, dWq + nv * r, cs, nv);
-        if (dWv) mju_addToScl(DfDv + nv * j, dWv + nv * r, cs, nv);
+    int j = -1;
+    for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
+      if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
+    }
+    for (; j >= 0; j = m->dof_parentid[j]) {
+      const mjtNum* c = sc->cdof0 + 6 * j;
+      mjtNum* rq = DfDq + (size_t)nv * j;
+      mjtNum* rv = DfDv + (size_t)nv * j;
+      for (int ic = 0; ic < sc->nc; ic++) {
+        int k = sc->cols[ic];
+        if (dWq) {
+          rq[k] += sign * (c[0] * dWq[k] + c[1] * dWq[nv + k] + c[2] * dWq[2 * nv + k] +
+                           c[3] * dWq[3 * nv + k] + c[4] * dWq[4 * nv + k] +
+                           c[5] * dWq[5 * nv + k]);
+        }
+        if (dWv) {
+          rv[k] += sign * (c[0] * dWv[k] + c[1] * dWv[nv + k] + c[2] * dWv[2 * nv + k] +
+                           c[3] * dWv[3 * nv + k] + c[4] * dWv[4 * nv + k] +
+                           c[5] * dWv[5 * nv + k]);
+        }
       }
     }
   }
@@ -320,11 +361,20 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
   mjtNum F[3], T[3], DF[30], DT[30];
   if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return;
 
+  // only the dofs of the two bodies' chains move the contact: work in those columns
+  setChainColumns(m, sc, b[0], b[1], (int*)sc->Y);
+  const int* cols = sc->cols;
+  int nc = sc->nc;
+
   // dy/dq (10 x nv): rows dist, n, v, w;  dp/dq (3 x nv);  dy/dv (rows v, w)
   mjtNum* Yq = sc->Y;            // 13 x nv: dist, n(3), v(3), w(3), p(3)
   mjtNum* Yv = sc->Y + 13 * nv;  // 6 x nv: v(3), w(3)
-  mju_zero(Yq, 13 * nv);
-  mju_zero(Yv, 6 * nv);
+  for (int r = 0; r < 13; r++) {
+    for (int ic = 0; ic < nc; ic++) Yq[nv * r + cols[ic]] = 0;
+  }
+  for (int r = 0; r < 6; r++) {
+    for (int ic = 0; ic < nc; ic++) Yv[nv * r + cols[ic]] = 0;
+  }
 
   // geometry: G (7 x 12) times the geoms' rigid motion (12 x nv)
   mjtNum G[7 * 12];
@@ -335,16 +385,19 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
     pointJac(nv, sc->J1, d->geom_xpos + 3 * g[i], sc->J2);  // dx_g (3 x nv)
     for (int r = 0; r < 7; r++) {
       mjtNum* row = r == 0 ? Yq : (r < 4 ? Yq + nv * r : Yq + nv * (10 + r - 4));
-      for (int c = 0; c < 3; c++) {
-        mju_addToScl(row, sc->J2 + nv * c, G[12 * r + 6 * i + c], nv);
-        mju_addToScl(row, sc->J1 + nv * c, G[12 * r + 6 * i + 3 + c], nv);
+      const mjtNum* Gr = G + 12 * r + 6 * i;
+      for (int ic = 0; ic < nc; ic++) {
+        int k = cols[ic];
+        row[k] += Gr[0] * sc->J2[k] + Gr[1] * sc->J2[nv + k] + Gr[2] * sc->J2[2 * nv + k] +
+                  Gr[3] * sc->J1[k] + Gr[4] * sc->J1[nv + k] + Gr[5] * sc->J1[2 * nv + k];
       }
     }
 
     // velocities: v_i(p) = v0 + w x p;  q: dv0 + dw x p + w x dp;  v: J_p(p)
     mjtNum sign = i ? 1 : -1;
     const mjtNum* dVb = sc->dV + 6 * nv * b[i];
-    for (int k = 0; k < nv; k++) {
+    for (int ic = 0; ic < nc; ic++) {
+      int k = cols[ic];
       mjtNum dw[3] = {dVb[k], dVb[nv + k], dVb[2 * nv + k]}, t[3];
       mju_cross(t, dw, p);
       for (int r = 0; r < 3; r++) {
@@ -354,12 +407,16 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
     }
     pointJac(nv, sc->J1, p, sc->J2);
     for (int r = 0; r < 3; r++) {
-      mju_addToScl(Yv + nv * r, sc->J2 + nv * r, sign, nv);
-      mju_addToScl(Yv + nv * (3 + r), sc->J1 + nv * r, sign, nv);
+      for (int ic = 0; ic < nc; ic++) {
+        int k = cols[ic];
+        Yv[nv * r + k] += sign * sc->J2[nv * r + k];
+        Yv[nv * (3 + r) + k] += sign * sc->J1[nv * r + k];
+      }
     }
   }
   // + (w2 - w1) x dp
-  for (int k = 0; k < nv; k++) {
+  for (int ic = 0; ic < nc; ic++) {
+    int k = cols[ic];
     mjtNum dp[3] = {Yq[nv * 10 + k], Yq[nv * 11 + k], Yq[nv * 12 + k]}, t[3];
     mju_cross(t, w, dp);
     for (int r = 0; r < 3; r++) Yq[nv * (4 + r) + k] += t[r];
@@ -374,9 +431,8 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
   }
   mjtNum* dWq = sc->Y + 19 * nv;  // 6 x nv
   mjtNum* dWv = sc->Y + 25 * nv;  // 6 x nv
-  mju_zero(dWq, 6 * nv);
-  mju_zero(dWv, 6 * nv);
-  for (int k = 0; k < nv; k++) {
+  for (int ic = 0; ic < nc; ic++) {
+    int k = cols[ic];
     mjtNum yq[10], yv[10] = {0};
     for (int c = 0; c < 10; c++) yq[c] = Yq[nv * c + k];
     for (int c = 0; c < 6; c++) yv[4 + c] = Yv[nv * c + k];
@@ -756,6 +812,10 @@ void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, 
   sc.J1 = compat_stackAllocNum(d, 6 * nv);
   sc.J2 = compat_stackAllocNum(d, 6 * nv);
   sc.Y = compat_stackAllocNum(d, 32 * nv);
+  sc.cols = (int*)compat_stackAllocNum(d, nv / 2 + 1);
+  sc.all = (int*)compat_stackAllocNum(d, nv / 2 + 1);
+  for (int i = 0; i < nv; i++) sc.all[i] = i;
+  setAllColumns(m, &sc);
   mju_zero(sc.Wsub, 6 * nbody);
   mjdiff_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV);
@@ -774,6 +834,7 @@ void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, 
         if (!compat_eqActive(m, d, i)) continue;
         int type = m->eq_type[i];
         if (type == mjEQ_CONNECT || type == mjEQ_WELD) {
+          setAllColumns(m, &sc);
           bodyEqualityDeriv(m, d, s, &sc, i, DfDq, DfDv);
           continue;
         }
@@ -874,6 +935,7 @@ void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, 
     }
     mjtNum* dWq = sc.Y;
     mju_zero(dWq, 6 * nv);
+    setAllColumns(m, &sc);
     bodyJac(m, sc.cdof0, b, sc.J1);
     pointJac(nv, sc.J1, d->xipos + 3 * b, sc.J2);
     for (int kk = 0; kk < nv; kk++) {

@@ -1,0 +1,1247 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Contact geometry derivative: for one contact reported by MuJoCo 2.2.2's collision detection,
+// the Jacobian of y = (dist, n, pos) with respect to rigid motions z = (dx1, dth1, dx2, dth2) of
+// its two geoms, for the pair functions of the collision table that have closed forms
+// (engine_collision_primitive.c, engine_collision_box.c). Convex pairs (libccd: ellipsoid, mesh,
+// cylinder against anything but a plane) and height fields are not supported.
+//
+// Method. The pair function is evaluated again at the current poses with the engine's case logic
+// (which end, corner, edge or face produced a contact), every continuous quantity carrying its
+// Jacobian with respect to z (a 1 x 12 gradient or a 3 x 12 matrix). Of the candidate contacts
+// the function produces (margin filters mostly ignored: extra candidates do no harm; the margin,
+// includemargin + gap, is used where it changes the engine's choices), the one nearest to con in
+// (pos, dist, n) is differentiated; if none agrees with con to 1e-6 (relative to the geoms' size)
+// the call fails. Cases are frozen: this is the derivative where the contact set does not switch.
+//
+// Notation. p_i, R_i: position and orientation of geom i (d->geom_xpos, d->geom_xmat); s_i its
+// size; x_i, y_i, z_i its axes (columns of R_i); e_k unit vectors. A point c and a direction a
+// fixed to geom i move as
+//   dc = dx_i + dth_i x (c - p_i),    da = dth_i x a;
+// and coordinates in a frame F fixed to geom i, l = F'(v - p_i), as
+//   dl = F'(dv - dx_i - dth_i x (v - p_i)).
+// Elementary rules (applied to each formula below, in the order the engine evaluates it):
+//   d(a.b) = da.b + a.db,  d(a x b) = da x b + a x db,  d(a/b) = (da - (a/b) db)/b,
+//   d|v| = u.dv,  d(v/|v|) = (I - u u') dv/|v|  (u = v/|v|),  d|x| = sign(x) dx,
+//   d clamp(x, lo, hi) = dx inside, 0 when clamped,  d min(a, b) = d of the smaller.
+//
+// ---- kernels
+// sphere-sphere S(c1, r1, c2, r2):
+//   L = |c2 - c1|,  n = (c2 - c1)/L,  dist = L - r1 - r2,  pos = c1 + (r1 + dist/2) n
+//   ddist = n.(dc2 - dc1),  dn = (I - n n')(dc2 - dc1)/L,
+//   dpos = dc1 + (r1 + dist/2) dn + n ddist/2
+//   (coincident centres: n = z1 x z2 normalised, as the engine does; dist has no derivative)
+// plane-point P(c, r), the plane = geom 1:
+//   n = z1,  dist = n.(c - p1) - r,  pos = c - (r + dist/2) n
+//   dn = dth1 x n,  ddist = dn.(c - p1) + n.(dc - dx1),  dpos = dc - (r + dist/2) dn - n ddist/2
+//
+// ---- pairs (geom1 has the lower mjtGeom type, as the engine orders them)
+// plane-sphere     P(p2, r2)
+// plane-capsule    P(p2 + h z2, r2) and P(p2 - h z2, r2), h = s2[1]; dc = dx2 + dth2 x (c - p2)
+// plane-box        P(c, 0) at each corner c = p2 + R2 (+-s2) with n.(c - p2) <= 0 (4 kept at most)
+// plane-cylinder   a = +-z2 with n.a <= 0, w = (n.a) a - n, u = r w/|w| (towards the rim point
+//                  nearest the plane; u = r x2 if |w| < mjMINVAL), h = s2[1], d0 = n.(p2 - p1):
+//                    near rim    dist = d0 + h n.a + n.u,     pos = p2 + u + h a - n dist/2
+//                    far rim     dist = d0 - h n.a + n.u,     pos = p2 + u - h a - n dist/2
+//                    2 more      dist = d0 + h n.a - n.u/2,
+//                                pos = p2 + h a - u/2 +- (sqrt(3)/2) r v - n dist/2,
+//                                v = (u x a)/|u x a|
+//                  dn = dth1 x n, da = dth2 x a, dw = (dn.a + n.da) a + (n.a) da - dn,
+//                  du = r (I - w w'/|w|^2) dw/|w|, dv = (I - v v')(du x a + u x da)/|u x a|
+//                  (|w| -> 0 as the disk lies flat: du grows as 1/|w|, the engine's u turns fast)
+// sphere-sphere    S(p1, r1, p2, r2)
+// sphere-capsule   S(p1, r1, c, r2), c = p2 + x A, A = s2[1] z2,
+//                  x = clamp(A.(p1 - p2)/(A.A), -1, 1)
+//                  dc = dx2 + x dA + A dx,  dA = dth2 x A,
+//                  dx = (dA.(p1 - p2) + A.(dx1 - dx2))/(A.A) inside, 0 clipped
+// capsule-capsule  c_i = p_i + x_i A_i, A_i = s_i[1] z_i;  S(c1, r1, c2, r2). With ma = A1.A1,
+//                  mb = -A1.A2, mc = A2.A2, u = -A1.(p1 - p2), v = A2.(p1 - p2),
+//                  det = ma mc - mb^2:
+//                  x1 = (mc u - mb v)/det, x2 = (ma v - mb u)/det, then the engine's clipping: a
+//                  clipped x_i = +-1 is constant and the other becomes its 1-D optimum
+//                  x2 = (v - mb x1)/mc or x1 = (u - mb x2)/ma (clipped in turn). Parallel axes
+//                  (|det| < mjMINVAL): each end of one segment against the clipped 1-D optimum on
+//                  the other, up to 4 contacts. dA_i = dth_i x A_i, dma = dmc = 0,
+//                  dmb = -(dA1.A2 + A1.dA2), du = -(dA1.(p1 - p2) + A1.(dx1 - dx2)), dv likewise.
+// sphere-box       B(C, r) with C = p1, r = s1[0], the box = geom 2:
+//                  l = R2'(C - p2), q = clamp(l, -s2, s2), t = q - l
+//                  outside (|t| > mjMINVAL): n = R2 t/|t|, dist = |t| - r,
+//                    pos = p2 + R2 (q + l + r t/|t|)/2, which is S(C, r, Q, 0) with Q = p2 + R2 q:
+//                    dQ = dx2 + dth2 x (Q - p2) + R2 P R2' dC_rel, P = diag(1 on unclamped axes),
+//                    dC_rel = dC - dx2 - dth2 x (C - p2)
+//                  inside: the face (axis j, side sg) nearest to l (first in the engine's order),
+//                    delta = s2[j] - sg l_j, n = -sg R2 e_j, dist = -r (!: whatever the depth),
+//                    pos = C + n (r - delta)/2
+//                    dn = dth2 x n, ddist = 0, ddelta = -sg (R2 e_j).dC_rel,
+//                    dpos = dC + dn (r - delta)/2 - n ddelta/2
+// capsule-box      B(C, r1) at C = p1 + t A1 (A1 = s1[1] z1) for t = b (the engine's
+//                  bestsegmentpos) and t = b + c (its secondpos c, when it sets one). In the box
+//                  frame l = R2'(p1 - p2), H = R2' A1. b = +-1 when a capsule end is nearest a
+//                  face; otherwise b is x2 of the clipped segment-edge optimum (edge points
+//                  k + x1 s2_j e_j, k a corner with k_j = 0): ma = s2_j^2, mb = -s2_j H_j,
+//                  mc = s1[1]^2, u = -s2_j (k - l)_j, v = H.(k - l), solved and clipped as in
+//                  capsule-capsule (x1 is the engine's bestboxpos). c is the min of the terms
+//                  1 -+ b, 2 s2_k/|H_k|, s2_k (1 -+ x1)/|H_k|, (+-s2_k - (l -+ H)_k)/H_k that the
+//                  engine's corner, edge or face case compares; d of the chosen term by the rules:
+//                  dl = R2'(dx1 - dx2 - dth2 x (p1 - p2)), dH = R2'((dth1 - dth2) x A1),
+//                  dC = dx1 + t dth1 x A1 + A1 dt
+// box-box, face case (engine code < 12): reference box R (geom 1 or 2, the face owner), incident
+//                  box I. Face frame F = R_R M' (M the engine's signed permutation putting the face
+//                  normal on +z; f_x, f_y, f_z fixed to R), face half sizes lx, ly, hz. In face
+//                  coordinates k = F'(p_I - p_R) - hz e_z and b_i = F' R_I e_i, so
+//                  dk = F'(dx_I - dx_R - dth_R x (p_I - p_R)),
+//                  db_i = F'((dth_I - dth_R) x R_I e_i).
+//                  Lowest corner c0 = k + sum_i +-s_I[i] b_i; edges E_i = -+2 s_I[i] b_i for
+//                  |b_i.e_z| < 1/2. A contact point W is
+//                    a corner of I:              W = c0 (always), c0 + E_i (+ E_j) over the face
+//                    an edge of I cut by a side: W = W0 + t E, t = (+-lx - W0_x)/E_x (or in y)
+//                    a face corner over I:       W = (+-lx, +-ly, c0_z + u E1_z + v E2_z), (u, v)
+//                                                solving c0_xy + u E1_xy + v E2_xy = (+-lx, +-ly)
+//                  dist = W_z/2 (!: the engine reports half the depth in this case),
+//                  pos = p_R + F (W_x, W_y, W_z/2 + hz), n = +-f_z (+ when R = geom 1),
+//                  d(F w) = dth_R x (F w) + F dw.
+// box-box, edge case (code >= 12): N = (x_i1 x x_j2)/|x_i1 x x_j2| (edge i of box 1, edge j of
+//                  box 2), sg = -1 if box 2 lies on the negative side of N, else 1; face frame F on
+//                  the box-1 face the engine picks (as above, R = box 1, I = box 2), r = F'N. The
+//                  face of box 2 holding its nearest edge has corners P0..P3 (face coordinates);
+//                  Pr(U) = U - (U_z/r_z) r projects along N onto the face plane. Contacts:
+//                    a box-2 face edge U = U0 + t E projecting across a side, Pr(U)_x = +-lx:
+//                      t = (+-lx - Pr(U0)_x)/Pr(E)_x, dist = sg U_z/r_z, pos = (U + Pr(U))/2
+//                    a corner Cf = (+-lx, +-ly, 0) of the box-1 face over the box-2 face: (u, v)
+//                      with Pr(P0 + u (P1 - P0) + v (P2 - P0))_xy = Cf_xy, each clamped to [0, 1],
+//                      T the point at the clamped (u, v): dist = sign(T_z) |Cf - T|,
+//                      pos = (Cf + T)/2 (!: the engine's Cramer solve for (u, v) divides, from the
+//                      corner after the first that passes the (u, v) test on, by |Cf - T|^2 of the
+//                      last such corner instead of the determinant; differentiated as computed)
+//                    a corner P of box 2: e = the part of Pr(P)_xy outside [-lx, lx] x [-ly, ly],
+//                      dist = sign(P_z) sqrt(e'e + (P_z/r_z)^2), pos = (P + clamp(Pr(P)))/2
+//                  n = sg N; positions map to the world as p1 + F (w + hz e_z).
+//
+// All of this is evaluated by the tracked arithmetic below (value plus Jacobian, the rules above);
+// nothing is allocated. The model and data are only read.
+
+#include <math.h>
+#include <string.h>
+
+#include "compat.h"
+#include "derivative.h"
+
+#define NZ 12  // columns of z = (dx1, dth1, dx2, dth2)
+
+//---------------------------------- tracked arithmetic --------------------------------------------
+
+// scalar and its gradient (1 x NZ)
+typedef struct {
+  mjtNum v;
+  mjtNum g[NZ];
+} tnum;
+
+// 3-vector and its Jacobian (3 x NZ, row-major)
+typedef struct {
+  mjtNum v[3];
+  mjtNum J[3 * NZ];
+} tvec;
+
+static tnum tcon(mjtNum v) {
+  tnum r;
+  r.v = v;
+  mju_zero(r.g, NZ);
+  return r;
+}
+
+static tnum tadd(tnum a, tnum b) {
+  a.v += b.v;
+  mju_addTo(a.g, b.g, NZ);
+  return a;
+}
+
+static tnum tsub(tnum a, tnum b) {
+  a.v -= b.v;
+  mju_subFrom(a.g, b.g, NZ);
+  return a;
+}
+
+// a + c, c constant
+static tnum taddc(tnum a, mjtNum c) {
+  a.v += c;
+  return a;
+}
+
+// a * c, c constant
+static tnum tscl(tnum a, mjtNum c) {
+  a.v *= c;
+  mju_scl(a.g, a.g, c, NZ);
+  return a;
+}
+
+static tnum tmul(tnum a, tnum b) {
+  tnum r;
+  r.v = a.v * b.v;
+  mju_scl(r.g, a.g, b.v, NZ);
+  mju_addToScl(r.g, b.g, a.v, NZ);
+  return r;
+}
+
+// d(a/b) = (da - (a/b) db) / b
+static tnum tdiv(tnum a, tnum b) {
+  tnum r;
+  r.v = a.v / b.v;
+  mju_scl(r.g, b.g, -r.v, NZ);
+  mju_addTo(r.g, a.g, NZ);
+  mju_scl(r.g, r.g, 1 / b.v, NZ);
+  return r;
+}
+
+// d sqrt(a) = da / (2 sqrt(a)); no derivative at 0
+static tnum tsqrt(tnum a) {
+  tnum r;
+  r.v = sqrt(a.v);
+  if (r.v > 0) {
+    mju_scl(r.g, a.g, 0.5 / r.v, NZ);
+  } else {
+    mju_zero(r.g, NZ);
+  }
+  return r;
+}
+
+static tnum tabs(tnum a) {
+  return a.v < 0 ? tscl(a, -1) : a;
+}
+
+// clamp to [-1, 1]: constant when clamped
+static tnum tclip1(tnum a) {
+  if (a.v > 1) return tcon(1);
+  if (a.v < -1) return tcon(-1);
+  return a;
+}
+
+static tvec vcon(mjtNum x, mjtNum y, mjtNum z) {
+  tvec r;
+  r.v[0] = x;
+  r.v[1] = y;
+  r.v[2] = z;
+  mju_zero(r.J, 3 * NZ);
+  return r;
+}
+
+// rotation block of a point or direction fixed to a geom: -[w]x, w = c - p_i or the direction
+static void rotBlock(tvec* r, int slot, const mjtNum w[3]) {
+  int c = 6 * slot + 3;
+  r->J[0 * NZ + c + 1] = w[2];
+  r->J[0 * NZ + c + 2] = -w[1];
+  r->J[1 * NZ + c + 0] = -w[2];
+  r->J[1 * NZ + c + 2] = w[0];
+  r->J[2 * NZ + c + 0] = w[1];
+  r->J[2 * NZ + c + 1] = -w[0];
+}
+
+// point c fixed to geom slot (0 or 1) with origin org: dc = dx + dth x (c - org)
+static tvec vpoint(int slot, const mjtNum c[3], const mjtNum org[3]) {
+  tvec r = vcon(c[0], c[1], c[2]);
+  mjtNum w[3];
+  mju_sub3(w, c, org);
+  for (int i = 0; i < 3; i++) r.J[i * NZ + 6 * slot + i] = 1;
+  rotBlock(&r, slot, w);
+  return r;
+}
+
+// direction a fixed to geom slot: da = dth x a
+static tvec vdir(int slot, const mjtNum a[3]) {
+  tvec r = vcon(a[0], a[1], a[2]);
+  rotBlock(&r, slot, a);
+  return r;
+}
+
+static tvec vadd(tvec a, const tvec* b) {
+  mju_addTo3(a.v, b->v);
+  mju_addTo(a.J, b->J, 3 * NZ);
+  return a;
+}
+
+static tvec vsub(tvec a, const tvec* b) {
+  mju_subFrom3(a.v, b->v);
+  mju_subFrom(a.J, b->J, 3 * NZ);
+  return a;
+}
+
+// a * c, c constant
+static tvec vsclc(tvec a, mjtNum c) {
+  mju_scl3(a.v, a.v, c);
+  mju_scl(a.J, a.J, c, 3 * NZ);
+  return a;
+}
+
+// a * s: J = s J_a + a g_s'
+static tvec vscl(tvec a, const tnum* s) {
+  mju_scl(a.J, a.J, s->v, 3 * NZ);
+  for (int i = 0; i < 3; i++) mju_addToScl(a.J + i * NZ, s->g, a.v[i], NZ);
+  mju_scl3(a.v, a.v, s->v);
+  return a;
+}
+
+// a + b * s
+static tvec vaddscl(tvec a, const tvec* b, const tnum* s) {
+  tvec t = vscl(*b, s);
+  return vadd(a, &t);
+}
+
+// a + b * c, c constant
+static tvec vaddsclc(tvec a, const tvec* b, mjtNum c) {
+  mju_addToScl3(a.v, b->v, c);
+  mju_addToScl(a.J, b->J, c, 3 * NZ);
+  return a;
+}
+
+static tnum vdot(const tvec* a, const tvec* b) {
+  tnum r;
+  r.v = mju_dot3(a->v, b->v);
+  mju_zero(r.g, NZ);
+  for (int i = 0; i < 3; i++) {
+    mju_addToScl(r.g, b->J + i * NZ, a->v[i], NZ);
+    mju_addToScl(r.g, a->J + i * NZ, b->v[i], NZ);
+  }
+  return r;
+}
+
+// d(a x b) = da x b + a x db, column by column
+static tvec vcross(const tvec* a, const tvec* b) {
+  tvec r;
+  mju_cross(r.v, a->v, b->v);
+  for (int k = 0; k < NZ; k++) {
+    mjtNum da[3] = {a->J[k], a->J[NZ + k], a->J[2 * NZ + k]};
+    mjtNum db[3] = {b->J[k], b->J[NZ + k], b->J[2 * NZ + k]};
+    mjtNum t1[3], t2[3];
+    mju_cross(t1, da, b->v);
+    mju_cross(t2, a->v, db);
+    for (int i = 0; i < 3; i++) r.J[i * NZ + k] = t1[i] + t2[i];
+  }
+  return r;
+}
+
+static tnum vget(const tvec* a, int i) {
+  tnum r;
+  r.v = a->v[i];
+  mju_copy(r.g, a->J + i * NZ, NZ);
+  return r;
+}
+
+static void vset(tvec* a, int i, const tnum* s) {
+  a->v[i] = s->v;
+  mju_copy(a->J + i * NZ, s->g, NZ);
+}
+
+// |a|; no derivative at 0
+static tnum vnorm(const tvec* a) {
+  return tsqrt(vdot(a, a));
+}
+
+// a / |a|, the norm in len; a is returned unchanged below mjMINVAL
+static tvec vnormalize(const tvec* a, tnum* len) {
+  *len = vnorm(a);
+  if (len->v < mjMINVAL) return *a;
+  tnum inv = tdiv(tcon(1), *len);
+  return vscl(*a, &inv);
+}
+
+// coordinates of v in the frame with tracked axes f[0..2]: (f_k . v)
+static tvec toLocal(const tvec f[3], const tvec* v) {
+  tvec r;
+  for (int k = 0; k < 3; k++) {
+    tnum c = vdot(f + k, v);
+    vset(&r, k, &c);
+  }
+  return r;
+}
+
+// org + sum_k f_k w_k
+static tvec toWorld(const tvec f[3], const tvec* org, const tvec* w) {
+  tvec r = *org;
+  for (int k = 0; k < 3; k++) {
+    tnum c = vget(w, k);
+    r = vaddscl(r, f + k, &c);
+  }
+  return r;
+}
+
+//---------------------------------- candidates ----------------------------------------------------
+
+// one contact pair being differentiated: geom data in tracked form and the best candidate so far
+typedef struct {
+  const mjtNum* s1;  // sizes
+  const mjtNum* s2;
+  tvec p1, p2;           // origins
+  tvec a1[3], a2[3];     // axes (columns of geom_xmat)
+  const mjContact* con;  // the contact to match
+  mjtNum best;           // squared mismatch of the best candidate
+  tnum dist;             // best candidate
+  tvec n, pos;
+} pairCtx;
+
+// offer a candidate contact; keep it if it is nearer to con than the best so far
+static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) {
+  const mjContact* con = x->con;
+  mjtNum dp[3], dn[3];
+  mju_sub3(dp, pos->v, con->pos);
+  mju_sub3(dn, n->v, con->frame);
+  mjtNum dd = dist->v - con->dist;
+  mjtNum e = mju_dot3(dp, dp) + mju_dot3(dn, dn) + dd * dd;
+  if (e < x->best) {
+    x->best = e;
+    x->dist = *dist;
+    x->n = *n;
+    x->pos = *pos;
+  }
+}
+
+// sphere-sphere kernel S(c1, r1, c2, r2)
+static void sphereSphere(pairCtx* x, const tvec* c1, mjtNum r1, const tvec* c2, mjtNum r2) {
+  tvec dv = vsub(*c2, c1);
+  tnum len;
+  tvec n = vnormalize(&dv, &len);
+  tnum dist = taddc(len, -r1 - r2);
+
+  // coincident centres: n = z1 x z2 normalised, else (1, 0, 0)
+  if (len.v < mjMINVAL) {
+    tvec zz = vcross(x->a1 + 2, x->a2 + 2);
+    tnum zn;
+    n = vnormalize(&zz, &zn);
+    if (zn.v < mjMINVAL) n = vcon(1, 0, 0);
+  }
+
+  // pos = c1 + n (r1 + dist/2)
+  tnum scl = taddc(tscl(dist, 0.5), r1);
+  tvec pos = vaddscl(*c1, &n, &scl);
+  offer(x, &dist, &n, &pos);
+}
+
+// plane-point kernel P(c, r), plane = geom 1
+static void planePoint(pairCtx* x, const tvec* c, mjtNum r) {
+  const tvec* n = x->a1 + 2;
+  tvec rel = vsub(*c, &x->p1);
+  tnum dist = taddc(vdot(n, &rel), -r);
+  tnum scl = tscl(taddc(tscl(dist, 0.5), r), -1);
+  tvec pos = vaddscl(*c, n, &scl);
+  offer(x, &dist, n, &pos);
+}
+
+//---------------------------------- plane pairs ---------------------------------------------------
+
+static void planeCapsule(pairCtx* x) {
+  tvec A = vsclc(x->a2[2], x->s2[1]);
+  tvec c = vadd(x->p2, &A);
+  planePoint(x, &c, x->s2[0]);
+  c = vsub(x->p2, &A);
+  planePoint(x, &c, x->s2[0]);
+}
+
+static void planeBox(pairCtx* x) {
+  for (int i = 0; i < 8; i++) {
+    // corner offset R2 (+-s2) and its height over the centre
+    tvec o = vcon(0, 0, 0);
+    for (int k = 0; k < 3; k++) {
+      o = vaddsclc(o, x->a2 + k, (i & (1 << k)) ? x->s2[k] : -x->s2[k]);
+    }
+    if (mju_dot3(o.v, x->a1[2].v) > 0) continue;
+    tvec c = vadd(x->p2, &o);
+    planePoint(x, &c, 0);
+  }
+}
+
+// candidate of plane-cylinder: pos = p2 + off - n dist/2, dist = d0 + hpa + kappa n.u
+static void cylinderPoint(pairCtx* x, const tnum* d0, const tnum* hpa, const tnum* nu, mjtNum kappa,
+                          const tvec* off) {
+  const tvec* n = x->a1 + 2;
+  tnum dist = tadd(tadd(*d0, *hpa), tscl(*nu, kappa));
+  tnum half = tscl(dist, -0.5);
+  tvec pos = vadd(x->p2, off);
+  pos = vaddscl(pos, n, &half);
+  offer(x, &dist, n, &pos);
+}
+
+static void planeCylinder(pairCtx* x) {
+  const tvec* n = x->a1 + 2;
+  mjtNum r = x->s2[0], h = x->s2[1];
+
+  // axis towards the plane
+  tvec a = x->a2[2];
+  tnum na = vdot(n, &a);
+  if (na.v > 0) {
+    a = vsclc(a, -1);
+    na = tscl(na, -1);
+  }
+  tvec rel = vsub(x->p2, &x->p1);
+  tnum d0 = vdot(n, &rel);
+
+  // u: radius towards the plane, w = (n.a) a - n
+  tvec w = vsub(vscl(a, &na), n);
+  tnum len;
+  tvec u = vnormalize(&w, &len);
+  u = len.v >= mjMINVAL ? vsclc(u, r) : vsclc(x->a2[0], r);
+  tnum nu = vdot(&u, n);
+  tvec A = vsclc(a, h);
+  tnum hpa = tscl(na, h);
+
+  // rim points of the near and far disk
+  tvec off = vadd(u, &A);
+  cylinderPoint(x, &d0, &hpa, &nu, 1, &off);
+  tnum mhpa = tscl(hpa, -1);
+  off = vsub(u, &A);
+  cylinderPoint(x, &d0, &mhpa, &nu, 1, &off);
+
+  // two more points of the near disk, at +-120 degrees from u
+  tvec ua = vcross(&u, &A);
+  tnum ualen;
+  tvec v = vnormalize(&ua, &ualen);
+  v = vsclc(v, r * sqrt(3.0) / 2);
+  tvec base = vaddsclc(A, &u, -0.5);
+  off = vadd(base, &v);
+  cylinderPoint(x, &d0, &hpa, &nu, -0.5, &off);
+  off = vsub(base, &v);
+  cylinderPoint(x, &d0, &hpa, &nu, -0.5, &off);
+}
+
+//---------------------------------- sphere and capsule pairs --------------------------------------
+
+static void sphereCapsule(pairCtx* x) {
+  tvec A = vsclc(x->a2[2], x->s2[1]);
+  tvec rel = vsub(x->p1, &x->p2);
+  tnum t = tclip1(tdiv(vdot(&A, &rel), vdot(&A, &A)));
+  tvec c = vaddscl(x->p2, &A, &t);
+  sphereSphere(x, &x->p1, x->s1[0], &c, x->s2[0]);
+}
+
+// capsule-capsule contact at segment parameters (x1, x2)
+static void segmentPair(pairCtx* x, const tvec* A1, const tnum* x1, const tvec* A2,
+                        const tnum* x2) {
+  tvec c1 = vaddscl(x->p1, A1, x1);
+  tvec c2 = vaddscl(x->p2, A2, x2);
+  sphereSphere(x, &c1, x->s1[0], &c2, x->s2[0]);
+}
+
+// 1-D optimum (num + sg*mb)/den
+static tnum optimum1(const tnum* num, const tnum* mb, mjtNum sg, const tnum* den) {
+  return tdiv(tadd(*num, tscl(*mb, sg)), *den);
+}
+
+static void capsuleCapsule(pairCtx* x) {
+  tvec A1 = vsclc(x->a1[2], x->s1[1]);
+  tvec A2 = vsclc(x->a2[2], x->s2[1]);
+  tvec dif = vsub(x->p1, &x->p2);
+  tnum ma = vdot(&A1, &A1);
+  tnum mb = tscl(vdot(&A1, &A2), -1);
+  tnum mc = vdot(&A2, &A2);
+  tnum u = tscl(vdot(&A1, &dif), -1);
+  tnum v = vdot(&A2, &dif);
+  tnum det = tsub(tmul(ma, mc), tmul(mb, mb));
+
+  // general configuration: unconstrained optimum, then the engine's clipping
+  if (fabs(det.v) >= mjMINVAL) {
+    tnum x1 = tdiv(tsub(tmul(mc, u), tmul(mb, v)), det);
+    tnum x2 = tdiv(tsub(tmul(ma, v), tmul(mb, u)), det);
+    if (x1.v > 1) {
+      x1 = tcon(1);
+      x2 = optimum1(&v, &mb, -1, &mc);
+    } else if (x1.v < -1) {
+      x1 = tcon(-1);
+      x2 = optimum1(&v, &mb, 1, &mc);
+    }
+    if (x2.v > 1) {
+      x2 = tcon(1);
+      x1 = tclip1(optimum1(&u, &mb, -1, &ma));
+    } else if (x2.v < -1) {
+      x2 = tcon(-1);
+      x1 = tclip1(optimum1(&u, &mb, 1, &ma));
+    }
+    segmentPair(x, &A1, &x1, &A2, &x2);
+    return;
+  }
+
+  // parallel axes: each end of one segment against the other
+  for (int e = 0; e < 4; e++) {
+    mjtNum sg = (e % 2) ? -1 : 1;  // end +1 or -1
+    tnum xe = tcon(sg);
+    if (e < 2) {
+      tnum xo = tclip1(optimum1(&v, &mb, -sg, &mc));
+      segmentPair(x, &A1, &xe, &A2, &xo);
+    } else {
+      tnum xo = tclip1(optimum1(&u, &mb, -sg, &ma));
+      segmentPair(x, &A1, &xo, &A2, &xe);
+    }
+  }
+}
+
+//---------------------------------- box pairs -----------------------------------------------------
+
+// sphere of radius r at C against box geom 2 (the engine's sphere-box, also used by capsule-box)
+static void sphereBox(pairCtx* x, const tvec* C, mjtNum r) {
+  const mjtNum* s = x->s2;
+  tvec rel = vsub(*C, &x->p2);
+  tvec l = toLocal(x->a2, &rel);
+
+  // nearest box point q (local): clamped coordinates are constant
+  tvec q = l;
+  for (int k = 0; k < 3; k++) {
+    if (l.v[k] < -s[k] || l.v[k] > s[k]) {
+      tnum c = tcon(l.v[k] < -s[k] ? -s[k] : s[k]);
+      vset(&q, k, &c);
+    }
+  }
+  tvec t = vsub(q, &l);
+  tnum len;
+  tvec tn = vnormalize(&t, &len);
+  tnum dist = taddc(len, -r);
+
+  // centre outside: normal from C to the box, pos halfway between the box and the sphere surfaces
+  if (len.v > mjMINVAL) {
+    tvec deep = vaddsclc(l, &tn, r);
+    tvec posl = vsclc(vadd(q, &deep), 0.5);
+    tvec zero = vcon(0, 0, 0);
+    tvec n = toWorld(x->a2, &zero, &tn);
+    tvec pos = toWorld(x->a2, &x->p2, &posl);
+    offer(x, &dist, &n, &pos);
+    return;
+  }
+
+  // centre inside: nearest face (first of the six in the engine's order), dist = -r
+  mjtNum closest = 2 * (s[0] + s[1] + s[2]);
+  int face = 0;
+  for (int i = 0; i < 6; i++) {
+    mjtNum c = fabs((i % 2 ? 1 : -1) * s[i / 2] - l.v[i / 2]);
+    if (closest > c) {
+      closest = c;
+      face = i;
+    }
+  }
+  int j = face / 2;
+  mjtNum sg = face % 2 ? 1 : -1;
+  tnum lj = vget(&l, j);
+  tnum delta = tabs(taddc(tscl(lj, -1), sg * s[j]));
+  tvec n = vsclc(x->a2[j], -sg);
+  tnum scl = tscl(taddc(tscl(delta, -1), r), 0.5);
+  tvec pos = vaddscl(*C, &n, &scl);
+  dist = tcon(-r);
+  offer(x, &dist, &n, &pos);
+}
+
+// c / |h| as a value, to compare before tracking it (h may be 0)
+static mjtNum overValue(mjtNum c, mjtNum h) {
+  return c / fabs(h);
+}
+
+// c / |h| tracked
+static tnum overTracked(mjtNum c, const tnum* h) {
+  return tdiv(tcon(c), tabs(*h));
+}
+
+static void capsuleBox(pairCtx* x, mjtNum margin) {
+  const mjtNum* s = x->s2;
+  mjtNum r = x->s1[0], hl = x->s1[1];
+
+  // capsule centre and half axis in the box frame
+  tvec rel = vsub(x->p1, &x->p2);
+  tvec pos = toLocal(x->a2, &rel);
+  tvec axis = toLocal(x->a2, x->a1 + 2);
+  tvec half = vsclc(axis, hl);
+  int axisdir = (half.v[0] > 0) + 2 * (half.v[1] > 0) + 4 * (half.v[2] > 0);
+
+  // nearest feature: a capsule end against a face ...
+  mjtNum bestdist = margin + 2 * (r + hl + s[0] + s[1] + s[2]);
+  tnum best = tcon(0), boxpos = tcon(0);
+  int cltype = -4, clface = -1, clcorner = 0, cledge = 0;
+  for (int i = -1; i <= 1; i += 2) {
+    int nclamp = 0, last = -1;
+    mjtNum d2 = 0;
+    for (int j = 0; j < 3; j++) {
+      mjtNum e = pos.v[j] + i * half.v[j];
+      if (e < -s[j] || e > s[j]) {
+        mjtNum c = e < -s[j] ? -s[j] : s[j];
+        nclamp++;
+        last = j;
+        d2 += (c - e) * (c - e);
+      }
+    }
+    if (nclamp > 1) continue;
+    if (d2 < bestdist) {
+      bestdist = d2;
+      best = tcon(i);
+      cltype = -2 + i;
+      clface = last;
+    }
+  }
+
+  // ... or the segment against an edge (edge point k + x1 s_j e_j, segment point pos + x2 half)
+  for (int j = 0; j < 3; j++) {
+    for (int i = 0; i < 8; i++) {
+      if (i & (1 << j)) continue;
+      tvec k = vcon((i & 1 ? 1 : -1) * s[0], (i & 2 ? 1 : -1) * s[1], (i & 4 ? 1 : -1) * s[2]);
+      k.v[j] = 0;
+      tvec dif = vsub(k, &pos);
+      tnum ma = tcon(s[j] * s[j]);
+      tnum hj = vget(&half, j);
+      tnum mb = tscl(hj, -s[j]);
+      tnum mc = tcon(hl * hl);
+      tnum u = tscl(vget(&dif, j), -s[j]);
+      tnum v = vdot(&half, &dif);
+      tnum det = tsub(tmul(ma, mc), tmul(mb, mb));
+      if (fabs(det.v) < mjMINVAL) continue;
+      tnum x1 = tdiv(tsub(tmul(mc, u), tmul(mb, v)), det);
+      tnum x2 = tdiv(tsub(tmul(ma, v), tmul(mb, u)), det);
+      int c1 = 1, c2 = 1;  // 0: clipped at -1, 1: inside, 2: clipped at +1
+      if (x1.v > 1) {
+        x1 = tcon(1);
+        c1 = 2;
+        x2 = optimum1(&v, &mb, -1, &mc);
+      } else if (x1.v < -1) {
+        x1 = tcon(-1);
+        c1 = 0;
+        x2 = optimum1(&v, &mb, 1, &mc);
+      }
+      if (x2.v > 1 || x2.v < -1) {
+        mjtNum sg = x2.v > 1 ? 1 : -1;
+        x2 = tcon(sg);
+        c2 = x2.v > 0 ? 2 : 0;
+        x1 = optimum1(&u, &mb, -sg, &ma);
+        if (x1.v > 1) {
+          x1 = tcon(1);
+          c1 = 2;
+        } else if (x1.v < -1) {
+          x1 = tcon(-1);
+          c1 = 0;
+        }
+      }
+      mjtNum w[3];
+      mju_addScl3(w, dif.v, half.v, -x2.v);
+      w[j] += s[j] * x1.v;
+      mjtNum d2 = mju_dot3(w, w);
+      if (d2 < bestdist - mjMINVAL) {
+        bestdist = d2;
+        best = x2;
+        boxpos = x1;
+        int code = 3 * c1 + c2;
+        clcorner = i + (1 << j) * (code / 6);
+        cledge = j;
+        cltype = code;
+      }
+    }
+  }
+  if (cltype == -4) return;
+
+  // second point along the capsule: the engine's secondpos (a min of case-dependent terms)
+  int have2 = 0;
+  tnum second = tcon(0);
+  if (cltype >= 0 && cltype / 3 != 1) {
+    // nearest to a box corner
+    int c = axisdir ^ clcorner;
+    if (c != 0 && c != 7) {
+      mjtNum mul = 1;
+      tnum de, dp;
+      if (c == 1 || c == 2 || c == 4) {
+        de = taddc(tscl(best, -1), 1);
+        dp = taddc(best, 1);
+      } else {
+        mul = -1;
+        c = 7 - c;
+        dp = taddc(tscl(best, -1), 1);
+        de = taddc(best, 1);
+      }
+      int ax = c == 1 ? 0 : c == 2 ? 1 : 2, ax1 = (ax + 1) % 3, ax2 = (ax + 2) % 3;
+      if (axis.v[ax] * axis.v[ax] > 0.5) {
+        // along an edge of the box
+        second = de;
+        if (overValue(2 * s[ax], half.v[ax]) < second.v) {
+          tnum h = vget(&half, ax);
+          second = overTracked(2 * s[ax], &h);
+        }
+        second = tscl(second, mul);
+      } else {
+        // along a face of the box
+        second = dp;
+        for (int a = 0; a < 2; a++) {
+          int axa = a ? ax2 : ax1;
+          if (overValue(2 * s[axa], half.v[axa]) < second.v) {
+            tnum h = vget(&half, axa);
+            second = overTracked(2 * s[axa], &h);
+          }
+        }
+        second = tscl(second, -mul);
+      }
+      have2 = 1;
+    }
+  } else if (cltype >= 0) {
+    // nearest to the middle of a box edge
+    int c = (axisdir ^ clcorner) & (7 - (1 << cledge));
+    if (c == 1 || c == 2 || c == 4) {
+      int ax = cledge, ax1 = (ax + 1) % 3, ax2 = (ax + 2) % 3;
+      if (fabs(axis.v[ax1]) > fabs(axis.v[ax2])) ax1 = ax2;
+      ax2 = 3 - ax - ax1;
+      mjtNum mul = (c & (1 << ax2)) ? 1 : -1;
+      second = taddc(tscl(best, -mul), 1);
+      if (overValue(2 * s[ax2], half.v[ax2]) < second.v) {
+        tnum h = vget(&half, ax2);
+        second = overTracked(2 * s[ax2], &h);
+      }
+      int same = ((axisdir & (1 << ax)) != 0) == ((c & (1 << ax2)) != 0);
+      tnum e2 = taddc(tscl(boxpos, same ? -1 : 1), 1);
+      if (s[ax] * e2.v / fabs(half.v[ax]) < second.v) {
+        tnum h = vget(&half, ax);
+        second = tdiv(tscl(e2, s[ax]), tabs(h));
+      }
+      second = tscl(second, mul);
+      have2 = 1;
+    }
+  } else if (clface != -1) {
+    // a capsule end nearest to a face: how far the other end stays over the box
+    mjtNum mul = cltype == -3 ? 1 : -1;
+    tvec other = vaddsclc(pos, &half, -mul);
+    second = tcon(2);
+    for (int i = 0; i < 3; i++) {
+      if (i == clface) continue;
+      for (int sd = 1; sd >= -1; sd -= 2) {
+        mjtNum e = (sd * s[i] - other.v[i]) / half.v[i] * mul;
+        if (e > 0 && e < second.v) {
+          tnum oi = vget(&other, i), hi = vget(&half, i);
+          second = tscl(tdiv(taddc(tscl(oi, -1), sd * s[i]), hi), mul);
+        }
+      }
+    }
+    second = tscl(second, mul);
+    have2 = 1;
+  }
+
+  // sphere-box at the first point and, if set, at the second
+  tvec A1 = vsclc(x->a1[2], hl);
+  tvec C = vaddscl(x->p1, &A1, &best);
+  sphereBox(x, &C, r);
+  if (have2 && second.v > -3) {
+    tnum t = tadd(best, second);
+    C = vaddscl(x->p1, &A1, &t);
+    sphereBox(x, &C, r);
+  }
+}
+
+// face frames of a box: row c of the engine's permutation is sgn[c] e_idx[c]; face q = axis q % 3,
+// side + for q < 3
+static const int kFaceIdx[6][3] = {{2, 1, 0}, {0, 2, 1}, {0, 1, 2},
+                                   {2, 1, 0}, {0, 2, 1}, {0, 1, 2}};
+static const mjtNum kFaceSgn[6][3] = {{-1, 1, 1}, {1, -1, 1}, {1, 1, 1},
+                                      {1, 1, -1}, {1, 1, -1}, {-1, 1, -1}};
+
+// face frame f (tracked, fixed to the box with axes ax) and half sizes hs of face q
+static void faceFrame(int q, const tvec ax[3], const mjtNum* size, tvec f[3], mjtNum hs[3]) {
+  for (int c = 0; c < 3; c++) {
+    f[c] = vsclc(ax[kFaceIdx[q][c]], kFaceSgn[q][c]);
+    hs[c] = size[kFaceIdx[q][c]];
+  }
+}
+
+// the engine's separating-axis choice: code < 12 face (code % 6 face, code / 6 box 2), else edges
+typedef struct {
+  int code;
+  int cle1, cle2, in;
+} satResult;
+
+static satResult separatingAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum* s1,
+                                const mjtNum* p2, const mjtNum* R2, const mjtNum* s2,
+                                mjtNum rot[9]) {
+  satResult res = {-1, 0, 0, 0};
+  mjtNum tmp[3], pos21[3], pos12[3], rotabs[9], plen1[3], plen2[3];
+  mju_sub3(tmp, p2, p1);
+  mju_mulMatTVec(pos21, R1, tmp, 3, 3);
+  mju_sub3(tmp, p1, p2);
+  mju_mulMatTVec(pos12, R2, tmp, 3, 3);
+  mju_mulMatTMat(rot, R1, R2, 3, 3, 3);
+  for (int i = 0; i < 9; i++) rotabs[i] = fabs(rot[i]);
+  mju_mulMatVec(plen2, rotabs, s2, 3, 3);
+  mju_mulMatTVec(plen1, rotabs, s1, 3, 3);
+
+  // face axes
+  mjtNum pen = mjMAXVAL;
+  for (int i = 0; i < 3; i++) {
+    mjtNum c1 = -fabs(pos21[i]) + s1[i] + plen2[i];
+    mjtNum c2 = -fabs(pos12[i]) + s2[i] + plen1[i];
+    if (c1 < pen) {
+      pen = c1;
+      res.code = i + 3 * (pos21[i] < 0);
+    }
+    if (c2 < pen) {
+      pen = c2;
+      res.code = i + 3 * (pos12[i] < 0) + 6;
+    }
+  }
+
+  // edge axes: box-1 axis i cross box-2 axis j, in the box-1 frame
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) {
+      mjtNum b[3] = {rot[j], rot[3 + j], rot[6 + j]}, ax[3] = {0, 0, 0};
+      if (i == 0) {
+        ax[1] = -b[2];
+        ax[2] = b[1];
+      } else if (i == 1) {
+        ax[0] = b[2];
+        ax[2] = -b[0];
+      } else {
+        ax[0] = -b[1];
+        ax[1] = b[0];
+      }
+      mjtNum len = mju_normalize3(ax);
+      if (len < mjMINVAL) continue;
+      mjtNum c2 = mju_dot3(pos21, ax), c3 = 0;
+      for (int k = 0; k < 3; k++) {
+        if (k != i) c3 += s1[k] * fabs(ax[k]);
+      }
+      for (int k = 0; k < 3; k++) {
+        if (k != j) c3 += s2[k] * rotabs[3 * i + 3 - k - j] / len;
+      }
+      c3 -= fabs(c2);
+      if (c3 < pen * (1 - 1e-12)) {
+        pen = c3;
+        res.cle1 = res.cle2 = 0;
+        for (int k = 0; k < 3; k++) {
+          if (k != i && ((ax[k] > 0) ^ (c2 < 0))) res.cle1 += 1 << k;
+          if (k != j && ((rot[3 * i + 3 - k - j] > 0) ^ (c2 < 0) ^ ((k - j + 3) % 3 == 1))) {
+            res.cle2 += 1 << k;
+          }
+        }
+        res.code = 12 + 3 * i + j;
+        res.in = c2 < 0;
+      }
+    }
+  }
+  return res;
+}
+
+// face-case contact at incident point W (face coordinates, z from the face); the engine reports
+// half the depth W_z as dist
+static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, mjtNum hz, mjtNum nsg,
+                        const tvec* W) {
+  tnum dist = tscl(vget(W, 2), 0.5);
+  tvec posl = *W;
+  tnum z = taddc(dist, hz);
+  vset(&posl, 2, &z);
+  tvec pos = toWorld(f, pref, &posl);
+  tvec n = vsclc(f[2], nsg);
+  offer(x, &dist, &n, &pos);
+}
+
+static void boxFace(pairCtx* x, int code) {
+  int q1 = code % 6, ref2 = code / 6;
+  const tvec* pref = ref2 ? &x->p2 : &x->p1;
+  const tvec* pinc = ref2 ? &x->p1 : &x->p2;
+  const tvec* aref = ref2 ? x->a2 : x->a1;
+  const tvec* ainc = ref2 ? x->a1 : x->a2;
+  const mjtNum* sinc = ref2 ? x->s1 : x->s2;
+  tvec f[3];
+  mjtNum ss[3];
+  faceFrame(q1, aref, ref2 ? x->s2 : x->s1, f, ss);
+  mjtNum lx = ss[0], ly = ss[1], hz = ss[2], nsg = ref2 ? -1 : 1;
+
+  // incident box in face coordinates
+  tvec rel = vsub(*pinc, pref);
+  tvec k = toLocal(f, &rel);
+  k.v[2] -= hz;
+  tvec b[3];
+  for (int i = 0; i < 3; i++) b[i] = toLocal(f, ainc + i);
+
+  // lowest corner, and edges from it that are not steep
+  int corner = 0;
+  for (int i = 0; i < 3; i++) corner += (b[i].v[2] < 0) << i;
+  tvec pts[6];
+  pts[0] = k;
+  for (int i = 0; i < 3; i++) {
+    pts[0] = vaddsclc(pts[0], b + i, (corner & (1 << i)) ? sinc[i] : -sinc[i]);
+  }
+  int m = 1;
+  for (int i = 0; i < 3; i++) {
+    if (fabs(b[i].v[2]) < 0.5) {
+      pts[m++] = vsclc(b[i], sinc[i] * ((corner & (1 << i)) ? -2 : 2));
+    }
+  }
+  if (m > 1) pts[3] = vadd(pts[0], pts + 1);
+  if (m > 2) {
+    pts[4] = vadd(pts[0], pts + 2);
+    pts[5] = vadd(pts[3], pts + 2);
+  }
+
+  // incident edges cut by the sides x = +-lx, y = +-ly
+  int nl = m > 2 ? 4 : m > 1 ? 1 : 0;
+  const int start[4] = {0, 0, 3, 4}, dir[4] = {1, 2, 2, 1};
+  for (int i = 0; i < nl; i++) {
+    const tvec* st = pts + start[i];
+    const tvec* dr = pts + dir[i];
+    for (int q = 0; q < 2; q++) {
+      mjtNum a = st->v[q], bq = dr->v[q], c = st->v[1 - q], dd = dr->v[1 - q];
+      if (fabs(bq) <= mjMINVAL) continue;
+      for (int j = -1; j <= 1; j += 2) {
+        mjtNum l = ss[q] * j;
+        mjtNum t = (l - a) * (1 / bq);
+        if (t < 0 || t > 1 || fabs(c + dd * t) > ss[1 - q]) continue;
+        tnum tt = tdiv(taddc(tscl(vget(st, q), -1), l), vget(dr, q));
+        tvec W = vaddscl(*st, dr, &tt);
+        faceContact(x, f, pref, hz, nsg, &W);
+      }
+    }
+  }
+
+  // corners of the reference face over the incident face
+  if (m > 2) {
+    tnum A = vget(pts + 1, 0), B = vget(pts + 2, 0), C = vget(pts + 1, 1), D = vget(pts + 2, 1);
+    tnum det = tsub(tmul(A, D), tmul(B, C));
+    for (int i = 0; i < 4; i++) {
+      mjtNum llx = i / 2 ? lx : -lx, lly = i % 2 ? ly : -ly;
+      tnum X = taddc(tscl(vget(pts, 0), -1), llx), Y = taddc(tscl(vget(pts, 1), -1), lly);
+      tnum u = tdiv(tsub(tmul(X, D), tmul(Y, B)), det);
+      tnum v = tdiv(tsub(tmul(Y, A), tmul(X, C)), det);
+      if (u.v <= 0 || v.v <= 0 || u.v >= 1 || v.v >= 1) continue;
+      tnum z = tadd(tadd(vget(pts, 2), tmul(u, vget(pts + 1, 2))), tmul(v, vget(pts + 2, 2)));
+      tvec W = vcon(llx, lly, 0);
+      vset(&W, 2, &z);
+      faceContact(x, f, pref, hz, nsg, &W);
+    }
+  }
+
+  // incident corners: the lowest always, the others when over the face
+  for (int i = 0; i < (1 << (m - 1)); i++) {
+    const tvec* W = pts + (i == 0 ? 0 : i + 2);
+    if (i && (W->v[0] <= -lx || W->v[0] >= lx || W->v[1] <= -ly || W->v[1] >= ly)) continue;
+    faceContact(x, f, pref, hz, nsg, W);
+  }
+}
+
+// edge-case contact: position w (face coordinates) and distance
+static void edgeContact(pairCtx* x, const tvec f[3], mjtNum hz, const tvec* N, mjtNum sg, tvec w,
+                        const tnum* dist) {
+  w.v[2] += hz;
+  tvec pos = toWorld(f, &x->p1, &w);
+  tvec n = vsclc(*N, sg);
+  offer(x, dist, &n, &pos);
+}
+
+static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNum margin) {
+  const mjtNum* s2 = x->s2;
+  int q1 = (sat->code - 12) / 3, q2 = (sat->code - 12) % 3;
+
+  // box-2 axes other than q2, the one most aligned with box-1 axis q1 first; likewise on box 1
+  int ax1 = q2 == 0 ? 1 : q2 == 1 ? 0 : 1, ax2 = q2 == 0 ? 2 : q2 == 1 ? 2 : 0;
+  int pax1 = q1 == 0 ? 1 : q1 == 1 ? 0 : 1, pax2 = q1 == 0 ? 2 : q1 == 1 ? 2 : 0;
+  if (fabs(rot[3 * q1 + ax1]) < fabs(rot[3 * q1 + ax2])) {
+    ax1 = ax2;
+    ax2 = 3 - q2 - ax1;
+  }
+  if (fabs(rot[3 * pax1 + q2]) < fabs(rot[3 * pax2 + q2])) {
+    pax1 = pax2;
+    pax2 = 3 - q1 - pax1;
+  }
+  int clface = (sat->cle1 & (1 << pax2)) ? pax2 : pax2 + 3;
+
+  // face frame on box 1, separating axis N (world) and r = F'N
+  tvec f[3];
+  mjtNum hs[3];
+  faceFrame(clface, x->a1, x->s1, f, hs);
+  mjtNum lx = hs[0], ly = hs[1], hz = hs[2], sg = sat->in ? -1 : 1;
+  tvec cr = vcross(x->a1 + q1, x->a2 + q2);
+  tnum crlen;
+  tvec N = vnormalize(&cr, &crlen);
+  tvec rn = toLocal(f, &N);
+  if (fabs(rn.v[2]) < mjMINVAL) return;
+  tnum rz = vget(&rn, 2);
+
+  // box-2 face corners P0..P3 in face coordinates and their projections along N
+  tvec rel = vsub(x->p2, &x->p1);
+  tvec k = toLocal(f, &rel);
+  k.v[2] -= hz;
+  tvec b[3];
+  for (int i = 0; i < 3; i++) b[i] = toLocal(f, x->a2 + i);
+  mjtNum sg1 = (sat->cle2 & (1 << ax1)) ? 1 : -1, sg2 = (sat->cle2 & (1 << ax2)) ? 1 : -1;
+  tvec P[4], Pr[4];
+  for (int i = 0; i < 4; i++) {
+    P[i] = vaddsclc(k, b + ax1, s2[ax1] * sg1 * (i < 2 ? 1 : -1));
+    P[i] = vaddsclc(P[i], b + ax2, s2[ax2] * sg2);
+    P[i] = vaddsclc(P[i], b + q2, i % 2 ? -s2[q2] : s2[q2]);
+    tnum h = tscl(tdiv(vget(P + i, 2), rz), -1);
+    Pr[i] = vaddscl(P[i], &rn, &h);
+  }
+
+  // the parallelogram's edges: projected (start, direction) and unprojected
+  tvec e1 = vsub(Pr[1], Pr), e2 = vsub(Pr[2], Pr);
+  tvec u1 = vsub(P[1], P), u2 = vsub(P[2], P);
+  tvec ls[4] = {Pr[0], Pr[0], vadd(Pr[0], &e1), vadd(Pr[0], &e2)};
+  tvec us[4] = {P[0], P[0], vadd(P[0], &u1), vadd(P[0], &u2)};
+  const tvec* ld[4] = {&e1, &e2, &e2, &e1};
+  const tvec* ud[4] = {&u1, &u2, &u2, &u1};
+
+  // box-2 face edges whose projection crosses a side of the box-1 face (nl within the margin)
+  int nl = 0;
+  for (int i = 0; i < 4; i++) {
+    for (int q = 0; q < 2; q++) {
+      mjtNum a = ls[i].v[q], bq = ld[i]->v[q], c = ls[i].v[1 - q], dd = ld[i]->v[1 - q];
+      if (fabs(bq) <= mjMINVAL) continue;
+      for (int j = -1; j <= 1; j += 2) {
+        mjtNum l = hs[q] * j;
+        mjtNum t = (l - a) * (1 / bq);
+        if (t < 0 || t > 1 || fabs(c + dd * t) > hs[1 - q]) continue;
+        tnum tt = tdiv(taddc(tscl(vget(ls + i, q), -1), l), vget(ld[i], q));
+        tnum c2 = tadd(vget(ls + i, 1 - q), tmul(vget(ld[i], 1 - q), tt));
+        tvec U = vaddscl(us[i], ud[i], &tt);
+        if ((us[i].v[2] + ud[i]->v[2] * t) * sg / rn.v[2] > margin) continue;
+        nl++;
+        tvec w = vsclc(U, 0.5);
+        w.v[q] += 0.5 * l;
+        tnum wc = tadd(vget(&w, 1 - q), tscl(c2, 0.5));
+        vset(&w, 1 - q, &wc);
+        tnum dist = tscl(tdiv(vget(&U, 2), rz), sg);
+        edgeContact(x, f, hz, &N, sg, w, &dist);
+      }
+    }
+  }
+
+  // corners of the box-1 face against the box-2 face point projecting onto them; the engine keeps
+  // the determinant in a variable that each corner passing the (u, v) test overwrites with its
+  // squared distance, which then divides the next corner's (u, v)
+  tnum A = vget(&e1, 0), B = vget(&e2, 0), C = vget(&e1, 1), D = vget(&e2, 1);
+  tnum den = tsub(tmul(A, D), tmul(B, C));
+  int nf = 0;
+  for (int i = 0; i < 4; i++) {
+    mjtNum llx = i / 2 ? lx : -lx, lly = i % 2 ? ly : -ly;
+    tnum X = taddc(tscl(vget(Pr, 0), -1), llx), Y = taddc(tscl(vget(Pr, 1), -1), lly);
+    tnum u = tdiv(tsub(tmul(X, D), tmul(Y, B)), den);
+    tnum v = tdiv(tsub(tmul(Y, A), tmul(X, C)), den);
+    int uout = u.v < 0 || u.v > 1, vout = v.v < 0 || v.v > 1;
+    if (nl == 0 ? (uout && vout) : (uout || vout)) continue;
+    if (uout) u = tcon(u.v < 0 ? 0 : 1);
+    if (vout) v = tcon(v.v < 0 ? 0 : 1);
+    tvec T = vaddscl(P[0], &u1, &u);
+    T = vaddscl(T, &u2, &v);
+    tvec Cf = vcon(llx, lly, 0);
+    tvec df = vsub(Cf, &T);
+    den = vdot(&df, &df);
+    if (T.v[2] > 0 && den.v > margin * margin) continue;
+    nf++;
+    tnum dist = tscl(tsqrt(den), T.v[2] < 0 ? -1 : 1);
+    tvec w = vsclc(vadd(Cf, &T), 0.5);
+    edgeContact(x, f, hz, &N, sg, w, &dist);
+  }
+
+  // box-2 corners against the clamped projection
+  for (int i = 0; i < 4; i++) {
+    mjtNum px = Pr[i].v[0], py = Pr[i].v[1];
+    int xout = px < -lx || px > lx, yout = py < -ly || py > ly;
+    if (nl ? (xout || yout) : (nf && xout && yout)) continue;
+    tvec w = vsclc(P[i], 0.5);
+    tnum c1 = tmul(tdiv(vget(P + i, 2), rz), tdiv(vget(P + i, 2), rz));
+    for (int j = 0; j < 2; j++) {
+      tnum pj = vget(Pr + i, j);
+      if (pj.v < -hs[j] || pj.v > hs[j]) {
+        mjtNum lim = pj.v < -hs[j] ? -hs[j] : hs[j];
+        tnum e = taddc(pj, -lim);
+        c1 = tadd(c1, tmul(e, e));
+        w.v[j] += 0.5 * lim;
+      } else {
+        tnum wj = tadd(vget(&w, j), tscl(pj, 0.5));
+        vset(&w, j, &wj);
+      }
+    }
+    if (P[i].v[2] > 0 && c1.v > margin * margin) continue;
+    tnum dist = tscl(tsqrt(c1), P[i].v[2] < 0 ? -1 : 1);
+    edgeContact(x, f, hz, &N, sg, w, &dist);
+  }
+}
+
+static void boxBox(pairCtx* x, const mjtNum* p1, const mjtNum* R1, const mjtNum* p2,
+                   const mjtNum* R2, mjtNum margin) {
+  mjtNum rot[9];
+  satResult sat = separatingAxis(p1, R1, x->s1, p2, R2, x->s2, rot);
+  if (sat.code < 0) return;
+  if (sat.code < 12) {
+    boxFace(x, sat.code);
+  } else {
+    boxEdge(x, &sat, rot, margin);
+  }
+}
+
+//---------------------------------- entry points --------------------------------------------------
+
+int mjdiff_contactPairSupported(int t1, int t2) {
+  if (t1 > t2) {
+    int t = t1;
+    t1 = t2;
+    t2 = t;
+  }
+  switch (t1) {
+    case mjGEOM_PLANE:
+      return t2 == mjGEOM_SPHERE || t2 == mjGEOM_CAPSULE || t2 == mjGEOM_CYLINDER ||
+             t2 == mjGEOM_BOX;
+    case mjGEOM_SPHERE:
+      return t2 == mjGEOM_SPHERE || t2 == mjGEOM_CAPSULE || t2 == mjGEOM_BOX;
+    case mjGEOM_CAPSULE:
+      return t2 == mjGEOM_CAPSULE || t2 == mjGEOM_BOX;
+    case mjGEOM_BOX:
+      return t2 == mjGEOM_BOX;
+    default:
+      return 0;
+  }
+}
+
+// the margin the contact was detected with: includemargin = margin - gap (pair or geom gap)
+static mjtNum contactMargin(const mjModel* m, const mjContact* con, int g1, int g2) {
+  mjtNum gap = mju_max(m->geom_gap[g1], m->geom_gap[g2]);
+  if (m->opt.collision != mjCOL_DYNAMIC) {
+    for (int i = 0; i < m->npair; i++) {
+      if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
+          (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
+        gap = m->pair_gap[i];
+        break;
+      }
+    }
+  }
+  return con->includemargin + gap;
+}
+
+int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
+                               mjtNum J[7 * 12]) {
+  mju_zero(J, 7 * NZ);
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
+  int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
+
+  // the two geoms in tracked form
+  const mjtNum *p1 = d->geom_xpos + 3 * g1, *R1 = d->geom_xmat + 9 * g1;
+  const mjtNum *p2 = d->geom_xpos + 3 * g2, *R2 = d->geom_xmat + 9 * g2;
+  pairCtx x;
+  x.s1 = m->geom_size + 3 * g1;
+  x.s2 = m->geom_size + 3 * g2;
+  x.p1 = vpoint(0, p1, p1);
+  x.p2 = vpoint(1, p2, p2);
+  for (int k = 0; k < 3; k++) {
+    mjtNum c1[3] = {R1[k], R1[3 + k], R1[6 + k]}, c2[3] = {R2[k], R2[3 + k], R2[6 + k]};
+    x.a1[k] = vdir(0, c1);
+    x.a2[k] = vdir(1, c2);
+  }
+  x.con = con;
+  x.best = mjMAXVAL;
+
+  // candidates of the engine's pair function
+  if (t1 == mjGEOM_PLANE) {
+    if (t2 == mjGEOM_SPHERE) planePoint(&x, &x.p2, x.s2[0]);
+    if (t2 == mjGEOM_CAPSULE) planeCapsule(&x);
+    if (t2 == mjGEOM_CYLINDER) planeCylinder(&x);
+    if (t2 == mjGEOM_BOX) planeBox(&x);
+  } else if (t1 == mjGEOM_SPHERE) {
+    if (t2 == mjGEOM_SPHERE) sphereSphere(&x, &x.p1, x.s1[0], &x.p2, x.s2[0]);
+    if (t2 == mjGEOM_CAPSULE) sphereCapsule(&x);
+    if (t2 == mjGEOM_BOX) sphereBox(&x, &x.p1, x.s1[0]);
+  } else if (t1 == mjGEOM_CAPSULE) {
+    if (t2 == mjGEOM_CAPSULE) capsuleCapsule(&x);
+    if (t2 == mjGEOM_BOX) capsuleBox(&x, contactMargin(m, con, g1, g2));
+  } else {
+    boxBox(&x, p1, R1, p2, R2, contactMargin(m, con, g1, g2));
+  }
+
+  // the nearest candidate must be con
+  mjtNum tol = 1e-6 * (1 + m->geom_rbound[g1] + m->geom_rbound[g2]);
+  if (!(x.best <= tol * tol)) return -1;
+  mju_copy(J, x.dist.g, NZ);
+  mju_copy(J + NZ, x.n.J, 3 * NZ);
+  mju_copy(J + 4 * NZ, x.pos.J, 3 * NZ);
+  return 0;
+}
