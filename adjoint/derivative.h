@@ -32,8 +32,8 @@ extern "C" {
 //   y = (dist (1), n (3) = con->frame[0..2], pos (3))
 // with respect to rigid perturbations of the two geoms
 //   z = (dx1 (3), dth1 (3), dx2 (3), dth2 (3))
-// as J (7 x 12, row-major). Returns 0 on success, -1 if the geom pair type is not supported
-// (the caller reports it). Valid where the contact set is locally stable (no contact switching).
+// as J (7 x 12, row-major). Returns 0 on success, -1 if the geom pair type is not supported or
+// the contact cannot be reproduced from the geoms' poses (the caller reports it). Valid where the contact set is locally stable (no contact switching).
 MJDIFF_API int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
                                           mjtNum J[7 * 12]);
 
@@ -56,9 +56,10 @@ MJDIFF_API void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* 
 // every smooth force of s) + qfrc_actuator + J' xfrc_applied, and of act_dot, at the state in d
 // after the smooth forward pass:
 //   DfDq, DfDv (nv x nv), DfDa (nv x na), DfDu (nv x nu), DadotDa (na x na), DadotDu (na x nu).
-// m is the model as its user configured it (mjdiff_userModel). Uses d's stack.
+// m is the model as its user configured it (mjdiff_userModel). Uses d's stack. Returns 0, or
+// -1 - i if contact i has no geometry Jacobian (its force derivative is then missing).
 struct mjdiffModel_;
-MJDIFF_API void mjdiff_forceDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
+MJDIFF_API int mjdiff_forceDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
                                        mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu,
                                        mjtNum* DadotDa, mjtNum* DadotDu);
 

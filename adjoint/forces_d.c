@@ -57,19 +57,15 @@ static void crossMotion(mjtNum res[6], const mjtNum a[6], const mjtNum b[6]) {
   mju_addTo3(res + 3, t);
 }
 
-// 1 if a perturbation of dof k moves the axis of dof j
-static int moves(const mjModel* m, int k, int j) {
-  if (k == j) return 0;
-  int jk = m->dof_jntid[k];
-  if (jk == m->dof_jntid[j]) {
-    int type = m->jnt_type[jk], adr = m->jnt_dofadr[jk];
-    if (type == mjJNT_BALL) return 1;
-    if (type == mjJNT_FREE) return j - adr >= 3;  // rotation axes move with everything before
-  }
-  for (int p = m->dof_parentid[j]; p >= 0; p = m->dof_parentid[p]) {
-    if (p == k) return 1;
-  }
-  return 0;
+// the dofs whose perturbation moves the axis of dof j: its ancestors, and the later dofs of its
+// rotation group (the three of a ball, the three rotations of a free joint); returns their number
+static int movers(const mjModel* m, int j, int* list) {
+  int n = 0, jt = m->dof_jntid[j], type = m->jnt_type[jt], adr = m->jnt_dofadr[jt], end = -1;
+  if (type == mjJNT_BALL) end = adr + 3;
+  if (type == mjJNT_FREE && j >= adr + 3) end = adr + 6;
+  for (int k = j + 1; k < end; k++) list[n++] = k;
+  for (int p = m->dof_parentid[j]; p >= 0; p = m->dof_parentid[p]) list[n++] = p;
+  return n;
 }
 
 void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0) {
@@ -93,8 +89,9 @@ static void bodyVel(const mjModel* m, const mjData* d, int b, mjtNum V[6]) {
   mju_subFrom3(V + 3, t);
 }
 
-// dV_b/dq for every body (nbody x 6 x nv): recursion over the tree
-static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mjtNum* dV) {
+// dV_b/dq for every body (nbody x 6 x nv): recursion over the tree; list is scratch (nv ints)
+static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mjtNum* dV,
+                      int* list) {
   int nv = m->nv;
   mju_zero(dV, 6 * nv);
   for (int b = 1; b < m->nbody; b++) {
@@ -106,8 +103,9 @@ static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mj
     // dofs of this body: for every dof k that moves one of them
     for (int j = adr; j < adr + num; j++) {
       if (d->qvel[j] == 0) continue;
-      for (int k = 0; k < nv; k++) {
-        if (!moves(m, k, j)) continue;
+      int n = movers(m, j, list);
+      for (int i = 0; i < n; i++) {
+        int k = list[i];
         mjtNum c[6];
         crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
         for (int r = 0; r < 6; r++) D[nv * r + k] += c[r] * d->qvel[j];
@@ -237,8 +235,9 @@ static void addWrenchJacobianTerm(const mjModel* m, scratch* sc, mjtNum* DfDq) {
   for (int j = 0; j < nv; j++) {
     const mjtNum* W = sc->Wsub + 6 * m->dof_bodyid[j];
     if (mju_isZero((mjtNum*)W, 6)) continue;
-    for (int k = 0; k < nv; k++) {
-      if (!moves(m, k, j)) continue;
+    int n = movers(m, j, (int*)sc->J2);
+    for (int i = 0; i < n; i++) {
+      int k = ((int*)sc->J2)[i];
       mjtNum c[6];
       crossMotion(c, sc->cdof0 + 6 * k, sc->cdof0 + 6 * j);
       DfDq[nv * j + k] += mju_dot(c, W, 6);
@@ -337,14 +336,15 @@ static int contactLaw(const mjdiffModel* s, const mjContact* con, const mjtNum p
   return 1;
 }
 
-static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
-                         const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
+// returns 0, or -1 if the contact's geometry Jacobian is unavailable
+static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
+                        const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv;
   int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g[0], g[1], prm);
-  if (prm[GP_WIDTH] - con->dist <= 0) return;
+  if (prm[GP_WIDTH] - con->dist <= 0) return 0;
 
   // relative velocities at p
   const mjtNum* p = con->pos;
@@ -359,7 +359,11 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
   }
 
   mjtNum F[3], T[3], DF[30], DT[30];
-  if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return;
+  if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return 0;
+
+  // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
+  mjtNum G[7 * 12];
+  if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
 
   // only the dofs of the two bodies' chains move the contact: work in those columns
   setChainColumns(m, sc, b[0], b[1], (int*)sc->Y);
@@ -376,9 +380,7 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
     for (int ic = 0; ic < nc; ic++) Yv[nv * r + cols[ic]] = 0;
   }
 
-  // geometry: G (7 x 12) times the geoms' rigid motion (12 x nv)
-  mjtNum G[7 * 12];
-  mjdiff_contactGeomJacobian(m, d, con, G);
+  // geometry: G times the geoms' rigid motion (12 x nv)
   for (int i = 0; i < 2; i++) {
     if (!b[i]) continue;
     bodyJac(m, sc->cdof0, b[i], sc->J1);
@@ -457,6 +459,7 @@ static void contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s
     }
   }
   addWrenchDeriv(m, sc, b[0], b[1], W, dWq, dWv, DfDq, DfDv);
+  return 0;
 }
 
 //---------------------------------- connect and weld ---------------------------------------------
@@ -792,9 +795,10 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
 
 //---------------------------------- all forces ---------------------------------------------------
 
-void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* DfDq,
-                            mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
-                            mjtNum* DadotDu) {
+int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* DfDq,
+                           mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
+                           mjtNum* DadotDu) {
+  int status = 0;
   const mjModel* m = mu;
   int nv = m->nv, nu = m->nu, na = m->na, nbody = m->nbody;
   mju_zero(DfDq, nv * nv);
@@ -818,7 +822,7 @@ void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, 
   setAllColumns(m, &sc);
   mju_zero(sc.Wsub, 6 * nbody);
   mjdiff_cdof0(m, d, sc.cdof0);
-  bodyVelDq(m, d, sc.cdof0, sc.dV);
+  bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
   passiveDeriv(m, d, sc.J2, DfDq, DfDv);
   actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu);
@@ -827,7 +831,9 @@ void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, 
   if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
     const mjdiffOptions* o = &s->opt;
     if (!DISABLED(m, mjDSBL_CONTACT)) {
-      for (int i = 0; i < d->ncon; i++) contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv);
+      for (int i = 0; i < d->ncon; i++) {
+        if (contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv) && !status) status = -1 - i;
+      }
     }
     if (!DISABLED(m, mjDSBL_EQUALITY)) {
       for (int i = 0; i < m->neq; i++) {
@@ -948,4 +954,5 @@ void mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, 
 
   addWrenchJacobianTerm(m, &sc, DfDq);
   compat_stackFree(d, mark);
+  return status;
 }

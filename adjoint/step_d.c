@@ -55,6 +55,7 @@ struct mjdiffStepDeriv_ {
   mjtNum* acc;                 // (nv) the acceleration of the Euler step
   mjtNum* tmp;                 // (ndx + nu) scratch
   mjtNum* tmp2;                // (ndx + nu) scratch
+  int badContact;              // first contact without a geometry Jacobian in this call, or -1
 };
 
 //---------------------------------- SO(3) helpers ------------------------------------------------
@@ -191,7 +192,9 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
     mju_copy(acc, d->qacc, nv);
   }
 
-  mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa, w->DadotDu);
+  int bad = mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa,
+                                   w->DadotDu);
+  if (bad && w->badContact < 0) w->badContact = -1 - bad;
   mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
 
   for (int r = 0; r < nv; r++) {
@@ -238,6 +241,35 @@ static void solveAll(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
 
 //---------------------------------- workspace ----------------------------------------------------
 
+static const char* geomTypeName(int type) {
+  static const char* names[] = {"plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder",
+                                "box", "mesh"};
+  return type >= 0 && type < (int)(sizeof(names) / sizeof(names[0])) ? names[type] : "geom";
+}
+
+// 1 if MuJoCo's collision filters let geoms g1 and g2 touch (mj_collideGeoms's built-in filter
+// and the exclude list)
+static int mayCollide(const mjModel* m, int g1, int g2) {
+  if (!(m->geom_contype[g1] & m->geom_conaffinity[g2]) &&
+      !(m->geom_contype[g2] & m->geom_conaffinity[g1])) {
+    return 0;
+  }
+  int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+  int w1 = m->body_weldid[b1], w2 = m->body_weldid[b2];
+  if (w1 == w2) return 0;
+  int filterparent = !(m->opt.disableflags & mjDSBL_FILTERPARENT) && w1 && w2;
+  if (filterparent && (w1 == m->body_weldid[m->body_parentid[w2]] ||
+                       w2 == m->body_weldid[m->body_parentid[w1]])) {
+    return 0;
+  }
+  int lo = b1 < b2 ? b1 : b2, hi = b1 < b2 ? b2 : b1;
+  int signature = ((lo + 1) << 16) + hi + 1;
+  for (int i = 0; i < m->nexclude; i++) {
+    if (m->exclude_signature[i] == signature) return 0;
+  }
+  return 1;
+}
+
 static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
   if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
     return mjdiff_checkSupported(m, &s->opt, err, errsz);
@@ -280,33 +312,38 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     }
   }
   for (int t = 0; t < m->ntendon; t++) {
-    int fixed = 1;
+    int fixed = 1, used = m->tendon_stiffness[t] > 0 || m->tendon_damping[t] > 0 ||
+                          m->tendon_limited[t] || m->tendon_frictionloss[t] > 0;
     for (int w = 0; w < m->tendon_num[t]; w++) {
       fixed &= m->wrap_type[m->tendon_adr[t] + w] == mjWRAP_JOINT;
     }
-    if (!fixed) {
+    for (int i = 0; i < m->neq; i++) {
+      used |= m->eq_type[i] == mjEQ_TENDON && (m->eq_obj1id[i] == t || m->eq_obj2id[i] == t);
+    }
+    if (!fixed && used) {
       const char* name = mj_id2name(m, mjOBJ_TENDON, t);
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "tendon %d ('%s'): spatial tendons have no derivative yet", t,
+                          "tendon %d ('%s'): spatial tendons with stiffness, damping, limits, "
+                          "friction loss or equalities have no derivative yet", t,
                           name ? name : "");
     }
   }
-  // contact pairs that can occur: every geom type pair present in the model
-  for (int g1 = 0; g1 < m->ngeom; g1++) {
+  // contact pairs that can occur (MuJoCo's own filters: contype/conaffinity, weld, parent,
+  // exclude); none if contacts are off
+  int contacts = !(m->opt.disableflags & (mjDSBL_CONTACT | mjDSBL_CONSTRAINT | mjDSBL_PASSIVE));
+  for (int g1 = 0; g1 < m->ngeom && contacts; g1++) {
     for (int g2 = g1 + 1; g2 < m->ngeom; g2++) {
       int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
-      if (m->geom_bodyid[g1] == m->geom_bodyid[g2]) continue;
-      int can = (m->geom_contype[g1] & m->geom_conaffinity[g2]) ||
-                (m->geom_contype[g2] & m->geom_conaffinity[g1]);
-      if (!can) continue;
+      if (!mayCollide(m, g1, g2)) continue;
       int lo = t1 < t2 ? t1 : t2, hi = t1 < t2 ? t2 : t1;
       if (!mjdiff_contactPairSupported(lo, hi)) {
         const char* n1 = mj_id2name(m, mjOBJ_GEOM, g1);
         const char* n2 = mj_id2name(m, mjOBJ_GEOM, g2);
         return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                            "geoms %d ('%s') and %d ('%s') can touch, and contacts between geom "
-                            "types %d and %d have no geometry derivative yet", g1, n1 ? n1 : "",
-                            g2, n2 ? n2 : "", t1, t2);
+                            "geoms %d ('%s', %s) and %d ('%s', %s) can touch, and contacts "
+                            "between a %s and a %s have no geometry derivative yet", g1,
+                            n1 ? n1 : "", geomTypeName(t1), g2, n2 ? n2 : "", geomTypeName(t2),
+                            geomTypeName(lo), geomTypeName(hi));
       }
     }
   }
@@ -624,6 +661,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
 
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
   saveState(m, d, w->state);
+  w->badContact = -1;
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
     int ndx = w->ndx, ncol = ndx + w->nu;
@@ -641,6 +679,15 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
       if (st == MJDIFF_OK && what == PRODUCT_VJP) mju_mulMatTVec(out, w->AB, in, ndx, ncol);
       if (st == MJDIFF_OK && what == PRODUCT_JVP) mju_mulMatVec(out, w->AB, in, ndx, ncol);
     }
+  }
+  if (st == MJDIFF_OK && w->badContact >= 0) {
+    const mjContact* con = d->contact + w->badContact;
+    const char* n1 = mj_id2name(m, mjOBJ_GEOM, con->geom1);
+    const char* n2 = mj_id2name(m, mjOBJ_GEOM, con->geom2);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                      "contact %d between geoms %d ('%s') and %d ('%s'): MuJoCo's contact could "
+                      "not be reproduced for its geometry derivative", w->badContact, con->geom1,
+                      n1 ? n1 : "", con->geom2, n2 ? n2 : "");
   }
   loadState(m, d, w->state);
   return st;

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+#
+# Smoke test of the step-derivative tools:
+#   1. mjdiff-check --states 5 on models/arm_box.xml passes (exit 0) and its --json is valid;
+#   2. mjdiff-check on a model the step derivatives do not cover (an ellipsoid that can touch a
+#      plane) exits 1 with the library's message naming the geom and the missing derivative;
+#      on an implicit-integrator model exits 1 naming the integrator;
+#   3. mjdiff-check --bogus and a missing model are usage errors (exit 2); --help exits 0;
+#   4. mjdiff-bench-step --rounds 1 models/cartpole.xml --json prints valid JSON with the
+#      step, VJP, JVP, Jacobian and mjd_transitionFD times.
+# Usage (ctest): bash tools_step.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+
+BUILD_DIR=${1:?usage: tools_step.sh BUILD_DIR SOURCE_DIR}
+SOURCE_DIR=${2:?usage: tools_step.sh BUILD_DIR SOURCE_DIR}
+NAME=tools_step
+
+fail() {
+  echo "$NAME: FAIL: $*" >&2
+  exit 1
+}
+note() {
+  echo "$NAME: $*" >&2
+}
+
+BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || fail "no build directory $1"
+SOURCE_DIR=$(cd "$SOURCE_DIR" 2>/dev/null && pwd) || fail "no source directory $2"
+CHECK="$BUILD_DIR/tools/mjdiff-check"
+BENCH="$BUILD_DIR/tools/mjdiff-bench-step"
+[[ -x "$CHECK" ]] || fail "missing $CHECK (build the project first)"
+[[ -x "$BENCH" ]] || fail "missing $BENCH (build the project first)"
+command -v python3 >/dev/null || fail "python3 not found (needed to validate JSON)"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_tools_step.XXXXXX") || fail "cannot make a temp directory"
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || fail "cannot enter $TMP"   # MuJoCo may write MUJOCO_LOG.TXT to the working directory
+
+# run CMD...: sets RC, OUT (stdout) and ERR (stderr)
+run() {
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  RC=$?
+  OUT=$(cat "$TMP/out")
+  ERR=$(cat "$TMP/err")
+}
+
+# 1. a supported model with contacts passes
+run "$CHECK" --states 5 "$SOURCE_DIR/models/arm_box.xml"
+[[ $RC -eq 0 ]] || fail "mjdiff-check arm_box.xml: exit $RC, expected 0; stdout: $OUT; stderr: $ERR"
+grep -q "A_vq" <<<"$OUT" || fail "mjdiff-check arm_box.xml: no A_vq row in the table: $OUT"
+grep -q "result: PASS" <<<"$OUT" || fail "mjdiff-check arm_box.xml: no PASS line: $OUT"
+run "$CHECK" --states 2 --quiet --json "$SOURCE_DIR/models/arm_box.xml"
+[[ $RC -eq 0 ]] || fail "mjdiff-check --json arm_box.xml: exit $RC; stderr: $ERR"
+python3 -m json.tool "$TMP/out" >/dev/null || fail "mjdiff-check --json: invalid JSON: $OUT"
+python3 - "$TMP/out" <<'EOF' || fail "mjdiff-check --json: unexpected content: $OUT"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["tool"] == "mjdiff-check" and j["status"] == "ok", j["status"]
+for key in ("version", "model", "args", "metrics", "series"):
+    assert key in j, key
+assert set(j["metrics"]["worst"]) == {"A_qq", "A_qv", "A_vq", "A_vv", "B_q", "B_v"}
+assert len(j["series"]) == 2
+EOF
+note "mjdiff-check arm_box.xml: ok"
+
+# 2. unsupported features: the library's message, exit 1
+cat >"$TMP/ellipsoid.xml" <<'EOF'
+<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body pos="0 0 0.3">
+      <freejoint/>
+      <geom name="egg" type="ellipsoid" size="0.1 0.15 0.2" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>
+EOF
+run "$CHECK" --states 5 "$TMP/ellipsoid.xml"
+[[ $RC -eq 1 ]] || fail "mjdiff-check on an ellipsoid on a plane: exit $RC, expected 1; $ERR"
+grep -q "MJDIFF_ERR_UNSUPPORTED" <<<"$ERR" || fail "ellipsoid: no MJDIFF_ERR_UNSUPPORTED: $ERR"
+grep -q "'egg'" <<<"$ERR" || fail "ellipsoid: the message does not name the geom: $ERR"
+grep -q "geometry derivative" <<<"$ERR" ||
+  fail "ellipsoid: the message does not name the missing derivative: $ERR"
+note "mjdiff-check on an ellipsoid touching a plane: exit 1, $ERR"
+
+sed -e 's|<worldbody>|<option integrator="implicit"/>\n  <worldbody>|' \
+    -e 's|type="ellipsoid" size="0.1 0.15 0.2"|type="sphere" size="0.1"|' \
+    "$TMP/ellipsoid.xml" >"$TMP/implicit.xml"
+run "$CHECK" --states 5 "$TMP/implicit.xml"
+[[ $RC -eq 1 ]] || fail "mjdiff-check on an implicit-integrator model: exit $RC, expected 1; $ERR"
+grep -q "implicit" <<<"$ERR" || fail "implicit: the message does not name the integrator: $ERR"
+note "mjdiff-check on an implicit-integrator model: exit 1, $ERR"
+
+# 3. usage
+run "$CHECK" --bogus
+[[ $RC -eq 2 ]] || fail "mjdiff-check --bogus: exit $RC, expected 2"
+run "$CHECK" --states x "$SOURCE_DIR/models/arm_box.xml"
+[[ $RC -eq 2 ]] || fail "mjdiff-check --states x: exit $RC, expected 2"
+run "$CHECK"
+[[ $RC -eq 2 ]] || fail "mjdiff-check without a model: exit $RC, expected 2"
+run "$CHECK" --help
+[[ $RC -eq 0 ]] || fail "mjdiff-check --help: exit $RC, expected 0"
+grep -q -- "--tol" <<<"$OUT" || fail "mjdiff-check --help does not list --tol"
+run "$BENCH" --bogus
+[[ $RC -eq 2 ]] || fail "mjdiff-bench-step --bogus: exit $RC, expected 2"
+run "$BENCH" --help
+[[ $RC -eq 0 ]] || fail "mjdiff-bench-step --help: exit $RC, expected 0"
+note "usage errors and --help: ok"
+
+# 4. the benchmark's JSON
+run "$BENCH" --rounds 1 "$SOURCE_DIR/models/cartpole.xml" --json
+[[ $RC -eq 0 ]] || fail "mjdiff-bench-step cartpole.xml: exit $RC, expected 0; stderr: $ERR"
+python3 -m json.tool "$TMP/out" >/dev/null || fail "mjdiff-bench-step --json: invalid JSON: $OUT"
+python3 - "$TMP/out" <<'EOF' || fail "mjdiff-bench-step --json: unexpected content: $OUT"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["tool"] == "mjdiff-bench-step" and j["status"] == "ok", j["status"]
+(m,) = j["metrics"]["per_model"]
+assert m["name"] == "cartpole" and m["rounds"] == 1
+for op in ("step", "vjp", "jvp", "jacobian", "fd_forward", "fd_centered"):
+    assert m["us_per_call"][op] > 0, op
+    assert m["failed_calls"][op] == 0, op
+assert len(j["series"]) == 1
+EOF
+note "mjdiff-bench-step --json cartpole.xml: ok"
+
+note "PASS"
+exit 0

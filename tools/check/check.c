@@ -1,0 +1,834 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// mjdiff-check: the analytic step Jacobians of a model (mjdiff_stepJacobian) against finite
+// differences of the smooth step (mjdiff_step), block by block, at random states.
+//
+//   state k = 0 .. N-1: from the initial state (keyframe 0, else qpos0), S + 7k smooth steps under
+//     random controls (new every 20 steps), then qvel += U(-0.15, 0.15), act += U(-0.05, 0.05),
+//     new random controls kept inside ctrlrange (5% .. 95% of the range)
+//   x (+) dx: qpos (+) dq = mj_integratePos(qpos, dq, 1), qvel + dv, act + da;  u + du
+//   F(e)[:, c] = (step(x (+) e e_c) (-) step(x (-) e e_c)) / 2e   (tangent difference,
+//     mj_differentiatePos; e = eps for state columns, eps_ctrl for control columns, shrunk to
+//     stay inside ctrlrange)
+//   Richardson:  F1 = (4 F(e) - F(2e)) / 3,  F2 = (4 F(2e) - F(4e)) / 3   (eps^2 term cancels)
+//   block error  err_b(X, Y) = max |X - Y| over block b / max(floor, max |Y| over block b)
+//   a state is skipped when max_b err_b(F1, F2) > tol: the finite differences disagree with
+//     themselves (a piece boundary of a force law within 4 eps)
+//   otherwise  e_b = err_b([A B], F1);  result: worst e_b over compared states, per block
+//   adjoint consistency at each state (random l, dx, du):
+//     |l . JVP(dx, du) - VJP(l) . (dx, du)| / max(1, |l . JVP|), JVP against A dx + B du and VJP
+//     against A' l, B' l (max abs error / max(1, max abs value))
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <mjdiff/mjdiff.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolutil.h"
+
+#define TOOL "mjdiff-check"
+#define EXIT_MISMATCH 3
+#define NBLOCK 12
+
+typedef struct args_ {
+  const char* model;
+  long states;
+  long seed;
+  long steps;
+  double eps;
+  double eps_ctrl;
+  double tol;
+  double floor;
+  double tol_adj;
+  double min_compared;
+  int json;
+  int quiet;
+  const char* out;
+} args;
+
+static void usage(void) {
+  printf(
+      "Usage: " TOOL
+      " [options] MODEL.xml\n"
+      "\n"
+      "Check the analytic step Jacobians A = dx'/dx and B = dx'/du of MODEL (mjdiff_stepJacobian)\n"
+      "against Richardson-extrapolated centered finite differences of the smooth step\n"
+      "(mjdiff_step), per block (A_qq, A_qv, A_qa, A_vq, A_vv, A_va, A_aq, A_av, A_aa, B_q, B_v,\n"
+      "B_a; empty blocks omitted), at random states near simulated trajectories. State\n"
+      "perturbations are tangent-space (mj_integratePos / mj_differentiatePos). Also checks that\n"
+      "the VJP and JVP agree with each other and with A, B, and that none of the calls changes\n"
+      "the state.\n"
+      "\n"
+      "Options:\n"
+      "  --states N        number of random states (default 20)\n"
+      "  --seed S          random seed (default 12345)\n"
+      "  --steps K         smooth steps under random controls before state k is taken: K + 7k\n"
+      "                    (default 150)\n"
+      "  --eps E           finite-difference step of the state columns (default 1e-5)\n"
+      "  --eps-ctrl E      finite-difference step of the control columns (default 1e-3; shrunk\n"
+      "                    where needed to stay inside ctrlrange)\n"
+      "  --tol T           largest accepted relative error per block (default 1e-6); also the\n"
+      "                    threshold above which a state's finite differences are judged\n"
+      "                    unreliable and the state is skipped\n"
+      "  --floor F         block scale floor: error / max(F, max |FD entry|) (default 1e-4)\n"
+      "  --tol-adj T       largest accepted VJP/JVP consistency error (default 1e-10)\n"
+      "  --min-compared P  smallest accepted fraction of compared (not skipped) states\n"
+      "                    (default 0.8; at least one state must be compared)\n"
+      "  --quiet           no per-state progress lines on stderr\n"
+      "  --json            print the result as JSON on stdout instead of the table\n"
+      "  --out FILE        also write the result as JSON to FILE (default: none)\n"
+      "  --help            print this help and exit\n"
+      "\n"
+      "JSON: one object {tool, version, model, args, status, metrics, series}; metrics.worst\n"
+      "holds the worst relative error per block, series one entry per state.\n"
+      "Exit status: 0 every check passed, 1 runtime error (model not loaded, smooth model or\n"
+      "step derivatives rejected: the library's message names the feature), 2 usage error,\n"
+      "3 a check failed (the message names the block), 130 interrupted (partial results\n"
+      "written).\n");
+}
+
+static void parseArgs(int argc, char** argv, args* a) {
+  memset(a, 0, sizeof(*a));
+  a->states = 20;
+  a->seed = 12345;
+  a->steps = 150;
+  a->eps = 1e-5;
+  a->eps_ctrl = 1e-3;
+  a->tol = 1e-6;
+  a->floor = 1e-4;
+  a->tol_adj = 1e-10;
+  a->min_compared = 0.8;
+  int positional = 0;
+  for (int i = 1; i < argc; i++) {
+    const char* o = argv[i];
+    if (!positional && (!strcmp(o, "--help") || !strcmp(o, "-h"))) {
+      usage();
+      exit(TOOL_EXIT_OK);
+    } else if (!positional && !strcmp(o, "--states")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseInt(v, 1, 1000000, &a->states)) {
+        tool_usageError(TOOL, "--states must be an integer in [1, 1e6], got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--seed")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
+        tool_usageError(TOOL, "--seed must be an integer in [0, 2^31 - 1], got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--steps")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseInt(v, 0, 100000000, &a->steps)) {
+        tool_usageError(TOOL, "--steps must be an integer in [0, 1e8], got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--eps")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->eps) || a->eps <= 0 || a->eps > 1) {
+        tool_usageError(TOOL, "--eps must be a number in (0, 1], got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--eps-ctrl")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->eps_ctrl) || a->eps_ctrl <= 0 || a->eps_ctrl > 1) {
+        tool_usageError(TOOL, "--eps-ctrl must be a number in (0, 1], got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--tol")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->tol) || a->tol <= 0) {
+        tool_usageError(TOOL, "--tol must be a positive number, got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--floor")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->floor) || a->floor <= 0) {
+        tool_usageError(TOOL, "--floor must be a positive number, got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--tol-adj")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->tol_adj) || a->tol_adj <= 0) {
+        tool_usageError(TOOL, "--tol-adj must be a positive number, got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--min-compared")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      if (!tool_parseDouble(v, &a->min_compared) || a->min_compared < 0 || a->min_compared > 1) {
+        tool_usageError(TOOL, "--min-compared must be a number in [0, 1], got '%s'", v);
+      }
+    } else if (!positional && !strcmp(o, "--quiet")) {
+      a->quiet = 1;
+    } else if (!positional && !strcmp(o, "--json")) {
+      a->json = 1;
+    } else if (!positional && !strcmp(o, "--out")) {
+      a->out = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!positional && !strcmp(o, "--")) {
+      positional = 1;
+    } else if (!positional && o[0] == '-' && o[1]) {
+      tool_usageError(TOOL, "unknown option '%s'", o);
+    } else if (a->model) {
+      tool_usageError(TOOL, "more than one model given ('%s' and '%s')", a->model, o);
+    } else {
+      a->model = o;
+    }
+  }
+  if (!a->model) tool_usageError(TOOL, "no model given");
+}
+
+//---------------------------------- MuJoCo warnings -----------------------------------------------
+
+// MuJoCo's default handler prints to stdout (which holds our results): count and show on stderr
+static long gWarnings = 0;
+
+static void onWarning(const char* msg) {
+  if (gWarnings++ < 5) fprintf(stderr, TOOL ": MuJoCo warning: %s\n", msg);
+}
+
+//---------------------------------- blocks --------------------------------------------------------
+
+typedef struct block_ {
+  const char* name;
+  int r0, r1, c0, c1;  // rows and columns of [A B] (ndx x (ndx + nu))
+} block;
+
+// the non-empty blocks of [A B]; returns their number
+static int makeBlocks(const mjModel* m, block* b) {
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  int q0 = 0, q1 = nv, v0 = nv, v1 = 2 * nv, a0 = 2 * nv, a1 = ndx;
+  const block all[NBLOCK] = {
+      {"A_qq", q0, q1, q0, q1},   {"A_qv", q0, q1, v0, v1},   {"A_qa", q0, q1, a0, a1},
+      {"A_vq", v0, v1, q0, q1},   {"A_vv", v0, v1, v0, v1},   {"A_va", v0, v1, a0, a1},
+      {"A_aq", a0, a1, q0, q1},   {"A_av", a0, a1, v0, v1},   {"A_aa", a0, a1, a0, a1},
+      {"B_q", q0, q1, ndx, ncol}, {"B_v", v0, v1, ndx, ncol}, {"B_a", a0, a1, ndx, ncol},
+  };
+  int n = 0;
+  for (int i = 0; i < NBLOCK; i++) {
+    if (all[i].r1 > all[i].r0 && all[i].c1 > all[i].c0) b[n++] = all[i];
+  }
+  return n;
+}
+
+// err[i] = max |X - Y| / max(floor, max |Y|) over block i; returns the worst, *worst its index
+static double blockErrors(const block* b, int nb, int ncol, const mjtNum* X, const mjtNum* Y,
+                          double floor, double* err, int* worst) {
+  double w = 0;
+  if (worst) *worst = 0;
+  for (int i = 0; i < nb; i++) {
+    double e = 0, scale = floor;
+    for (int r = b[i].r0; r < b[i].r1; r++) {
+      for (int c = b[i].c0; c < b[i].c1; c++) {
+        e = fmax(e, fabs(X[ncol * r + c] - Y[ncol * r + c]));
+        scale = fmax(scale, fabs(Y[ncol * r + c]));
+      }
+    }
+    // a NaN anywhere is the worst possible error
+    double rel = isfinite(e) ? e / scale : INFINITY;
+    if (err) err[i] = rel;
+    if (rel > w) {
+      w = rel;
+      if (worst) *worst = i;
+    }
+  }
+  return w;
+}
+
+//---------------------------------- states --------------------------------------------------------
+
+// splitmix64: deterministic and platform-independent
+static double uniform(uint64_t* s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static void randomCtrl(const mjModel* m, mjData* d, uint64_t* rng) {
+  for (int i = 0; i < m->nu; i++) {
+    mjtNum lo = -1, hi = 1;
+    if (m->actuator_ctrllimited[i]) {
+      lo = m->actuator_ctrlrange[2 * i];
+      hi = m->actuator_ctrlrange[2 * i + 1];
+    }
+    d->ctrl[i] = lo + (hi - lo) * uniform(rng);
+  }
+}
+
+// state vector: qpos (nq), qvel (nv), act (na), ctrl (nu), time
+static int stateSize(const mjModel* m) {
+  return m->nq + m->nv + m->na + m->nu + 1;
+}
+
+static void getState(const mjModel* m, const mjData* d, mjtNum* x) {
+  mju_copy(x, d->qpos, m->nq);
+  mju_copy(x + m->nq, d->qvel, m->nv);
+  mju_copy(x + m->nq + m->nv, d->act, m->na);
+  mju_copy(x + m->nq + m->nv + m->na, d->ctrl, m->nu);
+  x[m->nq + m->nv + m->na + m->nu] = d->time;
+}
+
+static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
+  mju_copy(d->qpos, x, m->nq);
+  mju_copy(d->qvel, x + m->nq, m->nv);
+  mju_copy(d->act, x + m->nq + m->nv, m->na);
+  mju_copy(d->ctrl, x + m->nq + m->nv + m->na, m->nu);
+  d->time = x[m->nq + m->nv + m->na + m->nu];
+}
+
+// a random state near a simulated trajectory: nstep smooth steps under random controls from the
+// initial state, then perturbed velocities and activations and new controls inside ctrlrange;
+// returns the steps actually done (a failed step ends the run early)
+static int randomState(const mjModel* m, mjData* d, const mjdiffModel* s, uint64_t* rng,
+                       int nstep) {
+  mj_resetData(m, d);
+  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+  char err[512];
+  int done = 0;
+  for (; done < nstep; done++) {
+    if (done % 20 == 0) randomCtrl(m, d, rng);
+    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
+  }
+  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (uniform(rng) - 0.5);
+  for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (uniform(rng) - 0.5);
+  randomCtrl(m, d, rng);
+  mjdiff_forward(m, d, s, err, sizeof(err));  // normalises quaternions, as every call does
+  // keep controls strictly inside their ranges (clamping is not differentiable at the bound)
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_ctrllimited[i]) {
+      mjtNum lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
+      d->ctrl[i] = lo + (hi - lo) * (0.05 + 0.9 * (d->ctrl[i] - lo) / (hi - lo));
+    }
+  }
+  return done;
+}
+
+//---------------------------------- finite differences --------------------------------------------
+
+typedef struct fdwork_ {
+  mjtNum* dx;     // ndx
+  mjtNum* du;     // nu
+  mjtNum* plus;   // nq + nv + na
+  mjtNum* minus;  // nq + nv + na
+  mjtNum* col;    // ndx
+  mjtNum* epsu;   // nu: control step per column
+} fdwork;
+
+// next = step(x (+) dx, u + du) as (qpos, qvel, act); 0 if the step failed
+static int stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* state,
+                    const mjtNum* dx, const mjtNum* du, mjtNum* next) {
+  int nq = m->nq, nv = m->nv, na = m->na;
+  setState(m, d, state);
+  mj_integratePos(m, d->qpos, dx, 1);
+  for (int i = 0; i < nv; i++) d->qvel[i] += dx[nv + i];
+  for (int i = 0; i < na; i++) d->act[i] += dx[2 * nv + i];
+  for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
+  char err[512];
+  if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) return 0;
+  mju_copy(next, d->qpos, nq);
+  mju_copy(next + nq, d->qvel, nv);
+  mju_copy(next + nq + nv, d->act, na);
+  return 1;
+}
+
+// centered finite-difference [A B] (ndx x (ndx + nu)) with steps scale * (eps, epsu); 0 if a
+// step failed
+static int fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* state,
+                      double eps, double scale, fdwork* w, mjtNum* J) {
+  int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  int ok = 1;
+  for (int c = 0; c < ncol && ok; c++) {
+    mju_zero(w->dx, ndx);
+    mju_zero(w->du, nu);
+    double e = scale * (c < ndx ? eps : w->epsu[c - ndx]);
+    if (c < ndx) {
+      w->dx[c] = e;
+    } else {
+      w->du[c - ndx] = e;
+    }
+    ok &= stepFrom(m, d, s, state, w->dx, w->du, w->plus);
+    mju_scl(w->dx, w->dx, -1, ndx);
+    mju_scl(w->du, w->du, -1, nu);
+    ok &= stepFrom(m, d, s, state, w->dx, w->du, w->minus);
+
+    // tangent difference (plus - minus) / 2e
+    mj_differentiatePos(m, w->col, 2 * e, w->minus, w->plus);
+    for (int i = 0; i < nv + na; i++)
+      w->col[nv + i] = (w->plus[nq + i] - w->minus[nq + i]) / (2 * e);
+    for (int r = 0; r < ndx; r++) J[ncol * r + c] = w->col[r];
+  }
+  setState(m, d, state);
+  return ok;
+}
+
+//---------------------------------- results -------------------------------------------------------
+
+typedef struct staterec_ {
+  int steps;        // smooth steps simulated before the state
+  int ncon;         // contacts at the state (smooth forward pass)
+  int skipped;      // finite differences disagree with themselves
+  int fd_failed;    // a perturbed step failed (state not compared)
+  double fd_noise;  // max_b err_b(F1, F2)
+  int noise_block;
+  double err[NBLOCK];  // err_b([A B], F1), when compared
+  int worst_block;
+  double adj_err;     // VJP/JVP consistency
+  int state_changed;  // a derivative call changed the state
+} staterec;
+
+typedef struct result_ {
+  int nv, nu, na, nq, integrator;
+  double timestep;
+  int nb;
+  block blocks[NBLOCK];
+  int nstate;  // states done
+  int compared, skipped, fd_failed, contacts, contacts_compared, state_changed;
+  double worst[NBLOCK];
+  int worst_state[NBLOCK];
+  double adj_worst;
+  int adj_worst_state;
+  staterec* rec;
+  int ran;             // the check ran (model accepted)
+  int status;          // exit code
+  char message[1024];  // runtime error or failed check
+} result;
+
+static const char* integratorName(int i) {
+  switch (i) {
+    case mjINT_EULER:
+      return "Euler";
+    case mjINT_RK4:
+      return "RK4";
+    default:
+      return "implicit";
+  }
+}
+
+static void jsonNumber(FILE* f, double x) {
+  if (isfinite(x)) {
+    fprintf(f, "%.6g", x);
+  } else {
+    fprintf(f, "null");
+  }
+}
+
+static void printJson(FILE* f, const args* a, const result* r, const char* status) {
+  fprintf(f, "{\"tool\":\"" TOOL "\",\"version\":");
+  tool_jsonString(f, mjdiff_versionString());
+  fprintf(f, ",\"model\":");
+  tool_jsonString(f, a->model);
+  fprintf(f,
+          ",\"args\":{\"states\":%ld,\"seed\":%ld,\"steps\":%ld,\"eps\":%g,\"eps_ctrl\":%g,"
+          "\"tol\":%g,\"floor\":%g,\"tol_adj\":%g,\"min_compared\":%g,\"mujoco_version\":%d},",
+          a->states, a->seed, a->steps, a->eps, a->eps_ctrl, a->tol, a->floor, a->tol_adj,
+          a->min_compared, mj_version());
+  fprintf(f, "\"status\":");
+  tool_jsonString(f, status);
+  fprintf(f,
+          ",\"metrics\":{\"nq\":%d,\"nv\":%d,\"na\":%d,\"nu\":%d,\"integrator\":\"%s\","
+          "\"timestep_s\":%g,\"states\":%d,\"compared\":%d,\"skipped_fd_disagree\":%d,"
+          "\"skipped_fd_step_failed\":%d,\"with_contacts\":%d,\"compared_with_contacts\":%d,"
+          "\"state_changed\":%d,\"worst\":{",
+          r->nq, r->nv, r->na, r->nu, integratorName(r->integrator), r->timestep, r->nstate,
+          r->compared, r->skipped, r->fd_failed, r->contacts, r->contacts_compared,
+          r->state_changed);
+  for (int b = 0; b < r->nb; b++) {
+    fprintf(f, "%s\"%s\":", b ? "," : "", r->blocks[b].name);
+    if (r->compared) {
+      jsonNumber(f, r->worst[b]);
+    } else {
+      fprintf(f, "null");
+    }
+  }
+  fprintf(f, "},\"worst_state\":{");
+  for (int b = 0; b < r->nb; b++) {
+    fprintf(f, "%s\"%s\":%d", b ? "," : "", r->blocks[b].name,
+            r->compared ? r->worst_state[b] : -1);
+  }
+  fprintf(f, "},\"vjp_jvp_max_error\":");
+  jsonNumber(f, r->nstate ? r->adj_worst : NAN);
+  fprintf(f, ",\"pass\":%s,\"message\":", r->status == TOOL_EXIT_OK ? "true" : "false");
+  tool_jsonString(f, r->message);
+  fprintf(f, "},\"series\":[");
+  for (int k = 0; k < r->nstate; k++) {
+    const staterec* s = r->rec + k;
+    fprintf(f,
+            "%s{\"state\":%d,\"steps\":%d,\"ncon\":%d,\"skipped\":%s,\"fd_step_failed\":%s,"
+            "\"fd_disagreement\":",
+            k ? "," : "", k, s->steps, s->ncon, s->skipped ? "true" : "false",
+            s->fd_failed ? "true" : "false");
+    jsonNumber(f, s->fd_noise);
+    fprintf(f, ",\"errors\":");
+    if (s->skipped || s->fd_failed) {
+      fprintf(f, "null");
+    } else {
+      fputc('{', f);
+      for (int b = 0; b < r->nb; b++) {
+        fprintf(f, "%s\"%s\":", b ? "," : "", r->blocks[b].name);
+        jsonNumber(f, s->err[b]);
+      }
+      fputc('}', f);
+    }
+    fprintf(f, ",\"vjp_jvp_error\":");
+    jsonNumber(f, s->adj_err);
+    fprintf(f, ",\"state_changed\":%s}", s->state_changed ? "true" : "false");
+  }
+  fprintf(f, "]}\n");
+}
+
+static void printTable(FILE* f, const args* a, const result* r) {
+  fprintf(f, TOOL " %s: %s\n", mjdiff_versionString(), a->model);
+  fprintf(f, "model: nq %d, nv %d, na %d, nu %d, %s, timestep %g s\n", r->nq, r->nv, r->na, r->nu,
+          integratorName(r->integrator), r->timestep);
+  fprintf(f,
+          "states: %d, compared %d, skipped %d (finite differences disagree with themselves: a "
+          "force law's piece boundary in reach)%s",
+          r->nstate, r->compared, r->skipped, r->fd_failed ? "" : "\n");
+  if (r->fd_failed) fprintf(f, ", %d (a perturbed step failed)\n", r->fd_failed);
+  fprintf(f, "contacts: %d of %d states, %d of %d compared states\n", r->contacts, r->nstate,
+          r->contacts_compared, r->compared);
+  fprintf(f, "FD: centered, Richardson over (e, 2e), e = %g (states), %g (controls)\n\n", a->eps,
+          a->eps_ctrl);
+  fprintf(f, "%-6s %9s %14s %7s %6s  %s\n", "block", "size", "worst rel.err", "state", "ncon",
+          "status");
+  for (int b = 0; b < r->nb; b++) {
+    const block* bl = r->blocks + b;
+    char size[32];
+    snprintf(size, sizeof(size), "%dx%d", bl->r1 - bl->r0, bl->c1 - bl->c0);
+    if (!r->compared) {
+      fprintf(f, "%-6s %9s %14s %7s %6s  %s\n", bl->name, size, "-", "-", "-", "not compared");
+      continue;
+    }
+    int k = r->worst_state[b];
+    fprintf(f, "%-6s %9s %14.3e %7d %6d  %s\n", bl->name, size, r->worst[b], k, r->rec[k].ncon,
+            r->worst[b] <= a->tol ? "ok" : "FAIL");
+  }
+  if (r->nstate) {
+    fprintf(f, "\nVJP/JVP consistency: worst %.3e (state %d, tol %g) %s\n", r->adj_worst,
+            r->adj_worst_state, a->tol_adj, r->adj_worst <= a->tol_adj ? "ok" : "FAIL");
+  }
+  if (r->state_changed) {
+    fprintf(f, "state changed by a derivative call at %d states: FAIL\n", r->state_changed);
+  }
+}
+
+//---------------------------------- the check -----------------------------------------------------
+
+// adjoint consistency at the state in d; *changed set if a call changed the state; returns the
+// error, or -1 with err filled on a failed call
+static double adjointCheck(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffStepDeriv* w,
+                           const mjtNum* J, uint64_t* rng, const mjtNum* state, mjtNum* after,
+                           int* changed, char* err, int errsz) {
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu, ns = stateSize(m);
+  size_t n = (size_t)(3 * ndx + 3 * ncol + 2);
+  mjtNum* buf = calloc(n, sizeof(mjtNum));
+  if (!buf) {
+    snprintf(err, (size_t)errsz, "out of memory");
+    return -1;
+  }
+  mjtNum *l = buf, *jv = l + ndx, *jvRef = jv + ndx, *v = jvRef + ndx, *lx = v + ncol,
+         *lxRef = lx + ncol;
+  for (int i = 0; i < ndx; i++) l[i] = uniform(rng) - 0.5;
+  for (int i = 0; i < ncol; i++) v[i] = uniform(rng) - 0.5;
+
+  double e = -1;
+  if (mjdiff_stepJVP(m, d, s, w, v, nu ? v + ndx : NULL, jv, err, errsz) != MJDIFF_OK) goto done;
+  getState(m, d, after);
+  if (memcmp(state, after, sizeof(mjtNum) * (size_t)ns)) *changed = 1;
+  if (mjdiff_stepVJP(m, d, s, w, l, lx, nu ? lx + ndx : NULL, err, errsz) != MJDIFF_OK) goto done;
+  getState(m, d, after);
+  if (memcmp(state, after, sizeof(mjtNum) * (size_t)ns)) *changed = 1;
+
+  // l . JVP(v) against VJP(l) . v
+  double lhs = mju_dot(l, jv, ndx), rhs = mju_dot(lx, v, ncol);
+  e = fabs(lhs - rhs) / fmax(1, fabs(lhs));
+
+  // JVP against [A B] v, VJP against [A B]' l
+  mju_mulMatVec(jvRef, J, v, ndx, ncol);
+  mju_mulMatTVec(lxRef, J, l, ndx, ncol);
+  double diff = 0, scale = 1;
+  for (int i = 0; i < ndx; i++) {
+    diff = fmax(diff, fabs(jv[i] - jvRef[i]));
+    scale = fmax(scale, fabs(jvRef[i]));
+  }
+  e = fmax(e, diff / scale);
+  diff = 0, scale = 1;
+  for (int i = 0; i < ncol; i++) {
+    diff = fmax(diff, fabs(lx[i] - lxRef[i]));
+    scale = fmax(scale, fabs(lxRef[i]));
+  }
+  e = fmax(e, diff / scale);
+  if (!isfinite(e)) e = INFINITY;
+
+done:
+  free(buf);
+  return e;
+}
+
+// run the check; fills r (r->status and r->message on a runtime error or failure)
+static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffStepDeriv* w,
+                  result* r) {
+  int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  int ns = stateSize(m);
+  size_t nJ = (size_t)ndx * (size_t)ncol;
+  size_t total = 7 * nJ + (size_t)ndx * ndx + (size_t)ndx * nu + 2 * (size_t)ns + 2 * (size_t)ndx +
+                 2 * (size_t)nu + 2 * (size_t)(nq + nv + na) + 16;
+  mjtNum* buf = calloc(total, sizeof(mjtNum));
+  mjData* d = mj_makeData(m);
+  r->rec = calloc((size_t)a->states, sizeof(staterec));
+  if (!buf || !d || !r->rec) {
+    r->status = TOOL_EXIT_RUNTIME;
+    snprintf(r->message, sizeof(r->message), "out of memory");
+    free(buf);
+    if (d) mj_deleteData(d);
+    return;
+  }
+  mjtNum *J = buf, *Fa = J + nJ, *Fb = Fa + nJ, *Fc = Fb + nJ, *F1 = Fc + nJ, *F2 = F1 + nJ;
+  mjtNum *A = F2 + nJ, *B = A + (size_t)ndx * ndx, *state = B + (size_t)ndx * nu + 1;
+  mjtNum* after = state + ns;
+  fdwork fw;
+  fw.dx = after + ns;
+  fw.du = fw.dx + ndx;
+  fw.col = fw.du + nu + 1;
+  fw.epsu = fw.col + ndx;
+  fw.plus = fw.epsu + nu + 1;
+  fw.minus = fw.plus + nq + nv + na + 1;
+
+  uint64_t rng = (uint64_t)a->seed;
+  char err[1024] = "";
+  for (int k = 0; k < a->states && !tool_interrupted(); k++) {
+    staterec* rec = r->rec + k;
+    rec->steps = randomState(m, d, s, &rng, (int)(a->steps + 7 * k));
+    getState(m, d, state);
+
+    // analytic [A B]; the call leaves the state as it found it
+    if (mjdiff_stepJacobian(m, d, s, w, A, B, err, sizeof(err)) != MJDIFF_OK) {
+      r->status = TOOL_EXIT_RUNTIME;
+      snprintf(r->message, sizeof(r->message), "mjdiff_stepJacobian failed at state %d: %s", k,
+               err);
+      break;
+    }
+    getState(m, d, after);
+    if (memcmp(state, after, sizeof(mjtNum) * (size_t)ns)) rec->state_changed = 1;
+    rec->ncon = d->ncon;
+    for (int i = 0; i < ndx; i++) {
+      mju_copy(J + (size_t)ncol * i, A + (size_t)ndx * i, ndx);
+      mju_copy(J + (size_t)ncol * i + ndx, B + (size_t)nu * i, nu);
+    }
+
+    // VJP and JVP against each other and [A B]
+    setState(m, d, state);
+    rec->adj_err =
+        adjointCheck(m, d, s, w, J, &rng, state, after, &rec->state_changed, err, sizeof(err));
+    if (rec->adj_err < 0) {
+      r->status = TOOL_EXIT_RUNTIME;
+      snprintf(r->message, sizeof(r->message), "mjdiff_stepJVP/VJP failed at state %d: %s", k, err);
+      break;
+    }
+
+    // control steps: inside ctrlrange at 4x the step
+    const mjtNum* u = state + nq + nv + na;
+    for (int i = 0; i < nu; i++) {
+      fw.epsu[i] = a->eps_ctrl;
+      if (m->actuator_ctrllimited[i]) {
+        mjtNum margin =
+            fmin(u[i] - m->actuator_ctrlrange[2 * i], m->actuator_ctrlrange[2 * i + 1] - u[i]);
+        if (margin > 0 && 4 * fw.epsu[i] > 0.9 * margin) fw.epsu[i] = 0.9 * margin / 4;
+      }
+    }
+
+    // Richardson-extrapolated centered differences at (e, 2e) and (2e, 4e)
+    int ok = fdJacobian(m, d, s, state, a->eps, 1, &fw, Fa) &&
+             fdJacobian(m, d, s, state, a->eps, 2, &fw, Fb) &&
+             fdJacobian(m, d, s, state, a->eps, 4, &fw, Fc);
+    r->nstate = k + 1;
+    r->contacts += rec->ncon > 0;
+    r->state_changed += rec->state_changed;
+    if (rec->adj_err > r->adj_worst || k == 0) {
+      r->adj_worst = rec->adj_err;
+      r->adj_worst_state = k;
+    }
+    if (!ok) {
+      rec->fd_failed = 1;
+      rec->fd_noise = NAN;
+      r->fd_failed++;
+      if (!a->quiet) {
+        fprintf(stderr, "state %4d/%-4ld  steps %6d  ncon %4d  skipped: a perturbed step failed\n",
+                k + 1, a->states, rec->steps, rec->ncon);
+      }
+      continue;
+    }
+    for (size_t i = 0; i < nJ; i++) {
+      F1[i] = (4 * Fa[i] - Fb[i]) / 3;
+      F2[i] = (4 * Fb[i] - Fc[i]) / 3;
+    }
+    rec->fd_noise = blockErrors(r->blocks, r->nb, ncol, F1, F2, a->floor, NULL, &rec->noise_block);
+    if (rec->fd_noise > a->tol) {
+      rec->skipped = 1;
+      r->skipped++;
+      if (!a->quiet) {
+        fprintf(stderr,
+                "state %4d/%-4ld  steps %6d  ncon %4d  skipped: finite differences disagree by "
+                "%.2e in %s\n",
+                k + 1, a->states, rec->steps, rec->ncon, rec->fd_noise,
+                r->blocks[rec->noise_block].name);
+      }
+      continue;
+    }
+    double e = blockErrors(r->blocks, r->nb, ncol, J, F1, a->floor, rec->err, &rec->worst_block);
+    for (int b = 0; b < r->nb; b++) {
+      if (!r->compared || rec->err[b] > r->worst[b]) {
+        r->worst[b] = rec->err[b];
+        r->worst_state[b] = k;
+      }
+    }
+    r->compared++;
+    r->contacts_compared += rec->ncon > 0;
+    if (!a->quiet) {
+      fprintf(stderr,
+              "state %4d/%-4ld  steps %6d  ncon %4d  worst %.2e in %-4s  fd self %.1e  adj %.1e\n",
+              k + 1, a->states, rec->steps, rec->ncon, e, r->blocks[rec->worst_block].name,
+              rec->fd_noise, rec->adj_err);
+    }
+  }
+  mj_deleteData(d);
+  free(buf);
+}
+
+// the verdict: status and message
+static void judge(const args* a, result* r) {
+  if (r->status != TOOL_EXIT_OK) return;  // runtime error
+  if (tool_interrupted()) {
+    r->status = TOOL_EXIT_INTERRUPTED;
+    snprintf(r->message, sizeof(r->message), "interrupted after %d of %ld states", r->nstate,
+             a->states);
+    return;
+  }
+  int worst = -1;
+  for (int b = 0; b < r->nb; b++) {
+    if (r->compared && !(r->worst[b] <= a->tol) && (worst < 0 || r->worst[b] > r->worst[worst])) {
+      worst = b;
+    }
+  }
+  int n = 0;
+  const int N = (int)sizeof(r->message);
+  if (worst >= 0) {
+    int k = r->worst_state[worst];
+    n += snprintf(r->message + n, (size_t)(N - n),
+                  "block %s: worst relative error %.3e > tol %g (state %d, ncon %d)",
+                  r->blocks[worst].name, r->worst[worst], a->tol, k, r->rec[k].ncon);
+    for (int b = 0; b < r->nb && n < N; b++) {
+      if (b != worst && r->worst[b] > a->tol) {
+        n += snprintf(r->message + n, (size_t)(N - n), "; block %s: %.3e", r->blocks[b].name,
+                      r->worst[b]);
+      }
+    }
+  }
+  if (n < N && r->nstate && !(r->adj_worst <= a->tol_adj)) {
+    n += snprintf(r->message + n, (size_t)(N - n),
+                  "%sVJP/JVP consistency: error %.3e > tol-adj %g (state %d)", n ? "; " : "",
+                  r->adj_worst, a->tol_adj, r->adj_worst_state);
+  }
+  if (n < N && r->state_changed) {
+    n += snprintf(r->message + n, (size_t)(N - n),
+                  "%sa derivative call changed the state (qpos, qvel, act, ctrl or time) at %d "
+                  "states",
+                  n ? "; " : "", r->state_changed);
+  }
+  if (n < N && r->nstate &&
+      (r->compared == 0 || r->compared < (int)ceil(a->min_compared * r->nstate - 1e-9))) {
+    n += snprintf(r->message + n, (size_t)(N - n),
+                  "%sonly %d of %d states compared (%d skipped: finite differences unreliable, "
+                  "%d: a perturbed step failed); at least %g of them, and one, must be",
+                  n ? "; " : "", r->compared, r->nstate, r->skipped, r->fd_failed, a->min_compared);
+  }
+  if (n > 0) {
+    r->status = EXIT_MISMATCH;
+  } else {
+    snprintf(r->message, sizeof(r->message),
+             "every block within %g over %d compared states; VJP/JVP consistent", a->tol,
+             r->compared);
+  }
+}
+
+//---------------------------------- main ----------------------------------------------------------
+
+int main(int argc, char** argv) {
+  args a;
+  parseArgs(argc, argv, &a);
+  tool_catchInterrupt();
+  mju_user_warning = onWarning;
+
+  result r;
+  memset(&r, 0, sizeof(r));
+  r.status = TOOL_EXIT_OK;
+  char err[1024] = "";
+  mjModel* m = tool_loadModel(a.model, err, sizeof(err));
+  mjdiffModel* s = NULL;
+  mjdiffStepDeriv* w = NULL;
+  if (!m) {
+    r.status = TOOL_EXIT_RUNTIME;
+    snprintf(r.message, sizeof(r.message), "%s", err);
+  } else {
+    r.nq = m->nq;
+    r.nv = m->nv;
+    r.na = m->na;
+    r.nu = m->nu;
+    r.integrator = m->opt.integrator;
+    r.timestep = m->opt.timestep;
+    r.nb = makeBlocks(m, r.blocks);
+    mjdiffStatus st = mjdiff_makeModel(m, NULL, &s, err, sizeof(err));
+    if (st != MJDIFF_OK) {
+      r.status = TOOL_EXIT_RUNTIME;
+      snprintf(r.message, sizeof(r.message), "%s: smooth model rejected: %s (%s)", a.model, err,
+               mjdiff_statusName(st));
+    } else {
+      st = mjdiff_makeStepDeriv(m, s, &w, err, sizeof(err));
+      if (st != MJDIFF_OK) {
+        r.status = TOOL_EXIT_RUNTIME;
+        snprintf(r.message, sizeof(r.message), "%s: step derivatives rejected: %s (%s)", a.model,
+                 err, mjdiff_statusName(st));
+      }
+    }
+  }
+  if (r.status == TOOL_EXIT_OK) {
+    r.ran = 1;
+    check(&a, m, s, w, &r);
+  }
+  judge(&a, &r);
+
+  const char* status = r.status == TOOL_EXIT_OK            ? "ok"
+                       : r.status == EXIT_MISMATCH         ? "failed"
+                       : r.status == TOOL_EXIT_INTERRUPTED ? "interrupted"
+                                                           : "error";
+  if (a.json) {
+    printJson(stdout, &a, &r, status);
+  } else if (r.ran) {
+    printTable(stdout, &a, &r);
+  }
+  if (a.out) {
+    FILE* f = fopen(a.out, "w");
+    int bad = !f;
+    if (f) {
+      printJson(f, &a, &r, status);
+      bad = fclose(f) != 0;
+    }
+    if (bad) {
+      fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
+      if (r.status == TOOL_EXIT_OK) r.status = TOOL_EXIT_RUNTIME;
+    }
+  }
+  if (r.status == TOOL_EXIT_OK) {
+    if (!a.json) printf("\nresult: PASS (%s)\n", r.message);
+  } else if (r.status == EXIT_MISMATCH) {
+    if (!a.json) printf("\nresult: FAIL (%s)\n", r.message);
+    fprintf(stderr, TOOL ": FAILED: %s\n", r.message);
+  } else if (r.status == TOOL_EXIT_INTERRUPTED) {
+    fprintf(stderr, TOOL ": %s (partial results written)\n", r.message);
+  } else if (r.message[0]) {
+    fprintf(stderr, TOOL ": error: %s\n", r.message);
+  }
+  if (gWarnings) fprintf(stderr, TOOL ": %ld MuJoCo warnings\n", gWarnings);
+
+  free(r.rec);
+  mjdiff_freeStepDeriv(w);
+  mjdiff_freeModel(s);
+  if (m) mj_deleteModel(m);
+  return r.status;
+}
