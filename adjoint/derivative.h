@@ -33,7 +33,8 @@ extern "C" {
 // with respect to rigid perturbations of the two geoms
 //   z = (dx1 (3), dth1 (3), dx2 (3), dth2 (3))
 // as J (7 x 12, row-major). Returns 0 on success, -1 if the geom pair type is not supported or
-// the contact cannot be reproduced from the geoms' poses (the caller reports it). Valid where the contact set is locally stable (no contact switching).
+// the contact cannot be reproduced from the geoms' poses (the caller reports it). Valid where
+// the contact set is locally stable (no contact switching).
 MJDIFF_API int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
                                           mjtNum J[7 * 12]);
 
@@ -65,6 +66,33 @@ MJDIFF_API int mjdiff_forceDerivative(const mjModel* m, mjData* d, const struct 
 
 // MuJoCo's cdof moved to the world origin (nv x 6)
 void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0);
+
+// ---------------------------------- model parameters (params_d.c) -------------------------------
+//
+// Derivatives of the continuous dynamics in the selected model parameters p (mjdiffParams, see
+// <mjdiff/params.h>), at the state in d after the smooth forward pass and the acceleration acc
+// (nv) the step uses:
+//   DrDp (nv x np)     d/dp [ f(q, v, act, u; p) - ID(q, v, acc; p) - hdamp B(p) acc ]
+//                      (f: every applied force of forces_d.c; ID = M a + c of rne_d.c; hdamp:
+//                      the timestep if the step treats dof damping implicitly (Euler), else 0)
+//   DadotDp (na x np)  d act_dot / dp
+// so that H dacc = DrDp dp. Nullable: DadotDp. Returns 0, or -1 - i if contact i has no geometry
+// Jacobian.
+struct mjdiffParams_;
+MJDIFF_API int mjdiff_paramDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
+                                      const struct mjdiffParams_* p, const mjtNum* acc,
+                                      mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp);
+
+// ---------------------------------- sensors (sensor_d.c) -----------------------------------------
+//
+// Derivatives of d->sensordata at the state in d after the smooth forward pass (sensors computed):
+//   DsDx (nsensordata x (2nv + na + nu))  partials in [dq dv da du] at fixed acceleration
+//   DsDacc (nsensordata x nv)             partials in qacc (acceleration-stage sensors)
+// so that ds = DsDx dx + DsDacc dacc. Returns 0, or -1 - i if sensor i has no derivative.
+// mjdiff_sensorSupported: nonzero if sensor i of m has a derivative.
+MJDIFF_API int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
+                                       mjtNum* DsDx, mjtNum* DsDacc);
+MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
 
 #ifdef __cplusplus
 }
