@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include <mjdiff/adjoint.h>
+#include <mjdiff/params.h>
 
 #include "compat.h"
 #include "derivative.h"
@@ -35,13 +36,17 @@
 struct mjdiffStepDeriv_ {
   const mjModel* m;            // model and smooth model this workspace was made for
   const mjdiffModel* s;
-  int nv, na, nu, ndx;
+  const mjdiffParams* p;       // selected model parameters, or NULL
+  int nv, na, nu, np, ndx;
+  int nin;                     // inputs beyond the state: controls then parameters (nu + np)
   mjtNum* DfDq;                // force derivatives at one state (nv x nv, nv x nv, nv x na, nv x nu)
   mjtNum* DfDv;
   mjtNum* DfDa;
   mjtNum* DfDu;
   mjtNum* DadotDa;             // (na x na), (na x nu)
   mjtNum* DadotDu;
+  mjtNum* DrDp;                // (nv x np), (na x np) parameter derivatives at one state
+  mjtNum* DadotDp;
   mjtNum* DidDq;               // (nv x nv) x 2
   mjtNum* DidDv;
   mjtNum* RhsT;                // right-hand sides, one per row ((ndx + nu) x nv)
@@ -56,6 +61,9 @@ struct mjdiffStepDeriv_ {
   mjtNum* tmp;                 // (ndx + nu) scratch
   mjtNum* tmp2;                // (ndx + nu) scratch
   int badContact;              // first contact without a geometry Jacobian in this call, or -1
+  int badSensor;               // first sensor without a derivative in this call, or -1
+  mjtNum* DsDx;                // (nsensordata x (ndx + nu)), (nsensordata x nv) sensor derivatives
+  mjtNum* DsDacc;
 };
 
 //---------------------------------- SO(3) helpers ------------------------------------------------
@@ -176,7 +184,7 @@ static int hasDamping(const mjModel* m) {
 // w->H), else H = M (MuJoCo's factor in d). Returns 1 if H = M + h B.
 static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
                            mjtNum* acc) {
-  int nv = w->nv, na = w->na, nu = w->nu, ndx = w->ndx, ncol = ndx + nu;
+  int nv = w->nv, na = w->na, nu = w->nu, np = w->np, ndx = w->ndx, ncol = ndx + w->nin;
   mjModel view;
   const mjModel* mu = mjdiff_userModel(m, w->s, &view);
   int implicit = euler && hasDamping(m);
@@ -207,12 +215,24 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
     for (int c = 0; c < nu; c++) row[ndx + c] = w->DfDu[nu * r + c];
   }
 
+  // parameters: H dacc = DrDp dp (Euler's implicit damping included; at all-zero damping MuJoCo's
+  // Euler switches to the implicit form as soon as one grows: the derivative from above)
+  if (np) {
+    bad = mjdiff_paramDerivative(mu, d, w->s, w->p, acc, euler ? m->opt.timestep : 0, w->DrDp,
+                                 w->DadotDp);
+    if (bad && w->badContact < 0) w->badContact = -1 - bad;
+    for (int r = 0; r < nv; r++) {
+      mju_copy(w->X + (size_t)ncol * r + ndx + nu, w->DrDp + (size_t)np * r, np);
+    }
+  }
+
   // activations
   for (int r = 0; r < na; r++) {
     mjtNum* row = w->Dadot + ncol * r;
     mju_zero(row, ncol);
     for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
     for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
+    for (int c = 0; c < np; c++) row[ndx + nu + c] = w->DadotDp[(size_t)np * r + c];
   }
   return implicit;
 }
@@ -229,7 +249,7 @@ static void solveH(const mjModel* m, mjData* d, const mjdiffStepDeriv* w, int im
 
 // w->Dacc = H^-1 X (all columns)
 static void solveAll(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit) {
-  int nv = w->nv, ncol = w->ndx + w->nu;
+  int nv = w->nv, ncol = w->ndx + w->nin;
   for (int r = 0; r < nv; r++) {
     for (int c = 0; c < ncol; c++) w->RhsT[(size_t)nv * c + r] = w->X[(size_t)ncol * r + c];
   }
@@ -364,8 +384,8 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
   return MJDIFF_OK;
 }
 
-mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, mjdiffStepDeriv** out,
-                                  char* err, int errsz) {
+mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                                  mjdiffStepDeriv** out, char* err, int errsz) {
   if (!out) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "out is NULL");
   *out = NULL;
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
@@ -373,13 +393,15 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, mjdiff
   st = checkModel(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
 
-  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  int nv = m->nv, na = m->na, nu = m->nu, np = p ? mjdiff_paramCount(p) : 0;
+  int ndx = 2 * nv + na, ncol = ndx + nu + np;
   size_t n = 0;
   size_t sizes[] = {
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * na, (size_t)nv * nu, (size_t)na * na,
-    (size_t)na * nu, (size_t)nv * nv, (size_t)nv * nv, (size_t)ncol * nv, (size_t)nv * ncol,
+    (size_t)na * nu, (size_t)nv * np, (size_t)na * np, (size_t)nv * nv, (size_t)nv * nv, (size_t)ncol * nv, (size_t)nv * ncol,
     (size_t)nv * ncol, (size_t)na * ncol, (size_t)m->nM, (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
     (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
+    (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -390,18 +412,22 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, mjdiff
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the step derivative");
   }
   mjtNum** ptrs[] = {&w->DfDq, &w->DfDv, &w->DfDa, &w->DfDu, &w->DadotDa, &w->DadotDu,
-                     &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
-                     &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2};
-  mjtNum* p = buf;
+                     &w->DrDp, &w->DadotDp, &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
+                     &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
+                     &w->DsDx, &w->DsDacc};
+  mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
-    *ptrs[i] = p;
-    p += sizes[i] + 1;
+    *ptrs[i] = next;
+    next += sizes[i] + 1;
   }
   w->m = m;
   w->s = s;
+  w->p = p;
   w->nv = nv;
   w->na = na;
   w->nu = nu;
+  w->np = np;
+  w->nin = nu + np;
   w->ndx = ndx;
   *out = w;
   return MJDIFF_OK;
@@ -448,7 +474,7 @@ static void clipActivationRows(const mjModel* m, const mjData* d, const mjtNum* 
 
 // AB = [A B] for Euler at the state in d (after the smooth forward pass)
 static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
-  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   mjtNum* acc = w->acc;
   solveAll(m, d, w, continuousDeriv(m, d, w, 1, acc));
@@ -487,7 +513,7 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
 //   nu = H^-1 (h mu),  adj_[x u] += nu' X,  adj_a += la,  adj_[x u] += h la' Dadot (unclipped)
 static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* lam,
                      mjtNum* out) {
-  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   mjtNum* acc = w->acc;
   int implicit = continuousDeriv(m, d, w, 1, acc);
@@ -515,7 +541,7 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtN
 //   dacc = H^-1 X t,  dv' = dv + h dacc,  dq' = Phi dq + Psi h dv',  da' = da + h Dadot t
 static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* t,
                      mjtNum* out) {
-  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   mjtNum* acc = w->acc;
   int implicit = continuousDeriv(m, d, w, 1, acc);
@@ -541,7 +567,7 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
                                 int errsz) {
   static const mjtNum A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
   static const mjtNum B[4] = {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6};
-  int nq = m->nq, nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nu;
+  int nq = m->nq, nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   size_t blk = (size_t)ndx * ncol;
   mjtNum* DX[4];  // DX_i / D[X_0 u] in X_i's tangent space
@@ -641,7 +667,34 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
 }
 
 // what the derivative evaluates at the state in d
-typedef enum product_ { PRODUCT_JACOBIAN, PRODUCT_VJP, PRODUCT_JVP } product;
+typedef enum product_ { PRODUCT_JACOBIAN, PRODUCT_VJP, PRODUCT_JVP, PRODUCT_SENSOR_VJP } product;
+
+// sensor VJP: out (ndx + nin) += [C D Q]' adj_s, C = DsDx + DsDacc Dacc at the forward's qacc
+//   (the acceleration MuJoCo's sensors read: H = M, not Euler's M + h B)
+//   out_[x u] += DsDx' adj_s;  nu = M^-1 (DsDacc' adj_s);  out += nu' X
+static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* adj_s,
+                      mjtNum* out) {
+  int nv = w->nv, ns = m->nsensordata, ndx = w->ndx, ncol = ndx + w->nin, nxu = ndx + w->nu;
+  mjtNum* acc = w->acc;
+  int implicit = continuousDeriv(m, d, w, 0, acc);
+  // sensors without a derivative are an error only if the adjoint weights them
+  for (int i = 0; i < m->nsensor && w->badSensor < 0; i++) {
+    if (mjdiff_sensorSupported(m, i)) continue;
+    for (int k = 0; k < m->sensor_dim[i]; k++) {
+      if (adj_s[m->sensor_adr[i] + k] != 0) w->badSensor = i;
+    }
+  }
+  if (w->badSensor >= 0) return;
+  mjdiff_sensorDerivative(m, d, w->s, w->DsDx, w->DsDacc);
+  for (int i = 0; i < ns; i++) {
+    if (adj_s[i] == 0) continue;
+    mju_addToScl(out, w->DsDx + (size_t)nxu * i, adj_s[i], nxu);
+  }
+  mjtNum* nu = w->RhsT;
+  mju_mulMatTVec(nu, w->DsDacc, adj_s, ns, nv);
+  solveH(m, d, w, implicit, nu, 1);
+  for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
+}
 
 // at the state in d: w->AB (Jacobian), or out = [A B]' in (VJP), or out = [A B] in (JVP); d's
 // state is restored bit for bit
@@ -662,10 +715,13 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
   saveState(m, d, w->state);
   w->badContact = -1;
+  w->badSensor = -1;
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
-    int ndx = w->ndx, ncol = ndx + w->nu;
-    if (m->opt.integrator == mjINT_EULER && what == PRODUCT_VJP) {
+    int ndx = w->ndx, ncol = ndx + w->nin;
+    if (what == PRODUCT_SENSOR_VJP) {
+      sensorVJP(m, d, w, in, out);
+    } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_VJP) {
       eulerVJP(m, d, w, in, out);
     } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_JVP) {
       eulerJVP(m, d, w, in, out);
@@ -679,6 +735,12 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
       if (st == MJDIFF_OK && what == PRODUCT_VJP) mju_mulMatTVec(out, w->AB, in, ndx, ncol);
       if (st == MJDIFF_OK && what == PRODUCT_JVP) mju_mulMatVec(out, w->AB, in, ndx, ncol);
     }
+  }
+  if (st == MJDIFF_OK && w->badSensor >= 0) {
+    const char* name = mj_id2name(m, mjOBJ_SENSOR, w->badSensor);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "sensor %d ('%s', type %d) has no "
+                      "derivative", w->badSensor, name ? name : "",
+                      m->sensor_type[w->badSensor]);
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {
     const mjContact* con = d->contact + w->badContact;
@@ -694,36 +756,56 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
 }
 
 mjdiffStatus mjdiff_stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                 mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, char* err, int errsz) {
+                                 mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, mjtNum* P, char* err,
+                                 int errsz) {
   mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_JACOBIAN, NULL, NULL, err, errsz);
   if (st != MJDIFF_OK) return st;
-  int ndx = w->ndx, nu = w->nu, ncol = ndx + nu;
+  int ndx = w->ndx, nu = w->nu, np = w->np, ncol = ndx + w->nin;
   for (int r = 0; r < ndx; r++) {
-    if (A) mju_copy(A + (size_t)ndx * r, w->AB + (size_t)ncol * r, ndx);
-    if (B && nu) mju_copy(B + (size_t)nu * r, w->AB + (size_t)ncol * r + ndx, nu);
+    const mjtNum* row = w->AB + (size_t)ncol * r;
+    if (A) mju_copy(A + (size_t)ndx * r, row, ndx);
+    if (B && nu) mju_copy(B + (size_t)nu * r, row + ndx, nu);
+    if (P && np) mju_copy(P + (size_t)np * r, row + ndx + nu, np);
   }
   return MJDIFF_OK;
 }
 
 mjdiffStatus mjdiff_stepVJP(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffStepDeriv* w,
-                            const mjtNum* adj_next, mjtNum* adj_x, mjtNum* adj_ctrl, char* err,
-                            int errsz) {
+                            const mjtNum* adj_next, mjtNum* adj_x, mjtNum* adj_ctrl,
+                            mjtNum* adj_param, char* err, int errsz) {
   if (!adj_next) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "adj_next is NULL");
   if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
   mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_VJP, adj_next, w->tmp2, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (adj_x) mju_copy(adj_x, w->tmp2, w->ndx);
   if (adj_ctrl && w->nu) mju_copy(adj_ctrl, w->tmp2 + w->ndx, w->nu);
+  if (adj_param && w->np) mju_copy(adj_param, w->tmp2 + w->ndx + w->nu, w->np);
   return MJDIFF_OK;
 }
 
 mjdiffStatus mjdiff_stepJVP(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffStepDeriv* w,
-                            const mjtNum* dx, const mjtNum* du, mjtNum* dx_next, char* err,
-                            int errsz) {
+                            const mjtNum* dx, const mjtNum* du, const mjtNum* dp, mjtNum* dx_next,
+                            char* err, int errsz) {
   if (!dx_next) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "dx_next is NULL");
   if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
-  mju_zero(w->tmp, w->ndx + w->nu);
+  mju_zero(w->tmp, w->ndx + w->nin);
   if (dx) mju_copy(w->tmp, dx, w->ndx);
   if (du && w->nu) mju_copy(w->tmp + w->ndx, du, w->nu);
+  if (dp && w->np) mju_copy(w->tmp + w->ndx + w->nu, dp, w->np);
   return evaluate(m, d, s, w, PRODUCT_JVP, w->tmp, dx_next, err, errsz);
+}
+
+mjdiffStatus mjdiff_sensorVJP(const mjModel* m, mjData* d, const mjdiffModel* s,
+                              mjdiffStepDeriv* w, const mjtNum* adj_sensor, mjtNum* adj_x,
+                              mjtNum* adj_ctrl, mjtNum* adj_param, char* err, int errsz) {
+  if (!adj_sensor) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "adj_sensor is NULL");
+  if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
+  int ncol = w->ndx + w->nin;
+  mju_zero(w->tmp2, ncol);
+  mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_SENSOR_VJP, adj_sensor, w->tmp2, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (adj_x) mju_addTo(adj_x, w->tmp2, w->ndx);
+  if (adj_ctrl && w->nu) mju_addTo(adj_ctrl, w->tmp2 + w->ndx, w->nu);
+  if (adj_param && w->np) mju_addTo(adj_param, w->tmp2 + w->ndx + w->nu, w->np);
+  return MJDIFF_OK;
 }

@@ -39,7 +39,7 @@ struct Sim {
   explicit Sim(const char* xml, const char* path = nullptr) {
     ok = shim_open(&sim, xml, path);
     if (ok) {
-      ok = mjdiff_makeStepDeriv(sim.m, sim.s, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
+      ok = mjdiff_makeStepDeriv(sim.m, sim.s, nullptr, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
     }
   }
   ~Sim() {
@@ -190,7 +190,8 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     shim_getState(m, d, state.data());
 
     std::vector<mjtNum> A(ndx * ndx), B(ndx * (nu > 0 ? nu : 1));
-    ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, sim.w, A.data(), B.data(), err, sizeof(err)),
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, sim.w, A.data(), B.data(), nullptr, err,
+                                  sizeof(err)),
               MJDIFF_OK) << err;
 
     // the call leaves the state as it found it
@@ -239,9 +240,9 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     for (auto& x : l) x = uniform(&seed) - 0.5;
     for (auto& x : v) x = uniform(&seed) - 0.5;
     for (auto& x : vu) x = uniform(&seed) - 0.5;
-    ASSERT_EQ(mjdiff_stepJVP(m, d, sim.sim.s, sim.w, v.data(), vu.data(), jv.data(), err,
+    ASSERT_EQ(mjdiff_stepJVP(m, d, sim.sim.s, sim.w, v.data(), vu.data(), nullptr, jv.data(), err,
                              sizeof(err)), MJDIFF_OK) << err;
-    ASSERT_EQ(mjdiff_stepVJP(m, d, sim.sim.s, sim.w, l.data(), lx.data(), lu.data(), err,
+    ASSERT_EQ(mjdiff_stepVJP(m, d, sim.sim.s, sim.w, l.data(), lx.data(), lu.data(), nullptr, err,
                              sizeof(err)), MJDIFF_OK) << err;
     // the products agree with the full Jacobians (computed apart in the Euler case)
     for (int r = 0; r < ndx; r++) {

@@ -409,16 +409,17 @@ static double runOp(opwork* o, int op, long reps) {
           break;
         case OP_VJP:
           setState(m, o->ds, x, 0);
-          st = mjdiff_stepVJP(m, o->ds, o->s, o->w, o->adj_next, o->adj_x, o->adj_ctrl, err,
+          st = mjdiff_stepVJP(m, o->ds, o->s, o->w, o->adj_next, o->adj_x, o->adj_ctrl, NULL, err,
                               sizeof(err));
           break;
         case OP_JVP:
           setState(m, o->ds, x, 0);
-          st = mjdiff_stepJVP(m, o->ds, o->s, o->w, o->dx, o->du, o->dx_next, err, sizeof(err));
+          st = mjdiff_stepJVP(m, o->ds, o->s, o->w, o->dx, o->du, NULL, o->dx_next, err,
+                              sizeof(err));
           break;
         case OP_JAC:
           setState(m, o->ds, x, 0);
-          st = mjdiff_stepJacobian(m, o->ds, o->s, o->w, o->A, o->B, err, sizeof(err));
+          st = mjdiff_stepJacobian(m, o->ds, o->s, o->w, o->A, o->B, NULL, err, sizeof(err));
           break;
         default:
           // mjd_transitionFD advances d->time per evaluation: setState resets it
@@ -479,7 +480,7 @@ static int benchModel(const args* a, result* res) {
     mj_deleteModel(m);
     return 0;
   }
-  st = mjdiff_makeStepDeriv(m, s, &w, err, sizeof(err));
+  st = mjdiff_makeStepDeriv(m, s, NULL, &w, err, sizeof(err));
   if (st != MJDIFF_OK) {
     snprintf(res->error, sizeof(res->error), "%s: step derivatives rejected: %s (%s)", res->path,
              err, mjdiff_statusName(st));

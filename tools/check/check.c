@@ -528,10 +528,10 @@ static double adjointCheck(const mjModel* m, mjData* d, const mjdiffModel* s, mj
   for (int i = 0; i < ncol; i++) v[i] = uniform(rng) - 0.5;
 
   double e = -1;
-  if (mjdiff_stepJVP(m, d, s, w, v, nu ? v + ndx : NULL, jv, err, errsz) != MJDIFF_OK) goto done;
+  if (mjdiff_stepJVP(m, d, s, w, v, nu ? v + ndx : NULL, NULL, jv, err, errsz) != MJDIFF_OK) goto done;
   getState(m, d, after);
   if (memcmp(state, after, sizeof(mjtNum) * (size_t)ns)) *changed = 1;
-  if (mjdiff_stepVJP(m, d, s, w, l, lx, nu ? lx + ndx : NULL, err, errsz) != MJDIFF_OK) goto done;
+  if (mjdiff_stepVJP(m, d, s, w, l, lx, nu ? lx + ndx : NULL, NULL, err, errsz) != MJDIFF_OK) goto done;
   getState(m, d, after);
   if (memcmp(state, after, sizeof(mjtNum) * (size_t)ns)) *changed = 1;
 
@@ -598,7 +598,7 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
     getState(m, d, state);
 
     // analytic [A B]; the call leaves the state as it found it
-    if (mjdiff_stepJacobian(m, d, s, w, A, B, err, sizeof(err)) != MJDIFF_OK) {
+    if (mjdiff_stepJacobian(m, d, s, w, A, B, NULL, err, sizeof(err)) != MJDIFF_OK) {
       r->status = TOOL_EXIT_RUNTIME;
       snprintf(r->message, sizeof(r->message), "mjdiff_stepJacobian failed at state %d: %s", k,
                err);
@@ -779,7 +779,7 @@ int main(int argc, char** argv) {
       snprintf(r.message, sizeof(r.message), "%s: smooth model rejected: %s (%s)", a.model, err,
                mjdiff_statusName(st));
     } else {
-      st = mjdiff_makeStepDeriv(m, s, &w, err, sizeof(err));
+      st = mjdiff_makeStepDeriv(m, s, NULL, &w, err, sizeof(err));
       if (st != MJDIFF_OK) {
         r.status = TOOL_EXIT_RUNTIME;
         snprintf(r.message, sizeof(r.message), "%s: step derivatives rejected: %s (%s)", a.model,

@@ -7,6 +7,8 @@
 // additive, ball and free rotations local-frame rotation vectors, free translations world-frame).
 //   A = dx'/dx   ((2nv+na) x (2nv+na), row-major)
 //   B = dx'/du   ((2nv+na) x nu, row-major)
+//   P = dx'/dp   ((2nv+na) x np, row-major) for model parameters p selected by name
+//                (<mjdiff/params.h>)
 // No finite differences: every derivative is hand-derived (see the top of each adjoint/ file).
 
 #ifndef MJDIFF_ADJOINT_H_
@@ -24,15 +26,20 @@ extern "C" {
 // mjData. Opaque.
 typedef struct mjdiffStepDeriv_ mjdiffStepDeriv;
 
+// Model parameters selected by name (<mjdiff/params.h>).
+typedef struct mjdiffParams_ mjdiffParams;
+
 // Make the workspace (the only allocation). Fails with MJDIFF_ERR_UNSUPPORTED naming the feature
 // if the model holds something the derivatives do not cover: an integrator other than Euler or
 // RK4; fluid forces; muscle or user actuator dynamics, gain or bias; actuator transmissions other
 // than hinge/slide joints and fixed tendons; spatial tendons with stiffness, damping, limits,
 // friction loss, equalities or actuators; contacts between geom types without a geometry Jacobian
-// (ellipsoid, mesh, hfield, cylinder except against a plane); anisotropic pair friction.
-// Nullable: err.
+// (ellipsoid, mesh, hfield, cylinder except against a plane); anisotropic pair friction. With p,
+// the derivatives also cover those model parameters (p must outlive the workspace).
+// Nullable: p, err.
 MJDIFF_API mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s,
-                                             mjdiffStepDeriv** out, char* err, int errsz);
+                                             const mjdiffParams* p, mjdiffStepDeriv** out,
+                                             char* err, int errsz);
 
 // Free the workspace. NULL is a no-op.
 MJDIFF_API void mjdiff_freeStepDeriv(mjdiffStepDeriv* w);
@@ -40,25 +47,39 @@ MJDIFF_API void mjdiff_freeStepDeriv(mjdiffStepDeriv* w);
 // Full Jacobians of one smooth step at the state in d (qpos, qvel, act, ctrl, time).
 // d's state is left bit for bit as it was; its derived quantities (kinematics, contacts, qacc,
 // ...) are those of the smooth forward pass at that state (the documented scratch).
-// Nullable: A, B, err.
+// Nullable: A, B, P, err.
 MJDIFF_API mjdiffStatus mjdiff_stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                            mjdiffStepDeriv* w, mjtNum* A, mjtNum* B,
+                                            mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, mjtNum* P,
                                             char* err, int errsz);
 
 // Vector-Jacobian product: given the adjoint of x' (adj_next, 2nv+na), the adjoints of x
-// (adj_x = A' adj_next, 2nv+na) and of u (adj_ctrl = B' adj_next, nu). Same effect on d as
-// mjdiff_stepJacobian.
-// Nullable: adj_x, adj_ctrl, err.
+// (adj_x = A' adj_next, 2nv+na), of u (adj_ctrl = B' adj_next, nu) and of the parameters
+// (adj_param = P' adj_next, np). Same effect on d as mjdiff_stepJacobian.
+// Nullable: adj_x, adj_ctrl, adj_param, err.
 MJDIFF_API mjdiffStatus mjdiff_stepVJP(const mjModel* m, mjData* d, const mjdiffModel* s,
                                        mjdiffStepDeriv* w, const mjtNum* adj_next, mjtNum* adj_x,
-                                       mjtNum* adj_ctrl, char* err, int errsz);
+                                       mjtNum* adj_ctrl, mjtNum* adj_param, char* err,
+                                       int errsz);
 
-// Jacobian-vector product: the tangent of x' (dx_next = A dx + B du, 2nv+na) for tangents of x
-// (dx, 2nv+na) and u (du, nu). Same effect on d as mjdiff_stepJacobian.
-// Nullable: dx, du (zero), err.
+// Jacobian-vector product: the tangent of x' (dx_next = A dx + B du + P dp, 2nv+na) for tangents
+// of x (dx, 2nv+na), u (du, nu) and the parameters (dp, np). Same effect on d as
+// mjdiff_stepJacobian.
+// Nullable: dx, du, dp (zero), err.
 MJDIFF_API mjdiffStatus mjdiff_stepJVP(const mjModel* m, mjData* d, const mjdiffModel* s,
                                        mjdiffStepDeriv* w, const mjtNum* dx, const mjtNum* du,
-                                       mjtNum* dx_next, char* err, int errsz);
+                                       const mjtNum* dp, mjtNum* dx_next, char* err, int errsz);
+
+// Sensor VJP at the state in d: ADDS C' adj_sensor to adj_x, D' adj_sensor to adj_ctrl and
+// Q' adj_sensor to adj_param, where C, D, Q are the derivatives of d->sensordata (as the smooth
+// forward pass computes it at this state) in x, u and the parameters (acceleration-stage sensors
+// through qacc). Fails (MJDIFF_ERR_UNSUPPORTED) if adj_sensor weights a sensor without a
+// derivative.
+// Same effect on d as mjdiff_stepJacobian.
+// Nullable: adj_x, adj_ctrl, adj_param, err.
+MJDIFF_API mjdiffStatus mjdiff_sensorVJP(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                         mjdiffStepDeriv* w, const mjtNum* adj_sensor,
+                                         mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_param,
+                                         char* err, int errsz);
 
 #ifdef __cplusplus
 }

@@ -8,5 +8,6 @@
 #include <mjdiff/base.h>
 #include <mjdiff/smooth.h>
 #include <mjdiff/adjoint.h>
+#include <mjdiff/rollout.h>
 
 #endif  // MJDIFF_MJDIFF_H_

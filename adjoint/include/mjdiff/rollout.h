@@ -1,0 +1,128 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Gradients of whole rollouts of the smooth step.
+//
+//   x_{t+1} = f(x_t, u_t; p),  u_t = ctrl[t] or pi(x_t, t; theta),  t = 0 .. T-1
+//   L = sum_{t=0}^{T} l_t(x_t) + sum_{t=0}^{T-1} l_t(u_t) + sum_{t=0}^{T-1} l_t(s_t)
+//   (s_t: the sensor readings of the forward pass of step t, at x_t)
+// Backward (adjoint) sweep, lambda_t = dL/dx_t:
+//   lambda_T = dl_T/dx_T
+//   (a_x, a_u, a_p) = VJP of step t with lambda_{t+1},  plus the sensor VJP with dl_t/ds_t
+//   g_u_t = a_u + dl_t/du_t;  policy: a_x += (du/dx)' g_u_t, g_theta += (du/dtheta)' g_u_t
+//   g_p += a_p;  lambda_t = a_x + dl_t/dx_t;  dL/dx_0 = lambda_0
+// State gradients use the step adjoint's tangent layout (<mjdiff/adjoint.h>).
+
+#ifndef MJDIFF_ROLLOUT_H_
+#define MJDIFF_ROLLOUT_H_
+
+#include <mujoco/mujoco.h>
+#include <mjdiff/adjoint.h>
+#include <mjdiff/base.h>
+#include <mjdiff/smooth.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// How a rollout records what the backward sweep needs.
+typedef struct mjdiffRolloutOptions_ {
+  int checkpoint;              // 1: store every state (default); k > 1: store every k-th state and
+                               // recompute the others in the backward sweep; 0: k = ceil(sqrt(T))
+} mjdiffRolloutOptions;
+
+MJDIFF_API void mjdiff_defaultRolloutOptions(mjdiffRolloutOptions* opt);
+
+// A control policy u = pi(x, t; theta) with nparam parameters theta, and its own VJP.
+typedef struct mjdiffPolicy_ {
+  int nparam;                  // number of policy parameters
+  void* user;                  // passed to both callbacks
+  // write the controls (nu) for the state in d (qpos, qvel, act, time; kinematics not computed)
+  void (*act)(const mjModel* m, const mjData* d, const mjtNum* theta, void* user, mjtNum* ctrl);
+  // given adj_ctrl (nu), add (du/dx)' adj_ctrl to adj_x (2nv+na, tangent layout) and
+  // (du/dtheta)' adj_ctrl to adj_theta (nparam); d holds the state the controls were made at
+  void (*vjp)(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
+              const mjtNum* adj_ctrl, mjtNum* adj_x, mjtNum* adj_theta);
+} mjdiffPolicy;
+
+// A rollout's recording and workspace (one per thread). Opaque.
+typedef struct mjdiffRollout_ mjdiffRollout;
+
+// Make a rollout of `horizon` steps of m with the smooth model s, differentiable in the model
+// parameters p (nullable). The only allocation.
+// Nullable: opt (defaults), p, err.
+MJDIFF_API mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s,
+                                           const mjdiffParams* p, int horizon,
+                                           const mjdiffRolloutOptions* opt, mjdiffRollout** out,
+                                           char* err, int errsz);
+
+// Free a rollout. NULL is a no-op.
+MJDIFF_API void mjdiff_freeRollout(mjdiffRollout* r);
+
+// Bytes held by the rollout's recording and workspaces (for memory benchmarks).
+MJDIFF_API size_t mjdiff_rolloutMemory(const mjdiffRollout* r);
+
+// Simulate T steps from the state in d (qpos, qvel, act, time) with controls ctrl (T x nu), or
+// with the policy (then ctrl is ignored), recording for the backward sweep. d ends at x_T.
+// Optional outputs: states ((T+1) x (nq+nv+na)), sensordata (T x nsensordata: the readings of
+// step t's forward pass, at x_t). On failure (a non-finite state) nothing is recorded and err names
+// the step.
+// Nullable: ctrl (with a policy), policy, theta (without a policy), states, sensordata, err.
+MJDIFF_API mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                              mjdiffRollout* r, const mjtNum* ctrl,
+                                              const mjdiffPolicy* policy, const mjtNum* theta,
+                                              mjtNum* states, mjtNum* sensordata, char* err,
+                                              int errsz);
+
+// Backward sweep of the last forward rollout, given loss gradients: dLdx ((T+1) x (2nv+na),
+// tangent layout), dLdu (T x nu), dLds (T x nsensordata). Outputs: grad_x0 (2nv+na), grad_ctrl
+// (T x nu: dL/du_t, through the policy's parameters when there is one), grad_theta (nparam),
+// grad_param (np). d is scratch; its state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if no
+// forward rollout was recorded, and (MJDIFF_ERR_UNSUPPORTED) if dLds weights a sensor without a
+// derivative.
+// Nullable: dLdx, dLdu, dLds (zero), every output, err.
+MJDIFF_API mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                               mjdiffRollout* r, const mjtNum* dLdx,
+                                               const mjtNum* dLdu, const mjtNum* dLds,
+                                               mjtNum* grad_x0, mjtNum* grad_ctrl,
+                                               mjtNum* grad_theta, mjtNum* grad_param,
+                                               char* err, int errsz);
+
+// A loss on a rollout, for batches: after the forward rollout of an item, fill its gradients
+// (arrays zeroed by the caller; layouts as mjdiff_rolloutBackward) and return its value.
+typedef struct mjdiffLoss_ {
+  void* user;
+  mjtNum (*grad)(const mjModel* m, int item, int horizon, const mjtNum* states,
+                 const mjtNum* ctrl, const mjtNum* sensordata, void* user, mjtNum* dLdx,
+                 mjtNum* dLdu, mjtNum* dLds);
+} mjdiffLoss;
+
+// One item of a batch: a start state and controls in; loss and gradients out.
+typedef struct mjdiffBatchItem_ {
+  const mjtNum* x0;            // start state (nq + nv + na), at time 0
+  const mjtNum* ctrl;          // (T x nu)
+  mjtNum* states;              // nullable outputs, as mjdiff_rolloutForward
+  mjtNum* sensordata;
+  mjtNum loss;                 // outputs: the loss value and gradients (nullable arrays)
+  mjtNum* grad_x0;
+  mjtNum* grad_ctrl;
+  mjtNum* grad_param;
+  mjdiffStatus status;         // set by mjdiff_rolloutBatch
+} mjdiffBatchItem;
+
+// Forward rollout, loss and backward sweep of many independent items on nthread threads, each
+// thread with its own mjData and rollout; results identical to running the items one by one.
+// Returns the first failing item's error (each item also records its own status). The loss
+// callback is called from several threads at once.
+// Nullable: opt, p, err.
+MJDIFF_API mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s,
+                                            const mjdiffParams* p, int horizon,
+                                            const mjdiffRolloutOptions* opt,
+                                            const mjdiffLoss* loss, int nthread,
+                                            mjdiffBatchItem* items, int nitem, char* err,
+                                            int errsz);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MJDIFF_ROLLOUT_H_

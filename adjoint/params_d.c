@@ -1,0 +1,680 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Derivatives of the continuous dynamics in model parameters p at a fixed state (q, v, act, u):
+//   r(p) = f(q, v, act, u; p) - ID(q, v, acc; p) - hdamp B(p) acc,   DrDp = dr/dp (nv x np)
+//   adot = g(act, u; p),                                             DadotDp = dg/dp (na x np)
+// f: every applied force (MuJoCo's springs, dampers, actuators, J' xfrc_applied and the smooth
+// forces of plugin/smooth.c), ID = M a + c of rne_d.c, B = diag(dof_damping). Notation as in
+// rne_d.c: S_j = cdof_j, I_b = cinert_b, v_b = cvel_b, all about the root's subtree com o_b (the
+// point moves with the masses, but tau = S . F does not depend on it, so we keep it fixed);
+// J_b' W = (S_j . W for j in chain(b)); e_j a dof's unit vector, J_t a tendon's Jacobian row.
+//
+// Inertia (body b; mju_inertCom: I_b = [Irot, c = m r, m], r = xipos - o, R = ximat):
+//   ID = sum_b J_b' (I_b a_b + v_b x* I_b v_b),
+//   a_b = a_parent + sum_{j in b} (Sdot_j v_j + S_j acc_j),  a_world = (0; -g), so
+//   dr = -J_b' (dI a_b + v_b x* dI v_b) with
+//   mass      dI = [|r|^2 E - r r', r, 1]
+//   inertia_k dI = [R_k R_k', 0, 0]                       (R_k column k of ximat)
+//   ipos_k    dI = [m (2 r.d E - d r' - r d'), m d, 0],  d = xmat e_k = d xipos
+//             and xfrc_applied (f, tau) acts at xipos:  dr += J_b' [d x f; 0]
+// Gravity: d a_b / d g_k = (0; -e_k) for every body:  dr = sum_b J_b' I_b (0; e_k).
+// Dof damping: f = -b v, plus Euler's implicit term:  dr_j = -v_j - hdamp acc_j.
+// Armature: ID_j += arm_j acc_j:  dr_j = -acc_j.
+// Friction loss (smooth law, floss > 0): f = -floss rho(v / v_f), rho(u) = u / sqrt(1 + u^2):
+//   dr_j = -rho(v_j / v_f)  (tendon: along J_t with the tendon velocity).
+// Joint springs (mj_passive): hinge/slide f = -k (q - q_s): dr/dk = -(q - q_s), dr/dq_s = k;
+//   ball: f = -k subQuat(q, q_s): dr/dk = -subQuat(q, q_s); free: translation as slide, then ball.
+// Tendon spring/damper: f = (-k (L - L_s) - b Ldot) J_t:
+//   dr/dk = -(L - L_s) J_t,  dr/db = -Ldot J_t.
+//
+// Contacts (smooth.c): prm = pairParams(g1, g2) = (k, c, w, v_s, w_s), x = w - dist,
+//   g = k s(x; w), e = -c s'(x; w) vn, fn = D(g, e) (law.h), local force
+//   (fn, -fn mu_0 r_1, -fn mu_1 r_2), torque (-fn mu_2 rho_n, -fn mu_3 r'_1, -fn mu_4 r'_2),
+//   r = reg(vt / v_s), rho_n = reg(wn / w_s), r' = reg(wt / w_s), world F = frame' force.
+//   dfn/dk = D_g s,  dfn/dc = -D_e s' vn,  dfn/dw = D_g k S_w - D_e c vn DS_w, where the total
+//   w-derivatives of s(w - dist; w) and s'(w - dist; w) are, with y = x (x <= w) or 2w - x
+//   (w < x <= 2w), 0 elsewhere:  S_w = y^2/(2w^2) - y^3/(3w^3),
+//   DS_w = +-(y/w^2 - y^2/w^3) (+ for x <= w).
+//   Friction terms scale with fn; d reg(u/v)/dv = -q^3 u / v (q = 1/sqrt(1 + |u|^2)), so
+//   d(-fn mu r)/dv_s = fn mu q^3 u / v_s; d/dmu = -fn r.
+//   dr += J_b2' W - J_b1' W,  W = [dT + (p - o) x dF; dF]   (wrenches as in smooth.c)
+//   Parameter -> pair value (mjdiff_pairParams): both explicit: mean (1/2 each); one explicit:
+//   that one (1); neither: the model-wide value (1). A selected geom counts as explicit.
+//   Geom friction -> contact friction (mj_collideGeoms): the higher-priority geom's, else the max
+//   (tie: 1/2 each), clamped below at mjMINMU (derivative 0 there); explicit pairs use their own.
+// Limits (value x in [lo, hi], velocity v): L = sum_sides sgn D(k s(xx), -c s'(xx) sgn v),
+//   xx = w - (x - lo) (sgn +1) or w - (hi - x) (sgn -1); dL/d(k, c, w) as for contacts; applied
+//   along e_j (hinge, slide), the axis of a ball joint's rotation vector, or J_t.
+// Friction-loss speed: d(-floss rho(v/v_f))/dv_f = floss q^3 u / v_f.
+// Equalities: every equality force is -k e - c edot (linear in (k, c)), so df/dk is the equality
+//   force with (k, c) = (1, 0) and df/dc with (0, 1) (mjdiff_addForces with only equalities on).
+// Actuators (force = gain in + bias, gain = p0 (+ p1 L + p2 V if affine), bias = b0 + b1 L + b2 V
+//   if affine; in = clamp(ctrl) or act; qfrc = moment' force; 0 past a force limit):
+//   dr/dgainprm = moment (in, L in, V in),  dr/dbiasprm = moment (1, L, V);
+//   gear G (joint or tendon transmission: moment = G a, L = G x, V = G xdot):
+//   dr/dG = a (force + G (f_L x + f_V xdot)),  f_L = p1 in + b1, f_V = p2 in + b2.
+//   Filter dynamics adot = (clamp(ctrl) - act) / tau:  dadot/dtau = -(clamp(ctrl) - act) / tau^2.
+//
+// At a fixed state nothing moves, so no contact geometry Jacobian is needed: the function always
+// returns 0 (NaN columns if d's stack cannot hold the scratch).
+
+#include <math.h>
+#include <string.h>
+
+#include "compat.h"
+#include "derivative.h"
+#include "internal.h"
+#include "law.h"
+#include "params_internal.h"
+
+#define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
+
+// contact quantities z: the pair's smooth values (GP_* order), then the three friction kinds
+enum { Z_K = GP_STIFFNESS, Z_C = GP_DAMPING, Z_W = GP_WIDTH, Z_VS = GP_FRICTION_SPEED,
+       Z_WS = GP_SPIN_SPEED, Z_MU0 = GP_COUNT, Z_COUNT = GP_COUNT + 3 };
+
+//---------------------------------- spatial helpers -----------------------------------------------
+
+// res = I m for a 10-number inertia (Ixx Iyy Izz Ixy Ixz Iyz, c, mass)
+static void mulInert(mjtNum res[6], const mjtNum I[10], const mjtNum m[6]) {
+  const mjtNum* c = I + 6;
+  res[0] = I[0] * m[0] + I[3] * m[1] + I[4] * m[2] + c[1] * m[5] - c[2] * m[4];
+  res[1] = I[3] * m[0] + I[1] * m[1] + I[5] * m[2] + c[2] * m[3] - c[0] * m[5];
+  res[2] = I[4] * m[0] + I[5] * m[1] + I[2] * m[2] + c[0] * m[4] - c[1] * m[3];
+  res[3] = I[9] * m[3] - c[1] * m[2] + c[2] * m[1];
+  res[4] = I[9] * m[4] - c[2] * m[0] + c[0] * m[2];
+  res[5] = I[9] * m[5] - c[0] * m[1] + c[1] * m[0];
+}
+
+// res = a x* f (motion cross force)
+static void crossFrc(mjtNum res[6], const mjtNum a[6], const mjtNum f[6]) {
+  mjtNum t[3];
+  mju_cross(res, a, f);
+  mju_cross(t, a + 3, f + 3);
+  mju_addTo3(res, t);
+  mju_cross(res + 3, a, f + 3);
+}
+
+// col_j += scale * S_j . W for the dofs j of the chain from body b to the root
+static void addChain(const mjModel* m, const mjData* d, int b, const mjtNum W[6], mjtNum scale,
+                     mjtNum* col) {
+  int j = -1;
+  for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
+    if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
+  }
+  for (; j >= 0; j = m->dof_parentid[j]) col[j] += scale * mju_dot(d->cdof + 6 * j, W, 6);
+}
+
+// W_b += scale [T + (p - o_b) x F; F] about b's tree origin (smooth.c's convention)
+static void addWrench(const mjModel* m, const mjData* d, mjtNum* wrench, int b, const mjtNum p[3],
+                      const mjtNum F[3], const mjtNum T[3], mjtNum scale) {
+  if (b == 0) return;
+  mjtNum r[3], rf[3];
+  mju_sub3(r, p, d->subtree_com + 3 * m->body_rootid[b]);
+  mju_cross(rf, r, F);
+  for (int i = 0; i < 3; i++) {
+    wrench[6 * b + i] += scale * (T[i] + rf[i]);
+    wrench[6 * b + 3 + i] += scale * F[i];
+  }
+}
+
+// col += J' W for body wrenches W (summed over subtrees in place)
+static void wrenchToCol(const mjModel* m, const mjData* d, mjtNum* wrench, mjtNum* col) {
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int parent = m->body_parentid[b];
+    if (parent > 0) mju_addTo(wrench + 6 * parent, wrench + 6 * b, 6);
+  }
+  for (int j = 0; j < m->nv; j++) {
+    col[j] += mju_dot(d->cdof + 6 * j, wrench + 6 * m->dof_bodyid[j], 6);
+  }
+}
+
+// velocity of the point p fixed to body b (world frame)
+static void pointVelocity(const mjModel* m, const mjData* d, int b, const mjtNum p[3],
+                          mjtNum lin[3], mjtNum ang[3]) {
+  const mjtNum* cvel = d->cvel + 6 * b;
+  mjtNum r[3];
+  mju_sub3(r, p, d->subtree_com + 3 * m->body_rootid[b]);
+  mju_copy3(ang, cvel);
+  mju_cross(lin, cvel, r);
+  mju_addTo3(lin, cvel + 3);
+}
+
+//---------------------------------- scalar laws ---------------------------------------------------
+
+// total derivatives in w of s(x; w) and s'(x; w) with x = w - dist (dist fixed)
+static void rampWidth(mjtNum x, mjtNum w, mjtNum* Sw, mjtNum* DSw) {
+  *Sw = *DSw = 0;
+  if (x <= 0 || x > 2 * w) return;
+  int inner = x <= w;
+  mjtNum y = inner ? x : 2 * w - x, w2 = w * w, w3 = w2 * w;
+  *Sw = y * y / (2 * w2) - y * y * y / (3 * w3);
+  *DSw = (inner ? 1 : -1) * (y / w2 - y * y / w3);
+}
+
+// partials of fn = D(k s(x), -c s'(x) vn) in (k, c, w); returns fn
+static mjtNum normalParams(mjtNum k, mjtNum c, mjtNum w, mjtNum x, mjtNum vn, mjtNum dfn[3]) {
+  dfn[0] = dfn[1] = dfn[2] = 0;
+  if (x <= 0) return 0;
+  mjtNum ds, s = law_ramp(x, w, &ds), Sw, DSw, Dg, De;
+  rampWidth(x, w, &Sw, &DSw);
+  mjtNum fn = law_damped(k * s, -c * ds * vn, &Dg, &De);
+  dfn[0] = Dg * s;
+  dfn[1] = -De * ds * vn;
+  dfn[2] = Dg * k * Sw - De * c * vn * DSw;
+  return fn;
+}
+
+// partials of the limit force L (smooth.c limitForce) in (k, c, w)
+static void limitParams(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi,
+                        mjtNum dL[3]) {
+  dL[0] = dL[1] = dL[2] = 0;
+  mjtNum w = o->limit_width;
+  for (int side = 0; side < 2; side++) {
+    mjtNum sgn = side ? -1 : 1;
+    mjtNum xx = side ? w - (hi - x) : w - (x - lo), dfn[3];
+    if (xx <= 0) continue;
+    normalParams(o->limit_stiffness, o->limit_damping, w, xx, sgn * v, dfn);
+    for (int i = 0; i < 3; i++) dL[i] += sgn * dfn[i];
+  }
+}
+
+//---------------------------------- contacts ------------------------------------------------------
+
+// one active contact: bodies, geoms, and the partials of its world force F and torque T on body2
+// in z (3 x Z_COUNT each)
+typedef struct contactPartial_ {
+  mjtNum DF[3 * Z_COUNT];
+  mjtNum DT[3 * Z_COUNT];
+  int con;                     // index in d->contact
+  int g1, g2, b1, b2;
+  int pair;                    // friction from an explicit <pair>
+} contactPartial;
+
+// 1 if the contact between g1 and g2 came from an explicit <pair> (mj_collision: pairs merged
+// with the dynamic ones, the geom pair then skipped there)
+static int fromPair(const mjModel* m, int g1, int g2) {
+  if (m->opt.collision == mjCOL_DYNAMIC) return 0;
+  if (m->opt.collision == mjCOL_PAIR) return 1;
+  for (int i = 0; i < m->npair; i++) {
+    int p1 = m->pair_geom1[i], p2 = m->pair_geom2[i];
+    if ((p1 == g1 && p2 == g2) || (p1 == g2 && p2 == g1)) return 1;
+  }
+  return 0;
+}
+
+// partials of contact i; 0 if inactive
+static int contactPartials(const mjModel* m, const mjData* d, const mjdiffModel* s, int i,
+                           contactPartial* cp) {
+  const mjContact* con = d->contact + i;
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum prm[GP_COUNT];
+  mjdiff_pairParams(s, g1, g2, prm);
+  mjtNum x = prm[GP_WIDTH] - con->dist;
+  if (x <= 0) return 0;
+  memset(cp, 0, sizeof(*cp));
+  cp->con = i;
+  cp->g1 = g1;
+  cp->g2 = g2;
+  cp->b1 = m->geom_bodyid[g1];
+  cp->b2 = m->geom_bodyid[g2];
+  cp->pair = fromPair(m, g1, g2);
+
+  // relative velocity at the contact point in the contact frame
+  mjtNum lin1[3], ang1[3], lin2[3], ang2[3], lin[3], ang[3], vc[3], wc[3];
+  pointVelocity(m, d, cp->b1, con->pos, lin1, ang1);
+  pointVelocity(m, d, cp->b2, con->pos, lin2, ang2);
+  mju_sub3(lin, lin2, lin1);
+  mju_sub3(ang, ang2, ang1);
+  mju_mulMatVec(vc, con->frame, lin, 3, 3);
+  mju_mulMatVec(wc, con->frame, ang, 3, 3);
+
+  // local partials: force (normal, t1, t2), torque (normal, t1, t2)
+  mjtNum Df[3 * Z_COUNT] = {0}, Dt[3 * Z_COUNT] = {0}, dfn[3];
+  mjtNum fn = normalParams(prm[GP_STIFFNESS], prm[GP_DAMPING], prm[GP_WIDTH], x, vc[0], dfn);
+  for (int z = 0; z < 3; z++) Df[z] = dfn[z];
+
+  // friction on a tangential quantity a (n components from a0) with speed sp and friction mu
+  // (one per component): row r of D (force or torque), z column of the speed and of mu
+  struct {
+    int on, n, row, zs, zmu;
+    const mjtNum* a;
+    const mjtNum* mu;
+    mjtNum sp;
+    mjtNum* D;
+  } kinds[3] = {
+    {con->dim >= 3, 2, 1, Z_VS, Z_MU0, vc + 1, con->friction, prm[GP_FRICTION_SPEED], Df},
+    {con->dim >= 4, 1, 0, Z_WS, Z_MU0 + 1, wc, con->friction + 2, prm[GP_SPIN_SPEED], Dt},
+    {con->dim >= 6, 2, 1, Z_WS, Z_MU0 + 2, wc + 1, con->friction + 3, prm[GP_SPIN_SPEED], Dt},
+  };
+  for (int k = 0; k < 3; k++) {
+    if (!kinds[k].on) continue;
+    mjtNum u[2], r[2];
+    for (int j = 0; j < kinds[k].n; j++) u[j] = kinds[k].a[j] / kinds[k].sp;
+    mjtNum q = law_regular(r, u, kinds[k].n);
+    for (int j = 0; j < kinds[k].n; j++) {
+      mjtNum* row = kinds[k].D + Z_COUNT * (kinds[k].row + j);
+      mjtNum mu = kinds[k].mu[j];
+      for (int z = 0; z < 3; z++) row[z] = -mu * r[j] * dfn[z];
+      row[kinds[k].zs] = fn * mu * q * q * q * u[j] / kinds[k].sp;
+      row[kinds[k].zmu] = -fn * r[j];
+    }
+  }
+
+  // to world: D = frame' D_local
+  for (int r = 0; r < 3; r++) {
+    for (int z = 0; z < Z_COUNT; z++) {
+      mjtNum f = 0, t = 0;
+      for (int l = 0; l < 3; l++) {
+        f += con->frame[3 * l + r] * Df[Z_COUNT * l + z];
+        t += con->frame[3 * l + r] * Dt[Z_COUNT * l + z];
+      }
+      cp->DF[Z_COUNT * r + z] = f;
+      cp->DT[Z_COUNT * r + z] = t;
+    }
+  }
+  return 1;
+}
+
+// weight of geom g's friction component c in the contact's friction (mj_collideGeoms)
+static mjtNum frictionWeight(const mjModel* m, const contactPartial* cp, int g, int c) {
+  if (cp->pair || (g != cp->g1 && g != cp->g2)) return 0;
+  int other = g == cp->g1 ? cp->g2 : cp->g1;
+  mjtNum fg = m->geom_friction[3 * g + c], fo = m->geom_friction[3 * other + c];
+  if (m->geom_priority[g] != m->geom_priority[other]) {
+    if (m->geom_priority[g] < m->geom_priority[other]) return 0;
+    return fg < mjMINMU ? 0 : 1;
+  }
+  if (mju_max(fg, fo) < mjMINMU || fg < fo) return 0;
+  return fg > fo ? 1 : 0.5;
+}
+
+// column of a contact parameter e: sum over contacts of (dz/dp) . (dF, dT)
+static void contactColumn(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                          const paramEntry* e, const contactPartial* cps, int ncp,
+                          mjtNum* wrench, mjtNum* col) {
+  mju_zero(wrench, 6 * m->nbody);
+  int any = 0;
+  for (int i = 0; i < ncp; i++) {
+    const contactPartial* cp = cps + i;
+    mjtNum weight = 0;
+    int z = 0;
+    if (e->kind == PK_SMOOTH) {
+      z = mjdiff_smoothFieldGeom(e->comp);
+      weight = !s->geom_set[GP_COUNT * cp->g1 + z] && !s->geom_set[GP_COUNT * cp->g2 + z];
+    } else if (e->kind == PK_GEOM_SMOOTH) {
+      z = e->comp;
+      if (e->id == cp->g1) weight = s->geom_set[GP_COUNT * cp->g2 + z] ? 0.5 : 1;
+      if (e->id == cp->g2) weight = s->geom_set[GP_COUNT * cp->g1 + z] ? 0.5 : 1;
+    } else {
+      z = Z_MU0 + e->comp;
+      weight = frictionWeight(m, cp, e->id, e->comp);
+    }
+    if (weight == 0) continue;
+    mjtNum F[3], T[3];
+    for (int r = 0; r < 3; r++) {
+      F[r] = weight * cp->DF[Z_COUNT * r + z];
+      T[r] = weight * cp->DT[Z_COUNT * r + z];
+    }
+    const mjtNum* pos = d->contact[cp->con].pos;
+    addWrench(m, d, wrench, cp->b2, pos, F, T, 1);
+    addWrench(m, d, wrench, cp->b1, pos, F, T, -1);
+    any = 1;
+  }
+  if (any) wrenchToCol(m, d, wrench, col);
+}
+
+//---------------------------------- other columns -------------------------------------------------
+
+// inertial parameter of body b: col -= J_b' (dI a_b + v_b x* dI v_b) (+ the xfrc_applied term)
+static void inertiaColumn(const mjModel* m, const mjData* d, const paramEntry* e,
+                          const mjtNum* cacc, mjtNum* col) {
+  int b = e->id, k = e->comp;
+  mjtNum dI[10] = {0}, r[3], dl[3];
+  mju_sub3(r, d->xipos + 3 * b, d->subtree_com + 3 * m->body_rootid[b]);
+  if (e->kind == PK_BODY_MASS) {
+    dI[0] = r[1] * r[1] + r[2] * r[2];
+    dI[1] = r[0] * r[0] + r[2] * r[2];
+    dI[2] = r[0] * r[0] + r[1] * r[1];
+    dI[3] = -r[0] * r[1];
+    dI[4] = -r[0] * r[2];
+    dI[5] = -r[1] * r[2];
+    mju_copy3(dI + 6, r);
+    dI[9] = 1;
+  } else if (e->kind == PK_BODY_INERTIA) {
+    const mjtNum* R = d->ximat + 9 * b;
+    mjtNum a[3] = {R[k], R[3 + k], R[6 + k]};
+    dI[0] = a[0] * a[0];
+    dI[1] = a[1] * a[1];
+    dI[2] = a[2] * a[2];
+    dI[3] = a[0] * a[1];
+    dI[4] = a[0] * a[2];
+    dI[5] = a[1] * a[2];
+  } else {
+    const mjtNum* R = d->xmat + 9 * b;
+    mjtNum mass = m->body_mass[b], rd;
+    dl[0] = R[k];
+    dl[1] = R[3 + k];
+    dl[2] = R[6 + k];
+    rd = mju_dot3(r, dl);
+    for (int i = 0; i < 3; i++) dI[i] = mass * (2 * rd - 2 * dl[i] * r[i]);
+    dI[3] = -mass * (dl[0] * r[1] + r[0] * dl[1]);
+    dI[4] = -mass * (dl[0] * r[2] + r[0] * dl[2]);
+    dI[5] = -mass * (dl[1] * r[2] + r[1] * dl[2]);
+    mju_scl3(dI + 6, dl, mass);
+  }
+
+  // f = dI a + v x* (dI v)
+  mjtNum f[6], h[6], t[6];
+  const mjtNum* v = d->cvel + 6 * b;
+  mulInert(f, dI, cacc + 6 * b);
+  mulInert(h, dI, v);
+  crossFrc(t, v, h);
+  mju_addTo(f, t, 6);
+  addChain(m, d, b, f, -1, col);
+
+  // the applied wrench acts at the moving com: d(xipos x f) = d x f
+  if (e->kind == PK_BODY_IPOS) {
+    const mjtNum* x = d->xfrc_applied + 6 * b;
+    mjtNum W[6] = {0};
+    mju_cross(W, dl, x);
+    if (!mju_isZero(W, 3)) addChain(m, d, b, W, 1, col);
+  }
+}
+
+// gravity component k: col = sum_b J_b' I_b (0; e_k)
+static void gravityColumn(const mjModel* m, const mjData* d, int k, mjtNum* wrench, mjtNum* col) {
+  if (DISABLED(m, mjDSBL_GRAVITY)) return;
+  mjtNum a[6] = {0};
+  a[3 + k] = 1;
+  mju_zero(wrench, 6 * m->nbody);
+  for (int b = 1; b < m->nbody; b++) mulInert(wrench + 6 * b, d->cinert + 10 * b, a);
+  wrenchToCol(m, d, wrench, col);
+}
+
+// body accelerations a_b (nbody x 6) of mj_rne with acceleration acc, world (0; -g)
+static void bodyAcc(const mjModel* m, const mjData* d, const mjtNum* acc, mjtNum* cacc) {
+  mju_zero(cacc, 6);
+  if (!DISABLED(m, mjDSBL_GRAVITY)) mju_scl3(cacc + 3, m->opt.gravity, -1);
+  for (int b = 1; b < m->nbody; b++) {
+    mjtNum* a = cacc + 6 * b;
+    mju_copy(a, cacc + 6 * m->body_parentid[b], 6);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      mju_addToScl(a, d->cdof_dot + 6 * j, d->qvel[j], 6);
+      mju_addToScl(a, d->cdof + 6 * j, acc[j], 6);
+    }
+  }
+}
+
+// regularised direction rho(u) = u / sqrt(1 + u^2) of a scalar, and q = 1 / sqrt(1 + u^2)
+static mjtNum rho1(mjtNum u, mjtNum* q) {
+  mjtNum r;
+  *q = law_regular(&r, &u, 1);
+  return r;
+}
+
+// smooth-model column of the model-wide limit or friction-loss field f
+static void scalarSmoothColumn(const mjModel* m, const mjData* d, const mjdiffModel* s, int f,
+                               mjtNum* col) {
+  const mjdiffOptions* o = &s->opt;
+  if (f == SF_FRICTIONLOSS_SPEED) {
+    if (DISABLED(m, mjDSBL_FRICTIONLOSS)) return;
+    mjtNum vf = o->frictionloss_speed, q;
+    for (int j = 0; j < m->nv; j++) {
+      mjtNum floss = m->dof_frictionloss[j];
+      if (floss <= 0) continue;
+      mjtNum u = d->qvel[j] / vf;
+      rho1(u, &q);
+      col[j] += floss * q * q * q * u / vf;
+    }
+    for (int t = 0; t < m->ntendon; t++) {
+      mjtNum floss = m->tendon_frictionloss[t];
+      if (floss <= 0) continue;
+      mjtNum u = d->ten_velocity[t] / vf;
+      rho1(u, &q);
+      compat_addTendonForce(m, d, t, floss * q * q * q * u / vf, col);
+    }
+    return;
+  }
+
+  // limits: k, c, w
+  if (DISABLED(m, mjDSBL_LIMIT)) return;
+  int which = f == SF_LIMIT_STIFFNESS ? 0 : f == SF_LIMIT_DAMPING ? 1 : 2;
+  for (int j = 0; j < m->njnt; j++) {
+    if (!m->jnt_limited[j]) continue;
+    int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], type = m->jnt_type[j];
+    const mjtNum* range = m->jnt_range + 2 * j;
+    mjtNum dL[3];
+    if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
+      limitParams(o, d->qpos[qa], d->qvel[da], range[0], range[1], dL);
+      col[da] += dL[which];
+    } else if (type == mjJNT_BALL) {
+      mjtNum r[3];
+      mju_quat2Vel(r, d->qpos + qa, 1);
+      mjtNum theta = mju_norm3(r);
+      if (theta <= 0) continue;
+      mjtNum axis[3] = {r[0] / theta, r[1] / theta, r[2] / theta};
+      limitParams(o, theta, mju_dot3(axis, d->qvel + da), -mjMAXVAL, range[1], dL);
+      for (int i = 0; i < 3; i++) col[da + i] += dL[which] * axis[i];
+    }
+  }
+  for (int t = 0; t < m->ntendon; t++) {
+    if (!m->tendon_limited[t]) continue;
+    const mjtNum* range = m->tendon_range + 2 * t;
+    mjtNum dL[3];
+    limitParams(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], dL);
+    if (dL[which] != 0) compat_addTendonForce(m, d, t, dL[which], col);
+  }
+}
+
+// equality fields: the equality forces with unit stiffness or damping (they are linear in both)
+static void equalityColumn(const mjModel* m, mjData* d, const mjdiffModel* s, int f,
+                           mjtNum* col) {
+  if (DISABLED(m, mjDSBL_EQUALITY)) return;
+  mjModel view = *m;
+  view.opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
+  struct mjdiffModel_ unit = *s;
+  unit.opt.eq_stiffness = f == SF_EQ_STIFFNESS;
+  unit.opt.eq_damping = f == SF_EQ_DAMPING;
+  unit.attached = NULL;
+  mjdiff_addForces(&view, d, &unit, col);
+}
+
+// actuator parameter: DrDp column and DadotDp column (na, may be NULL)
+static void actuatorColumn(const mjModel* m, const mjData* d, const paramEntry* e, mjtNum* col,
+                           mjtNum* adot) {
+  int nv = m->nv, nu = m->nu, na = m->na, i = e->id;
+  if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
+  int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL) && m->actuator_ctrllimited[i];
+  int ia = i - (nu - na), stateful = m->actuator_dyntype[i] != mjDYN_NONE;
+  mjtNum ctrl = clamp ? mju_clip(d->ctrl[i], m->actuator_ctrlrange[2 * i],
+                                 m->actuator_ctrlrange[2 * i + 1]) : d->ctrl[i];
+  if (e->kind == PK_ACT_DYNPRM) {
+    mjtNum tau = m->actuator_dynprm[mjNDYN * i];
+    if (adot && tau >= mjMINVAL) adot[ia] = -(ctrl - d->act[ia]) / (tau * tau);
+    return;
+  }
+  mjtNum in = stateful ? d->act[ia] : ctrl;
+  mjtNum L = d->actuator_length[i], V = d->actuator_velocity[i];
+  const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
+  const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
+  int gaffine = m->actuator_gaintype[i] == mjGAIN_AFFINE;
+  int baffine = m->actuator_biastype[i] == mjBIAS_AFFINE;
+  int clamped = 0;
+  if (m->actuator_forcelimited[i]) {
+    const mjtNum* fr = m->actuator_forcerange + 2 * i;
+    mjtNum force = d->actuator_force[i];
+    clamped = force <= fr[0] || force >= fr[1];
+  }
+
+  // gain and bias: moment' dforce
+  if (e->kind == PK_ACT_GAINPRM || e->kind == PK_ACT_BIASPRM) {
+    mjtNum lv[3] = {1, L, V}, df = 0;
+    if (e->kind == PK_ACT_GAINPRM && (e->comp == 0 || gaffine)) df = lv[e->comp] * in;
+    if (e->kind == PK_ACT_BIASPRM && baffine) df = lv[e->comp];
+    if (clamped || df == 0) return;
+    mju_addToScl(col, d->actuator_moment + (size_t)nv * i, df, nv);
+    return;
+  }
+
+  // gear: a (force + G (f_L x + f_V xdot)), a and x the joint's or the tendon's
+  mjtNum G = m->actuator_gear[6 * i];
+  int id = m->actuator_trnid[2 * i], tendon = m->actuator_trntype[i] == mjTRN_TENDON;
+  mjtNum x = tendon ? d->ten_length[id] : d->qpos[m->jnt_qposadr[id]];
+  mjtNum xdot = tendon ? d->ten_velocity[id] : d->qvel[m->jnt_dofadr[id]];
+  mjtNum fL = (gaffine ? gain[1] * in : 0) + (baffine ? bias[1] : 0);
+  mjtNum fV = (gaffine ? gain[2] * in : 0) + (baffine ? bias[2] : 0);
+  mjtNum df = d->actuator_force[i] + (clamped ? 0 : G * (fL * x + fV * xdot));
+  if (tendon) {
+    compat_addTendonForce(m, d, id, df, col);
+  } else {
+    col[m->jnt_dofadr[id]] += df;
+  }
+}
+
+// joint, dof and tendon parameters of MuJoCo's passive forces, armature and friction loss
+static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                         const paramEntry* e, const mjtNum* acc, mjtNum hdamp, mjtNum* col) {
+  int passive = !DISABLED(m, mjDSBL_PASSIVE);
+  int loss = !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_FRICTIONLOSS);
+  int id = e->id;
+  mjtNum q;
+  switch (e->kind) {
+    case PK_DOF_DAMPING:
+      col[id] = (passive ? -d->qvel[id] : 0) - hdamp * acc[id];
+      break;
+    case PK_DOF_ARMATURE:
+      col[id] = -acc[id];
+      break;
+    case PK_DOF_FRICTIONLOSS:
+      if (loss) col[id] = -rho1(d->qvel[id] / s->opt.frictionloss_speed, &q);
+      break;
+    case PK_JNT_STIFFNESS: {
+      if (!passive) break;
+      int qa = m->jnt_qposadr[id], da = m->jnt_dofadr[id], type = m->jnt_type[id];
+      if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
+        col[da] = -(d->qpos[qa] - m->qpos_spring[qa]);
+        break;
+      }
+      if (type == mjJNT_FREE) {
+        for (int i = 0; i < 3; i++) col[da + i] = -(d->qpos[qa + i] - m->qpos_spring[qa + i]);
+        qa += 3;
+        da += 3;
+      }
+      mjtNum dif[3];
+      mju_subQuat(dif, d->qpos + qa, m->qpos_spring + qa);
+      for (int i = 0; i < 3; i++) col[da + i] = -dif[i];
+      break;
+    }
+    case PK_JNT_SPRINGREF:
+      if (passive) col[m->jnt_dofadr[id]] = m->jnt_stiffness[id];
+      break;
+    case PK_TEN_STIFFNESS:
+      if (passive) {
+        compat_addTendonForce(m, d, id, -(d->ten_length[id] - m->tendon_lengthspring[id]), col);
+      }
+      break;
+    case PK_TEN_DAMPING:
+      if (passive) compat_addTendonForce(m, d, id, -d->ten_velocity[id], col);
+      break;
+    case PK_TEN_FRICTIONLOSS:
+      if (loss) {
+        mjtNum r = rho1(d->ten_velocity[id] / s->opt.frictionloss_speed, &q);
+        compat_addTendonForce(m, d, id, -r, col);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+//---------------------------------- entry point ---------------------------------------------------
+
+int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
+                           const mjdiffParams* p, const mjtNum* acc, mjtNum hdamp, mjtNum* DrDp,
+                           mjtNum* DadotDp) {
+  mjModel userView;
+  const mjModel* m = mjdiff_userModel(mu, s, &userView);
+  int nv = m->nv, na = m->na, np = p->n, nbody = m->nbody;
+  if (np == 0) return 0;
+  mju_zero(DrDp, nv * np);
+  if (DadotDp && na) mju_zero(DadotDp, na * np);
+
+  // what the selection needs
+  int needAcc = 0, needContacts = 0;
+  for (int i = 0; i < np; i++) {
+    int kind = p->entry[i].kind;
+    needAcc |= kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS;
+    needContacts |= kind == PK_GEOM_FRICTION || kind == PK_GEOM_SMOOTH ||
+                    (kind == PK_SMOOTH && mjdiff_smoothFieldGeom(p->entry[i].comp) >= 0);
+  }
+  int contacts = needContacts && d->ncon > 0 &&
+                 !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT);
+  int perContact = (int)((sizeof(contactPartial) + sizeof(mjtNum) - 1) / sizeof(mjtNum));
+  int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0);
+  if (compat_stackSpace(d) < need) {
+    for (int i = 0; i < nv * np; i++) DrDp[i] = NAN;
+    if (DadotDp) {
+      for (int i = 0; i < na * np; i++) DadotDp[i] = NAN;
+    }
+    return 0;
+  }
+
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* cacc = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* wrench = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* col = compat_stackAllocNum(d, nv);
+  mjtNum* adot = compat_stackAllocNum(d, na ? na : 1);
+  contactPartial* cps = NULL;
+  int ncp = 0;
+  if (contacts) {
+    cps = (contactPartial*)compat_stackAllocNum(d, perContact * d->ncon);
+    for (int i = 0; i < d->ncon; i++) ncp += contactPartials(m, d, s, i, cps + ncp);
+  }
+  if (needAcc) bodyAcc(m, d, acc, cacc);
+
+  for (int i = 0; i < np; i++) {
+    const paramEntry* e = p->entry + i;
+    mju_zero(col, nv);
+    if (na) mju_zero(adot, na);
+    switch (e->kind) {
+      case PK_BODY_MASS:
+      case PK_BODY_INERTIA:
+      case PK_BODY_IPOS:
+        inertiaColumn(m, d, e, cacc, col);
+        break;
+      case PK_GRAVITY:
+        gravityColumn(m, d, e->comp, wrench, col);
+        break;
+      case PK_GEOM_FRICTION:
+      case PK_GEOM_SMOOTH:
+        if (ncp) contactColumn(m, d, s, e, cps, ncp, wrench, col);
+        break;
+      case PK_SMOOTH:
+        if (DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) break;
+        if (mjdiff_smoothFieldGeom(e->comp) >= 0) {
+          if (ncp) contactColumn(m, d, s, e, cps, ncp, wrench, col);
+        } else if (e->comp == SF_EQ_STIFFNESS || e->comp == SF_EQ_DAMPING) {
+          equalityColumn(m, d, s, e->comp, col);
+        } else {
+          scalarSmoothColumn(m, d, s, e->comp, col);
+        }
+        break;
+      case PK_ACT_GEAR:
+      case PK_ACT_GAINPRM:
+      case PK_ACT_BIASPRM:
+      case PK_ACT_DYNPRM:
+        actuatorColumn(m, d, e, col, adot);
+        break;
+      default:
+        scalarColumn(m, d, s, e, acc, hdamp, col);
+        break;
+    }
+    for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
+    if (DadotDp) {
+      for (int r = 0; r < na; r++) DadotDp[(size_t)np * r + i] = adot[r];
+    }
+  }
+  compat_stackFree(d, mark);
+  return 0;
+}

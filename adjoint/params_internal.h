@@ -1,0 +1,73 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The layout of a parameter selection (<mjdiff/params.h>), shared by params.c (names, values)
+// and params_d.c (derivatives).
+
+#ifndef MJDIFF_PARAMS_INTERNAL_H_
+#define MJDIFF_PARAMS_INTERNAL_H_
+
+#include <mjdiff/params.h>
+
+#include "internal.h"
+
+// kinds of scalar parameters; id is the object, comp the component
+typedef enum paramKind_ {
+  PK_BODY_MASS = 0,            // id: body
+  PK_BODY_INERTIA,             // id: body, comp: principal axis 0..2
+  PK_BODY_IPOS,                // id: body, comp: body-frame axis 0..2
+  PK_DOF_DAMPING,              // id: dof
+  PK_DOF_ARMATURE,             // id: dof
+  PK_DOF_FRICTIONLOSS,         // id: dof
+  PK_JNT_STIFFNESS,            // id: joint
+  PK_JNT_SPRINGREF,            // id: joint (hinge, slide)
+  PK_TEN_STIFFNESS,            // id: tendon
+  PK_TEN_DAMPING,              // id: tendon
+  PK_TEN_FRICTIONLOSS,         // id: tendon
+  PK_GEOM_FRICTION,            // id: geom, comp: 0 sliding, 1 torsional, 2 rolling
+  PK_GEOM_SMOOTH,              // id: geom, comp: geomParam (GP_*)
+  PK_ACT_GEAR,                 // id: actuator
+  PK_ACT_GAINPRM,              // id: actuator, comp: 0..2
+  PK_ACT_BIASPRM,              // id: actuator, comp: 0..2
+  PK_ACT_DYNPRM,               // id: actuator (filter), dynprm[0]
+  PK_GRAVITY,                  // comp: 0..2
+  PK_SMOOTH                    // comp: smoothField (model-wide)
+} paramKind;
+
+// model-wide fields of the smooth model (mjdiffOptions), in the order of its declaration
+typedef enum smoothField_ {
+  SF_CONTACT_STIFFNESS = 0,
+  SF_CONTACT_DAMPING,
+  SF_CONTACT_WIDTH,
+  SF_FRICTION_SPEED,
+  SF_SPIN_SPEED,
+  SF_LIMIT_STIFFNESS,
+  SF_LIMIT_DAMPING,
+  SF_LIMIT_WIDTH,
+  SF_FRICTIONLOSS_SPEED,
+  SF_EQ_STIFFNESS,
+  SF_EQ_DAMPING,
+  SF_COUNT
+} smoothField;
+
+typedef struct paramEntry_ {
+  int kind;                    // paramKind
+  int id;                      // object id (-1 for model-wide values)
+  int comp;                    // component
+} paramEntry;
+
+struct mjdiffParams_ {
+  int n;                       // number of scalar parameters
+  paramEntry* entry;           // (n)
+  char* names;                 // expanded names, each 0-terminated
+  int* nameadr;                // (n) offsets into names
+  int nq, nv, nbody, njnt, ngeom, nu, na, ntendon;  // sizes of the model it was made for
+};
+
+// name of a model-wide smooth field (as in mjdiff_setParam) and its per-geom index or -1
+const char* mjdiff_smoothFieldName(int field);
+int mjdiff_smoothFieldGeom(int field);
+
+// the smooth field of a per-geom parameter index (GP_*), or -1
+int mjdiff_geomParamField(int gp);
+
+#endif  // MJDIFF_PARAMS_INTERNAL_H_

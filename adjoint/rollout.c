@@ -1,0 +1,393 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Rollout gradients: the adjoint sweep of <mjdiff/rollout.h> over the step adjoint of step_d.c.
+//
+//   forward   x_{t+1} = f(x_t, u_t; p), recording x_t every k steps (k = 1: all) and every u_t
+//   backward  lambda_T = dl/dx_T;  for t = T-1 .. 0:
+//               (a_x, a_u, a_p) = [A_t B_t P_t]' lambda_{t+1} + [C_t D_t Q_t]' dl/ds_t
+//               g_u = a_u + dl/du_t;  policy: a_x += pi_x' g_u, g_theta += pi_theta' g_u
+//               g_p += a_p;  lambda_t = a_x + dl/dx_t
+//   checkpointing recomputes the states of one segment (k steps) from its stored start with the
+//   recorded controls: the smooth step is a deterministic function of (x, u, t), so the states,
+//   and the gradients, are bit for bit those of storing everything.
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mjdiff/params.h>
+#include <mjdiff/rollout.h>
+
+#include "compat.h"
+#include "derivative.h"
+#include "internal.h"
+
+struct mjdiffRollout_ {
+  const mjModel* m;            // model, smooth model and parameters this rollout was made for
+  const mjdiffModel* s;
+  const mjdiffParams* p;
+  mjdiffStepDeriv* w;          // step-derivative workspace
+  int T, nu, np, ndx, nx;      // nx = nq + nv + na + 1 (state with time)
+  int stride;                  // states stored every `stride` steps
+  int nstored;                 // T / stride + 1
+  mjtNum* stored;              // (nstored x nx)
+  mjtNum* segment;             // (stride x nx) states of one segment, recomputed
+  mjtNum* ctrl;                // (T x nu) controls used
+  const mjdiffPolicy* policy;  // of the last forward rollout, with its parameters
+  const mjtNum* theta;
+  int recorded;                // 1 after a successful forward rollout
+  mjtNum* lambda;              // (ndx) adjoint of the state
+  mjtNum* ax;                  // (ndx), (nu), (np), (nu) scratch
+  mjtNum* au;
+  mjtNum* ap;
+  mjtNum* gu;
+  size_t bytes;
+};
+
+void mjdiff_defaultRolloutOptions(mjdiffRolloutOptions* opt) {
+  opt->checkpoint = 1;
+}
+
+static void getState(const mjModel* m, const mjData* d, mjtNum* x) {
+  mju_copy(x, d->qpos, m->nq);
+  mju_copy(x + m->nq, d->qvel, m->nv);
+  mju_copy(x + m->nq + m->nv, d->act, m->na);
+  x[m->nq + m->nv + m->na] = d->time;
+}
+
+static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
+  mju_copy(d->qpos, x, m->nq);
+  mju_copy(d->qvel, x + m->nq, m->nv);
+  mju_copy(d->act, x + m->nq + m->nv, m->na);
+  d->time = x[m->nq + m->nv + m->na];
+}
+
+mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                                int horizon, const mjdiffRolloutOptions* opt, mjdiffRollout** out,
+                                char* err, int errsz) {
+  if (!out) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "out is NULL");
+  *out = NULL;
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (horizon < 1) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "horizon must be >= 1, got %d", horizon);
+  }
+  mjdiffRolloutOptions o;
+  mjdiff_defaultRolloutOptions(&o);
+  if (opt) o = *opt;
+  if (o.checkpoint < 0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "checkpoint must be >= 0 (0: every ceil(sqrt(T)) steps), got %d",
+                        o.checkpoint);
+  }
+  int stride = o.checkpoint ? o.checkpoint : (int)ceil(sqrt((double)horizon));
+  if (stride > horizon) stride = horizon;
+
+  mjdiffRollout* r = (mjdiffRollout*)calloc(1, sizeof(mjdiffRollout));
+  if (!r) return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the rollout");
+  st = mjdiff_makeStepDeriv(m, s, p, &r->w, err, errsz);
+  if (st != MJDIFF_OK) {
+    free(r);
+    return st;
+  }
+  r->m = m;
+  r->s = s;
+  r->p = p;
+  r->T = horizon;
+  r->nu = m->nu;
+  r->np = p ? mjdiff_paramCount(p) : 0;
+  r->ndx = 2 * m->nv + m->na;
+  r->nx = m->nq + m->nv + m->na + 1;
+  r->stride = stride;
+  r->nstored = horizon / stride + 1;
+  size_t n = (size_t)r->nstored * r->nx + (size_t)stride * r->nx + (size_t)horizon * r->nu +
+             2 * (size_t)r->ndx + 2 * (size_t)r->nu + (size_t)r->np + 8;
+  mjtNum* buf = (mjtNum*)calloc(n, sizeof(mjtNum));
+  if (!buf) {
+    mjdiff_freeStepDeriv(r->w);
+    free(r);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the rollout");
+  }
+  r->stored = buf;
+  r->segment = r->stored + (size_t)r->nstored * r->nx;
+  r->ctrl = r->segment + (size_t)stride * r->nx;
+  r->lambda = r->ctrl + (size_t)horizon * r->nu;
+  r->ax = r->lambda + r->ndx;
+  r->au = r->ax + r->ndx;
+  r->gu = r->au + r->nu;
+  r->ap = r->gu + r->nu;
+  r->bytes = sizeof(mjdiffRollout) + n * sizeof(mjtNum);
+  *out = r;
+  return MJDIFF_OK;
+}
+
+void mjdiff_freeRollout(mjdiffRollout* r) {
+  if (!r) return;
+  mjdiff_freeStepDeriv(r->w);
+  free(r->stored);
+  free(r);
+}
+
+size_t mjdiff_rolloutMemory(const mjdiffRollout* r) {
+  return r ? r->bytes : 0;
+}
+
+static mjdiffStatus checkRollout(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                                 const mjdiffRollout* r, char* err, int errsz) {
+  if (!r || !d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "rollout or data is NULL");
+  if (r->m != m || r->s != s) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "rollout was made for another model or smooth model");
+  }
+  return MJDIFF_OK;
+}
+
+// one step of the rollout at t from the state in d: controls, then the smooth step
+static mjdiffStatus rolloutStep(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                mjdiffRollout* r, int t, const mjtNum* ctrl, char* err,
+                                int errsz) {
+  if (r->policy) {
+    r->policy->act(m, d, r->theta, r->policy->user, d->ctrl);
+  } else if (ctrl) {
+    mju_copy(d->ctrl, ctrl + (size_t)r->nu * t, r->nu);
+  }
+  mju_copy(r->ctrl + (size_t)r->nu * t, d->ctrl, r->nu);
+  return mjdiff_step(m, d, s, err, errsz);
+}
+
+mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                   mjdiffRollout* r, const mjtNum* ctrl,
+                                   const mjdiffPolicy* policy, const mjtNum* theta,
+                                   mjtNum* states, mjtNum* sensordata, char* err, int errsz) {
+  mjdiffStatus st = checkRollout(m, d, s, r, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (!policy && !ctrl && m->nu) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "neither controls nor a policy given");
+  }
+  if (policy && (!policy->act || !policy->vjp || (policy->nparam > 0 && !theta))) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "policy needs act and vjp callbacks and its parameters");
+  }
+  r->recorded = 0;
+  r->policy = policy;
+  r->theta = theta;
+  int nq = m->nq, nv = m->nv, na = m->na, ns = m->nsensordata, nxs = nq + nv + na;
+  for (int t = 0; t < r->T; t++) {
+    if (t % r->stride == 0) getState(m, d, r->stored + (size_t)r->nx * (t / r->stride));
+    if (states) {
+      getState(m, d, r->segment);
+      mju_copy(states + (size_t)nxs * t, r->segment, nxs);
+    }
+    char msg[400] = "";
+    st = rolloutStep(m, d, s, r, t, ctrl, msg, sizeof(msg));
+    if (st != MJDIFF_OK) {
+      return mjdiff_error(err, errsz, st, "rollout step %d: %s", t, msg);
+    }
+    if (sensordata && ns) mju_copy(sensordata + (size_t)ns * t, d->sensordata, ns);
+  }
+  if (r->T % r->stride == 0) getState(m, d, r->stored + (size_t)r->nx * (r->T / r->stride));
+  if (states) {
+    mju_copy(states + (size_t)nxs * r->T, d->qpos, nq);
+    mju_copy(states + (size_t)nxs * r->T + nq, d->qvel, nv);
+    mju_copy(states + (size_t)nxs * r->T + nq + nv, d->act, na);
+  }
+  r->recorded = 1;
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                    mjdiffRollout* r, const mjtNum* dLdx, const mjtNum* dLdu,
+                                    const mjtNum* dLds, mjtNum* grad_x0, mjtNum* grad_ctrl,
+                                    mjtNum* grad_theta, mjtNum* grad_param, char* err,
+                                    int errsz) {
+  mjdiffStatus st = checkRollout(m, d, s, r, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (!r->recorded) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "no forward rollout recorded: call mjdiff_rolloutForward first");
+  }
+  int T = r->T, nu = r->nu, np = r->np, ndx = r->ndx, nx = r->nx, ns = m->nsensordata;
+  int ntheta = r->policy ? r->policy->nparam : 0;
+  if (ntheta > 0 && !grad_theta) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "grad_theta is needed with a policy that has parameters");
+  }
+  if (dLds) {
+    for (int i = 0; i < m->nsensor; i++) {
+      if (mjdiff_sensorSupported(m, i)) continue;
+      int adr = m->sensor_adr[i];
+      for (int t = 0; t < T; t++) {
+        for (int k = 0; k < m->sensor_dim[i]; k++) {
+          if (dLds[(size_t)ns * t + adr + k] != 0) {
+            const char* name = mj_id2name(m, mjOBJ_SENSOR, i);
+            return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                                "the loss weights sensor %d ('%s', type %d), which has no "
+                                "derivative", i, name ? name : "", m->sensor_type[i]);
+          }
+        }
+      }
+    }
+  }
+
+  if (grad_theta) mju_zero(grad_theta, ntheta);
+  if (grad_param) mju_zero(grad_param, np);
+  if (dLdx) {
+    mju_copy(r->lambda, dLdx + (size_t)ndx * T, ndx);
+  } else {
+    mju_zero(r->lambda, ndx);
+  }
+
+  // segments from the last: recompute their states from the stored start, then sweep back
+  int nseg = (T + r->stride - 1) / r->stride;
+  for (int seg = nseg - 1; seg >= 0; seg--) {
+    int t0 = seg * r->stride, t1 = t0 + r->stride < T ? t0 + r->stride : T;
+    setState(m, d, r->stored + (size_t)nx * seg);
+    mju_copy(r->segment, r->stored + (size_t)nx * seg, nx);
+    for (int t = t0 + 1; t < t1; t++) {
+      mju_copy(d->ctrl, r->ctrl + (size_t)nu * (t - 1), nu);
+      st = mjdiff_step(m, d, s, err, errsz);
+      if (st != MJDIFF_OK) return st;
+      getState(m, d, r->segment + (size_t)nx * (t - t0));
+    }
+
+    for (int t = t1 - 1; t >= t0; t--) {
+      setState(m, d, r->segment + (size_t)nx * (t - t0));
+      mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+      st = mjdiff_stepVJP(m, d, s, r->w, r->lambda, r->ax, r->au, r->ap, err, errsz);
+      if (st != MJDIFF_OK) return st;
+      if (dLds) {
+        st = mjdiff_sensorVJP(m, d, s, r->w, dLds + (size_t)ns * t, r->ax, r->au, r->ap, err,
+                              errsz);
+        if (st != MJDIFF_OK) return st;
+      }
+      for (int i = 0; i < nu; i++) r->gu[i] = r->au[i] + (dLdu ? dLdu[(size_t)nu * t + i] : 0);
+      if (r->policy) {
+        r->policy->vjp(m, d, r->theta, r->policy->user, r->gu, r->ax, grad_theta);
+      }
+      if (grad_ctrl) mju_copy(grad_ctrl + (size_t)nu * t, r->gu, nu);
+      if (grad_param) mju_addTo(grad_param, r->ap, np);
+      for (int i = 0; i < ndx; i++) {
+        r->lambda[i] = r->ax[i] + (dLdx ? dLdx[(size_t)ndx * t + i] : 0);
+      }
+    }
+  }
+  if (grad_x0) mju_copy(grad_x0, r->lambda, ndx);
+
+  // leave d at x_T
+  int last = T / r->stride;
+  setState(m, d, r->stored + (size_t)nx * last);
+  for (int t = last * r->stride; t < T; t++) {
+    mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+    st = mjdiff_step(m, d, s, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
+  return MJDIFF_OK;
+}
+
+//---------------------------------- batches ------------------------------------------------------
+
+typedef struct batchJob_ {
+  const mjModel* m;
+  const mjdiffModel* s;
+  const mjdiffParams* p;
+  int T;
+  const mjdiffRolloutOptions* opt;
+  const mjdiffLoss* loss;
+  mjdiffBatchItem* items;
+  int nitem, nthread, thread;
+} batchJob;
+
+static mjdiffStatus runItem(const batchJob* job, mjData* d, mjdiffRollout* r, mjtNum* buf,
+                            mjdiffBatchItem* it) {
+  const mjModel* m = job->m;
+  int T = job->T, nu = m->nu, ns = m->nsensordata, ndx = 2 * m->nv + m->na;
+  int nxs = m->nq + m->nv + m->na;
+  mjtNum* states = buf;
+  mjtNum* sens = states + (size_t)(T + 1) * nxs;
+  mjtNum* dLdx = sens + (size_t)T * ns;
+  mjtNum* dLdu = dLdx + (size_t)(T + 1) * ndx;
+  mjtNum* dLds = dLdu + (size_t)T * nu;
+  mj_resetData(m, d);
+  mju_copy(d->qpos, it->x0, m->nq);
+  mju_copy(d->qvel, it->x0 + m->nq, m->nv);
+  mju_copy(d->act, it->x0 + m->nq + m->nv, m->na);
+  mjdiffStatus st = mjdiff_rolloutForward(m, d, job->s, r, it->ctrl, NULL, NULL, states, sens,
+                                          NULL, 0);
+  if (st != MJDIFF_OK) return st;
+  if (it->states) mju_copy(it->states, states, (size_t)(T + 1) * nxs);
+  if (it->sensordata && ns) mju_copy(it->sensordata, sens, (size_t)T * ns);
+  mju_zero(dLdx, (size_t)(T + 1) * ndx + (size_t)T * nu + (size_t)T * ns);
+  it->loss = 0;
+  if (job->loss && job->loss->grad) {
+    int index = (int)(it - job->items);
+    it->loss = job->loss->grad(m, index, T, states, r->ctrl, sens, job->loss->user, dLdx, dLdu,
+                               ns ? dLds : NULL);
+  }
+  return mjdiff_rolloutBackward(m, d, job->s, r, dLdx, dLdu, ns ? dLds : NULL, it->grad_x0,
+                                it->grad_ctrl, NULL, it->grad_param, NULL, 0);
+}
+
+static void* batchThread(void* arg) {
+  batchJob* job = (batchJob*)arg;
+  const mjModel* m = job->m;
+  int T = job->T, ns = m->nsensordata, ndx = 2 * m->nv + m->na;
+  int nxs = m->nq + m->nv + m->na;
+  mjData* d = mj_makeData(m);
+  mjdiffRollout* r = NULL;
+  size_t n = (size_t)(T + 1) * nxs + (size_t)T * ns + (size_t)(T + 1) * ndx + (size_t)T * m->nu +
+             (size_t)T * ns + 1;
+  mjtNum* buf = (mjtNum*)malloc(n * sizeof(mjtNum));
+  mjdiffStatus st = d && buf ? mjdiff_makeRollout(m, job->s, job->p, T, job->opt, &r, NULL, 0)
+                             : MJDIFF_ERR_MEMORY;
+  // items thread, thread + nthread, ...: a fixed assignment, so results do not depend on timing
+  for (int i = job->thread; i < job->nitem; i += job->nthread) {
+    job->items[i].status = st == MJDIFF_OK ? runItem(job, d, r, buf, job->items + i) : st;
+  }
+  mjdiff_freeRollout(r);
+  free(buf);
+  if (d) mj_deleteData(d);
+  return NULL;
+}
+
+mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                                 int horizon, const mjdiffRolloutOptions* opt,
+                                 const mjdiffLoss* loss, int nthread, mjdiffBatchItem* items,
+                                 int nitem, char* err, int errsz) {
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (!items || nitem < 0 || nthread < 1 || horizon < 1) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "batch needs items, nitem >= 0, nthread >= 1 and horizon >= 1");
+  }
+  if (nthread > nitem) nthread = nitem > 0 ? nitem : 1;
+  batchJob jobs[64];
+  pthread_t threads[64];
+  if (nthread > 64) nthread = 64;
+  int started[64] = {0};
+  for (int t = 0; t < nthread; t++) {
+    jobs[t] = (batchJob){m, s, p, horizon, opt, loss, items, nitem, nthread, t};
+  }
+  for (int t = 1; t < nthread; t++) {
+    started[t] = !pthread_create(threads + t, NULL, batchThread, jobs + t);
+    if (!started[t]) jobs[t].nthread = 0;
+  }
+  batchThread(jobs);
+  for (int t = 1; t < nthread; t++) {
+    if (started[t]) pthread_join(threads[t], NULL);
+  }
+  // threads that could not start: their items run here, in the same order
+  for (int t = 1; t < nthread; t++) {
+    if (!started[t]) {
+      jobs[t].nthread = nthread;
+      batchThread(jobs + t);
+    }
+  }
+  for (int i = 0; i < nitem; i++) {
+    if (items[i].status != MJDIFF_OK) {
+      return mjdiff_error(err, errsz, items[i].status, "batch item %d failed (%s)", i,
+                          mjdiff_statusName(items[i].status));
+    }
+  }
+  return MJDIFF_OK;
+}

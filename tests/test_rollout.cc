@@ -1,0 +1,428 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Rollout gradients against centered finite differences of whole rollouts; checkpointing against
+// storing every state (bit for bit); batches against serial runs (bit for bit); a policy's VJP.
+//
+// Loss: L = sum_t w_x . (x_t (-) x_ref)^2 / 2 + w_u |u_t|^2 / 2 with a fixed random x_ref,
+// gradients in the tangent layout. Tolerance rationale: over T = 200 steps, centered differences
+// of the whole rollout at eps = 1e-6 carry rounding ~ ulp(L) / eps ~ 1e-10 relative to L and
+// truncation ~ eps^2 L''' (contact transitions within the horizon make L''' large near them);
+// Richardson extrapolation over (eps, 2 eps) and comparing against the gradient's norm, we require
+// 1e-5 relative, the bound.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <mjdiff/mjdiff.h>
+#include <mjdiff/rollout.h>
+
+#include "shim.h"
+
+namespace {
+
+double uniform(unsigned long long* s) {
+  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+struct Problem {
+  shimSim sim;
+  int T = 0, nx = 0, ndx = 0, nu = 0;
+  std::vector<mjtNum> x0, ctrl, xref;
+  double wu = 1e-3;
+  bool ok = false;
+
+  Problem(const char* path, int horizon, int warm, unsigned long long seed) : T(horizon) {
+    ok = shim_open(&sim, nullptr, path);
+    if (!ok) return;
+    const mjModel* m = sim.m;
+    mjData* d = sim.d;
+    nx = m->nq + m->nv + m->na;
+    ndx = 2 * m->nv + m->na;
+    nu = m->nu;
+    if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+    char err[300];
+    for (int i = 0; i < warm; i++) mjdiff_step(m, d, sim.s, err, sizeof(err));
+    x0.resize(nx);
+    mju_copy(x0.data(), d->qpos, m->nq);
+    mju_copy(x0.data() + m->nq, d->qvel, m->nv);
+    mju_copy(x0.data() + m->nq + m->nv, d->act, m->na);
+    ctrl.resize(T * nu);
+    for (int t = 0; t < T; t++) {
+      for (int i = 0; i < nu; i++) {
+        double lo = -1, hi = 1;
+        if (m->actuator_ctrllimited[i]) {
+          lo = m->actuator_ctrlrange[2 * i];
+          hi = m->actuator_ctrlrange[2 * i + 1];
+        }
+        // smooth controls, strictly inside the range
+        double phase = 6.28 * uniform(&seed);
+        ctrl[t * nu + i] = lo + (hi - lo) * (0.5 + 0.4 * std::sin(0.05 * t + phase));
+      }
+    }
+    xref = x0;
+    for (int i = m->nq; i < nx; i++) xref[i] += 0.1 * (uniform(&seed) - 0.5);
+  }
+  ~Problem() { shim_close(&sim); }
+
+  void setStart(mjData* d, const mjtNum* dx) const {
+    const mjModel* m = sim.m;
+    mj_resetData(m, d);
+    mju_copy(d->qpos, x0.data(), m->nq);
+    mju_copy(d->qvel, x0.data() + m->nq, m->nv);
+    mju_copy(d->act, x0.data() + m->nq + m->nv, m->na);
+    if (dx) {
+      mj_integratePos(m, d->qpos, dx, 1);
+      for (int i = 0; i < m->nv; i++) d->qvel[i] += dx[m->nv + i];
+      for (int i = 0; i < m->na; i++) d->act[i] += dx[2 * m->nv + i];
+    }
+  }
+
+  // loss of a rollout's states and controls, and its gradients (tangent layout)
+  double loss(const std::vector<mjtNum>& states, const mjtNum* u, mjtNum* dLdx,
+              mjtNum* dLdu) const {
+    const mjModel* m = sim.m;
+    double L = 0;
+    std::vector<mjtNum> diff(ndx);
+    for (int t = 0; t <= T; t++) {
+      const mjtNum* x = states.data() + (size_t)nx * t;
+      mj_differentiatePos(m, diff.data(), 1, xref.data(), x);
+      for (int i = 0; i < m->nv; i++) diff[m->nv + i] = x[m->nq + i] - xref[m->nq + i];
+      for (int i = 0; i < m->na; i++) diff[2 * m->nv + i] = x[m->nq + m->nv + i] - xref[m->nq + m->nv + i];
+      for (int i = 0; i < ndx; i++) {
+        L += 0.5 * diff[i] * diff[i];
+        // for ball/free rotations the gradient of |log(ref^-1 x)|^2 / 2 in the right perturbation
+        // is J_r^-1(diff)' diff = diff (the rotation axis is an eigenvector): exact
+        if (dLdx) dLdx[(size_t)ndx * t + i] = diff[i];
+      }
+    }
+    for (int k = 0; k < T * nu; k++) {
+      L += 0.5 * wu * u[k] * u[k];
+      if (dLdu) dLdu[k] = wu * u[k];
+    }
+    return L;
+  }
+
+  // loss of a rollout from x0 (+) dx with controls u
+  double rolloutLoss(mjData* d, const mjtNum* dx, const mjtNum* u) const {
+    setStart(d, dx);
+    std::vector<mjtNum> states((size_t)(T + 1) * nx);
+    char err[300];
+    for (int t = 0; t < T; t++) {
+      mju_copy(states.data() + (size_t)nx * t, d->qpos, sim.m->nq);
+      mju_copy(states.data() + (size_t)nx * t + sim.m->nq, d->qvel, sim.m->nv);
+      mju_copy(states.data() + (size_t)nx * t + sim.m->nq + sim.m->nv, d->act, sim.m->na);
+      mju_copy(d->ctrl, u + (size_t)nu * t, nu);
+      mjdiff_step(sim.m, d, sim.s, err, sizeof(err));
+    }
+    mju_copy(states.data() + (size_t)nx * T, d->qpos, sim.m->nq);
+    mju_copy(states.data() + (size_t)nx * T + sim.m->nq, d->qvel, sim.m->nv);
+    mju_copy(states.data() + (size_t)nx * T + sim.m->nq + sim.m->nv, d->act, sim.m->na);
+    return loss(states, u, nullptr, nullptr);
+  }
+};
+
+// gradient of the rollout loss through the rollout API
+void analyticGradient(Problem& P, int checkpoint, std::vector<mjtNum>* gx0,
+                      std::vector<mjtNum>* gu, int* ncontact) {
+  const mjModel* m = P.sim.m;
+  mjData* d = P.sim.d;
+  mjdiffRolloutOptions opt;
+  mjdiff_defaultRolloutOptions(&opt);
+  opt.checkpoint = checkpoint;
+  mjdiffRollout* r = nullptr;
+  char err[500];
+  ASSERT_EQ(mjdiff_makeRollout(m, P.sim.s, nullptr, P.T, &opt, &r, err, sizeof(err)), MJDIFF_OK)
+      << err;
+  P.setStart(d, nullptr);
+  std::vector<mjtNum> states((size_t)(P.T + 1) * P.nx);
+  ASSERT_EQ(mjdiff_rolloutForward(m, d, P.sim.s, r, P.ctrl.data(), nullptr, nullptr,
+                                  states.data(), nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> dLdx((size_t)(P.T + 1) * P.ndx), dLdu((size_t)P.T * P.nu);
+  P.loss(states, P.ctrl.data(), dLdx.data(), dLdu.data());
+  gx0->assign(P.ndx, 0);
+  gu->assign((size_t)P.T * P.nu, 0);
+  ASSERT_EQ(mjdiff_rolloutBackward(m, d, P.sim.s, r, dLdx.data(), dLdu.data(), nullptr,
+                                   gx0->data(), gu->data(), nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  if (ncontact) {
+    // contacts along the trajectory
+    *ncontact = 0;
+    P.setStart(d, nullptr);
+    for (int t = 0; t < P.T; t++) {
+      mju_copy(d->ctrl, P.ctrl.data() + (size_t)P.nu * t, P.nu);
+      mjdiff_step(m, d, P.sim.s, err, sizeof(err));
+      *ncontact += d->ncon > 0;
+    }
+  }
+  mjdiff_freeRollout(r);
+}
+
+// centered, Richardson-extrapolated finite difference of the rollout loss in one direction
+double fdDirectional(Problem& P, const std::vector<mjtNum>& dx, const std::vector<mjtNum>& du,
+                     double eps) {
+  mjData* d = P.sim.d;
+  auto at = [&](double h) {
+    std::vector<mjtNum> x(dx), u(P.ctrl);
+    for (auto& v : x) v *= h;
+    for (size_t k = 0; k < u.size(); k++) u[k] += h * du[k];
+    return P.rolloutLoss(d, x.data(), u.data());
+  };
+  double g1 = (at(eps) - at(-eps)) / (2 * eps);
+  double g2 = (at(2 * eps) - at(-2 * eps)) / (4 * eps);
+  return (4 * g1 - g2) / 3;
+}
+
+void checkGradient(const char* model, int warm, bool needContacts) {
+  Problem P(shim_modelPath(model), 200, warm, 7);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  std::vector<mjtNum> gx0, gu;
+  int ncontact = 0;
+  analyticGradient(P, 1, &gx0, &gu, &ncontact);
+  if (needContacts) {
+    EXPECT_GT(ncontact, 20) << "the trajectory should be in contact for a good part";
+  }
+
+  // random directions in the start state and the controls; also each start-state coordinate
+  unsigned long long seed = 99;
+  double worst = 0;
+  for (int trial = 0; trial < 6; trial++) {
+    std::vector<mjtNum> dx(P.ndx, 0), du(P.ctrl.size(), 0);
+    if (trial < 3) {
+      for (auto& v : dx) v = uniform(&seed) - 0.5;
+    } else {
+      for (auto& v : du) v = uniform(&seed) - 0.5;
+    }
+    double analytic = mju_dot(gx0.data(), dx.data(), P.ndx) +
+                      mju_dot(gu.data(), du.data(), (int)du.size());
+    double fd = fdDirectional(P, dx, du, 1e-6);
+    double scale = std::fmax(std::fabs(fd), 1e-8);
+    double rel = std::fabs(analytic - fd) / scale;
+    worst = std::fmax(worst, rel);
+    EXPECT_LE(rel, 1e-5) << model << " trial " << trial << ": analytic " << analytic
+                         << " finite difference " << fd;
+  }
+  std::cout << model << ": " << ncontact << " of 200 steps in contact, worst relative error "
+            << worst << "\n";
+}
+
+TEST(Rollout, ArmPushingBoxGradient) {
+  checkGradient("arm_box.xml", 100, true);
+}
+
+TEST(Rollout, HopperLandingGradient) {
+  // the hopper starts above the floor and lands within the horizon
+  checkGradient("hopper.xml", 0, true);
+}
+
+TEST(Rollout, CheckpointingIsBitwiseStoreAll) {
+  Problem P(shim_modelPath("arm_box.xml"), 200, 100, 7);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  std::vector<mjtNum> gx0a, gua, gx0b, gub, gx0c, guc;
+  analyticGradient(P, 1, &gx0a, &gua, nullptr);
+  analyticGradient(P, 0, &gx0b, &gub, nullptr);   // ceil(sqrt(200)) = 15
+  analyticGradient(P, 37, &gx0c, &guc, nullptr);  // a stride that does not divide T
+  EXPECT_EQ(0, std::memcmp(gx0a.data(), gx0b.data(), gx0a.size() * sizeof(mjtNum)));
+  EXPECT_EQ(0, std::memcmp(gua.data(), gub.data(), gua.size() * sizeof(mjtNum)));
+  EXPECT_EQ(0, std::memcmp(gx0a.data(), gx0c.data(), gx0a.size() * sizeof(mjtNum)));
+  EXPECT_EQ(0, std::memcmp(gua.data(), guc.data(), gua.size() * sizeof(mjtNum)));
+  // and the gradient is not trivially zero
+  EXPECT_GT(mju_norm(gx0a.data(), (int)gx0a.size()), 0);
+}
+
+TEST(Rollout, CheckpointingUsesLessMemory) {
+  Problem P(shim_modelPath("arm_box.xml"), 1000, 0, 7);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  mjdiffRolloutOptions all, sqrtT;
+  mjdiff_defaultRolloutOptions(&all);
+  mjdiff_defaultRolloutOptions(&sqrtT);
+  sqrtT.checkpoint = 0;
+  mjdiffRollout *a = nullptr, *b = nullptr;
+  char err[300];
+  ASSERT_EQ(mjdiff_makeRollout(P.sim.m, P.sim.s, nullptr, 1000, &all, &a, err, sizeof(err)),
+            MJDIFF_OK);
+  ASSERT_EQ(mjdiff_makeRollout(P.sim.m, P.sim.s, nullptr, 1000, &sqrtT, &b, err, sizeof(err)),
+            MJDIFF_OK);
+  size_t state = sizeof(mjtNum) * (P.sim.m->nq + P.sim.m->nv + 1);
+  // store-all holds 1001 states, sqrt(T) checkpointing about 2 sqrt(T)
+  EXPECT_GT(mjdiff_rolloutMemory(a), mjdiff_rolloutMemory(b) + 900 * state);
+  mjdiff_freeRollout(a);
+  mjdiff_freeRollout(b);
+}
+
+// the loss of Problem as a batch loss
+mjtNum batchLoss(const mjModel* m, int item, int horizon, const mjtNum* states,
+                 const mjtNum* ctrl, const mjtNum* sensordata, void* user, mjtNum* dLdx,
+                 mjtNum* dLdu, mjtNum* dLds) {
+  (void)m, (void)item, (void)horizon, (void)sensordata, (void)dLds;
+  const Problem* P = (const Problem*)user;
+  std::vector<mjtNum> s(states, states + (size_t)(P->T + 1) * P->nx);
+  return P->loss(s, ctrl, dLdx, dLdu);
+}
+
+TEST(Rollout, BatchMatchesSerial) {
+  Problem P(shim_modelPath("arm_box.xml"), 100, 50, 3);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  const int n = 6;
+  std::vector<std::vector<mjtNum>> x0(n, P.x0), ctrl(n, P.ctrl);
+  unsigned long long seed = 5;
+  for (int i = 0; i < n; i++) {
+    for (int k = P.sim.m->nq; k < P.nx; k++) x0[i][k] += 0.05 * (uniform(&seed) - 0.5);
+    for (auto& u : ctrl[i]) u *= 0.9 + 0.1 * uniform(&seed);
+  }
+  mjdiffLoss loss = {&P, batchLoss};
+  auto run = [&](int nthread, std::vector<std::vector<mjtNum>>* gx, std::vector<double>* L) {
+    std::vector<mjdiffBatchItem> items(n);
+    gx->assign(n, std::vector<mjtNum>(P.ndx + P.T * P.nu));
+    L->assign(n, 0);
+    for (int i = 0; i < n; i++) {
+      std::memset(&items[i], 0, sizeof(items[i]));
+      items[i].x0 = x0[i].data();
+      items[i].ctrl = ctrl[i].data();
+      items[i].grad_x0 = (*gx)[i].data();
+      items[i].grad_ctrl = (*gx)[i].data() + P.ndx;
+    }
+    char err[300];
+    ASSERT_EQ(mjdiff_rolloutBatch(P.sim.m, P.sim.s, nullptr, P.T, nullptr, &loss, nthread,
+                                  items.data(), n, err, sizeof(err)), MJDIFF_OK) << err;
+    for (int i = 0; i < n; i++) (*L)[i] = items[i].loss;
+  };
+  std::vector<std::vector<mjtNum>> g1, g3;
+  std::vector<double> L1, L3;
+  run(1, &g1, &L1);
+  run(3, &g3, &L3);
+  for (int i = 0; i < n; i++) {
+    EXPECT_EQ(L1[i], L3[i]);
+    EXPECT_EQ(0, std::memcmp(g1[i].data(), g3[i].data(), g1[i].size() * sizeof(mjtNum)));
+  }
+  EXPECT_NE(L1[0], L1[1]);  // the items differ
+}
+
+// a linear feedback policy u = K (x (-) x_ref) + k0, parameters (K, k0)
+struct Linear {
+  const Problem* P;
+};
+
+void linearAct(const mjModel* m, const mjData* d, const mjtNum* theta, void* user, mjtNum* ctrl) {
+  const Problem* P = ((Linear*)user)->P;
+  int ndx = P->ndx, nu = m->nu;
+  std::vector<mjtNum> x(P->nx), e(ndx);
+  mju_copy(x.data(), d->qpos, m->nq);
+  mju_copy(x.data() + m->nq, d->qvel, m->nv);
+  mju_copy(x.data() + m->nq + m->nv, d->act, m->na);
+  mj_differentiatePos(m, e.data(), 1, P->xref.data(), x.data());
+  for (int i = 0; i < m->nv; i++) e[m->nv + i] = x[m->nq + i] - P->xref[m->nq + i];
+  for (int i = 0; i < nu; i++) {
+    ctrl[i] = theta[ndx * nu + i] + mju_dot(theta + ndx * i, e.data(), ndx);
+  }
+}
+
+void linearVJP(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
+               const mjtNum* adj_ctrl, mjtNum* adj_x, mjtNum* adj_theta) {
+  const Problem* P = ((Linear*)user)->P;
+  int ndx = P->ndx, nu = m->nu;
+  std::vector<mjtNum> x(P->nx), e(ndx);
+  mju_copy(x.data(), d->qpos, m->nq);
+  mju_copy(x.data() + m->nq, d->qvel, m->nv);
+  mju_copy(x.data() + m->nq + m->nv, d->act, m->na);
+  mj_differentiatePos(m, e.data(), 1, P->xref.data(), x.data());
+  for (int i = 0; i < m->nv; i++) e[m->nv + i] = x[m->nq + i] - P->xref[m->nq + i];
+  // hinge-only model (arm): de/dx = I
+  for (int i = 0; i < nu; i++) {
+    for (int j = 0; j < ndx; j++) {
+      adj_x[j] += theta[ndx * i + j] * adj_ctrl[i];
+      adj_theta[ndx * i + j] += e[j] * adj_ctrl[i];
+    }
+    adj_theta[ndx * nu + i] += adj_ctrl[i];
+  }
+}
+
+TEST(Rollout, PolicyParameterGradient) {
+  Problem P(shim_modelPath("arm_box.xml"), 100, 50, 11);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  const mjModel* m = P.sim.m;
+  mjData* d = P.sim.d;
+  int ntheta = P.ndx * P.nu + P.nu;
+  std::vector<mjtNum> theta(ntheta, 0);
+  unsigned long long seed = 3;
+  for (auto& v : theta) v = 0.02 * (uniform(&seed) - 0.5);
+  Linear lin = {&P};
+  mjdiffPolicy policy = {ntheta, &lin, linearAct, linearVJP};
+
+  auto lossOf = [&](const std::vector<mjtNum>& th, std::vector<mjtNum>* grad) {
+    mjdiffRollout* r = nullptr;
+    char err[300];
+    EXPECT_EQ(mjdiff_makeRollout(m, P.sim.s, nullptr, P.T, nullptr, &r, err, sizeof(err)),
+              MJDIFF_OK);
+    P.setStart(d, nullptr);
+    std::vector<mjtNum> states((size_t)(P.T + 1) * P.nx);
+    EXPECT_EQ(mjdiff_rolloutForward(m, d, P.sim.s, r, nullptr, &policy, th.data(),
+                                    states.data(), nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+    // controls as the policy made them
+    std::vector<mjtNum> u((size_t)P.T * P.nu), dLdx((size_t)(P.T + 1) * P.ndx), dLdu(u.size());
+    P.setStart(d, nullptr);
+    for (int t = 0; t < P.T; t++) {
+      linearAct(m, d, th.data(), &lin, u.data() + (size_t)P.nu * t);
+      mju_copy(d->ctrl, u.data() + (size_t)P.nu * t, P.nu);
+      mjdiff_step(m, d, P.sim.s, err, sizeof(err));
+    }
+    double L = P.loss(states, u.data(), dLdx.data(), dLdu.data());
+    if (grad) {
+      grad->assign(ntheta, 0);
+      EXPECT_EQ(mjdiff_rolloutBackward(m, d, P.sim.s, r, dLdx.data(), dLdu.data(), nullptr,
+                                       nullptr, nullptr, grad->data(), nullptr, err, sizeof(err)),
+                MJDIFF_OK) << err;
+    }
+    mjdiff_freeRollout(r);
+    return L;
+  };
+  std::vector<mjtNum> grad;
+  lossOf(theta, &grad);
+  std::vector<mjtNum> dir(ntheta);
+  for (auto& v : dir) v = uniform(&seed) - 0.5;
+  auto at = [&](double h) {
+    std::vector<mjtNum> th(theta);
+    for (int i = 0; i < ntheta; i++) th[i] += h * dir[i];
+    return lossOf(th, nullptr);
+  };
+  double eps = 1e-6;
+  double g1 = (at(eps) - at(-eps)) / (2 * eps), g2 = (at(2 * eps) - at(-2 * eps)) / (4 * eps);
+  double fd = (4 * g1 - g2) / 3, analytic = mju_dot(grad.data(), dir.data(), ntheta);
+  EXPECT_NEAR(analytic, fd, 1e-5 * std::fabs(fd)) << "policy gradient";
+}
+
+TEST(Rollout, Errors) {
+  Problem P(shim_modelPath("cartpole.xml"), 10, 0, 1);
+  ASSERT_TRUE(P.ok);
+  char err[300] = "";
+  mjdiffRollout* r = nullptr;
+  EXPECT_EQ(mjdiff_makeRollout(P.sim.m, P.sim.s, nullptr, 0, nullptr, &r, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("horizon"), std::string::npos) << err;
+  ASSERT_EQ(mjdiff_makeRollout(P.sim.m, P.sim.s, nullptr, 10, nullptr, &r, err, sizeof(err)),
+            MJDIFF_OK);
+  // backward before forward
+  EXPECT_EQ(mjdiff_rolloutBackward(P.sim.m, P.sim.d, P.sim.s, r, nullptr, nullptr, nullptr,
+                                   nullptr, nullptr, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_ERR_ARGUMENT);
+  EXPECT_NE(std::string(err).find("forward"), std::string::npos) << err;
+  // a NaN start state names the step and array
+  P.setStart(P.sim.d, nullptr);
+  P.sim.d->qvel[0] = NAN;
+  EXPECT_EQ(mjdiff_rolloutForward(P.sim.m, P.sim.d, P.sim.s, r, P.ctrl.data(), nullptr, nullptr,
+                                  nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_ERR_NONFINITE);
+  EXPECT_NE(std::string(err).find("step 0"), std::string::npos) << err;
+  EXPECT_NE(std::string(err).find("qvel"), std::string::npos) << err;
+  mjdiff_freeRollout(r);
+  mjdiff_freeRollout(nullptr);
+}
+
+}  // namespace

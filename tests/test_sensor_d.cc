@@ -1,0 +1,579 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Sensor derivatives (adjoint/sensor_d.c) against centered finite differences of the sensordata
+// that mjdiff_forward computes, at random states near simulated trajectories.
+//
+// The analytic prediction for a tangent direction e of [q v act ctrl] is DsDx e + DsDacc dacc,
+// where dacc is the finite-difference change of qacc in the same perturbed runs: acceleration
+// sensors are so checked through both parts. Tolerance as in test_step_d.cc: Richardson-
+// extrapolated centered differences over (eps, 2 eps) at eps = 1e-5, compared per sensor and
+// per column block (q, v, act, ctrl) by the max abs error over the block's max abs entry (floored
+// at 1e-4); 1e-6 relative. A sample is skipped where the differences over (eps, 2 eps) and
+// (2 eps, 4 eps) disagree by more than the tolerance (a contact-law piece boundary or a cutoff
+// within reach); at least 80% of the samples must be compared.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "../adjoint/derivative.h"
+#include "shim.h"
+
+namespace {
+
+double uniform(unsigned long long* s) {
+  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+// a random state near a simulated trajectory, with random applied wrenches
+void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned long long* seed,
+                 int nstep, bool xfrc) {
+  mj_resetData(m, d);
+  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+  char err[500];
+  for (int i = 0; i < nstep; i++) {
+    if (i % 20 == 0) shim_randomCtrl(m, d, seed);
+    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
+  }
+  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.6 * (uniform(seed) - 0.5);
+  for (int i = 0; i < m->na; i++) d->act[i] += 0.2 * (uniform(seed) - 0.5);
+  shim_randomCtrl(m, d, seed);
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_ctrllimited[i]) {
+      double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
+      d->ctrl[i] = lo + (hi - lo) * (0.05 + 0.9 * (d->ctrl[i] - lo) / (hi - lo));
+    }
+  }
+  if (xfrc) {
+    for (int b = 1; b < m->nbody; b++) {
+      for (int i = 0; i < 6; i++) d->xfrc_applied[6 * b + i] = (b % 2) * 2 * (uniform(seed) - 0.5);
+    }
+  }
+  mjdiff_forward(m, d, s, err, sizeof(err));
+}
+
+// sensordata and qacc of mjdiff_forward at state (+) dx (dx: [dq dv da du])
+void evalAt(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
+            const mjtNum* dx, std::vector<mjtNum>* sens, std::vector<mjtNum>* acc) {
+  shim_setState(m, d, state.data());
+  int nv = m->nv, na = m->na;
+  mj_integratePos(m, d->qpos, dx, 1);
+  for (int i = 0; i < nv; i++) d->qvel[i] += dx[nv + i];
+  for (int i = 0; i < na; i++) d->act[i] += dx[2 * nv + i];
+  for (int i = 0; i < m->nu; i++) d->ctrl[i] += dx[2 * nv + na + i];
+  char err[500];
+  EXPECT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+  sens->assign(d->sensordata, d->sensordata + m->nsensordata);
+  acc->assign(d->qacc, d->qacc + nv);
+}
+
+// centered differences of sensordata (nsd x ncol) and qacc (nv x ncol) with step eps
+void fdSensors(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
+               double eps, std::vector<mjtNum>* Fs, std::vector<mjtNum>* Fa) {
+  int nv = m->nv, ncol = 2 * nv + m->na + m->nu, nsd = m->nsensordata;
+  Fs->assign((size_t)nsd * ncol, 0);
+  Fa->assign((size_t)nv * ncol, 0);
+  std::vector<mjtNum> dx(ncol), sp, sm, ap, am;
+  for (int c = 0; c < ncol; c++) {
+    std::fill(dx.begin(), dx.end(), 0);
+    dx[c] = eps;
+    evalAt(m, d, s, state, dx.data(), &sp, &ap);
+    dx[c] = -eps;
+    evalAt(m, d, s, state, dx.data(), &sm, &am);
+    for (int r = 0; r < nsd; r++) (*Fs)[(size_t)ncol * r + c] = (sp[r] - sm[r]) / (2 * eps);
+    for (int r = 0; r < nv; r++) (*Fa)[(size_t)ncol * r + c] = (ap[r] - am[r]) / (2 * eps);
+  }
+  shim_setState(m, d, state.data());
+}
+
+const char* kTypeNames[] = {"touch",
+                            "accelerometer",
+                            "velocimeter",
+                            "gyro",
+                            "force",
+                            "torque",
+                            "magnetometer",
+                            "rangefinder",
+                            "jointpos",
+                            "jointvel",
+                            "tendonpos",
+                            "tendonvel",
+                            "actuatorpos",
+                            "actuatorvel",
+                            "actuatorfrc",
+                            "ballquat",
+                            "ballangvel",
+                            "jointlimitpos",
+                            "jointlimitvel",
+                            "jointlimitfrc",
+                            "tendonlimitpos",
+                            "tendonlimitvel",
+                            "tendonlimitfrc",
+                            "framepos",
+                            "framequat",
+                            "framexaxis",
+                            "frameyaxis",
+                            "framezaxis",
+                            "framelinvel",
+                            "frameangvel",
+                            "framelinacc",
+                            "frameangacc",
+                            "subtreecom",
+                            "subtreelinvel",
+                            "subtreeangmom",
+                            "clock",
+                            "user"};
+const int kNumTypes = (int)(sizeof(kTypeNames) / sizeof(kTypeNames[0]));
+static_assert(sizeof(kTypeNames) / sizeof(kTypeNames[0]) == mjSENS_USER + 1, "sensor types");
+
+// worst relative error of P against F over the supported sensors and column blocks; per type in
+// perType (indexed by mjtSensor)
+double sensorError(const mjModel* m, const std::vector<mjtNum>& P, const std::vector<mjtNum>& F,
+                   const std::vector<mjtNum>& floor, std::string* where,
+                   std::vector<double>* perType) {
+  int nv = m->nv, na = m->na, nu = m->nu, ncol = 2 * nv + na + nu;
+  int c0[4] = {0, nv, 2 * nv, 2 * nv + na}, c1[4] = {nv, 2 * nv, 2 * nv + na, ncol};
+  const char* blk[4] = {"q", "v", "act", "ctrl"};
+  double worst = 0;
+  for (int i = 0; i < m->nsensor; i++) {
+    if (!mjdiff_sensorSupported(m, i)) continue;
+    int adr = m->sensor_adr[i], dim = m->sensor_dim[i];
+    for (int b = 0; b < 4; b++) {
+      double err = 0, scale = floor[i];
+      for (int r = adr; r < adr + dim; r++) {
+        for (int c = c0[b]; c < c1[b]; c++) {
+          err = std::fmax(err, std::fabs(P[(size_t)ncol * r + c] - F[(size_t)ncol * r + c]));
+          scale = std::fmax(scale, std::fabs(F[(size_t)ncol * r + c]));
+        }
+      }
+      double e = err / scale;
+      if (perType) {
+        double& t = (*perType)[m->sensor_type[i]];
+        t = std::fmax(t, e);
+      }
+      if (e > worst) {
+        worst = e;
+        if (where) {
+          *where = std::string(kTypeNames[m->sensor_type[i]]) + " #" + std::to_string(i) +
+                   " block " + blk[b];
+        }
+      }
+    }
+  }
+  return worst;
+}
+
+struct Sim {
+  shimSim sim;
+  bool ok = false;
+  Sim(const char* xml, const char* path) {
+    ok = shim_open(&sim, xml, path);
+  }
+  ~Sim() {
+    shim_close(&sim);
+  }
+};
+
+void checkModel(const char* xml, const char* path, int nsample, double tol, int nwarm, bool xfrc,
+                int expectStatus) {
+  Sim sim(xml, path);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  const mjdiffModel* s = sim.sim.s;
+  int nv = m->nv, ncol = 2 * nv + m->na + m->nu, nsd = m->nsensordata;
+  unsigned long long seed = 2024;
+  int compared = 0, withContact = 0;
+  double worst = 0;
+  std::string worstWhere;
+  std::vector<double> perType(kNumTypes, 0.0);
+  for (int k = 0; k < nsample; k++) {
+    randomState(m, d, s, &seed, nwarm + 7 * k, xfrc);
+    std::vector<mjtNum> state(shim_stateSize(m));
+    shim_getState(m, d, state.data());
+    std::vector<mjtNum> sens0(d->sensordata, d->sensordata + nsd), acc0(d->qacc, d->qacc + nv);
+    int ncon = d->ncon;
+
+    std::vector<mjtNum> DsDx((size_t)nsd * ncol), DsDacc((size_t)nsd * nv);
+    int pstack = d->pstack;
+    EXPECT_EQ(expectStatus, mjdiff_sensorDerivative(m, d, s, DsDx.data(), DsDacc.data()));
+
+    // the call changes nothing in d
+    std::vector<mjtNum> after(state.size());
+    shim_getState(m, d, after.data());
+    EXPECT_EQ(0, std::memcmp(state.data(), after.data(), state.size() * sizeof(mjtNum)));
+    EXPECT_EQ(0, std::memcmp(sens0.data(), d->sensordata, nsd * sizeof(mjtNum)));
+    EXPECT_EQ(0, std::memcmp(acc0.data(), d->qacc, nv * sizeof(mjtNum)));
+    EXPECT_EQ(pstack, d->pstack);
+
+    // Richardson-extrapolated differences at two scales
+    double eps = 1e-5;
+    std::vector<mjtNum> Sa, Sb, Sc, Aa, Ab, Ac;
+    fdSensors(m, d, s, state, eps, &Sa, &Aa);
+    fdSensors(m, d, s, state, 2 * eps, &Sb, &Ab);
+    fdSensors(m, d, s, state, 4 * eps, &Sc, &Ac);
+    std::vector<mjtNum> S1(Sa.size()), S2(Sa.size()), A1(Aa.size()), A2(Aa.size());
+    for (size_t i = 0; i < Sa.size(); i++) {
+      S1[i] = (4 * Sa[i] - Sb[i]) / 3;
+      S2[i] = (4 * Sb[i] - Sc[i]) / 3;
+    }
+    for (size_t i = 0; i < Aa.size(); i++) {
+      A1[i] = (4 * Aa[i] - Ab[i]) / 3;
+      A2[i] = (4 * Ab[i] - Ac[i]) / 3;
+    }
+
+    // prediction DsDx + DsDacc dacc (dacc: the extrapolated difference of qacc)
+    std::vector<mjtNum> P((size_t)nsd * ncol), P2((size_t)nsd * ncol);
+    for (int r = 0; r < nsd; r++) {
+      for (int c = 0; c < ncol; c++) {
+        mjtNum p = DsDx[(size_t)ncol * r + c], p2 = p;
+        for (int j = 0; j < nv; j++) {
+          p += DsDacc[(size_t)nv * r + j] * A1[(size_t)ncol * j + c];
+          p2 += DsDacc[(size_t)nv * r + j] * A2[(size_t)ncol * j + c];
+        }
+        P[(size_t)ncol * r + c] = p;
+        P2[(size_t)ncol * r + c] = p2;
+      }
+    }
+
+    // finite differences unreliable here: skip
+    // error floor per sensor: 1e-4, and 1e-3 of the size of its reading and of its
+    // acceleration part, max_r |s_r| + sum_j |DsDacc_rj qacc_j| (rounding of the differences)
+    std::vector<mjtNum> floor(m->nsensor);
+    for (int i = 0; i < m->nsensor; i++) {
+      double size = 0;
+      for (int r = m->sensor_adr[i]; r < m->sensor_adr[i] + m->sensor_dim[i]; r++) {
+        double t = std::fabs(sens0[r]);
+        for (int j = 0; j < nv; j++) t += std::fabs(DsDacc[(size_t)nv * r + j] * acc0[j]);
+        size = std::fmax(size, t);
+      }
+      floor[i] = std::fmax(1e-4, 1e-3 * size);
+    }
+
+    std::string noisy, noisyAcc;
+    double fdNoise = sensorError(m, S1, S2, floor, &noisy, nullptr);
+    double accNoise = sensorError(m, P, P2, floor, &noisyAcc, nullptr);
+    if (fdNoise > tol || accNoise > tol) {
+      std::cout << "sample " << k << " skipped: finite differences disagree by " << fdNoise
+                << " in " << noisy << ", through qacc by " << accNoise << " in " << noisyAcc
+                << "\n";
+      continue;
+    }
+    compared++;
+    withContact += ncon > 0;
+    std::string where;
+    double e = sensorError(m, P, S1, floor, &where, &perType);
+    if (e > worst) {
+      worst = e;
+      worstWhere = where;
+    }
+    EXPECT_LE(e, tol) << "sample " << k << ": " << where << " (ncon " << ncon << ")";
+
+    // guard: the analytic and finite-difference matrices were computed differently
+    EXPECT_NE(0, std::memcmp(P.data(), S1.data(), P.size() * sizeof(mjtNum)));
+  }
+  std::cout << (path ? path : "inline") << ": compared " << compared << "/" << nsample
+            << " states (" << withContact << " with contacts), worst relative error " << worst
+            << " in " << worstWhere << "\n";
+  for (int t = 0; t < kNumTypes; t++) {
+    bool present = false;
+    for (int i = 0; i < m->nsensor; i++) {
+      present |= m->sensor_type[i] == t && mjdiff_sensorSupported(m, i);
+    }
+    if (present) std::cout << "  " << kTypeNames[t] << ": worst " << perType[t] << "\n";
+  }
+  EXPECT_GE(compared, (int)(0.8 * nsample));
+}
+
+// a floating base with a ball + hinge + slide + hinge chain, a hinge arm fixed to the world,
+// actuators of every supported kind, and every supported sensor type (frames with and without
+// reference frames, every object type)
+const char* kSensors = R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_contact_stiffness" data="2000"/></custom>
+  <default><joint armature="0.01" damping="0.02"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <site name="wsite" pos="0.1 0.2 0.3" euler="0.3 0.2 0.1"/>
+    <body name="base" pos="0 0 0.3">
+      <freejoint/>
+      <geom type="box" size="0.1 0.15 0.05" mass="2"/>
+      <site name="bsite" pos="0.05 0.02 0.03" euler="0.5 -0.3 0.2"/>
+      <camera name="cam" pos="0 0.1 0.1" euler="0.1 0.2 0.3"/>
+      <body name="upper" pos="0.1 0 0" euler="0 0.3 0">
+        <joint name="ball" type="ball" damping="0.05"/>
+        <geom name="ugeom" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.4"
+              euler="0.1 0.2 0.3"/>
+        <site name="usite" pos="0.15 0.02 0" euler="0.2 0.4 -0.1"/>
+        <body name="lower" pos="0.3 0 0">
+          <joint name="hinge" type="hinge" axis="0 0.6 0.8" pos="0.01 0 0"/>
+          <joint name="slide" type="slide" axis="1 0 0"/>
+          <geom name="lgeom" type="capsule" fromto="0 0 0 0.2 0.05 0" size="0.025" mass="0.3"/>
+          <site name="tip" pos="0.2 0.05 0" euler="1 0.5 0.2"/>
+          <body name="finger" pos="0.2 0.05 0">
+            <joint name="h2" type="hinge" axis="1 0 0"/>
+            <geom type="sphere" size="0.03" pos="0.02 0 0" mass="0.1"/>
+            <site name="fsite" pos="0.02 0.01 0" euler="-0.3 0.1 0.7"/>
+          </body>
+        </body>
+      </body>
+    </body>
+    <body name="arm" pos="1 0 1">
+      <joint name="a1" type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"/>
+      <body name="arm2" pos="0 0 -0.4">
+        <joint name="a2" type="hinge" axis="1 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 -0.2" size="0.03" mass="0.5"/>
+        <site name="asite" pos="0.2 0 -0.2" euler="0.4 0.4 0.4"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="ten">
+      <joint joint="hinge" coef="1"/>
+      <joint joint="slide" coef="-0.5"/>
+    </fixed>
+  </tendon>
+  <actuator>
+    <motor name="mh" joint="hinge" gear="2" ctrlrange="-1 1" ctrllimited="true"/>
+    <position name="ps" joint="slide" kp="20"/>
+    <velocity name="vt" tendon="ten" kv="3"/>
+    <motor name="ma" joint="a1" gear="5"/>
+    <general name="gf" joint="h2" dyntype="filter" dynprm="0.1" gaintype="affine"
+             gainprm="2 0.5 0.1" biastype="affine" biasprm="0.1 -1 -0.2" ctrlrange="-1 1"
+             ctrllimited="true" forcelimited="true" forcerange="-50 50"/>
+    <general name="ga" joint="a2" dyntype="integrator" gainprm="3" ctrlrange="-1 1"
+             ctrllimited="true"/>
+  </actuator>
+  <sensor>
+    <jointpos joint="hinge"/>
+    <jointpos joint="slide"/>
+    <jointvel joint="hinge"/>
+    <jointvel joint="a1" cutoff="0.05"/>
+    <actuatorpos actuator="mh"/>
+    <actuatorpos actuator="vt"/>
+    <actuatorvel actuator="ps"/>
+    <actuatorvel actuator="vt"/>
+    <actuatorfrc actuator="mh"/>
+    <actuatorfrc actuator="ps"/>
+    <actuatorfrc actuator="vt"/>
+    <actuatorfrc actuator="gf"/>
+    <actuatorfrc actuator="ga"/>
+    <framepos objtype="site" objname="tip"/>
+    <framepos objtype="body" objname="upper" reftype="xbody" refname="lower"/>
+    <framepos objtype="geom" objname="lgeom" reftype="camera" refname="cam"/>
+    <framepos objtype="camera" objname="cam" reftype="site" refname="asite"/>
+    <framequat objtype="xbody" objname="finger"/>
+    <framequat objtype="site" objname="tip" reftype="body" refname="upper"/>
+    <framequat objtype="geom" objname="ugeom" reftype="site" refname="asite"/>
+    <framequat objtype="camera" objname="cam"/>
+    <framelinvel objtype="site" objname="fsite"/>
+    <framelinvel objtype="body" objname="lower" reftype="site" refname="usite"/>
+    <framelinvel objtype="geom" objname="ugeom" reftype="xbody" refname="arm2"/>
+    <framelinvel objtype="camera" objname="cam" reftype="geom" refname="lgeom"/>
+    <frameangvel objtype="xbody" objname="lower"/>
+    <frameangvel objtype="site" objname="fsite" reftype="body" refname="base"/>
+    <frameangvel objtype="geom" objname="lgeom" reftype="site" refname="asite"/>
+    <subtreecom body="base"/>
+    <subtreecom body="lower"/>
+    <subtreecom body="arm"/>
+    <velocimeter site="tip"/>
+    <velocimeter site="bsite"/>
+    <velocimeter site="asite"/>
+    <gyro site="fsite"/>
+    <gyro site="usite"/>
+    <accelerometer site="tip"/>
+    <accelerometer site="bsite"/>
+    <accelerometer site="asite"/>
+    <accelerometer site="wsite"/>
+    <force site="bsite"/>
+    <force site="usite"/>
+    <force site="fsite"/>
+    <force site="asite"/>
+    <force site="wsite"/>
+    <torque site="bsite"/>
+    <torque site="tip"/>
+    <torque site="asite"/>
+    <torque site="wsite"/>
+  </sensor>
+</mujoco>)";
+
+TEST(SensorDeriv, EverySupportedType) {
+  checkModel(kSensors, nullptr, 12, 1e-6, 60, false, 0);
+}
+
+TEST(SensorDeriv, EverySupportedTypeAppliedWrenches) {
+  checkModel(kSensors, nullptr, 12, 1e-6, 90, true, 0);
+}
+
+TEST(SensorDeriv, ArmBox) {
+  // touch (sensor 19) is unsupported: its row stays 0 and the call reports it
+  Sim sim(nullptr, shim_modelPath("arm_box.xml"));
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  int touch = mj_name2id(sim.sim.m, mjOBJ_SENSOR, "fingertip_touch");
+  ASSERT_GE(touch, 0);
+  EXPECT_EQ(0, mjdiff_sensorSupported(sim.sim.m, touch));
+  checkModel(nullptr, shim_modelPath("arm_box.xml"), 12, 1e-6, 150, false, -1 - touch);
+}
+
+// the arm with extra site sensors on the fixed-base chain and the free box (contacts: their
+// wrenches are not in MuJoCo's force and torque readings, see sensor_d.c)
+TEST(SensorDeriv, ArmBoxSiteSensors) {
+  std::string xml;
+  {
+    FILE* f = fopen(shim_modelPath("arm_box.xml"), "rb");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) xml.append(buf, n);
+    fclose(f);
+  }
+  size_t at = xml.find("</sensor>");
+  ASSERT_NE(at, std::string::npos);
+  xml.insert(at, R"(
+    <velocimeter site="ee"/>
+    <gyro site="ee"/>
+    <accelerometer site="ee"/>
+    <force site="ee"/>
+    <torque site="ee"/>
+    <accelerometer site="box_center"/>
+    <force site="box_center"/>
+    <torque site="box_center"/>
+    <force site="target"/>
+    <torque site="target"/>
+    <actuatorpos actuator="motor2"/>
+    <actuatorvel actuator="motor3"/>
+    <actuatorfrc actuator="motor4"/>
+    <subtreecom body="link3"/>
+    <framelinvel objtype="site" objname="ee" reftype="site" refname="box_center"/>
+    <frameangvel objtype="site" objname="ee" reftype="xbody" refname="box"/>
+    <framequat objtype="site" objname="ee" reftype="body" refname="link5"/>
+)");
+  Sim sim(xml.c_str(), nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  int touch = mj_name2id(sim.sim.m, mjOBJ_SENSOR, "fingertip_touch");
+  checkModel(xml.c_str(), nullptr, 12, 1e-6, 150, false, -1 - touch);
+}
+
+// repeated calls give the same bits; a NULL output is skipped
+TEST(SensorDeriv, DeterministicAndNullable) {
+  Sim sim(kSensors, nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  unsigned long long seed = 7;
+  randomState(m, d, sim.sim.s, &seed, 80, true);
+  int nv = m->nv, ncol = 2 * nv + m->na + m->nu, nsd = m->nsensordata;
+  std::vector<mjtNum> X1((size_t)nsd * ncol), A1((size_t)nsd * nv), X2(X1.size()), A2(A1.size());
+  EXPECT_EQ(0, mjdiff_sensorDerivative(m, d, sim.sim.s, X1.data(), A1.data()));
+  EXPECT_EQ(0, mjdiff_sensorDerivative(m, d, sim.sim.s, X2.data(), nullptr));
+  EXPECT_EQ(0, mjdiff_sensorDerivative(m, d, sim.sim.s, nullptr, A2.data()));
+  EXPECT_EQ(0, std::memcmp(X1.data(), X2.data(), X1.size() * sizeof(mjtNum)));
+  EXPECT_EQ(0, std::memcmp(A1.data(), A2.data(), A1.size() * sizeof(mjtNum)));
+}
+
+// not enough room on d's stack for the per-body work: the first sensor needing it is reported and
+// nothing is written out of bounds (MuJoCo 2.2 would abort on the overflow)
+TEST(SensorDeriv, SmallStack) {
+  std::string xml = kSensors;
+  xml.replace(xml.find("<option"), 7, "<size nstack=\"3000\"/>\n  <option");
+  Sim sim(xml.c_str(), nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[500];
+  ASSERT_EQ(MJDIFF_OK, mjdiff_forward(m, d, sim.sim.s, err, sizeof(err))) << err;
+  int first = -1;
+  for (int i = 0; i < m->nsensor && first < 0; i++) {
+    if (m->sensor_type[i] == mjSENS_FRAMEPOS) first = i;
+  }
+  int nv = m->nv, ncol = 2 * nv + m->na + m->nu, nsd = m->nsensordata;
+  std::vector<mjtNum> X((size_t)nsd * ncol), A((size_t)nsd * nv);
+  EXPECT_EQ(-1 - first, mjdiff_sensorDerivative(m, d, sim.sim.s, X.data(), A.data()));
+  EXPECT_EQ(0, d->pstack);
+}
+
+// unsupported types and objects report themselves and leave their rows at zero
+TEST(SensorDeriv, Unsupported) {
+  const char* xml = R"(
+<mujoco>
+  <worldbody>
+    <body name="b" pos="0 0 1">
+      <joint name="ball" type="ball"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.4"/>
+      <body pos="0.3 0 0">
+        <joint name="h" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.03" mass="0.1"/>
+        <site name="s" pos="0.1 0 0"/>
+        <camera name="track" mode="track" pos="0 0 1"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="mb" joint="ball" gear="0 0 1"/>
+  </actuator>
+  <sensor>
+    <framepos objtype="site" objname="s"/>
+    <rangefinder site="s"/>
+    <magnetometer site="s"/>
+    <ballquat joint="ball"/>
+    <clock/>
+    <touch site="s"/>
+    <framepos objtype="camera" objname="track"/>
+    <actuatorvel actuator="mb"/>
+    <framexaxis objtype="site" objname="s"/>
+    <framequat objtype="site" objname="s" noise="0.1"/>
+  </sensor>
+</mujoco>)";
+  Sim sim(xml, nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  EXPECT_EQ(1, mjdiff_sensorSupported(m, 0));
+  for (int i = 1; i < 9; i++) EXPECT_EQ(0, mjdiff_sensorSupported(m, i)) << "sensor " << i;
+  EXPECT_EQ(1, mjdiff_sensorSupported(m, 9));
+  EXPECT_EQ(0, mjdiff_sensorSupported(m, -1));
+  EXPECT_EQ(0, mjdiff_sensorSupported(m, m->nsensor));
+
+  char err[500];
+  d->qvel[0] = 0.3;
+  ASSERT_EQ(MJDIFF_OK, mjdiff_forward(m, d, sim.sim.s, err, sizeof(err))) << err;
+  int nv = m->nv, ncol = 2 * nv + m->na + m->nu, nsd = m->nsensordata;
+  std::vector<mjtNum> DsDx((size_t)nsd * ncol, 7), DsDacc((size_t)nsd * nv, 7);
+  EXPECT_EQ(-2, mjdiff_sensorDerivative(m, d, sim.sim.s, DsDx.data(), DsDacc.data()));
+  double sum0 = 0;
+  for (int r = 0; r < 3; r++) {
+    for (int c = 0; c < ncol; c++) sum0 += std::fabs(DsDx[(size_t)ncol * r + c]);
+  }
+  EXPECT_GT(sum0, 0);
+  for (int i = 1; i < 9; i++) {
+    for (int r = m->sensor_adr[i]; r < m->sensor_adr[i] + m->sensor_dim[i]; r++) {
+      for (int c = 0; c < ncol; c++) EXPECT_EQ(0, DsDx[(size_t)ncol * r + c]);
+      for (int c = 0; c < nv; c++) EXPECT_EQ(0, DsDacc[(size_t)nv * r + c]);
+    }
+  }
+
+  // with sensor noise enabled a framequat with noise has no derivative
+  m->opt.enableflags |= mjENBL_SENSORNOISE;
+  EXPECT_EQ(0, mjdiff_sensorSupported(m, 9));
+  m->opt.enableflags &= ~mjENBL_SENSORNOISE;
+
+  // sensors disabled: readings are constant
+  m->opt.disableflags |= mjDSBL_SENSOR;
+  EXPECT_EQ(0, mjdiff_sensorDerivative(m, d, sim.sim.s, DsDx.data(), DsDacc.data()));
+  for (mjtNum x : DsDx) EXPECT_EQ(0, x);
+  for (mjtNum x : DsDacc) EXPECT_EQ(0, x);
+}
+
+}  // namespace
