@@ -18,8 +18,10 @@
 #include <vector>
 
 #include <mjdiff/mjdiff.h>
+#include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
 
+#include "../adjoint/derivative.h"
 #include "shim.h"
 
 namespace {
@@ -396,6 +398,192 @@ TEST(Rollout, PolicyParameterGradient) {
   double g1 = (at(eps) - at(-eps)) / (2 * eps), g2 = (at(2 * eps) - at(-2 * eps)) / (4 * eps);
   double fd = (4 * g1 - g2) / 3, analytic = mju_dot(grad.data(), dir.data(), ntheta);
   EXPECT_NEAR(analytic, fd, 1e-5 * std::fabs(fd)) << "policy gradient";
+}
+
+// gradient of the rollout loss in model parameters and, optionally, a sensor loss
+struct ParamRun {
+  double L = 0;
+  std::vector<mjtNum> gp, gx0, gu;
+};
+
+// loss = Problem's state/control loss + ws * sum_t |s_t - sref|^2 / 2 over the sensors in mask
+double sensorLoss(const Problem& P, const std::vector<mjtNum>& sens, const std::vector<int>& mask,
+                  const std::vector<mjtNum>& sref, double ws, mjtNum* dLds) {
+  int ns = P.sim.m->nsensordata;
+  double L = 0;
+  for (int t = 0; t < P.T; t++) {
+    for (int i = 0; i < ns; i++) {
+      if (!mask[i]) continue;
+      double e = sens[(size_t)ns * t + i] - sref[i];
+      L += 0.5 * ws * e * e;
+      if (dLds) dLds[(size_t)ns * t + i] = ws * e;
+    }
+  }
+  return L;
+}
+
+ParamRun paramRollout(Problem& P, const mjdiffParams* params, bool gradient,
+                      const std::vector<int>* mask, const std::vector<mjtNum>* sref) {
+  const mjModel* m = P.sim.m;
+  mjData* d = P.sim.d;
+  int ns = m->nsensordata;
+  ParamRun out;
+  mjdiffRollout* r = nullptr;
+  char err[500];
+  EXPECT_EQ(mjdiff_makeRollout(m, P.sim.s, params, P.T, nullptr, &r, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  P.setStart(d, nullptr);
+  std::vector<mjtNum> states((size_t)(P.T + 1) * P.nx), sens((size_t)P.T * (ns ? ns : 1));
+  EXPECT_EQ(mjdiff_rolloutForward(m, d, P.sim.s, r, P.ctrl.data(), nullptr, nullptr,
+                                  states.data(), sens.data(), err, sizeof(err)), MJDIFF_OK)
+      << err;
+  std::vector<mjtNum> dLdx((size_t)(P.T + 1) * P.ndx), dLdu((size_t)P.T * P.nu),
+      dLds(sens.size(), 0);
+  out.L = P.loss(states, P.ctrl.data(), dLdx.data(), dLdu.data());
+  if (mask) out.L += sensorLoss(P, sens, *mask, *sref, 10, dLds.data());
+  if (gradient) {
+    int np = params ? mjdiff_paramCount(params) : 0;
+    out.gp.assign(np, 0);
+    out.gx0.assign(P.ndx, 0);
+    out.gu.assign((size_t)P.T * P.nu, 0);
+    EXPECT_EQ(mjdiff_rolloutBackward(m, d, P.sim.s, r, dLdx.data(), dLdu.data(),
+                                     mask ? dLds.data() : nullptr, out.gx0.data(),
+                                     out.gu.data(), nullptr, out.gp.data(), err, sizeof(err)),
+              MJDIFF_OK) << err;
+  }
+  mjdiff_freeRollout(r);
+  return out;
+}
+
+// every parameter's gradient against Richardson finite differences of whole rollouts
+void checkParams(const char* model, int warm, const std::vector<const char*>& names,
+                 bool withSensors) {
+  Problem P(shim_modelPath(model), 200, warm, 7);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  mjModel* m = P.sim.m;
+  char err[500];
+  // a contact's friction is the larger of its geoms' values: break ties, where the friction
+  // derivative is one-sided (params.h), so that centered differences are meaningful
+  for (int g = 0; g < m->ngeom; g++) m->geom_friction[3 * g] *= 1 + 0.01 * g;
+  mjdiffParams* params = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, P.sim.s, names.data(), (int)names.size(), &params, err,
+                              sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(params);
+  std::vector<mjtNum> p0(np);
+  mjdiff_getParamValues(m, P.sim.s, params, p0.data());
+  // write the values back once: per-geom smooth values become explicit (see params.h)
+  ASSERT_EQ(mjdiff_setParamValues(m, P.sim.s, params, p0.data(), err, sizeof(err)), MJDIFF_OK);
+
+  std::vector<int> mask;
+  std::vector<mjtNum> sref;
+  if (withSensors) {
+    mask.assign(m->nsensordata, 0);
+    sref.assign(m->nsensordata, 0);
+    int nweighted = 0;
+    for (int i = 0; i < m->nsensor; i++) {
+      if (!mjdiff_sensorSupported(m, i)) continue;
+      for (int k = 0; k < m->sensor_dim[i]; k++) {
+        mask[m->sensor_adr[i] + k] = 1;
+        nweighted++;
+      }
+    }
+    EXPECT_GT(nweighted, 0);
+    // reference: the readings of the start state, shifted
+    ParamRun base = paramRollout(P, params, false, nullptr, nullptr);
+    (void)base;
+    for (int i = 0; i < m->nsensordata; i++) sref[i] = 0.1 * (i % 3);
+  }
+  ParamRun g = paramRollout(P, params, true, withSensors ? &mask : nullptr,
+                            withSensors ? &sref : nullptr);
+  // centered Richardson differences; one-sided (forward) at a lower bound of 0 (damping,
+  // friction loss), where the analytic derivative is the one from above
+  std::vector<double> fd(np);
+  double fdmax = 0;
+  for (int k = 0; k < np; k++) {
+    double h = 1e-5 * std::fmax(1, std::fabs(p0[k]));
+    auto at = [&](double dh) {
+      std::vector<mjtNum> p(p0);
+      p[k] += dh;
+      EXPECT_EQ(mjdiff_setParamValues(m, P.sim.s, params, p.data(), err, sizeof(err)), MJDIFF_OK)
+          << err;
+      double L = paramRollout(P, params, false, withSensors ? &mask : nullptr,
+                              withSensors ? &sref : nullptr).L;
+      mjdiff_setParamValues(m, P.sim.s, params, p0.data(), err, sizeof(err));
+      return L;
+    };
+    if (p0[k] == 0) {
+      double L0 = at(0), g1 = (at(h) - L0) / h, g2 = (at(2 * h) - L0) / (2 * h);
+      fd[k] = 2 * g1 - g2;
+    } else {
+      double g1 = (at(h) - at(-h)) / (2 * h), g2 = (at(2 * h) - at(-2 * h)) / (4 * h);
+      fd[k] = (4 * g1 - g2) / 3;
+    }
+    fdmax = std::fmax(fdmax, std::fabs(fd[k]));
+  }
+  // relative error, with entries below 1e-3 of the largest compared absolutely (a parameter with
+  // no effect, such as the mass of a link on a vertical axis, has a derivative at the level of the
+  // differences' rounding error, L ulp / h)
+  double worst = 0;
+  std::string worstName;
+  for (int k = 0; k < np; k++) {
+    double rel = std::fabs(g.gp[k] - fd[k]) / std::fmax(std::fabs(fd[k]), 1e-3 * fdmax);
+    if (rel > worst) {
+      worst = rel;
+      worstName = mjdiff_paramName(params, k);
+    }
+    EXPECT_LE(rel, 1e-5) << mjdiff_paramName(params, k) << ": analytic " << g.gp[k]
+                         << " finite difference " << fd[k];
+  }
+  // the sensor loss also reaches the start state
+  if (withSensors) {
+    std::vector<mjtNum> dx(P.ndx);
+    unsigned long long seed = 17;
+    for (auto& v : dx) v = uniform(&seed) - 0.5;
+    auto at = [&](double hh) {
+      std::vector<mjtNum> x(dx);
+      for (auto& v : x) v *= hh;
+      // rollout from the perturbed start: shift x0 temporarily
+      std::vector<mjtNum> x0 = P.x0;
+      P.setStart(P.sim.d, x.data());
+      mju_copy(P.x0.data(), P.sim.d->qpos, m->nq);
+      mju_copy(P.x0.data() + m->nq, P.sim.d->qvel, m->nv);
+      mju_copy(P.x0.data() + m->nq + m->nv, P.sim.d->act, m->na);
+      double L = paramRollout(P, params, false, &mask, &sref).L;
+      P.x0 = x0;
+      return L;
+    };
+    double eps = 1e-6;
+    double g1 = (at(eps) - at(-eps)) / (2 * eps), g2 = (at(2 * eps) - at(-2 * eps)) / (4 * eps);
+    double fd = (4 * g1 - g2) / 3, an = mju_dot(g.gx0.data(), dx.data(), P.ndx);
+    EXPECT_NEAR(an, fd, 1e-5 * std::fabs(fd)) << "sensor loss, start state";
+  }
+  std::cout << model << ": " << np << " parameters" << (withSensors ? " (sensor loss)" : "")
+            << ", worst relative error " << worst << " (" << worstName << ")\n";
+  mjdiff_freeParams(params);
+}
+
+const std::vector<const char*> kArmParams = {
+  "body:link*:mass", "body:box:mass", "body:box:inertia", "body:link3:ipos",
+  "joint:joint*:damping", "joint:joint1:armature", "geom:table:friction",
+  "geom:fingertip:friction", "mjdiff:contact_stiffness", "mjdiff:contact_damping",
+  "actuator:*:gear", "option:gravity",
+};
+
+TEST(Rollout, ArmParameterGradients) {
+  checkParams("arm_box.xml", 100, kArmParams, false);
+}
+
+TEST(Rollout, HopperParameterGradients) {
+  checkParams("hopper.xml", 0,
+              {"body:*:mass", "joint:*:damping", "geom:*:friction", "mjdiff:contact_stiffness",
+               "mjdiff:contact_damping", "mjdiff:limit_stiffness", "actuator:*:gear",
+               "option:gravity"},
+              false);
+}
+
+TEST(Rollout, ArmSensorLossGradients) {
+  checkParams("arm_box.xml", 100, {"body:box:mass", "geom:table:friction", "joint:joint2:damping"},
+              true);
 }
 
 TEST(Rollout, Errors) {
