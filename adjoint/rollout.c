@@ -298,9 +298,8 @@ typedef struct batchJob_ {
   int nitem, nthread, thread;
 } batchJob;
 
-static mjdiffStatus runItem(const batchJob* job, mjData* d, mjdiffRollout* r, mjtNum* buf,
-                            mjdiffBatchItem* it) {
-  const mjModel* m = job->m;
+static mjdiffStatus runItem(const batchJob* job, const mjModel* m, const mjdiffModel* s,
+                            mjData* d, mjdiffRollout* r, mjtNum* buf, mjdiffBatchItem* it) {
   int T = job->T, nu = m->nu, ns = m->nsensordata, ndx = 2 * m->nv + m->na;
   int nxs = m->nq + m->nv + m->na;
   mjtNum* states = buf;
@@ -312,8 +311,7 @@ static mjdiffStatus runItem(const batchJob* job, mjData* d, mjdiffRollout* r, mj
   mju_copy(d->qpos, it->x0, m->nq);
   mju_copy(d->qvel, it->x0 + m->nq, m->nv);
   mju_copy(d->act, it->x0 + m->nq + m->nv, m->na);
-  mjdiffStatus st = mjdiff_rolloutForward(m, d, job->s, r, it->ctrl, NULL, NULL, states, sens,
-                                          NULL, 0);
+  mjdiffStatus st = mjdiff_rolloutForward(m, d, s, r, it->ctrl, NULL, NULL, states, sens, NULL, 0);
   if (st != MJDIFF_OK) return st;
   if (it->states) mju_copy(it->states, states, (size_t)(T + 1) * nxs);
   if (it->sensordata && ns) mju_copy(it->sensordata, sens, (size_t)T * ns);
@@ -324,29 +322,64 @@ static mjdiffStatus runItem(const batchJob* job, mjData* d, mjdiffRollout* r, mj
     it->loss = job->loss->grad(m, index, T, states, r->ctrl, sens, job->loss->user, dLdx, dLdu,
                                ns ? dLds : NULL);
   }
-  return mjdiff_rolloutBackward(m, d, job->s, r, dLdx, dLdu, ns ? dLds : NULL, it->grad_x0,
+  return mjdiff_rolloutBackward(m, d, s, r, dLdx, dLdu, ns ? dLds : NULL, it->grad_x0,
                                 it->grad_ctrl, NULL, it->grad_param, NULL, 0);
 }
 
 static void* batchThread(void* arg) {
   batchJob* job = (batchJob*)arg;
-  const mjModel* m = job->m;
-  int T = job->T, ns = m->nsensordata, ndx = 2 * m->nv + m->na;
-  int nxs = m->nq + m->nv + m->na;
+  const mjModel* m0 = job->m;
+  int T = job->T, ns = m0->nsensordata, ndx = 2 * m0->nv + m0->na;
+  int nxs = m0->nq + m0->nv + m0->na;
+
+  // items with their own parameter values run on this thread's copies of the model
+  int copies = 0;
+  for (int i = job->thread; i < job->nitem; i += job->nthread) {
+    copies |= job->items[i].param_values != NULL;
+  }
+  mjModel* mc = copies ? mj_copyModel(NULL, m0) : NULL;
+  mjdiffModel* sc = NULL;
+  mjdiffStatus st = copies && !mc ? MJDIFF_ERR_MEMORY : MJDIFF_OK;
+  if (mc && st == MJDIFF_OK) st = mjdiff_copyModel(job->s, mc, &sc, NULL, 0);
+  const mjModel* m = mc ? mc : m0;
+  const mjdiffModel* s = sc ? sc : job->s;
+
   mjData* d = mj_makeData(m);
   mjdiffRollout* r = NULL;
   size_t n = (size_t)(T + 1) * nxs + (size_t)T * ns + (size_t)(T + 1) * ndx + (size_t)T * m->nu +
              (size_t)T * ns + 1;
   mjtNum* buf = (mjtNum*)malloc(n * sizeof(mjtNum));
-  mjdiffStatus st = d && buf ? mjdiff_makeRollout(m, job->s, job->p, T, job->opt, &r, NULL, 0)
-                             : MJDIFF_ERR_MEMORY;
+  if (st == MJDIFF_OK) {
+    st = d && buf ? mjdiff_makeRollout(m, s, job->p, T, job->opt, &r, NULL, 0) : MJDIFF_ERR_MEMORY;
+  }
   // items thread, thread + nthread, ...: a fixed assignment, so results do not depend on timing
   for (int i = job->thread; i < job->nitem; i += job->nthread) {
-    job->items[i].status = st == MJDIFF_OK ? runItem(job, d, r, buf, job->items + i) : st;
+    mjdiffBatchItem* it = job->items + i;
+    mjdiffStatus sti = st;
+    if (sti == MJDIFF_OK && mc) {
+      // the batch's own values, or this item's
+      mj_copyModel(mc, m0);
+      mjdiffModel* fresh = NULL;
+      sti = mjdiff_copyModel(job->s, mc, &fresh, NULL, 0);
+      if (sti == MJDIFF_OK) {
+        mjdiff_freeModel(sc);
+        sc = fresh;
+        s = sc;
+        mjdiff_freeRollout(r);
+        r = NULL;
+        sti = mjdiff_makeRollout(m, s, job->p, T, job->opt, &r, NULL, 0);
+      }
+      if (sti == MJDIFF_OK && it->param_values) {
+        sti = mjdiff_setParamValues(mc, sc, job->p, it->param_values, NULL, 0);
+      }
+    }
+    it->status = sti == MJDIFF_OK ? runItem(job, m, s, d, r, buf, it) : sti;
   }
   mjdiff_freeRollout(r);
   free(buf);
   if (d) mj_deleteData(d);
+  mjdiff_freeModel(sc);
+  if (mc) mj_deleteModel(mc);
   return NULL;
 }
 

@@ -384,6 +384,32 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
   return MJDIFF_OK;
 }
 
+mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* m, mjdiffModel** out,
+                              char* err, int errsz) {
+  if (!out) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "out is NULL");
+  *out = NULL;
+  mjdiffStatus st = mjdiff_checkPair(m, src, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  mjdiffModel* s = (mjdiffModel*)calloc(1, sizeof(mjdiffModel));
+  size_t n = (size_t)GP_COUNT * (size_t)(m->ngeom > 0 ? m->ngeom : 1);
+  if (s) {
+    s->geom_param = (mjtNum*)malloc(n * sizeof(mjtNum));
+    s->geom_set = (unsigned char*)malloc(n);
+  }
+  if (!s || !s->geom_param || !s->geom_set) {
+    mjdiff_freeModel(s);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory copying the smooth model");
+  }
+  s->m = m;
+  s->ngeom = src->ngeom;
+  s->nv = src->nv;
+  s->opt = src->opt;
+  memcpy(s->geom_param, src->geom_param, n * sizeof(mjtNum));
+  memcpy(s->geom_set, src->geom_set, n);
+  *out = s;
+  return MJDIFF_OK;
+}
+
 void mjdiff_freeModel(mjdiffModel* s) {
   if (!s) return;
   free(s->geom_param);

@@ -307,6 +307,58 @@ TEST(Rollout, BatchMatchesSerial) {
   EXPECT_NE(L1[0], L1[1]);  // the items differ
 }
 
+TEST(Rollout, BatchParameterValuesMatchSerial) {
+  Problem P(shim_modelPath("arm_box.xml"), 60, 50, 3);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  mjModel* m = P.sim.m;
+  char err[300];
+  const char* names[] = {"body:box:mass", "geom:table:friction"};
+  mjdiffParams* params = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, P.sim.s, names, 2, &params, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(params);
+  std::vector<mjtNum> p0(np);
+  mjdiff_getParamValues(m, P.sim.s, params, p0.data());
+  const int n = 4;
+  std::vector<std::vector<mjtNum>> values(n, p0);
+  for (int i = 0; i < n; i++) {
+    for (auto& v : values[i]) v *= 1 + 0.1 * i;
+  }
+  mjdiffLoss loss = {&P, batchLoss};
+  std::vector<mjdiffBatchItem> items(n);
+  std::vector<std::vector<mjtNum>> gp(n, std::vector<mjtNum>(np));
+  for (int i = 0; i < n; i++) {
+    std::memset(&items[i], 0, sizeof(items[i]));
+    items[i].x0 = P.x0.data();
+    items[i].ctrl = P.ctrl.data();
+    items[i].param_values = values[i].data();
+    items[i].grad_param = gp[i].data();
+  }
+  ASSERT_EQ(mjdiff_rolloutBatch(m, P.sim.s, params, P.T, nullptr, &loss, 2, items.data(), n, err,
+                                sizeof(err)), MJDIFF_OK) << err;
+  // the caller's model is unchanged
+  std::vector<mjtNum> after(np);
+  mjdiff_getParamValues(m, P.sim.s, params, after.data());
+  EXPECT_EQ(0, std::memcmp(p0.data(), after.data(), np * sizeof(mjtNum)));
+  // serial: set each item's values on the model, run one item
+  for (int i = 0; i < n; i++) {
+    ASSERT_EQ(mjdiff_setParamValues(m, P.sim.s, params, values[i].data(), err, sizeof(err)),
+              MJDIFF_OK) << err;
+    mjdiffBatchItem one;
+    std::memset(&one, 0, sizeof(one));
+    std::vector<mjtNum> g(np);
+    one.x0 = P.x0.data();
+    one.ctrl = P.ctrl.data();
+    one.grad_param = g.data();
+    ASSERT_EQ(mjdiff_rolloutBatch(m, P.sim.s, params, P.T, nullptr, &loss, 1, &one, 1, err,
+                                  sizeof(err)), MJDIFF_OK) << err;
+    EXPECT_EQ(one.loss, items[i].loss) << "item " << i;
+    EXPECT_EQ(0, std::memcmp(g.data(), gp[i].data(), np * sizeof(mjtNum))) << "item " << i;
+  }
+  EXPECT_NE(items[0].loss, items[3].loss);
+  mjdiff_setParamValues(m, P.sim.s, params, p0.data(), err, sizeof(err));
+  mjdiff_freeParams(params);
+}
+
 // a linear feedback policy u = K (x (-) x_ref) + k0, parameters (K, k0)
 struct Linear {
   const Problem* P;

@@ -100,6 +100,7 @@ typedef struct mjdiffLoss_ {
 typedef struct mjdiffBatchItem_ {
   const mjtNum* x0;            // start state (nq + nv + na), at time 0
   const mjtNum* ctrl;          // (T x nu)
+  const mjtNum* param_values;  // nullable: values of the batch's parameters p for this item
   mjtNum* states;              // nullable outputs, as mjdiff_rolloutForward
   mjtNum* sensordata;
   mjtNum loss;                 // outputs: the loss value and gradients (nullable arrays)
@@ -111,6 +112,8 @@ typedef struct mjdiffBatchItem_ {
 
 // Forward rollout, loss and backward sweep of many independent items on nthread threads, each
 // thread with its own mjData and rollout; results identical to running the items one by one.
+// Items with param_values run on the thread's own copies of m and s with those values set; m and
+// s are not changed.
 // Returns the first failing item's error (each item also records its own status). The loss
 // callback is called from several threads at once.
 // Nullable: opt, p, err.

@@ -81,6 +81,12 @@ MJDIFF_API int mjdiff_wantsSmooth(const mjModel* m);
 MJDIFF_API mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt,
                                          mjdiffModel** out, char* err, int errsz);
 
+// Copy a smooth model (its parameters and per-geom values) for m, a copy of the mjModel src was
+// made for (mj_copyModel), not attached.
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* m,
+                                         mjdiffModel** out, char* err, int errsz);
+
 // Free a smooth model. NULL is a no-op.
 MJDIFF_API void mjdiff_freeModel(mjdiffModel* s);
 
