@@ -64,6 +64,15 @@ MJDIFF_API int mjdiff_forceDerivative(const mjModel* m, mjData* d, const struct 
                                        mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu,
                                        mjtNum* DadotDa, mjtNum* DadotDu);
 
+// Gradient of the smooth normal force fn of one contact (mjdiff_contactForce's force[0]) in the
+// state: DfnDq, DfnDv (nv each; tangent dq), through dist and the geometry Jacobian and through
+// vn = n.v. m is the model as its user configured it. Zero for an inactive contact. Uses d's
+// stack (about (37 + 6 nbody) nv numbers). Returns 0, -1 if the contact has no geometry Jacobian,
+// -2 if d's stack is too small (outputs zero on failure). Nullable: DfnDq, DfnDv.
+MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
+                                              const struct mjdiffModel_* s, const mjContact* con,
+                                              mjtNum* DfnDq, mjtNum* DfnDv);
+
 // MuJoCo's cdof moved to the world origin (nv x 6)
 void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0);
 
@@ -93,6 +102,10 @@ MJDIFF_API int mjdiff_paramDerivative(const mjModel* m, mjData* d, const struct 
 MJDIFF_API int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
                                        mjtNum* DsDx, mjtNum* DsDacc);
 MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
+
+// bytes held by a step-derivative workspace
+struct mjdiffStepDeriv_;
+size_t mjdiff_stepDerivMemory(const struct mjdiffStepDeriv_* w);
 
 #ifdef __cplusplus
 }

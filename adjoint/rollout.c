@@ -130,7 +130,7 @@ void mjdiff_freeRollout(mjdiffRollout* r) {
 }
 
 size_t mjdiff_rolloutMemory(const mjdiffRollout* r) {
-  return r ? r->bytes : 0;
+  return r ? r->bytes + mjdiff_stepDerivMemory(r->w) : 0;
 }
 
 static mjdiffStatus checkRollout(const mjModel* m, const mjData* d, const mjdiffModel* s,

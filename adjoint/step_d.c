@@ -62,6 +62,7 @@ struct mjdiffStepDeriv_ {
   mjtNum* tmp2;                // (ndx + nu) scratch
   int badContact;              // first contact without a geometry Jacobian in this call, or -1
   int badSensor;               // first sensor without a derivative in this call, or -1
+  size_t bytes;                // memory held
   mjtNum* DsDx;                // (nsensordata x (ndx + nu)), (nsensordata x nv) sensor derivatives
   mjtNum* DsDacc;
 };
@@ -429,8 +430,13 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   w->np = np;
   w->nin = nu + np;
   w->ndx = ndx;
+  w->bytes = sizeof(mjdiffStepDeriv) + n * sizeof(mjtNum);
   *out = w;
   return MJDIFF_OK;
+}
+
+size_t mjdiff_stepDerivMemory(const mjdiffStepDeriv* w) {
+  return w ? w->bytes : 0;
 }
 
 void mjdiff_freeStepDeriv(mjdiffStepDeriv* w) {
@@ -667,7 +673,38 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
 }
 
 // what the derivative evaluates at the state in d
-typedef enum product_ { PRODUCT_JACOBIAN, PRODUCT_VJP, PRODUCT_JVP, PRODUCT_SENSOR_VJP } product;
+typedef enum product_ {
+  PRODUCT_JACOBIAN,
+  PRODUCT_VJP,
+  PRODUCT_JVP,
+  PRODUCT_SENSOR_VJP,
+  PRODUCT_SENSOR_JACOBIAN
+} product;
+
+// sensor Jacobian: out (nsensordata x (ndx + nin)) = [DsDx 0] + DsDacc Dacc (H = M); rows of
+// sensors without a derivative are NaN
+static void sensorJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, mjtNum* out) {
+  int nv = w->nv, ns = m->nsensordata, ndx = w->ndx, ncol = ndx + w->nin, nxu = ndx + w->nu;
+  mjtNum* acc = w->acc;
+  solveAll(m, d, w, continuousDeriv(m, d, w, 0, acc));
+  mjdiff_sensorDerivative(m, d, w->s, w->DsDx, w->DsDacc);
+  for (int i = 0; i < ns; i++) {
+    mjtNum* row = out + (size_t)ncol * i;
+    mju_zero(row, ncol);
+    mju_copy(row, w->DsDx + (size_t)nxu * i, nxu);
+    for (int k = 0; k < nv; k++) {
+      mjtNum a = w->DsDacc[(size_t)nv * i + k];
+      if (a != 0) mju_addToScl(row, w->Dacc + (size_t)ncol * k, a, ncol);
+    }
+  }
+  for (int i = 0; i < m->nsensor; i++) {
+    if (mjdiff_sensorSupported(m, i)) continue;
+    for (int k = 0; k < m->sensor_dim[i]; k++) {
+      mjtNum* row = out + (size_t)ncol * (m->sensor_adr[i] + k);
+      for (int c = 0; c < ncol; c++) row[c] = NAN;
+    }
+  }
+}
 
 // sensor VJP: out (ndx + nin) += [C D Q]' adj_s, C = DsDx + DsDacc Dacc at the forward's qacc
 //   (the acceleration MuJoCo's sensors read: H = M, not Euler's M + h B)
@@ -721,6 +758,8 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     int ndx = w->ndx, ncol = ndx + w->nin;
     if (what == PRODUCT_SENSOR_VJP) {
       sensorVJP(m, d, w, in, out);
+    } else if (what == PRODUCT_SENSOR_JACOBIAN) {
+      sensorJacobian(m, d, w, out);
     } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_VJP) {
       eulerVJP(m, d, w, in, out);
     } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_JVP) {
@@ -808,4 +847,28 @@ mjdiffStatus mjdiff_sensorVJP(const mjModel* m, mjData* d, const mjdiffModel* s,
   if (adj_ctrl && w->nu) mju_addTo(adj_ctrl, w->tmp2 + w->ndx, w->nu);
   if (adj_param && w->np) mju_addTo(adj_param, w->tmp2 + w->ndx + w->nu, w->np);
   return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_sensorJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                   mjdiffStepDeriv* w, mjtNum* C, mjtNum* D, mjtNum* Q, char* err,
+                                   int errsz) {
+  if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
+  int ns = m->nsensordata, ndx = w->ndx, nu = w->nu, np = w->np, ncol = ndx + w->nin;
+  mjdiffStackMark mark = compat_stackMark(d);
+  if (compat_stackSpace(d) < ns * ncol + 1000) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
+                        "mjData stack too small for the sensor Jacobian (%d x %d)", ns, ncol);
+  }
+  mjtNum* out = compat_stackAllocNum(d, ns * ncol > 0 ? ns * ncol : 1);
+  mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_SENSOR_JACOBIAN, NULL, out, err, errsz);
+  if (st == MJDIFF_OK) {
+    for (int i = 0; i < ns; i++) {
+      const mjtNum* row = out + (size_t)ncol * i;
+      if (C) mju_copy(C + (size_t)ndx * i, row, ndx);
+      if (D && nu) mju_copy(D + (size_t)nu * i, row + ndx, nu);
+      if (Q && np) mju_copy(Q + (size_t)np * i, row + ndx + nu, np);
+    }
+  }
+  compat_stackFree(d, mark);
+  return st;
 }

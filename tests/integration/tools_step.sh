@@ -8,7 +8,10 @@
 #      on an implicit-integrator model exits 1 naming the integrator;
 #   3. mjdiff-check --bogus and a missing model are usage errors (exit 2); --help exits 0;
 #   4. mjdiff-bench-step --rounds 1 models/cartpole.xml --json prints valid JSON with the
-#      step, VJP, JVP, Jacobian and mjd_transitionFD times.
+#      step, VJP, JVP, Jacobian and mjd_transitionFD times;
+#   5. mjdiff-bench-rollout --rounds 1 --horizon 20 --fd-sample 3 models/cartpole.xml --json prints
+#      valid JSON with the rollout, gradient and finite-difference times, the memory figures and
+#      the T = 10000 checkpointed run; --bogus exits 2, --help 0.
 # Usage (ctest): bash tools_step.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -28,8 +31,10 @@ BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || fail "no build directory $1"
 SOURCE_DIR=$(cd "$SOURCE_DIR" 2>/dev/null && pwd) || fail "no source directory $2"
 CHECK="$BUILD_DIR/tools/mjdiff-check"
 BENCH="$BUILD_DIR/tools/mjdiff-bench-step"
+ROLLOUT="$BUILD_DIR/tools/mjdiff-bench-rollout"
 [[ -x "$CHECK" ]] || fail "missing $CHECK (build the project first)"
 [[ -x "$BENCH" ]] || fail "missing $BENCH (build the project first)"
+[[ -x "$ROLLOUT" ]] || fail "missing $ROLLOUT (build the project first)"
 command -v python3 >/dev/null || fail "python3 not found (needed to validate JSON)"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_tools_step.XXXXXX") || fail "cannot make a temp directory"
@@ -123,6 +128,37 @@ for op in ("step", "vjp", "jvp", "jacobian", "fd_forward", "fd_centered"):
 assert len(j["series"]) == 1
 EOF
 note "mjdiff-bench-step --json cartpole.xml: ok"
+
+# 5. the rollout benchmark's JSON
+run "$ROLLOUT" --rounds 1 --horizon 20 --fd-sample 3 "$SOURCE_DIR/models/cartpole.xml" --json
+[[ $RC -eq 0 ]] || fail "mjdiff-bench-rollout cartpole.xml: exit $RC, expected 0; stderr: $ERR"
+python3 -m json.tool "$TMP/out" >/dev/null || fail "mjdiff-bench-rollout --json: invalid JSON: $OUT"
+python3 - "$TMP/out" <<'EOF' || fail "mjdiff-bench-rollout --json: unexpected content: $OUT"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["tool"] == "mjdiff-bench-rollout" and j["status"] == "ok", j["status"]
+for key in ("version", "model", "args", "metrics", "series"):
+    assert key in j, key
+(m,) = j["metrics"]["per_model"]
+assert m["name"] == "cartpole" and m["rounds"] == 1 and m["horizon"] == 20
+for op in ("rollout", "gradient", "fd_component"):
+    assert m["ms_per_call"][op] > 0, op
+    assert m["failed_calls"][op] == 0, op
+assert m["params"]["count"] > 0 and m["fd"]["sampled"] == 3
+for T in ("T1000", "T10000"):
+    mem = m["memory_bytes"][T]
+    assert 0 < mem["checkpoint_sqrt"] < mem["checkpoint_all"], T
+lr = j["metrics"]["long_run"]
+assert lr["model"] == "cartpole" and lr["error"] == "" and lr["bitwise_equal"], lr
+assert j["metrics"]["peak_rss_kib"] > 0
+assert len(j["series"]) == 1
+EOF
+run "$ROLLOUT" --bogus
+[[ $RC -eq 2 ]] || fail "mjdiff-bench-rollout --bogus: exit $RC, expected 2"
+run "$ROLLOUT" --help
+[[ $RC -eq 0 ]] || fail "mjdiff-bench-rollout --help: exit $RC, expected 0"
+grep -q -- "--fd-sample" <<<"$OUT" || fail "mjdiff-bench-rollout --help does not list --fd-sample"
+note "mjdiff-bench-rollout --json cartpole.xml: ok"
 
 note "PASS"
 exit 0

@@ -81,6 +81,15 @@ MJDIFF_API mjdiffStatus mjdiff_sensorVJP(const mjModel* m, mjData* d, const mjdi
                                          mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_param,
                                          char* err, int errsz);
 
+// Sensor Jacobians at the state in d: C = ds/dx (nsensordata x (2nv+na)), D = ds/du
+// (nsensordata x nu), Q = ds/dp (nsensordata x np), for d->sensordata as the smooth forward pass
+// computes it at this state. Rows of sensors without a derivative are NaN. Uses d's stack for
+// (nsensordata x (2nv+na+nu+np)) numbers. Same effect on d as mjdiff_stepJacobian.
+// Nullable: C, D, Q, err.
+MJDIFF_API mjdiffStatus mjdiff_sensorJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                              mjdiffStepDeriv* w, mjtNum* C, mjtNum* D,
+                                              mjtNum* Q, char* err, int errsz);
+
 #ifdef __cplusplus
 }
 #endif
