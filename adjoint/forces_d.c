@@ -28,6 +28,7 @@
 //   (d dist, dn, dp) = G [P1; P2] dq with G the contact geometry Jacobian (geom_d.c) and P_i the
 //   rigid motion of geom i: [J_p(b_i, x_gi); J_ang(b_i)]
 //   dv = dV2 at p - dV1 at p + (w2 - w1) x dp  (q), (J_p2(p) - J_p1(p)) dv_state  (v)
+//   normal force alone (touch sensors): dfn/dq = dfn/dy dy/dq, dfn/dv = dfn/dy dy/dv
 //
 // Scalar forces act on one coordinate x (joint qpos, tendon length) with its velocity:
 //   limits, friction loss (smooth.c), joint/tendon equality, joint/tendon springs and dampers:
@@ -247,6 +248,26 @@ static void addWrenchJacobianTerm(const mjModel* m, scratch* sc, mjtNum* DfDq) {
 
 //---------------------------------- contacts -----------------------------------------------------
 
+// normal force fn of an active contact (x = w_c - dist > 0) and its gradient dfn (10) with respect
+// to y = (dist, n (3), v (3), w (3))
+static mjtNum normalLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const mjtNum v[3],
+                        mjtNum dfn[10]) {
+  const mjtNum* n = con->frame;
+  mjtNum k = prm[GP_STIFFNESS], cd = prm[GP_DAMPING], wd = prm[GP_WIDTH];
+  mjtNum x = wd - con->dist;
+  mjtNum ds, dds, sx = law_ramp(x, wd, &ds);
+  dds = x <= wd ? x / (wd * wd) : (x <= 2 * wd ? (2 * wd - x) / (wd * wd) : 0);
+  mjtNum vn = mju_dot3(n, v);
+  mjtNum Dg, De, fn = law_damped(k * sx, -cd * ds * vn, &Dg, &De);
+  mju_zero(dfn, 10);
+  dfn[0] = -(Dg * k * ds - De * cd * dds * vn);
+  for (int i = 0; i < 3; i++) {
+    dfn[1 + i] = -De * cd * ds * v[i];
+    dfn[4 + i] = -De * cd * ds * n[i];
+  }
+  return fn;
+}
+
 // partial derivatives of the world force F and torque T of one contact with respect to
 // y = (dist, n (3), v (3), w (3)): DF, DT (3 x 10); returns 0 if the contact is inactive
 static int contactLaw(const mjdiffModel* s, const mjContact* con, const mjtNum prm[GP_COUNT],
@@ -258,21 +279,12 @@ static int contactLaw(const mjdiffModel* s, const mjContact* con, const mjtNum p
   mju_zero(DT, 30);
   mju_zero3(F);
   mju_zero3(T);
-  mjtNum k = prm[GP_STIFFNESS], cd = prm[GP_DAMPING], wd = prm[GP_WIDTH];
-  mjtNum x = wd - con->dist;
+  mjtNum x = prm[GP_WIDTH] - con->dist;
   if (x <= 0) return 0;
 
   // normal force and its gradient dfn (10)
-  mjtNum ds, dds, sx = law_ramp(x, wd, &ds);
-  dds = x <= wd ? x / (wd * wd) : (x <= 2 * wd ? (2 * wd - x) / (wd * wd) : 0);
-  mjtNum vn = mju_dot3(n, v);
-  mjtNum Dg, De, fn = law_damped(k * sx, -cd * ds * vn, &Dg, &De);
-  mjtNum dfn[10] = {0};
-  dfn[0] = -(Dg * k * ds - De * cd * dds * vn);
-  for (int i = 0; i < 3; i++) {
-    dfn[1 + i] = -De * cd * ds * v[i];
-    dfn[4 + i] = -De * cd * ds * n[i];
-  }
+  mjtNum dfn[10];
+  mjtNum fn = normalLaw(con, prm, v, dfn);
 
   // F = fn n: dF = n dfn + fn dn
   for (int r = 0; r < 3; r++) {
@@ -336,34 +348,27 @@ static int contactLaw(const mjdiffModel* s, const mjContact* con, const mjtNum p
   return 1;
 }
 
-// returns 0, or -1 if the contact's geometry Jacobian is unavailable
-static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
-                        const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
-  int nv = m->nv;
-  int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
-  int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
-  mjtNum prm[GP_COUNT];
-  mjdiff_pairParams(s, g[0], g[1], prm);
-  if (prm[GP_WIDTH] - con->dist <= 0) return 0;
-
-  // relative velocities at p
-  const mjtNum* p = con->pos;
-  mjtNum V[2][6], v[3], w[3];
+// relative velocity of body b[1] with respect to body b[0] at the point p: linear v, angular w
+static void contactVel(const mjModel* m, const mjData* d, const int b[2], const mjtNum p[3],
+                       mjtNum v[3], mjtNum w[3]) {
+  mjtNum V[2][6], t1[3], t2[3];
   for (int i = 0; i < 2; i++) bodyVel(m, d, b[i], V[i]);
   for (int i = 0; i < 3; i++) w[i] = V[1][i] - V[0][i];
-  {
-    mjtNum t1[3], t2[3];
-    mju_cross(t1, V[1], p);
-    mju_cross(t2, V[0], p);
-    for (int i = 0; i < 3; i++) v[i] = V[1][3 + i] + t1[i] - V[0][3 + i] - t2[i];
-  }
+  mju_cross(t1, V[1], p);
+  mju_cross(t2, V[0], p);
+  for (int i = 0; i < 3; i++) v[i] = V[1][3 + i] + t1[i] - V[0][3 + i] - t2[i];
+}
 
-  mjtNum F[3], T[3], DF[30], DT[30];
-  if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return 0;
-
-  // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
-  mjtNum G[7 * 12];
-  if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+// how the contact's y = (dist, n, v, w) and p move with the state, in the columns sc->cols (set
+// here: the dofs of the two bodies' chains; sc->cdof0 and sc->dV ready):
+//   sc->Y rows 0..12   dy/dq (rows dist, n(3), v(3), w(3)) and dp/dq (3)    (13 x nv)
+//   sc->Y rows 13..18  dy/dv of (v(3), w(3))                                 (6 x nv)
+// G: the contact's geometry Jacobian; w: the relative angular velocity
+static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, const mjContact* con,
+                              const int g[2], const int b[2], const mjtNum G[7 * 12],
+                              const mjtNum w[3]) {
+  int nv = m->nv;
+  const mjtNum* p = con->pos;
 
   // only the dofs of the two bodies' chains move the contact: work in those columns
   setChainColumns(m, sc, b[0], b[1], (int*)sc->Y);
@@ -423,6 +428,34 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
     mju_cross(t, w, dp);
     for (int r = 0; r < 3; r++) Yq[nv * (4 + r) + k] += t[r];
   }
+}
+
+// returns 0, or -1 if the contact's geometry Jacobian is unavailable
+static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
+                        const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
+  int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
+  mjtNum prm[GP_COUNT];
+  mjdiff_pairParams(s, g[0], g[1], prm);
+  if (prm[GP_WIDTH] - con->dist <= 0) return 0;
+
+  // relative velocities at p
+  const mjtNum* p = con->pos;
+  mjtNum v[3], w[3];
+  contactVel(m, d, b, p, v, w);
+
+  mjtNum F[3], T[3], DF[30], DT[30];
+  if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return 0;
+
+  // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
+  mjtNum G[7 * 12];
+  if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+  contactKinematics(m, d, sc, con, g, b, G, w);
+  const int* cols = sc->cols;
+  int nc = sc->nc;
+  const mjtNum* Yq = sc->Y;
+  const mjtNum* Yv = sc->Y + 13 * nv;
 
   // W = [T + p x F; F];  dW = [dT + dp x F + p x dF; dF]
   mjtNum W[6], pf[3];
@@ -459,6 +492,53 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
     }
   }
   addWrenchDeriv(m, sc, b[0], b[1], W, dWq, dWv, DfDq, DfDv);
+  return 0;
+}
+
+int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                   const mjContact* con, mjtNum* DfnDq, mjtNum* DfnDv) {
+  int nv = m->nv, nbody = m->nbody;
+  if (DfnDq) mju_zero(DfnDq, nv);
+  if (DfnDv) mju_zero(DfnDv, nv);
+  int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
+  int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
+  mjtNum prm[GP_COUNT];
+  mjdiff_pairParams(s, g[0], g[1], prm);
+  if (prm[GP_WIDTH] - con->dist <= 0 || nv == 0) return 0;
+  mjtNum G[7 * 12];
+  if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+
+  // scratch: cdof0, dV, J1, J2, Y (19 rows), cols
+  size_t need = (size_t)nv * (37 + 6 * (size_t)nbody) + (size_t)nv / 2 + 1;
+  if (need > (size_t)compat_stackSpace(d)) return -2;
+  mjdiffStackMark mark = compat_stackMark(d);
+  scratch sc;
+  memset(&sc, 0, sizeof(sc));
+  sc.cdof0 = compat_stackAllocNum(d, 6 * nv);
+  sc.dV = compat_stackAllocNum(d, 6 * nv * nbody);
+  sc.J1 = compat_stackAllocNum(d, 6 * nv);
+  sc.J2 = compat_stackAllocNum(d, 6 * nv);
+  sc.Y = compat_stackAllocNum(d, 19 * nv);
+  sc.cols = (int*)compat_stackAllocNum(d, nv / 2 + 1);
+  mjdiff_cdof0(m, d, sc.cdof0);
+  bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
+
+  // dfn = dfn/dy (dy/dq dq + dy/dv dv)
+  mjtNum v[3], w[3], dfn[10];
+  contactVel(m, d, b, con->pos, v, w);
+  normalLaw(con, prm, v, dfn);
+  contactKinematics(m, d, &sc, con, g, b, G, w);
+  const mjtNum* Yq = sc.Y;
+  const mjtNum* Yv = sc.Y + 13 * nv;
+  for (int ic = 0; ic < sc.nc; ic++) {
+    int k = sc.cols[ic];
+    mjtNum dq = 0, dv = 0;
+    for (int c = 0; c < 10; c++) dq += dfn[c] * Yq[nv * c + k];
+    for (int c = 0; c < 6; c++) dv += dfn[4 + c] * Yv[nv * c + k];
+    if (DfnDq) DfnDq[k] = dq;
+    if (DfnDv) DfnDv[k] = dv;
+  }
+  compat_stackFree(d, mark);
   return 0;
 }
 

@@ -35,7 +35,11 @@
 //   accelerometer s = R_s'(a0 + alpha x p + w x v_p),  [alpha; a0] = A_b (cacc about the origin)
 //                 dy = dA_lin + dA_ang x p + alpha x dp + dw x v_p + w x dv_p,  ds/dqacc = R_s' Jp
 //   force         s = R_s' f,  torque  s = R_s'(tau0 - p x f),  [tau0; f] = W_b (cfrc_int)
-// and the cutoff: a REAL reading at +-cutoff is clamped, its row is 0.
+//   touch         s = sum_c fn_c over the contacts MuJoCo's rule counts (mjdiff_smoothTouch; the
+//                 count is locally constant)   ds/dq = sum_c dfn_c/dq, ds/dv = sum_c dfn_c/dv
+//                 (mjdiff_contactNormalDerivative: fn through dist and vn = n.v)
+// and the cutoff: a REAL reading at +-cutoff, a POSITIVE (touch) one at +cutoff is clamped, its
+// row is 0.
 //
 // Acceleration stage (mj_rnePostConstraint) in MuJoCo's dof order, by groups (hinge/slide: one
 // dof; ball, free rotation: three; free translation: three with cdof_dot = 0):
@@ -54,15 +58,17 @@
 // Quirks, reproduced as MuJoCo computes them: under the smooth model there are no constraint rows,
 // so mj_rnePostConstraint adds no contact or equality wrench to cfrc_ext (the smooth forces live in
 // qfrc_passive): force and torque sensors ignore contact and equality wrenches on the subtree
-// (they read the inertial and xfrc_applied balance only), and touch reads 0 (unsupported here).
+// (they read the inertial and xfrc_applied balance only); touch reads the smooth normal forces
+// (plugin/step.c replaces MuJoCo's reading, which would be 0).
 // mj_rnePostConstraint sums the world's children's cfrc_int, each about its own tree's com c_t, as
 // if about c_0 = subtree_com[0]: a torque sensor on a world site reads
 // tau0 - p x f + sum_t (c_0 - c_t) x f_t, differentiated as such (dc from the subtree com
-// Jacobians). Sensor noise (mjENBL_SENSORNOISE) is a random term: REAL readings get the derivative
-// of the noise-free reading; a framequat with noise is unsupported.
+// Jacobians). Sensor noise (mjENBL_SENSORNOISE) is a random term: REAL readings and touch get the
+// derivative of the noise-free reading; a framequat with noise is unsupported.
 //
 // Calling: Nullable: DsDx, DsDacc (each skipped). Rows of unsupported sensors stay 0 and the call
-// returns -1 - i for the first of them. Scratch on d's stack: about 6 nv nbody times 1, 2, 4 or 7
+// returns -1 - i for the first of them; so do touch sensors whose counted contacts lack a geometry
+// Jacobian (or when s is NULL). Scratch on d's stack: about 6 nv nbody times 1, 2, 4 or 7
 // numbers (by the most demanding sensor: Jacobians, velocities, accelerations, cfrc_int); if d's
 // stack is too small, nothing is computed and the call returns -1 - i for the first sensor needing
 // it (MuJoCo 2.2 aborts on a stack overflow).
@@ -71,6 +77,7 @@
 
 #include "compat.h"
 #include "derivative.h"
+#include "internal.h"
 
 #define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
 #define ENABLED(m, flag) ((m)->opt.enableflags & (flag))
@@ -271,8 +278,9 @@ int mjdiff_sensorSupported(const mjModel* m, int i) {
     case mjSENS_ACCELEROMETER:
     case mjSENS_FORCE:
     case mjSENS_TORQUE:
+    case mjSENS_TOUCH:
       return 1;
-    default:  // touch (0 under the smooth model), user, rangefinder, ...
+    default:  // user, rangefinder, ...
       return 0;
   }
 }
@@ -915,9 +923,33 @@ static void vectorSensor(const mjModel* m, const mjData* d, work* w, output* out
   }
 }
 
+// touch: ds/d[q v] = sum of dfn/d[q v] over the contacts the sensor counts (mu: the model as its
+// user configured it); returns 0, or -1 if a counted contact has no derivative
+static int touchSensor(const mjModel* mu, mjData* d, const mjdiffModel* s, output* out, int i) {
+  int nv = mu->nv, adr = mu->sensor_adr[i], status = 0;
+  if (DISABLED(mu, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT) || !out->DsDx || !nv) {
+    return 0;
+  }
+  if (compat_stackSpace(d) < 2 * nv) return -1;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* g = compat_stackAllocNum(d, 2 * nv);
+  mjtNum* row = out->DsDx + (size_t)out->ncol * adr;
+  for (int j = 0; j < d->ncon; j++) {
+    const mjContact* con = d->contact + j;
+    if (mjdiff_touchForce(mu, d, s, i, con) <= 0) continue;
+    if (mjdiff_contactNormalDerivative(mu, d, s, con, g, g + nv)) {
+      status = -1;
+      continue;
+    }
+    mju_addTo(row, g, 2 * nv);
+  }
+  compat_stackFree(d, mark);
+  if (status) mju_zero(row, 2 * nv);
+  return status;
+}
+
 int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s, mjtNum* DsDx,
                             mjtNum* DsDacc) {
-  (void)s;
   int nv = m->nv, ncol = 2 * nv + m->na + m->nu, nsd = m->nsensordata;
   if (DsDx) mju_zero(DsDx, (size_t)nsd * ncol);
   if (DsDacc) mju_zero(DsDacc, (size_t)nsd * nv);
@@ -992,16 +1024,23 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
       case mjSENS_SUBTREECOM:
         subtreeCom(m, d, &w, &out, i);
         break;
+      case mjSENS_TOUCH: {
+        mjModel view;
+        const mjModel* mu = s ? mjdiff_userModel(m, s, &view) : m;
+        if ((!s || touchSensor(mu, d, s, &out, i)) && !status) status = -1 - i;
+        break;
+      }
       default:
         vectorSensor(m, d, &w, &out, i);
         break;
     }
 
-    // cutoff: a clamped REAL reading has zero derivative
+    // cutoff: a clamped REAL or POSITIVE reading has zero derivative
     mjtNum cutoff = m->sensor_cutoff[i];
-    if (cutoff > 0 && m->sensor_datatype[i] == mjDATATYPE_REAL) {
+    int real = m->sensor_datatype[i] == mjDATATYPE_REAL;
+    if (cutoff > 0 && (real || m->sensor_datatype[i] == mjDATATYPE_POSITIVE)) {
       for (int r = adr; r < adr + m->sensor_dim[i]; r++) {
-        if (d->sensordata[r] > -cutoff && d->sensordata[r] < cutoff) continue;
+        if ((!real || d->sensordata[r] > -cutoff) && d->sensordata[r] < cutoff) continue;
         if (DsDx) mju_zero(DsDx + (size_t)ncol * r, ncol);
         if (DsDacc) mju_zero(DsDacc + (size_t)nv * r, nv);
       }

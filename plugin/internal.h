@@ -35,6 +35,19 @@ const mjModel* mjdiff_userModel(const mjModel* m, const mjdiffModel* s, mjModel*
 // contact parameters of the pair (g1, g2): explicit beats model-wide; both explicit: the mean
 void mjdiff_pairParams(const mjdiffModel* s, int g1, int g2, mjtNum p[GP_COUNT]);
 
+// the smooth normal force fn (contactForce's force[0]) of contact con if touch sensor i counts it,
+// else 0; the count follows MuJoCo 2.2.2: fn > 0, the site's body is one of the contact's two
+// bodies, and the ray from con->pos along the normal (reversed if the site's body is the contact's
+// second) meets the site's volume (always when con->pos is inside it)
+mjtNum mjdiff_touchForce(const mjModel* m, const mjData* d, const mjdiffModel* s, int i,
+                         const mjContact* con);
+
+// touch readings of the smooth model: sensordata[sensor_adr[i]] = sum over d's contacts of
+// mjdiff_touchForce for every touch sensor i (before noise and cutoff); 0 when m (as its user
+// configured it) disables the smooth contact forces. Other sensors are not touched.
+void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                        mjtNum* sensordata);
+
 // write a formatted message into err (NULL-safe); returns status
 mjdiffStatus mjdiff_error(char* err, int errsz, mjdiffStatus status, const char* fmt, ...)
 #if defined(__GNUC__)

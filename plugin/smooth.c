@@ -15,6 +15,7 @@
 // on body2         F = fn n + f1 t1 + f2 t2,  T = tn n + t1 t1 + t2 t2  at p; body1 gets -F, -T
 // body wrench      W_b += [T + (p - o_b) x F; F]        (about the tree origin, [torque; force])
 // generalised      qfrc_j += cdof_j . sum_{c in subtree(body_j)} W_c      (one pass, leaves first)
+// touch sensor     s = sum fn over the contacts MuJoCo 2.2.2's touch rule counts (site body, ray)
 //
 // Limits, friction loss and joint/tendon equalities act on scalar coordinates directly; connect
 // and weld act through body wrenches like contacts (see the comments at each block).
@@ -155,6 +156,40 @@ mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d, const mjdiff
   mjtNum F[3], T[3];
   contactForce(m, d, s, d->contact + i, force, F, T);
   return MJDIFF_OK;
+}
+
+//---------------------------------- touch sensors -------------------------------------------------
+
+// MuJoCo 2.2.2's rule (engine_sensor.c): a contact with normal force fn > 0 counts for a touch
+// sensor if the site's body b is one of the contact's bodies and the ray from con->pos along n
+// (reversed if b is the contact's second body) meets the site's volume (always when con->pos is
+// inside it)
+mjtNum mjdiff_touchForce(const mjModel* m, const mjData* d, const mjdiffModel* s, int i,
+                         const mjContact* con) {
+  int site = m->sensor_objid[i], b = m->site_bodyid[site];
+  int b1 = m->geom_bodyid[compat_contactGeom1(con)], b2 = m->geom_bodyid[compat_contactGeom2(con)];
+  if (b != b1 && b != b2) return 0;
+  mjdiffContactForce cf;
+  mjtNum F[3], T[3];
+  if (!contactForce(m, d, s, con, &cf, F, T) || cf.force[0] <= 0) return 0;
+  mjtNum ray[3];
+  mju_scl3(ray, con->frame, b == b2 ? -1 : 1);
+  mjtNum hit = mju_rayGeom(d->site_xpos + 3 * site, d->site_xmat + 9 * site,
+                           m->site_size + 3 * site, con->pos, ray, m->site_type[site]);
+  return hit >= 0 ? cf.force[0] : 0;
+}
+
+void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                        mjtNum* sensordata) {
+  int contacts = !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT);
+  for (int i = 0; i < m->nsensor; i++) {
+    if (m->sensor_type[i] != mjSENS_TOUCH) continue;
+    mjtNum sum = 0;
+    for (int j = 0; contacts && j < d->ncon; j++) {
+      sum += mjdiff_touchForce(m, d, s, i, d->contact + j);
+    }
+    sensordata[m->sensor_adr[i]] = sum;
+  }
 }
 
 //---------------------------------- collision -----------------------------------------------------

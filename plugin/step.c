@@ -8,6 +8,8 @@
 //             q' = q (+) h v',  act' = clip(act + h act_dot),  t' = t + h
 //   RK4       X_i = X_0 (+) h sum_j A_ij F_j,  F_i = f(X_i, t + c_i h)   (MuJoCo's tableau)
 //             X' = X_0 (+) h sum_i B_i F_i
+//   sensors   MuJoCo's, but touch: s = sum of the smooth normal forces fn of the contacts its rule
+//             counts (mjdiff_smoothTouch), then MuJoCo's noise and cutoff
 
 #include <math.h>
 #include <stdio.h>
@@ -77,6 +79,51 @@ static mjdiffStatus checkAcc(const mjModel* m, mjData* d, char* err, int errsz) 
   return MJDIFF_OK;
 }
 
+// mj_sensorAcc on view, then the touch sensors read the smooth normal force (mjdiff_smoothTouch;
+// MuJoCo's touch sums constraint forces, of which there are none). MuJoCo's order per touch
+// sensor is kept: reading, noise (with mjENBL_SENSORNOISE: for a positive reading, max(0, s + noise
+// N(0, 1)); one draw per noisy touch sensor, as MuJoCo, which is told their noise is 0), cutoff
+// min(s, cutoff). mu: the model as its user configured it.
+static void sensorAcc(const mjModel* mu, mjModel* view, mjData* d, const mjdiffModel* s) {
+  int ntouch = 0, noisy = 0;
+  int noise = view->opt.enableflags & mjENBL_SENSORNOISE;
+  for (int i = 0; i < view->nsensor; i++) {
+    if (view->sensor_type[i] != mjSENS_TOUCH) continue;
+    ntouch++;
+    noisy |= noise && view->sensor_noise[i] > 0;
+  }
+  if (!ntouch || (view->opt.disableflags & mjDSBL_SENSOR)) {
+    mj_sensorAcc(view, d);
+    return;
+  }
+
+  // MuJoCo's pass, with no noise drawn for the touch sensors
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* sensor_noise = view->sensor_noise;
+  if (noisy) {
+    mjtNum* zeroed = compat_stackAllocNum(d, view->nsensor);
+    for (int i = 0; i < view->nsensor; i++) {
+      zeroed[i] = view->sensor_type[i] == mjSENS_TOUCH ? 0 : sensor_noise[i];
+    }
+    view->sensor_noise = zeroed;
+  }
+  mj_sensorAcc(view, d);
+  view->sensor_noise = sensor_noise;
+  compat_stackFree(d, mark);
+
+  // the smooth readings, noise, cutoff
+  mjdiff_smoothTouch(mu, d, s, d->sensordata);
+  for (int i = 0; i < view->nsensor; i++) {
+    if (view->sensor_type[i] != mjSENS_TOUCH) continue;
+    mjtNum* x = d->sensordata + view->sensor_adr[i];
+    if (noise && sensor_noise[i] > 0) {
+      mjtNum rnd = mju_standardNormal(NULL);
+      if (*x > 0) *x = mju_max(0, *x + rnd * sensor_noise[i]);
+    }
+    if (view->sensor_cutoff[i] > 0) *x = mju_min(view->sensor_cutoff[i], *x);
+  }
+}
+
 // the pipeline of mj_forward on a view of m with the hard constraints off
 static void forwardCore(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor) {
   mjModel view = *m, user;
@@ -98,7 +145,7 @@ static void forwardCore(const mjModel* m, mjData* d, const mjdiffModel* s, int s
   mj_fwdActuation(&view, d);
   mj_fwdAcceleration(&view, d);
   mj_fwdConstraint(&view, d);
-  if (!skipsensor) mj_sensorAcc(&view, d);
+  if (!skipsensor) sensorAcc(mu, &view, d, s);
 }
 
 mjdiffStatus mjdiff_forward(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,

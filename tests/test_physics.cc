@@ -1247,4 +1247,41 @@ TEST(Physics, RK4MatchesEuler) {
   EXPECT_LT(diff, 1e-3);
 }
 
+//---------------------------------- touch sensor --------------------------------------------------
+
+// At rest the box's normal forces carry its weight, so a touch site enclosing its contact points
+// reads m g (the smooth touch: the sum of the counted contacts' normal forces). 1%: the transient
+// left after 2 s is negligible (decay 4 c s'(x) / 2m = 37/s), while a missed or double-counted
+// corner is off by 25%. The site is 5 mm larger than the box: the box rests 0.03 mm above the
+// plane (x < w), its contact points halfway, outside the box, and MuJoCo 2.2.2's ray from them runs
+// away from the box, so a site of exactly the box's size reads 0 (documented in smooth.h).
+TEST(Physics, TouchRestingBoxWeight) {
+  const double mass = 1.3;
+  Sim sim(Format(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="box" pos="0 0 0.052">
+      <freejoint/>
+      <geom name="box" type="box" size="0.05 0.07 0.05" mass="%.17g"/>
+      <site name="touch" type="box" size="0.055 0.075 0.055"/>
+      <site name="exact" type="box" size="0.05 0.07 0.05"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <touch site="touch"/>
+    <touch site="exact"/>
+  </sensor>
+</mujoco>)",
+                 mass));
+  ASSERT_TRUE(sim.ok()) << sim.err();
+  ASSERT_EQ(sim.Steps(StepsFor(sim.m(), 2.0)), MJDIFF_OK) << sim.err();
+  ASSERT_EQ(sim.Forward(), MJDIFF_OK) << sim.err();
+  ASSERT_EQ(sim.d()->ncon, 4);
+  EXPECT_TRUE(RelNear(sim.d()->sensordata[0], mass * GravityOf(sim.m()), 0.01));
+  EXPECT_GT(sim.d()->contact[0].dist, 0);
+  EXPECT_EQ(sim.d()->sensordata[1], 0);
+}
+
 }  // namespace

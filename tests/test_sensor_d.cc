@@ -183,8 +183,9 @@ struct Sim {
   }
 };
 
+// touchActive (nullable): number of compared samples in which some touch sensor has a nonzero row
 void checkModel(const char* xml, const char* path, int nsample, double tol, int nwarm, bool xfrc,
-                int expectStatus) {
+                int expectStatus, int* touchActive = nullptr) {
   Sim sim(xml, path);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
@@ -280,6 +281,14 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
 
     // guard: the analytic and finite-difference matrices were computed differently
     EXPECT_NE(0, std::memcmp(P.data(), S1.data(), P.size() * sizeof(mjtNum)));
+
+    // samples where a touch sensor reads a changing force
+    bool touch = false;
+    for (int i = 0; i < m->nsensor; i++) {
+      if (m->sensor_type[i] != mjSENS_TOUCH) continue;
+      for (int c = 0; c < ncol; c++) touch |= DsDx[(size_t)ncol * m->sensor_adr[i] + c] != 0;
+    }
+    if (touchActive) *touchActive += touch;
   }
   std::cout << (path ? path : "inline") << ": compared " << compared << "/" << nsample
             << " states (" << withContact << " with contacts), worst relative error " << worst
@@ -418,13 +427,13 @@ TEST(SensorDeriv, EverySupportedTypeAppliedWrenches) {
 }
 
 TEST(SensorDeriv, ArmBox) {
-  // touch (sensor 19) is unsupported: its row stays 0 and the call reports it
+  // touch (sensor 19) reads the smooth normal forces and has a derivative
   Sim sim(nullptr, shim_modelPath("arm_box.xml"));
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   int touch = mj_name2id(sim.sim.m, mjOBJ_SENSOR, "fingertip_touch");
   ASSERT_GE(touch, 0);
-  EXPECT_EQ(0, mjdiff_sensorSupported(sim.sim.m, touch));
-  checkModel(nullptr, shim_modelPath("arm_box.xml"), 12, 1e-6, 150, false, -1 - touch);
+  EXPECT_EQ(1, mjdiff_sensorSupported(sim.sim.m, touch));
+  checkModel(nullptr, shim_modelPath("arm_box.xml"), 12, 1e-6, 150, false, 0);
 }
 
 // the arm with extra site sensors on the fixed-base chain and the free box (contacts: their
@@ -460,10 +469,7 @@ TEST(SensorDeriv, ArmBoxSiteSensors) {
     <frameangvel objtype="site" objname="ee" reftype="xbody" refname="box"/>
     <framequat objtype="site" objname="ee" reftype="body" refname="link5"/>
 )");
-  Sim sim(xml.c_str(), nullptr);
-  ASSERT_TRUE(sim.ok) << sim.sim.err;
-  int touch = mj_name2id(sim.sim.m, mjOBJ_SENSOR, "fingertip_touch");
-  checkModel(xml.c_str(), nullptr, 12, 1e-6, 150, false, -1 - touch);
+  checkModel(xml.c_str(), nullptr, 12, 1e-6, 150, false, 0);
 }
 
 // repeated calls give the same bits; a NULL output is skipped
@@ -541,7 +547,11 @@ TEST(SensorDeriv, Unsupported) {
   mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   EXPECT_EQ(1, mjdiff_sensorSupported(m, 0));
-  for (int i = 1; i < 9; i++) EXPECT_EQ(0, mjdiff_sensorSupported(m, i)) << "sensor " << i;
+  for (int i = 1; i < 9; i++) {
+    if (i == 5) continue;  // touch: supported, reads 0 here (no contacts)
+    EXPECT_EQ(0, mjdiff_sensorSupported(m, i)) << "sensor " << i;
+  }
+  EXPECT_EQ(1, mjdiff_sensorSupported(m, 5));
   EXPECT_EQ(1, mjdiff_sensorSupported(m, 9));
   EXPECT_EQ(0, mjdiff_sensorSupported(m, -1));
   EXPECT_EQ(0, mjdiff_sensorSupported(m, m->nsensor));
@@ -574,6 +584,179 @@ TEST(SensorDeriv, Unsupported) {
   EXPECT_EQ(0, mjdiff_sensorDerivative(m, d, sim.sim.s, DsDx.data(), DsDacc.data()));
   for (mjtNum x : DsDx) EXPECT_EQ(0, x);
   for (mjtNum x : DsDacc) EXPECT_EQ(0, x);
+}
+
+//---------------------------------- touch ---------------------------------------------------------
+
+// a 10 cm, 1 kg box resting on the plane (corner contacts, plane = geom1, box = geom2, n up), with
+// touch sites: around the box (the contact points, a fraction of the contact width below its bottom
+// face, inside), a slab below it (points outside, but MuJoCo's ray from a contact on the site's
+// body as geom2 runs along -n, into the slab), a sphere on its top face and a world site far away
+// (points outside, rays miss); and a ball far off resting on the plane, unseen by all of them
+const char* kTouchBox = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_contact_damping" data="50"/></custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <site name="far" pos="1 1 1" size="0.1"/>
+    <body name="box" pos="0 0 0.05">
+      <freejoint/>
+      <geom name="box" type="box" size="0.05 0.05 0.05" mass="1"/>
+      <site name="around" type="box" size="0.055 0.055 0.055"/>
+      <site name="below" type="box" pos="0 0 -0.07" size="0.06 0.06 0.005"/>
+      <site name="top" type="sphere" pos="0 0 0.05" size="0.02"/>
+    </body>
+    <body name="ball" pos="0.6 0 0.05">
+      <freejoint/>
+      <geom name="ball" type="sphere" size="0.05" mass="0.5"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <touch name="around" site="around"/>
+    <touch name="below" site="below"/>
+    <touch name="top" site="top"/>
+    <touch name="far" site="far"/>
+    <touch name="cut" site="around" cutoff="1"/>
+  </sensor>
+</mujoco>)";
+
+// The reading is the sum of mjdiff_contactForce's normal forces over the contacts the site counts;
+// which sites count is MuJoCo 2.2.2's own rule, checked against MuJoCo's hard-contact step on the
+// same model (its readings differ in value, not in which sites read a force).
+TEST(SensorTouch, ReadsCountedNormalForces) {
+  Sim sim(kTouchBox, nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  ASSERT_EQ(MJDIFF_OK, shim_steps(&sim.sim, 500)) << sim.sim.err;
+  char err[500];
+  ASSERT_EQ(MJDIFF_OK, mjdiff_forward(m, d, sim.sim.s, err, sizeof(err))) << err;
+
+  // independent sum: every active contact of the box
+  int box = mj_name2id(m, mjOBJ_BODY, "box");
+  double sum = 0;
+  int nbox = 0;
+  for (int i = 0; i < d->ncon; i++) {
+    const mjContact* con = d->contact + i;
+    if (m->geom_bodyid[con->geom1] != box && m->geom_bodyid[con->geom2] != box) continue;
+    mjdiffContactForce f;
+    ASSERT_EQ(MJDIFF_OK, mjdiff_contactForce(m, d, sim.sim.s, i, &f));
+    sum += f.force[0];
+    nbox += f.force[0] > 0;
+  }
+  double weight = 9.81;
+  ASSERT_GE(nbox, 3);
+  ASSERT_GT(sum, 0.9 * weight);  // resting: the sum carries the weight
+  const mjtNum* s = d->sensordata;
+  EXPECT_NEAR(sum, s[0], 1e-12 * sum) << "around";
+  EXPECT_NEAR(sum, s[1], 1e-12 * sum) << "below";
+  EXPECT_EQ(0, s[2]) << "top";
+  EXPECT_EQ(0, s[3]) << "far";
+  EXPECT_EQ(1, s[4]) << "cutoff";
+
+  // MuJoCo's own step with hard contacts counts the same sites
+  mjData* dn = mj_makeData(m);
+  for (int i = 0; i < 500; i++) mj_step(m, dn);
+  mj_forward(m, dn);
+  EXPECT_GT(dn->sensordata[0], 0.9 * weight);
+  EXPECT_GT(dn->sensordata[1], 0.9 * weight);
+  EXPECT_EQ(0, dn->sensordata[2]);
+  EXPECT_EQ(0, dn->sensordata[3]);
+  mj_deleteData(dn);
+}
+
+// With sensor noise the touch reading gets MuJoCo's noise (positive readings only, kept >= 0) and
+// MuJoCo's number of random draws: the random stream after the smooth forward pass is where
+// MuJoCo's own mj_forward leaves it.
+TEST(SensorTouch, NoiseAsMuJoCo) {
+  std::string xml = kTouchBox;
+  xml.replace(xml.find("<touch name=\"around\" site=\"around\"/>"), 36,
+              "<touch name=\"around\" site=\"around\" noise=\"0.5\"/>");
+  xml.replace(xml.find("<touch name=\"top\" site=\"top\"/>"), 30,
+              "<touch name=\"top\" site=\"top\" noise=\"0.5\"/>");
+  Sim sim(xml.c_str(), nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  ASSERT_EQ(0.5, m->sensor_noise[0]);
+  ASSERT_EQ(MJDIFF_OK, shim_steps(&sim.sim, 500)) << sim.sim.err;
+  char err[500];
+  ASSERT_EQ(MJDIFF_OK, mjdiff_forward(m, d, sim.sim.s, err, sizeof(err))) << err;
+  mjtNum clean = d->sensordata[0];
+
+  m->opt.enableflags |= mjENBL_SENSORNOISE;
+  double maxdev = 0;
+  for (int k = 0; k < 20; k++) {
+    srand(100 + k);
+    ASSERT_EQ(MJDIFF_OK, mjdiff_forward(m, d, sim.sim.s, err, sizeof(err))) << err;
+    int next = rand();
+    EXPECT_GE(d->sensordata[0], 0);
+    EXPECT_EQ(0, d->sensordata[2]);  // a zero reading gets no noise
+    maxdev = std::fmax(maxdev, std::fabs(d->sensordata[0] - clean));
+    mjData* dn = mj_makeData(m);
+    mju_copy(dn->qpos, d->qpos, m->nq);
+    mju_copy(dn->qvel, d->qvel, m->nv);
+    srand(100 + k);
+    mj_forward(m, dn);
+    EXPECT_EQ(next, rand()) << "sample " << k;
+    mj_deleteData(dn);
+  }
+  EXPECT_GT(maxdev, 0.05);  // noise was added
+  EXPECT_LT(maxdev, 3.0);   // of about its standard deviation
+  m->opt.enableflags &= ~mjENBL_SENSORNOISE;
+}
+
+// the box, a ball resting on it (sphere-box: ball = geom1, n down) and a capsule on a hinge arm
+// lying across the ball's top, with touch sites on each and cutoffs below and above the reading
+const char* kTouchDeriv = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_contact_stiffness" data="5000"/></custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <body name="box" pos="0 0 0.05" euler="0.05 -0.04 0.3">
+      <freejoint/>
+      <geom name="box" type="box" size="0.05 0.06 0.05" mass="1"/>
+      <site name="around" type="box" size="0.055 0.065 0.055"/>
+      <site name="below" type="box" pos="0 0 -0.07" size="0.07 0.08 0.005"/>
+      <site name="boxtop" type="box" pos="0 0 0.05" size="0.05 0.06 0.01"/>
+    </body>
+    <body name="ball" pos="0.005 0.003 0.1405">
+      <freejoint/>
+      <geom name="ball" type="sphere" size="0.04" mass="0.3"/>
+      <site name="ball" type="sphere" size="0.045"/>
+    </body>
+    <body name="arm" pos="0.15 0 0.191">
+      <joint name="arm" type="hinge" axis="0 1 0" damping="0.05"/>
+      <geom name="arm" type="capsule" fromto="0 0 0 -0.2 0 0" size="0.01" mass="0.2"/>
+      <site name="arm" type="capsule" fromto="-0.1 0 0 -0.2 0 0" size="0.02"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="arm" gear="1" ctrlrange="-0.05 0.05" ctrllimited="true"/>
+  </actuator>
+  <sensor>
+    <touch site="around"/>
+    <touch site="below"/>
+    <touch site="boxtop"/>
+    <touch site="ball"/>
+    <touch site="arm"/>
+    <touch site="around" cutoff="0.5"/>
+    <touch site="around" cutoff="1000"/>
+    <framepos objtype="body" objname="ball"/>
+  </sensor>
+</mujoco>)";
+
+// every touch site of kTouchDeriv reads a force at these states (contacts box-plane, ball-box,
+// ball-arm; sites on geom1's and geom2's bodies; one clamped by its cutoff, its row 0)
+TEST(SensorDeriv, Touch) {
+  int active = 0;
+  checkModel(kTouchDeriv, nullptr, 20, 1e-6, 60, false, 0, &active);
+  EXPECT_GE(active, 16);
+  active = 0;
+  checkModel(kTouchBox, nullptr, 10, 1e-6, 200, false, 0, &active);
+  EXPECT_GE(active, 8);
 }
 
 }  // namespace

@@ -3,6 +3,12 @@
 // The smooth model: MuJoCo's hard constraints (contacts, joint and tendon limits, friction loss,
 // equality constraints) replaced by smooth penalty forces, so that one step is a smooth function of
 // state, controls and parameters.
+// Touch sensors read the smooth normal force: the sum of fn over the contacts MuJoCo 2.2.2's touch
+// rule counts (the site's body; contact point in the site, or the normal ray from it, pointing away
+// from that body, meeting the site), then MuJoCo's noise and cutoff (mjdiff_forward, mjdiff_step;
+// the adapter's plain mj_step keeps MuJoCo's reading, 0). Smooth contacts act before the geoms
+// touch, so their points can lie just outside the geom: let touch sites reach past it by about
+// the contact width.
 //
 // Force laws (x is the activation depth, w the smoothing width, k a stiffness, b a damping):
 //   contact    x = w - dist                        (dist: signed distance, < 0 in penetration)
