@@ -81,6 +81,11 @@ MJDIFF_API mjdiffStatus mjdiff_sensorVJP(const mjModel* m, mjData* d, const mjdi
                                          mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_param,
                                          char* err, int errsz);
 
+// Nonzero if sensor i of m has a derivative (jointpos, jointvel, actuatorpos, actuatorvel,
+// actuatorfrc, framepos, framequat, framelinvel, frameangvel, subtreecom, velocimeter, gyro,
+// accelerometer, force, torque, touch; with the restrictions of adjoint/sensor_d.c).
+MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
+
 // Sensor Jacobians at the state in d: C = ds/dx (nsensordata x (2nv+na)), D = ds/du
 // (nsensordata x nu), Q = ds/dp (nsensordata x np), for d->sensordata as the smooth forward pass
 // computes it at this state. Rows of sensors without a derivative are NaN. Uses d's stack for

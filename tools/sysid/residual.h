@@ -1,0 +1,59 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Residuals of a model against recordings, with multiple shooting, and their exact Jacobians.
+//
+// Variables z = (p, d_1, ..., d_W): the model parameters p (np) and, per shooting window w, a
+// tangent offset d_w (2nv+na) of the window's start state from its reference xbar_w:
+// x_w = xbar_w (+) d_w. Within a window the smooth step runs from x_w with the recorded controls.
+// Residuals, each divided by its noise scale:
+//   state     measured qpos (tangent difference for ball/free joints) and qvel at each step
+//   sensor    measured sensor components at each step (readings of the forward pass there)
+//   continuity  x_{w,end} (-) x_{w+1} for consecutive windows of one recording (scale sigma_cont)
+//   prior     (p - p_prior) / sigma_prior for parameters with a prior
+// Jacobian by forward sensitivities: S_k = dx_k/d(p, d_w), S_{k+1} = A_k S_k + [P_k 0],
+// S_{k0} = [0 J_r(d_w)]; state rows read S, sensor rows C_k S_k + [Q_k 0], with C, Q the sensor
+// Jacobians of the step adjoint.
+
+#ifndef MJDIFF_TOOLS_SYSID_RESIDUAL_H_
+#define MJDIFF_TOOLS_SYSID_RESIDUAL_H_
+
+#include "sysid.h"
+
+typedef struct sysidWeights_ {
+  double sigma_qpos;           // noise scale of positions (m, rad)
+  double sigma_qvel;           // of velocities (m/s, rad/s)
+  double sigma_sensor;         // of sensor readings (their units)
+  double sigma_cont;           // of the continuity between windows (state units)
+} sysidWeights;
+
+typedef struct sysidModel_ sysidModel;
+
+// Build the residual model of m (with smooth model s and parameters p) for recordings rec
+// (nrec), windows of `window` steps (0: one window per recording), priors (np values and scales,
+// nullable; scale <= 0: no prior). The start state of each window is taken from the recording
+// where it measures qpos and qvel fully, else from a simulation with the initial parameters.
+// Returns NULL with err on failure (a sensor column without a derivative, ...).
+sysidModel* sysid_makeModel(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                            const sysidRecording* rec, int nrec, int window,
+                            const sysidWeights* weights, const double* prior,
+                            const double* prior_sigma, char* err, int errsz);
+void sysid_freeModel(sysidModel* sm);
+
+// sizes: variables and residuals
+int sysid_nvar(const sysidModel* sm);
+int sysid_nres(const sysidModel* sm);
+
+// the initial variables: parameter values of the model, zero offsets
+void sysid_initialVariables(const sysidModel* sm, double* z);
+
+// residual function for the optimiser (sysidResidualFn): user = the sysidModel
+int sysid_residual(void* user, const double* z, double* r, double* J);
+
+// number of rollouts (window simulations) done so far
+long sysid_rollouts(const sysidModel* sm);
+
+// simulate with the parameter values p (np) from each recording's first state, single shooting,
+// writing qpos (T+1 x nq) per recording into out[i] (nullable entries); returns 0 or -1
+int sysid_simulate(sysidModel* sm, const double* p, double** qpos_out, char* err, int errsz);
+
+#endif  // MJDIFF_TOOLS_SYSID_RESIDUAL_H_

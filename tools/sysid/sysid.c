@@ -1,0 +1,655 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// mjdiff-sysid: calibrate an MJCF model's physical parameters from recorded trajectories.
+//
+//   fit       minimise 1/2 sum r^2 over the parameters (and the start states of the shooting
+//             windows), r the weighted residuals of residual.h, with Levenberg-Marquardt on the
+//             exact Jacobians of the step adjoint (or, as baselines, finite-difference
+//             Levenberg-Marquardt and Nelder-Mead); report JSON; write the calibrated MJCF
+//   generate  simulate the model with given parameter values and controls, write a noisy
+//             recording in the same CSV format
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mjdiff/mjdiff.h>
+#include <mjdiff/params.h>
+
+#include "residual.h"
+#include "sysid.h"
+#include "toolutil.h"
+
+static const char* kTool = "mjdiff-sysid";
+
+#define MAXLIST 256
+
+typedef struct args_ {
+  const char* model;
+  const char* data[MAXLIST];
+  int ndata;
+  const char* param[MAXLIST];  // NAME or NAME=LO:HI
+  int nparam;
+  const char* prior[MAXLIST];  // NAME=VALUE:SIGMA
+  int nprior;
+  const char* set[MAXLIST];    // NAME=VALUE (generate, or starting values)
+  int nset;
+  long window;
+  sysidWeights weights;
+  sysidMethod method;
+  long max_iter;
+  double ftol, xtol;
+  const char* out;
+  const char* xml;
+  int quiet;
+  // generate
+  const char* generate;
+  double duration;
+  const char* ctrl;            // random, chirp or a CSV file
+  double noise_qpos, noise_qvel, noise_sensor;
+  long seed;
+} args;
+
+static void usage(void) {
+  printf(
+      "usage: %s [options] MODEL.xml DATA.csv...       fit parameters to recordings\n"
+      "       %s --generate OUT.csv [options] MODEL.xml   write a simulated recording\n\n"
+      "Fit physical parameters of MODEL (MuJoCo names, patterns with '*') to recorded\n"
+      "trajectories by Levenberg-Marquardt on exact gradients of the smooth model.\n\n"
+      "fit options:\n"
+      "  --param NAME[=LO:HI]   parameter to fit, e.g. body:box:mass, joint:*:damping (repeat);\n"
+      "                         bounds optional (default: lower bound 0 for masses, inertias,\n"
+      "                         damping, armature, friction loss, stiffness, friction and\n"
+      "                         contact values; none else)\n"
+      "  --prior NAME=V:SIGMA   prior: adds the residual (value - V) / SIGMA (repeat)\n"
+      "  --set NAME=VALUE       starting value of a parameter (repeat; default: the model's)\n"
+      "  --window N             steps per shooting window; window start states are fitted too\n"
+      "                         (default: 0.1 s of steps; 0: one window per recording, single\n"
+      "                         shooting, which contact-rich or chaotic data rarely survives)\n"
+      "  --sigma-qpos S         noise scale of positions, m or rad (default 1e-3)\n"
+      "  --sigma-qvel S         noise scale of velocities (default 1e-2)\n"
+      "  --sigma-sensor S       noise scale of sensor readings (default 1e-2)\n"
+      "  --sigma-cont S         scale of the continuity between windows (default 1e-4)\n"
+      "  --method M             lm (exact Jacobians), fd-lm (finite-difference Jacobians,\n"
+      "                         one rollout per parameter), nelder-mead (default lm)\n"
+      "  --max-iter N           iterations (default 100; nelder-mead: 200 per variable)\n"
+      "  --ftol F, --xtol X     stopping tolerances (default 1e-10, 1e-10)\n"
+      "  --out FILE             JSON report to FILE (default: stdout)\n"
+      "  --xml FILE             write the calibrated model as MJCF to FILE\n"
+      "  --quiet                no progress lines on stderr\n\n"
+      "generate options:\n"
+      "  --generate OUT.csv     simulate and write a recording instead of fitting\n"
+      "  --set NAME=VALUE       true parameter values (repeat)\n"
+      "  --duration S           simulated time (default 2)\n"
+      "  --ctrl C               random (held 0.1 s), chirp, or a CSV file with ctrl columns\n"
+      "                         (default random)\n"
+      "  --noise-qpos S, --noise-qvel S, --noise-sensor S\n"
+      "                         Gaussian noise added to the recording (default 0)\n"
+      "  --seed N               random seed (default 1)\n\n"
+      "  --help                 show this help and exit\n\n"
+      "Data format (CSV, header of names): time; ctrl:ACTUATOR; qpos:JOINT and qvel:JOINT\n"
+      "(components qpos:JOINT:K for ball and free joints); sensor:SENSOR (sensor:SENSOR:K).\n"
+      "Exit codes: 0 fitted, 1 runtime error, 2 usage error, 130 interrupted (partial report).\n",
+      kTool, kTool);
+}
+
+static double numberArg(int argc, char** argv, int* i, double lo) {
+  const char* v = tool_optionValue(kTool, argc, argv, i);
+  double x;
+  if (!tool_parseDouble(v, &x) || x < lo) {
+    tool_usageError(kTool, "%s must be a number >= %g, got '%s'", argv[*i - 1], lo, v);
+  }
+  return x;
+}
+
+static void parseArgs(int argc, char** argv, args* a) {
+  memset(a, 0, sizeof(*a));
+  a->weights = (sysidWeights){1e-3, 1e-2, 1e-2, 1e-4};
+  a->method = SYSID_LM_EXACT;
+  a->max_iter = -1;
+  a->window = -1;
+  a->ftol = 1e-10;
+  a->xtol = 1e-10;
+  a->duration = 2;
+  a->ctrl = "random";
+  a->seed = 1;
+  for (int i = 1; i < argc; i++) {
+    const char* s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      usage();
+      exit(TOOL_EXIT_OK);
+    } else if (!strcmp(s, "--param") || !strcmp(s, "--prior") || !strcmp(s, "--set")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      const char** list = s[2] == 'p' && s[3] == 'a' ? a->param : s[2] == 'p' ? a->prior : a->set;
+      int* n = s[2] == 'p' && s[3] == 'a' ? &a->nparam : s[2] == 'p' ? &a->nprior : &a->nset;
+      if (*n >= MAXLIST) tool_usageError(kTool, "too many %s options", s);
+      list[(*n)++] = v;
+    } else if (!strcmp(s, "--window")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!tool_parseInt(v, 0, 1000000000L, &a->window)) {
+        tool_usageError(kTool, "--window must be an integer >= 0, got '%s'", v);
+      }
+    } else if (!strcmp(s, "--sigma-qpos")) {
+      a->weights.sigma_qpos = numberArg(argc, argv, &i, 1e-300);
+    } else if (!strcmp(s, "--sigma-qvel")) {
+      a->weights.sigma_qvel = numberArg(argc, argv, &i, 1e-300);
+    } else if (!strcmp(s, "--sigma-sensor")) {
+      a->weights.sigma_sensor = numberArg(argc, argv, &i, 1e-300);
+    } else if (!strcmp(s, "--sigma-cont")) {
+      a->weights.sigma_cont = numberArg(argc, argv, &i, 1e-300);
+    } else if (!strcmp(s, "--method")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!strcmp(v, "lm")) {
+        a->method = SYSID_LM_EXACT;
+      } else if (!strcmp(v, "fd-lm")) {
+        a->method = SYSID_LM_FD;
+      } else if (!strcmp(v, "nelder-mead")) {
+        a->method = SYSID_NELDER_MEAD;
+      } else {
+        tool_usageError(kTool, "--method must be lm, fd-lm or nelder-mead, got '%s'", v);
+      }
+    } else if (!strcmp(s, "--max-iter")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!tool_parseInt(v, 1, 100000000L, &a->max_iter)) {
+        tool_usageError(kTool, "--max-iter must be an integer >= 1, got '%s'", v);
+      }
+    } else if (!strcmp(s, "--ftol")) {
+      a->ftol = numberArg(argc, argv, &i, 0);
+    } else if (!strcmp(s, "--xtol")) {
+      a->xtol = numberArg(argc, argv, &i, 0);
+    } else if (!strcmp(s, "--out")) {
+      a->out = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--xml")) {
+      a->xml = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--quiet")) {
+      a->quiet = 1;
+    } else if (!strcmp(s, "--generate")) {
+      a->generate = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--duration")) {
+      a->duration = numberArg(argc, argv, &i, 1e-9);
+    } else if (!strcmp(s, "--ctrl")) {
+      a->ctrl = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--noise-qpos")) {
+      a->noise_qpos = numberArg(argc, argv, &i, 0);
+    } else if (!strcmp(s, "--noise-qvel")) {
+      a->noise_qvel = numberArg(argc, argv, &i, 0);
+    } else if (!strcmp(s, "--noise-sensor")) {
+      a->noise_sensor = numberArg(argc, argv, &i, 0);
+    } else if (!strcmp(s, "--seed")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
+        tool_usageError(kTool, "--seed must be an integer >= 0, got '%s'", v);
+      }
+    } else if (s[0] == '-' && s[1]) {
+      tool_usageError(kTool, "unknown option '%s'", s);
+    } else if (!a->model) {
+      a->model = s;
+    } else {
+      if (a->ndata >= MAXLIST) tool_usageError(kTool, "too many data files");
+      a->data[a->ndata++] = s;
+    }
+  }
+  if (!a->model) tool_usageError(kTool, "no model given");
+  if (!a->generate && a->ndata == 0) tool_usageError(kTool, "no data file given");
+  if (!a->generate && a->nparam == 0) tool_usageError(kTool, "no --param given");
+}
+
+//---------------------------------- parameters ---------------------------------------------------
+
+// split "NAME=REST" (returns a copy of NAME in buf, REST or NULL)
+static const char* splitName(const char* s, char* buf, size_t n) {
+  const char* eq = strchr(s, '=');
+  size_t len = eq ? (size_t)(eq - s) : strlen(s);
+  if (len >= n) len = n - 1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  return eq ? eq + 1 : NULL;
+}
+
+// default lower bound 0 for fields that are physically nonnegative
+static int positiveField(const char* name) {
+  static const char* fields[] = {":mass", ":inertia", ":damping", ":armature", ":frictionloss",
+                                 ":stiffness", ":friction", "contact_", "_speed", ":gear",
+                                 "limit_", "eq_", ":dynprm"};
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+    if (strstr(name, fields[i])) return 1;
+  }
+  return 0;
+}
+
+// apply NAME=VALUE settings to m, s; returns 0 or -1 (message printed)
+static int applySettings(mjModel* m, mjdiffModel* s, const args* a) {
+  for (int i = 0; i < a->nset; i++) {
+    char name[256];
+    const char* v = splitName(a->set[i], name, sizeof(name));
+    double x;
+    if (!v || !tool_parseDouble(v, &x)) {
+      tool_usageError(kTool, "--set needs NAME=VALUE, got '%s'", a->set[i]);
+    }
+    char err[512];
+    const char* names[1] = {name};
+    mjdiffParams* p = NULL;
+    if (mjdiff_makeParams(m, s, names, 1, &p, err, sizeof(err)) != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: --set %s: %s\n", kTool, a->set[i], err);
+      return -1;
+    }
+    int n = mjdiff_paramCount(p);
+    double* vals = (double*)malloc(sizeof(double) * (size_t)n);
+    for (int k = 0; k < n; k++) vals[k] = x;
+    int bad = mjdiff_setParamValues(m, s, p, vals, err, sizeof(err)) != MJDIFF_OK;
+    free(vals);
+    mjdiff_freeParams(p);
+    if (bad) {
+      fprintf(stderr, "%s: error: --set %s: %s\n", kTool, a->set[i], err);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+//---------------------------------- generate -----------------------------------------------------
+
+static unsigned long long gRng;
+
+static double uniform(void) {
+  unsigned long long z = (gRng += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double gaussian(void) {
+  return sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform());
+}
+
+static int generate(mjModel* m, mjdiffModel* s, const args* a) {
+  char err[1024];
+  if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
+  double h = m->opt.timestep;
+  int T = (int)floor(a->duration / h + 1e-9);
+  int nq = m->nq, nv = m->nv, nu = m->nu, ns = m->nsensordata;
+  double* ctrl = (double*)calloc((size_t)T * (nu ? nu : 1), sizeof(double));
+  double* qpos = (double*)calloc((size_t)(T + 1) * nq, sizeof(double));
+  double* qvel = (double*)calloc((size_t)(T + 1) * nv, sizeof(double));
+  double* sens = (double*)calloc((size_t)(T + 1) * (ns ? ns : 1), sizeof(double));
+  sysidRecording file;
+  memset(&file, 0, sizeof(file));
+  int code = TOOL_EXIT_OK;
+  gRng = (unsigned long long)a->seed;
+
+  // controls
+  int hold = (int)fmax(1, round(0.1 / h));
+  int fromFile = strcmp(a->ctrl, "random") && strcmp(a->ctrl, "chirp");
+  if (fromFile && sysid_readRecording(m, a->ctrl, &file, err, sizeof(err))) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    code = TOOL_EXIT_RUNTIME;
+    goto done;
+  }
+  for (int i = 0; i < nu; i++) {
+    double lo = -1, hi = 1;
+    if (m->actuator_ctrllimited[i]) {
+      lo = m->actuator_ctrlrange[2 * i];
+      hi = m->actuator_ctrlrange[2 * i + 1];
+    }
+    double u = 0, phase = 6.283185307179586 * uniform();
+    for (int k = 0; k < T; k++) {
+      if (fromFile) {
+        int kk = k < file.T ? k : file.T - 1;
+        u = kk >= 0 ? file.ctrl[(size_t)nu * kk + i] : 0;
+      } else if (!strcmp(a->ctrl, "chirp")) {
+        double t = k * h, f0 = 0.2, f1 = 3;
+        double f = f0 + (f1 - f0) * t / (T * h);
+        u = 0.5 * (lo + hi) + 0.45 * (hi - lo) * sin(6.283185307179586 * f * t + phase);
+      } else if (k % hold == 0) {
+        u = lo + (hi - lo) * (0.05 + 0.9 * uniform());
+      }
+      ctrl[(size_t)nu * k + i] = u;
+    }
+  }
+
+  // simulate from the initial state (keyframe 0 if present)
+  mjData* d = mj_makeData(m);
+  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+  for (int k = 0; k <= T; k++) {
+    if (k < T) mju_copy(d->ctrl, ctrl + (size_t)nu * k, nu);
+    else if (T > 0) mju_copy(d->ctrl, ctrl + (size_t)nu * (T - 1), nu);
+    if (mjdiff_forward(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: simulation at step %d: %s\n", kTool, k, err);
+      code = TOOL_EXIT_RUNTIME;
+      break;
+    }
+    mju_copy(qpos + (size_t)nq * k, d->qpos, nq);
+    mju_copy(qvel + (size_t)nv * k, d->qvel, nv);
+    mju_copy(sens + (size_t)ns * k, d->sensordata, ns);
+    if (k == T) break;
+    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: simulation at step %d: %s\n", kTool, k, err);
+      code = TOOL_EXIT_RUNTIME;
+      break;
+    }
+  }
+  mj_deleteData(d);
+  if (code == TOOL_EXIT_OK) {
+    for (size_t i = 0; i < (size_t)(T + 1) * nq; i++) qpos[i] += a->noise_qpos * gaussian();
+    for (size_t i = 0; i < (size_t)(T + 1) * nv; i++) qvel[i] += a->noise_qvel * gaussian();
+    for (size_t i = 0; i < (size_t)(T + 1) * ns; i++) sens[i] += a->noise_sensor * gaussian();
+    // noisy quaternions stay unit quaternions
+    for (int k = 0; k <= T; k++) mj_normalizeQuat(m, qpos + (size_t)nq * k);
+    if (sysid_writeRecording(m, a->generate, T, 0, ctrl, qpos, qvel, sens, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+    } else if (!a->quiet) {
+      fprintf(stderr, "%s: wrote %s (%d steps of %g s)\n", kTool, a->generate, T, h);
+    }
+  }
+
+done:
+  if (fromFile) sysid_freeRecording(&file);
+  free(ctrl);
+  free(qpos);
+  free(qvel);
+  free(sens);
+  return code;
+}
+
+//---------------------------------- fit ----------------------------------------------------------
+
+static void jsonNumber(FILE* f, double x) {
+  if (isfinite(x)) {
+    fprintf(f, "%.10g", x);
+  } else {
+    fprintf(f, "null");
+  }
+}
+
+// write the report (one JSON object) to path or stdout; to path.tmp then renamed
+static int writeReport(const char* path, const args* a, const mjdiffParams* p, const double* z0,
+                       const double* z, const sysidResult* res, long rollouts, double wall,
+                       int nres, const char* status, const char* xmlNote) {
+  char tmp[1100];
+  FILE* f = stdout;
+  if (path) {
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f) {
+      fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, tmp);
+      return -1;
+    }
+  }
+  static const char* methods[] = {"lm", "fd-lm", "nelder-mead"};
+  fprintf(f, "{\"tool\": \"%s\", \"version\": \"%s\", \"model\": ", kTool, mjdiff_versionString());
+  tool_jsonString(f, a->model);
+  fprintf(f, ", \"args\": {\"data\": [");
+  for (int i = 0; i < a->ndata; i++) {
+    if (i) fprintf(f, ", ");
+    tool_jsonString(f, a->data[i]);
+  }
+  fprintf(f, "], \"method\": \"%s\", \"window\": %ld, \"sigma_qpos\": %g, \"sigma_qvel\": %g, "
+             "\"sigma_sensor\": %g}, \"status\": ", methods[a->method], a->window,
+          a->weights.sigma_qpos, a->weights.sigma_qvel, a->weights.sigma_sensor);
+  tool_jsonString(f, status);
+  fprintf(f, ", \"metrics\": {\"loss_before\": ");
+  jsonNumber(f, res ? res->F0 : NAN);
+  fprintf(f, ", \"loss_after\": ");
+  jsonNumber(f, res ? res->F : NAN);
+  fprintf(f, ", \"iterations\": %d, \"evaluations\": %d, \"jacobians\": %d, \"rollouts\": %ld, "
+             "\"residuals\": %d, \"wall_s\": %.6g, \"xml\": ",
+          res ? res->iterations : 0, res ? res->evaluations : 0, res ? res->jacobians : 0,
+          rollouts, nres, wall);
+  tool_jsonString(f, xmlNote);
+  fprintf(f, ", \"parameters\": [");
+  int np = mjdiff_paramCount(p);
+  for (int i = 0; i < np; i++) {
+    fprintf(f, "%s{\"name\": ", i ? ", " : "");
+    tool_jsonString(f, mjdiff_paramName(p, i));
+    fprintf(f, ", \"initial\": ");
+    jsonNumber(f, z0[i]);
+    fprintf(f, ", \"fitted\": ");
+    jsonNumber(f, z[i]);
+    fprintf(f, ", \"stderr\": ");
+    jsonNumber(f, res && res->stderr_z ? res->stderr_z[i] : NAN);
+    fprintf(f, "}");
+  }
+  fprintf(f, "]}, \"series\": {}}\n");
+  if (path) {
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path)) {
+      remove(tmp);
+      fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, path);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+// the smooth model's fitted values live in <custom> numerics: update those the model has
+static int writeNumerics(mjModel* m, const mjdiffModel* s) {
+  int missing = 0;
+  for (int i = 0; i < m->nnumeric; i++) {
+    const char* name = m->names + m->name_numericadr[i];
+    if (strncmp(name, "mjdiff_", 7) || !strcmp(name, "mjdiff_enable")) continue;
+    mjtNum v;
+    if (mjdiff_getParam(s, name + 7, &v, NULL, 0) == MJDIFF_OK && m->numeric_size[i] == 1) {
+      m->numeric_data[m->numeric_adr[i]] = v;
+    } else {
+      missing++;
+    }
+  }
+  return missing;
+}
+
+static int writeXml(mjModel* m, const char* path, char* note, size_t n) {
+  char tmp[1100], err[512] = "";
+  snprintf(tmp, sizeof(tmp), "%s.tmp.xml", path);
+  if (!mj_saveLastXML(tmp, m, err, sizeof(err)) || rename(tmp, path)) {
+    remove(tmp);
+    snprintf(note, n, "failed: %s", err[0] ? err : "cannot write");
+    return -1;
+  }
+  snprintf(note, n, "%s", path);
+  return 0;
+}
+
+static int fit(mjModel* m, mjdiffModel* s, const args* a) {
+  char err[1024];
+  double t0 = tool_now();
+  if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
+
+  // parameters and bounds
+  char names[MAXLIST][256];
+  const char* nameptr[MAXLIST];
+  for (int i = 0; i < a->nparam; i++) {
+    splitName(a->param[i], names[i], sizeof(names[i]));
+    nameptr[i] = names[i];
+  }
+  mjdiffParams* p = NULL;
+  if (mjdiff_makeParams(m, s, nameptr, a->nparam, &p, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    return TOOL_EXIT_RUNTIME;
+  }
+  int np = mjdiff_paramCount(p);
+
+  // recordings
+  sysidRecording rec[MAXLIST];
+  memset(rec, 0, sizeof(rec));
+  int code = TOOL_EXIT_OK, nrec = 0;
+  sysidModel* sm = NULL;
+  double *z = NULL, *z0 = NULL, *lo = NULL, *hi = NULL, *prior = NULL, *psig = NULL;
+  for (int i = 0; i < a->ndata; i++, nrec++) {
+    if (sysid_readRecording(m, a->data[i], rec + i, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+      goto done;
+    }
+  }
+
+  // priors
+  if (a->nprior) {
+    prior = (double*)calloc((size_t)np, sizeof(double));
+    psig = (double*)calloc((size_t)np, sizeof(double));
+    for (int i = 0; i < a->nprior; i++) {
+      char name[256];
+      const char* rest = splitName(a->prior[i], name, sizeof(name));
+      const char* colon = rest ? strchr(rest, ':') : NULL;
+      char vbuf[64] = "";
+      double v, sg;
+      if (colon && (size_t)(colon - rest) < sizeof(vbuf)) {
+        memcpy(vbuf, rest, (size_t)(colon - rest));
+        vbuf[colon - rest] = 0;
+      }
+      if (!colon || !tool_parseDouble(vbuf, &v) || !tool_parseDouble(colon + 1, &sg) || sg <= 0) {
+        tool_usageError(kTool, "--prior needs NAME=VALUE:SIGMA with SIGMA > 0, got '%s'",
+                        a->prior[i]);
+      }
+      int found = 0;
+      for (int k = 0; k < np; k++) {
+        if (!strcmp(mjdiff_paramName(p, k), name) ||
+            !strncmp(mjdiff_paramName(p, k), name, strlen(name))) {
+          prior[k] = v;
+          psig[k] = sg;
+          found = 1;
+        }
+      }
+      if (!found) {
+        fprintf(stderr, "%s: error: --prior %s: no fitted parameter named '%s'\n", kTool,
+                a->prior[i], name);
+        code = TOOL_EXIT_RUNTIME;
+        goto done;
+      }
+    }
+  }
+
+  int window = a->window >= 0 ? (int)a->window : (int)fmax(1, round(0.1 / m->opt.timestep));
+  sm = sysid_makeModel(m, s, p, rec, nrec, window, &a->weights, prior, psig, err, sizeof(err));
+  if (!sm) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    code = TOOL_EXIT_RUNTIME;
+    goto done;
+  }
+  int n = sysid_nvar(sm);
+  z = (double*)calloc((size_t)n, sizeof(double));
+  z0 = (double*)calloc((size_t)n, sizeof(double));
+  lo = (double*)malloc(sizeof(double) * (size_t)n);
+  hi = (double*)malloc(sizeof(double) * (size_t)n);
+  sysid_initialVariables(sm, z);
+  memcpy(z0, z, sizeof(double) * (size_t)n);
+  for (int k = 0; k < n; k++) {
+    lo[k] = -INFINITY;
+    hi[k] = INFINITY;
+  }
+  for (int k = 0; k < np; k++) {
+    const char* pname = mjdiff_paramName(p, k);
+    if (positiveField(pname)) lo[k] = 0;
+    for (int i = 0; i < a->nparam; i++) {
+      char name[256];
+      const char* rest = splitName(a->param[i], name, sizeof(name));
+      if (!rest) continue;
+      double l, u;
+      char lb[64] = "";
+      const char* colon = strchr(rest, ':');
+      if (colon && (size_t)(colon - rest) < sizeof(lb)) {
+        memcpy(lb, rest, (size_t)(colon - rest));
+        lb[colon - rest] = 0;
+      }
+      if (!colon || !tool_parseDouble(lb, &l) || !tool_parseDouble(colon + 1, &u) || l >= u) {
+        tool_usageError(kTool, "--param bounds need NAME=LO:HI with LO < HI, got '%s'",
+                        a->param[i]);
+      }
+      // apply to the parameters this option selected (same prefix)
+      if (!strncmp(pname, name, strlen(name)) || strchr(name, '*')) {
+        lo[k] = l;
+        hi[k] = u;
+      }
+    }
+  }
+
+  if (!a->quiet) {
+    fprintf(stderr, "%s: %d parameters, %d recordings, %d variables, %d residuals\n", kTool, np,
+            nrec, n, sysid_nres(sm));
+  }
+  tool_catchInterrupt();
+  sysidProblem prob = {n, sysid_nres(sm), lo, hi, sysid_residual, sm};
+  sysidOptions opt;
+  sysid_defaultOptions(&opt);
+  opt.method = a->method;
+  if (a->max_iter > 0) opt.max_iter = (int)a->max_iter;
+  opt.ftol = a->ftol;
+  opt.xtol = a->xtol;
+  opt.verbose = !a->quiet;
+  static volatile int cancel = 0;
+  opt.cancel = &cancel;
+  sysidResult res;
+  memset(&res, 0, sizeof(res));
+  if (sysid_solve(&prob, &opt, z, &res)) {
+    fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values\n",
+            kTool);
+    code = TOOL_EXIT_RUNTIME;
+    goto done;
+  }
+  int interrupted = tool_interrupted() || !strcmp(res.status, "interrupted");
+
+  // calibrated model: fitted values on m (and the smooth model's numerics), then MJCF
+  char xmlNote[1200] = "not requested";
+  if (mjdiff_setParamValues(m, s, p, z, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: fitted values rejected: %s\n", kTool, err);
+    code = TOOL_EXIT_RUNTIME;
+  } else if (a->xml && !interrupted) {
+    int missing = writeNumerics(m, s);
+    if (writeXml(m, a->xml, xmlNote, sizeof(xmlNote))) {
+      fprintf(stderr, "%s: error: writing %s: %s\n", kTool, a->xml, xmlNote);
+      code = TOOL_EXIT_RUNTIME;
+    } else if (missing) {
+      fprintf(stderr, "%s: warning: %d smooth-model values are not in the MJCF's <custom>\n",
+              kTool, missing);
+    }
+  }
+  double wall = tool_now() - t0;
+  if (writeReport(a->out, a, p, z0, z, &res, sysid_rollouts(sm), wall, sysid_nres(sm),
+                  interrupted ? "interrupted" : res.status, xmlNote)) {
+    code = TOOL_EXIT_RUNTIME;
+  }
+  if (!a->quiet) {
+    fprintf(stderr, "%s: %s after %d iterations, loss %.6g -> %.6g, %ld rollouts, %.3f s\n", kTool,
+            res.status, res.iterations, res.F0, res.F, sysid_rollouts(sm), wall);
+  }
+  if (interrupted && code == TOOL_EXIT_OK) code = TOOL_EXIT_INTERRUPTED;
+  sysid_freeResult(&res);
+
+done:
+  sysid_freeModel(sm);
+  for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
+  free(z);
+  free(z0);
+  free(lo);
+  free(hi);
+  free(prior);
+  free(psig);
+  mjdiff_freeParams(p);
+  return code;
+}
+
+int main(int argc, char** argv) {
+  args a;
+  parseArgs(argc, argv, &a);
+  char err[1024] = "";
+  mjModel* m = tool_loadModel(a.model, err, sizeof(err));
+  if (!m) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    return TOOL_EXIT_RUNTIME;
+  }
+  mjdiffModel* s = NULL;
+  if (mjdiff_makeModel(m, NULL, &s, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: %s: %s\n", kTool, a.model, err);
+    mj_deleteModel(m);
+    return TOOL_EXIT_RUNTIME;
+  }
+  int code = a.generate ? generate(m, s, &a) : fit(m, s, &a);
+  mjdiff_freeModel(s);
+  mj_deleteModel(m);
+  return code;
+}
