@@ -73,9 +73,6 @@ MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
                                               const struct mjdiffModel_* s, const mjContact* con,
                                               mjtNum* DfnDq, mjtNum* DfnDv);
 
-// MuJoCo's cdof moved to the world origin (nv x 6)
-void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0);
-
 // ---------------------------------- model parameters (params_d.c) -------------------------------
 //
 // Derivatives of the continuous dynamics in the selected model parameters p (mjdiffParams, see
@@ -102,6 +99,11 @@ MJDIFF_API int mjdiff_paramDerivative(const mjModel* m, mjData* d, const struct 
 MJDIFF_API int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
                                        mjtNum* DsDx, mjtNum* DsDacc);
 MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
+
+// the state of d as the step derivatives save and restore it: x = (qpos, qvel, act, time)
+// (nq + nv + na + 1)
+void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x);
+void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x);
 
 // bytes held by a step-derivative workspace
 struct mjdiffStepDeriv_;

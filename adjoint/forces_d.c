@@ -44,50 +44,15 @@
 #include "derivative.h"
 #include "internal.h"
 #include "law.h"
+#include "spatial.h"
 
 #define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
 
 //---------------------------------- spatial helpers -----------------------------------------------
 
-// motion cross product res = a x b ([w; v] x [w'; v'] = [w x w'; w x v' + v x w'])
-static void crossMotion(mjtNum res[6], const mjtNum a[6], const mjtNum b[6]) {
-  mjtNum t[3];
-  mju_cross(res, a, b);
-  mju_cross(res + 3, a, b + 3);
-  mju_cross(t, a + 3, b);
-  mju_addTo3(res + 3, t);
-}
-
-// the dofs whose perturbation moves the axis of dof j: its ancestors, and the later dofs of its
-// rotation group (the three of a ball, the three rotations of a free joint); returns their number
-static int movers(const mjModel* m, int j, int* list) {
-  int n = 0, jt = m->dof_jntid[j], type = m->jnt_type[jt], adr = m->jnt_dofadr[jt], end = -1;
-  if (type == mjJNT_BALL) end = adr + 3;
-  if (type == mjJNT_FREE && j >= adr + 3) end = adr + 6;
-  for (int k = j + 1; k < end; k++) list[n++] = k;
-  for (int p = m->dof_parentid[j]; p >= 0; p = m->dof_parentid[p]) list[n++] = p;
-  return n;
-}
-
-void mjdiff_cdof0(const mjModel* m, const mjData* d, mjtNum* cdof0) {
-  for (int j = 0; j < m->nv; j++) {
-    const mjtNum* c = d->subtree_com + 3 * m->body_rootid[m->dof_bodyid[j]];
-    const mjtNum* cd = d->cdof + 6 * j;
-    mjtNum t[3];
-    mju_copy(cdof0 + 6 * j, cd, 6);
-    mju_cross(t, cd, c);  // velocity of the origin: l + a x (0 - c) = l - a x c
-    mju_subFrom3(cdof0 + 6 * j + 3, t);
-  }
-}
-
 // body velocity about the origin V_b = [w; v0] (cvel moved from the tree's com)
 static void bodyVel(const mjModel* m, const mjData* d, int b, mjtNum V[6]) {
-  const mjtNum* c = d->subtree_com + 3 * m->body_rootid[b];
-  const mjtNum* cv = d->cvel + 6 * b;
-  mjtNum t[3];
-  mju_copy(V, cv, 6);
-  mju_cross(t, cv, c);
-  mju_subFrom3(V + 3, t);
+  spatial_toOrigin(V, d->cvel + 6 * b, d->subtree_com + 3 * m->body_rootid[b]);
 }
 
 // dV_b/dq for every body (nbody x 6 x nv): recursion over the tree; list is scratch (nv ints)
@@ -104,36 +69,14 @@ static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mj
     // dofs of this body: for every dof k that moves one of them
     for (int j = adr; j < adr + num; j++) {
       if (d->qvel[j] == 0) continue;
-      int n = movers(m, j, list);
+      int n = spatial_movers(m, j, list);
       for (int i = 0; i < n; i++) {
         int k = list[i];
         mjtNum c[6];
-        crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
+        spatial_crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
         for (int r = 0; r < 6; r++) D[nv * r + k] += c[r] * d->qvel[j];
       }
     }
-  }
-}
-
-// J_b (6 x nv) of body b about the origin
-static void bodyJac(const mjModel* m, const mjtNum* cdof0, int b, mjtNum* J) {
-  int nv = m->nv;
-  mju_zero(J, 6 * nv);
-  int j = -1;  // last dof of the nearest body with dofs, from b to the root
-  for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
-    if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
-  }
-  for (; j >= 0; j = m->dof_parentid[j]) {
-    for (int r = 0; r < 6; r++) J[nv * r + j] = cdof0[6 * j + r];
-  }
-}
-
-// rows of a point Jacobian: Jp = Jlin - [p]x Jang (3 x nv) from J (6 x nv)
-static void pointJac(int nv, const mjtNum* J, const mjtNum p[3], mjtNum* Jp) {
-  for (int k = 0; k < nv; k++) {
-    mjtNum w[3] = {J[k], J[nv + k], J[2 * nv + k]}, t[3];
-    mju_cross(t, w, p);  // w x p
-    for (int r = 0; r < 3; r++) Jp[nv * r + k] = J[nv * (3 + r) + k] + t[r];
   }
 }
 
@@ -154,11 +97,8 @@ typedef struct scratch_ {
 
 // dofs of the chain from body b to the root, in decreasing order; returns their number
 static int chainDofs(const mjModel* m, int b, int* dofs) {
-  int n = 0, j = -1;
-  for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
-    if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
-  }
-  for (; j >= 0; j = m->dof_parentid[j]) dofs[n++] = j;
+  int n = 0;
+  for (int j = spatial_chainLastDof(m, b); j >= 0; j = m->dof_parentid[j]) dofs[n++] = j;
   return n;
 }
 
@@ -199,11 +139,7 @@ static void addWrenchDeriv(const mjModel* m, scratch* sc, int b1, int b2, const 
     int b = side ? b2 : b1;
     if (!b) continue;
     mjtNum sign = side ? 1 : -1;
-    int j = -1;
-    for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
-      if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
-    }
-    for (; j >= 0; j = m->dof_parentid[j]) {
+    for (int j = spatial_chainLastDof(m, b); j >= 0; j = m->dof_parentid[j]) {
       const mjtNum* c = sc->cdof0 + 6 * j;
       mjtNum* rq = DfDq + (size_t)nv * j;
       mjtNum* rv = DfDv + (size_t)nv * j;
@@ -236,11 +172,11 @@ static void addWrenchJacobianTerm(const mjModel* m, scratch* sc, mjtNum* DfDq) {
   for (int j = 0; j < nv; j++) {
     const mjtNum* W = sc->Wsub + 6 * m->dof_bodyid[j];
     if (mju_isZero((mjtNum*)W, 6)) continue;
-    int n = movers(m, j, (int*)sc->J2);
+    int n = spatial_movers(m, j, (int*)sc->J2);
     for (int i = 0; i < n; i++) {
       int k = ((int*)sc->J2)[i];
       mjtNum c[6];
-      crossMotion(c, sc->cdof0 + 6 * k, sc->cdof0 + 6 * j);
+      spatial_crossMotion(c, sc->cdof0 + 6 * k, sc->cdof0 + 6 * j);
       DfDq[nv * j + k] += mju_dot(c, W, 6);
     }
   }
@@ -388,8 +324,8 @@ static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, co
   // geometry: G times the geoms' rigid motion (12 x nv)
   for (int i = 0; i < 2; i++) {
     if (!b[i]) continue;
-    bodyJac(m, sc->cdof0, b[i], sc->J1);
-    pointJac(nv, sc->J1, d->geom_xpos + 3 * g[i], sc->J2);  // dx_g (3 x nv)
+    spatial_bodyJacobian(m, sc->cdof0, b[i], sc->J1);
+    spatial_pointJacobian(nv, sc->J1, d->geom_xpos + 3 * g[i], sc->J2);  // dx_g (3 x nv)
     for (int r = 0; r < 7; r++) {
       mjtNum* row = r == 0 ? Yq : (r < 4 ? Yq + nv * r : Yq + nv * (10 + r - 4));
       const mjtNum* Gr = G + 12 * r + 6 * i;
@@ -405,14 +341,14 @@ static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, co
     const mjtNum* dVb = sc->dV + 6 * nv * b[i];
     for (int ic = 0; ic < nc; ic++) {
       int k = cols[ic];
-      mjtNum dw[3] = {dVb[k], dVb[nv + k], dVb[2 * nv + k]}, t[3];
-      mju_cross(t, dw, p);
+      mjtNum dvp[3];
+      spatial_pointJacobianCol(dVb, nv, k, p, dvp);
       for (int r = 0; r < 3; r++) {
-        Yq[nv * (4 + r) + k] += sign * (dVb[nv * (3 + r) + k] + t[r]);
-        Yq[nv * (7 + r) + k] += sign * dw[r];
+        Yq[nv * (4 + r) + k] += sign * dvp[r];
+        Yq[nv * (7 + r) + k] += sign * dVb[nv * r + k];
       }
     }
-    pointJac(nv, sc->J1, p, sc->J2);
+    spatial_pointJacobian(nv, sc->J1, p, sc->J2);
     for (int r = 0; r < 3; r++) {
       for (int ic = 0; ic < nc; ic++) {
         int k = cols[ic];
@@ -520,7 +456,7 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
   sc.J2 = compat_stackAllocNum(d, 6 * nv);
   sc.Y = compat_stackAllocNum(d, 19 * nv);
   sc.cols = (int*)compat_stackAllocNum(d, nv / 2 + 1);
-  mjdiff_cdof0(m, d, sc.cdof0);
+  spatial_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
   // dfn = dfn/dy (dy/dq dq + dy/dv dv)
@@ -548,18 +484,6 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
 // p2; weld: T1 = -ts (k r + c (w1 - w2)), r = axis-angle(q_b1 relpose q_b2^-1) (world),
 // dr = J_l^-1(r) dth1 - J_r^-1(r) dth2 (J_l, J_r the left and right Jacobians of SO(3) at r;
 // J_r^-1(r) = J_l^-1(-r))
-static void leftJacobianInverse(const mjtNum r[3], mjtNum Jinv[9]) {
-  mjtNum th = mju_norm3(r), K[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0}, K2[9];
-  mju_mulMatMat(K2, K, K, 3, 3, 3);
-  mjtNum c2;
-  if (th < 1e-4) {
-    c2 = 1.0 / 12 + th * th / 720;
-  } else {
-    c2 = (1 - th * sin(th) / (2 * (1 - cos(th)))) / (th * th);
-  }
-  for (int i = 0; i < 9; i++) Jinv[i] = (i % 4 == 0) - 0.5 * K[i] + c2 * K2[i];
-}
-
 static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
                               scratch* sc, int i, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv;
@@ -579,21 +503,19 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
     mju_rotVecMat(pos[j], anchor[j], d->xmat + 9 * b[j]);
     mju_addTo3(pos[j], d->xpos + 3 * b[j]);
     bodyVel(m, d, b[j], V[j]);
-    mjtNum t[3];
-    mju_cross(t, V[j], pos[j]);
-    mju_add3(lin[j], V[j] + 3, t);
+    spatial_pointMotion(lin[j], V[j], pos[j]);
     if (!b[j]) continue;
-    bodyJac(m, sc->cdof0, b[j], sc->J1);
-    pointJac(nv, sc->J1, pos[j], Jp + 3 * nv * j);
+    spatial_bodyJacobian(m, sc->cdof0, b[j], sc->J1);
+    spatial_pointJacobian(nv, sc->J1, pos[j], Jp + 3 * nv * j);
     mju_copy(Ja + 3 * nv * j, sc->J1, 3 * nv);
     // material point velocity: d(v0 + w x p) = dv0 + dw x p + w x (J_p dq)
     const mjtNum* dVb = sc->dV + 6 * nv * b[j];
     for (int kk = 0; kk < nv; kk++) {
-      mjtNum dw[3] = {dVb[kk], dVb[nv + kk], dVb[2 * nv + kk]}, t1[3], t2[3];
-      mjtNum dp[3] = {Jp[3 * nv * j + kk], Jp[3 * nv * j + nv + kk], Jp[3 * nv * j + 2 * nv + kk]};
-      mju_cross(t1, dw, pos[j]);
-      mju_cross(t2, V[j], dp);
-      for (int r = 0; r < 3; r++) Dv[3 * nv * j + nv * r + kk] = dVb[nv * (3 + r) + kk] + t1[r] + t2[r];
+      mjtNum dV[6], dp[3], dvp[3];
+      for (int r = 0; r < 6; r++) dV[r] = dVb[nv * r + kk];
+      for (int r = 0; r < 3; r++) dp[r] = Jp[3 * nv * j + nv * r + kk];
+      spatial_pointVelDq(dvp, dV, V[j], pos[j], dp);
+      for (int r = 0; r < 3; r++) Dv[3 * nv * j + nv * r + kk] = dvp[r];
     }
   }
 
@@ -645,9 +567,9 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
     mju_negQuat(neg, d->xquat + 4 * b[1]);
     mju_mulQuat(qe, q, neg);
     mju_quat2Vel(r, qe, 1);
-    mjtNum nr[3] = {-r[0], -r[1], -r[2]}, Jrinv[9];
-    leftJacobianInverse(r, Jinv);
-    leftJacobianInverse(nr, Jrinv);
+    mjtNum Jrinv[9];
+    spatial_leftJacobianInverse(r, Jinv);
+    spatial_rightJacobianInverse(r, Jrinv);
     for (int j = 0; j < 3; j++) T[j] = -ts * (k * r[j] + c * (V[0][j] - V[1][j]));
     mjtNum W[6] = {T[0], T[1], T[2], 0, 0, 0};
     mju_zero(dWq, 6 * nv);
@@ -744,9 +666,8 @@ static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjdiffOption
   fx = -fx;
   fv = -fv;
 
-  // right Jacobian inverse: J_r^-1(r) = J_l^-1(-r)
-  mjtNum nr[3] = {-r[0], -r[1], -r[2]}, Jinv[9];
-  leftJacobianInverse(nr, Jinv);
+  mjtNum Jinv[9];
+  spatial_rightJacobianInverse(r, Jinv);
   mjtNum P[9];  // (I - a a') / theta
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) P[3 * i + j] = ((i == j) - a[i] * a[j]) / theta;
@@ -787,10 +708,9 @@ static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum*
       qa += 3;
     }
     // -k subQuat(q, q_spring) = -k log(q_s^-1 q): derivative -k J_r^-1(dif)
-    mjtNum dif[3], nd[3], Jinv[9];
+    mjtNum dif[3], Jinv[9];
     mju_subQuat(dif, d->qpos + qa, m->qpos_spring + qa);
-    for (int i = 0; i < 3; i++) nd[i] = -dif[i];
-    leftJacobianInverse(nd, Jinv);
+    spatial_rightJacobianInverse(dif, Jinv);
     for (int i = 0; i < 3; i++)
       for (int l = 0; l < 3; l++) DfDq[nv * (da + i) + da + l] -= k * Jinv[3 * i + l];
   }
@@ -901,7 +821,7 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
   for (int i = 0; i < nv; i++) sc.all[i] = i;
   setAllColumns(m, &sc);
   mju_zero(sc.Wsub, 6 * nbody);
-  mjdiff_cdof0(m, d, sc.cdof0);
+  spatial_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
   passiveDeriv(m, d, sc.J2, DfDq, DfDv);
@@ -1022,8 +942,8 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
     mjtNum* dWq = sc.Y;
     mju_zero(dWq, 6 * nv);
     setAllColumns(m, &sc);
-    bodyJac(m, sc.cdof0, b, sc.J1);
-    pointJac(nv, sc.J1, d->xipos + 3 * b, sc.J2);
+    spatial_bodyJacobian(m, sc.cdof0, b, sc.J1);
+    spatial_pointJacobian(nv, sc.J1, d->xipos + 3 * b, sc.J2);
     for (int kk = 0; kk < nv; kk++) {
       mjtNum dp[3] = {sc.J2[kk], sc.J2[nv + kk], sc.J2[2 * nv + kk]}, t1[3];
       mju_cross(t1, dp, x);

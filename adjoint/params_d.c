@@ -66,6 +66,7 @@
 #include "internal.h"
 #include "law.h"
 #include "params_internal.h"
+#include "spatial.h"
 
 #define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
 
@@ -75,34 +76,12 @@ enum { Z_K = GP_STIFFNESS, Z_C = GP_DAMPING, Z_W = GP_WIDTH, Z_VS = GP_FRICTION_
 
 //---------------------------------- spatial helpers -----------------------------------------------
 
-// res = I m for a 10-number inertia (Ixx Iyy Izz Ixy Ixz Iyz, c, mass)
-static void mulInert(mjtNum res[6], const mjtNum I[10], const mjtNum m[6]) {
-  const mjtNum* c = I + 6;
-  res[0] = I[0] * m[0] + I[3] * m[1] + I[4] * m[2] + c[1] * m[5] - c[2] * m[4];
-  res[1] = I[3] * m[0] + I[1] * m[1] + I[5] * m[2] + c[2] * m[3] - c[0] * m[5];
-  res[2] = I[4] * m[0] + I[5] * m[1] + I[2] * m[2] + c[0] * m[4] - c[1] * m[3];
-  res[3] = I[9] * m[3] - c[1] * m[2] + c[2] * m[1];
-  res[4] = I[9] * m[4] - c[2] * m[0] + c[0] * m[2];
-  res[5] = I[9] * m[5] - c[0] * m[1] + c[1] * m[0];
-}
-
-// res = a x* f (motion cross force)
-static void crossFrc(mjtNum res[6], const mjtNum a[6], const mjtNum f[6]) {
-  mjtNum t[3];
-  mju_cross(res, a, f);
-  mju_cross(t, a + 3, f + 3);
-  mju_addTo3(res, t);
-  mju_cross(res + 3, a, f + 3);
-}
-
 // col_j += scale * S_j . W for the dofs j of the chain from body b to the root
 static void addChain(const mjModel* m, const mjData* d, int b, const mjtNum W[6], mjtNum scale,
                      mjtNum* col) {
-  int j = -1;
-  for (int bb = b; bb > 0 && j < 0; bb = m->body_parentid[bb]) {
-    if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
+  for (int j = spatial_chainLastDof(m, b); j >= 0; j = m->dof_parentid[j]) {
+    col[j] += scale * mju_dot(d->cdof + 6 * j, W, 6);
   }
-  for (; j >= 0; j = m->dof_parentid[j]) col[j] += scale * mju_dot(d->cdof + 6 * j, W, 6);
 }
 
 // W_b += scale [T + (p - o_b) x F; F] about b's tree origin (smooth.c's convention)
@@ -136,8 +115,7 @@ static void pointVelocity(const mjModel* m, const mjData* d, int b, const mjtNum
   mjtNum r[3];
   mju_sub3(r, p, d->subtree_com + 3 * m->body_rootid[b]);
   mju_copy3(ang, cvel);
-  mju_cross(lin, cvel, r);
-  mju_addTo3(lin, cvel + 3);
+  spatial_pointMotion(lin, cvel, r);
 }
 
 //---------------------------------- scalar laws ---------------------------------------------------
@@ -367,9 +345,9 @@ static void inertiaColumn(const mjModel* m, const mjData* d, const paramEntry* e
   // f = dI a + v x* (dI v)
   mjtNum f[6], h[6], t[6];
   const mjtNum* v = d->cvel + 6 * b;
-  mulInert(f, dI, cacc + 6 * b);
-  mulInert(h, dI, v);
-  crossFrc(t, v, h);
+  spatial_mulInert(f, dI, cacc + 6 * b);
+  spatial_mulInert(h, dI, v);
+  spatial_crossForce(t, v, h);
   mju_addTo(f, t, 6);
   addChain(m, d, b, f, -1, col);
 
@@ -388,7 +366,7 @@ static void gravityColumn(const mjModel* m, const mjData* d, int k, mjtNum* wren
   mjtNum a[6] = {0};
   a[3 + k] = 1;
   mju_zero(wrench, 6 * m->nbody);
-  for (int b = 1; b < m->nbody; b++) mulInert(wrench + 6 * b, d->cinert + 10 * b, a);
+  for (int b = 1; b < m->nbody; b++) spatial_mulInert(wrench + 6 * b, d->cinert + 10 * b, a);
   wrenchToCol(m, d, wrench, col);
 }
 

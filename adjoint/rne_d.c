@@ -57,40 +57,9 @@
 
 #include "compat.h"
 #include "derivative.h"
+#include "spatial.h"
 
 //---------------------------------- spatial algebra -----------------------------------------------
-
-// res = a x b (motion cross motion)
-static void crossMot(mjtNum res[6], const mjtNum a[6], const mjtNum b[6]) {
-  res[0] = a[1] * b[2] - a[2] * b[1];
-  res[1] = a[2] * b[0] - a[0] * b[2];
-  res[2] = a[0] * b[1] - a[1] * b[0];
-  res[3] = a[1] * b[5] - a[2] * b[4] + a[4] * b[2] - a[5] * b[1];
-  res[4] = a[2] * b[3] - a[0] * b[5] + a[5] * b[0] - a[3] * b[2];
-  res[5] = a[0] * b[4] - a[1] * b[3] + a[3] * b[1] - a[4] * b[0];
-}
-
-// res = a x* f (motion cross force)
-static void crossFrc(mjtNum res[6], const mjtNum a[6], const mjtNum f[6]) {
-  res[0] = a[1] * f[2] - a[2] * f[1] + a[4] * f[5] - a[5] * f[4];
-  res[1] = a[2] * f[0] - a[0] * f[2] + a[5] * f[3] - a[3] * f[5];
-  res[2] = a[0] * f[1] - a[1] * f[0] + a[3] * f[4] - a[4] * f[3];
-  res[3] = a[1] * f[5] - a[2] * f[4];
-  res[4] = a[2] * f[3] - a[0] * f[5];
-  res[5] = a[0] * f[4] - a[1] * f[3];
-}
-
-// res = I m for a 10-number inertia (Ixx Iyy Izz Ixy Ixz Iyz, c = mass * (com - point), mass):
-// (Irot w + c x v; mass v - c x w)
-static void mulInert(mjtNum res[6], const mjtNum I[10], const mjtNum m[6]) {
-  const mjtNum* c = I + 6;
-  res[0] = I[0] * m[0] + I[3] * m[1] + I[4] * m[2] + c[1] * m[5] - c[2] * m[4];
-  res[1] = I[3] * m[0] + I[1] * m[1] + I[5] * m[2] + c[2] * m[3] - c[0] * m[5];
-  res[2] = I[4] * m[0] + I[5] * m[1] + I[2] * m[2] + c[0] * m[4] - c[1] * m[3];
-  res[3] = I[9] * m[3] - c[1] * m[2] + c[2] * m[1];
-  res[4] = I[9] * m[4] - c[2] * m[0] + c[0] * m[2];
-  res[5] = I[9] * m[5] - c[0] * m[1] + c[1] * m[0];
-}
 
 // res = A m for a 6x6 row-major A
 static void mul66(mjtNum res[6], const mjtNum A[36], const mjtNum m[6]) {
@@ -111,8 +80,8 @@ static void addInertRate(mjtNum A[36], const mjtNum I[10], const mjtNum v[6]) {
   for (int c = 0; c < 6; c++) {
     // column c of X = v x* (I e_c)
     e[c] = 1;
-    mulInert(col, I, e);
-    crossFrc(xcol, v, col);
+    spatial_mulInert(col, I, e);
+    spatial_crossForce(xcol, v, col);
     e[c] = 0;
     for (int r = 0; r < 6; r++) {
       X[6 * r + c] = xcol[r];
@@ -219,19 +188,19 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
         const mjtNum* Sl = S + 6 * l;
 
         // u = S x v-,  beta = S x a- - u x v-
-        crossMot(u + 6 * l, Sl, v);
-        crossMot(beta + 6 * l, Sl, a);
-        crossMot(tmp, u + 6 * l, v);
+        spatial_crossMotion(u + 6 * l, Sl, v);
+        spatial_crossMotion(beta + 6 * l, Sl, a);
+        spatial_crossMotion(tmp, u + 6 * l, v);
         mju_subFrom(beta + 6 * l, tmp, 6);
 
         // gamma = (w + v-) x S
         mju_add(tmp, w, v, 6);
-        crossMot(gam + 6 * l, tmp, Sl);
+        spatial_crossMotion(gam + 6 * l, tmp, Sl);
       }
 
       // a += sum_G (w x S_l) v_l + S_l acc_l;  v = w
       for (int l = j; l < j + n; l++) {
-        crossMot(tmp2, w, S + 6 * l);
+        spatial_crossMotion(tmp2, w, S + 6 * l);
         mju_addToScl(a, tmp2, qvel[l], 6);
         mju_addToScl(a, S + 6 * l, acc[l], 6);
       }
@@ -243,9 +212,9 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
 
     // f = I a + v x* (I v),  h = I v,  Idot
     const mjtNum* I = d->cinert + 10 * b;
-    mulInert(Hc + 6 * b, I, v);
-    mulInert(F + 6 * b, I, a);
-    crossFrc(tmp, v, Hc + 6 * b);
+    spatial_mulInert(Hc + 6 * b, I, v);
+    spatial_mulInert(F + 6 * b, I, a);
+    spatial_crossForce(tmp, v, Hc + 6 * b);
     mju_addTo(F + 6 * b, tmp, 6);
     mju_copy(Ic + 10 * b, I, 10);
     mju_zero(Bc + 36 * b, 36);
@@ -272,23 +241,23 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
     const mjtNum* Hcb = Hc + 6 * b;
     mjtNum BS[6], SxH[6], tmp[6];
     mul66(BS, Bcb, Sj);
-    crossFrc(SxH, Sj, Hcb);
-    mulInert(g1 + 6 * j, Icb, Sj);
+    spatial_crossForce(SxH, Sj, Hcb);
+    spatial_mulInert(g1 + 6 * j, Icb, Sj);
     mju_sub(g2 + 6 * j, SxH, BS, 6);
 
     if (DidDq) {
       // P = S x* F - Ic beta - Bc u - u x* Hc
-      crossFrc(P + 6 * j, Sj, F + 6 * b);
-      mulInert(tmp, Icb, beta + 6 * j);
+      spatial_crossForce(P + 6 * j, Sj, F + 6 * b);
+      spatial_mulInert(tmp, Icb, beta + 6 * j);
       mju_subFrom(P + 6 * j, tmp, 6);
       mul66(tmp, Bcb, u + 6 * j);
       mju_subFrom(P + 6 * j, tmp, 6);
-      crossFrc(tmp, u + 6 * j, Hcb);
+      spatial_crossForce(tmp, u + 6 * j, Hcb);
       mju_subFrom(P + 6 * j, tmp, 6);
     }
     if (DidDv) {
       // Q = Ic gamma + Bc S + S x* Hc
-      mulInert(Q + 6 * j, Icb, gam + 6 * j);
+      spatial_mulInert(Q + 6 * j, Icb, gam + 6 * j);
       mju_addTo(Q + 6 * j, BS, 6);
       mju_addTo(Q + 6 * j, SxH, 6);
     }
@@ -318,7 +287,7 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
         mjtNum val = dot6(Slo, P + 6 * hi);
         if (groupStart(m, lo) == ghi) {
           mjtNum SxS[6];
-          crossMot(SxS, Shi, Slo);
+          spatial_crossMotion(SxS, Shi, Slo);
           val += dot6(SxS, F + 6 * m->dof_bodyid[hi]);
         }
         DidDq[lo * nv + hi] = val;

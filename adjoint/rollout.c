@@ -49,20 +49,6 @@ void mjdiff_defaultRolloutOptions(mjdiffRolloutOptions* opt) {
   opt->checkpoint = 1;
 }
 
-static void getState(const mjModel* m, const mjData* d, mjtNum* x) {
-  mju_copy(x, d->qpos, m->nq);
-  mju_copy(x + m->nq, d->qvel, m->nv);
-  mju_copy(x + m->nq + m->nv, d->act, m->na);
-  x[m->nq + m->nv + m->na] = d->time;
-}
-
-static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
-  mju_copy(d->qpos, x, m->nq);
-  mju_copy(d->qvel, x + m->nq, m->nv);
-  mju_copy(d->act, x + m->nq + m->nv, m->na);
-  d->time = x[m->nq + m->nv + m->na];
-}
-
 mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
                                 int horizon, const mjdiffRolloutOptions* opt, mjdiffRollout** out,
                                 char* err, int errsz) {
@@ -174,9 +160,9 @@ mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffMode
   r->theta = theta;
   int nq = m->nq, nv = m->nv, na = m->na, ns = m->nsensordata, nxs = nq + nv + na;
   for (int t = 0; t < r->T; t++) {
-    if (t % r->stride == 0) getState(m, d, r->stored + (size_t)r->nx * (t / r->stride));
+    if (t % r->stride == 0) mjdiff_saveState(m, d, r->stored + (size_t)r->nx * (t / r->stride));
     if (states) {
-      getState(m, d, r->segment);
+      mjdiff_saveState(m, d, r->segment);
       mju_copy(states + (size_t)nxs * t, r->segment, nxs);
     }
     char msg[400] = "";
@@ -186,7 +172,7 @@ mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffMode
     }
     if (sensordata && ns) mju_copy(sensordata + (size_t)ns * t, d->sensordata, ns);
   }
-  if (r->T % r->stride == 0) getState(m, d, r->stored + (size_t)r->nx * (r->T / r->stride));
+  if (r->T % r->stride == 0) mjdiff_saveState(m, d, r->stored + (size_t)r->nx * (r->T / r->stride));
   if (states) {
     mju_copy(states + (size_t)nxs * r->T, d->qpos, nq);
     mju_copy(states + (size_t)nxs * r->T + nq, d->qvel, nv);
@@ -242,17 +228,17 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
   int nseg = (T + r->stride - 1) / r->stride;
   for (int seg = nseg - 1; seg >= 0; seg--) {
     int t0 = seg * r->stride, t1 = t0 + r->stride < T ? t0 + r->stride : T;
-    setState(m, d, r->stored + (size_t)nx * seg);
+    mjdiff_loadState(m, d, r->stored + (size_t)nx * seg);
     mju_copy(r->segment, r->stored + (size_t)nx * seg, nx);
     for (int t = t0 + 1; t < t1; t++) {
       mju_copy(d->ctrl, r->ctrl + (size_t)nu * (t - 1), nu);
       st = mjdiff_step(m, d, s, err, errsz);
       if (st != MJDIFF_OK) return st;
-      getState(m, d, r->segment + (size_t)nx * (t - t0));
+      mjdiff_saveState(m, d, r->segment + (size_t)nx * (t - t0));
     }
 
     for (int t = t1 - 1; t >= t0; t--) {
-      setState(m, d, r->segment + (size_t)nx * (t - t0));
+      mjdiff_loadState(m, d, r->segment + (size_t)nx * (t - t0));
       mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
       st = mjdiff_stepVJP(m, d, s, r->w, r->lambda, r->ax, r->au, r->ap, err, errsz);
       if (st != MJDIFF_OK) return st;
@@ -276,7 +262,7 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
 
   // leave d at x_T
   int last = T / r->stride;
-  setState(m, d, r->stored + (size_t)nx * last);
+  mjdiff_loadState(m, d, r->stored + (size_t)nx * last);
   for (int t = last * r->stride; t < T; t++) {
     mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
     st = mjdiff_step(m, d, s, err, errsz);

@@ -78,29 +78,12 @@
 #include "compat.h"
 #include "derivative.h"
 #include "internal.h"
+#include "spatial.h"
 
 #define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
 #define ENABLED(m, flag) ((m)->opt.enableflags & (flag))
 
 //---------------------------------- spatial algebra -----------------------------------------------
-
-// res = a x b (motion cross motion)
-static void crossMot(mjtNum res[6], const mjtNum a[6], const mjtNum b[6]) {
-  mjtNum t[3];
-  mju_cross(res, a, b);
-  mju_cross(res + 3, a, b + 3);
-  mju_cross(t, a + 3, b);
-  mju_addTo3(res + 3, t);
-}
-
-// res = a x* f (motion cross force): [w x n + v x f; w x f]
-static void crossFrc(mjtNum res[6], const mjtNum a[6], const mjtNum f[6]) {
-  mjtNum t[3];
-  mju_cross(res, a, f);
-  mju_cross(t, a + 3, f + 3);
-  mju_addTo3(res, t);
-  mju_cross(res + 3, a, f + 3);
-}
 
 // column k of rows r0..r0+n-1 of a matrix with ld columns
 static void getCol(const mjtNum* M, int ld, int k, int n, mjtNum* out) {
@@ -339,16 +322,6 @@ static mjtNum* stackNum(mjData* d, size_t n) {
   return n ? compat_stackAllocNum(d, (int)n) : NULL;
 }
 
-// the dofs k that move dof j: its ancestors and the later dofs of its rotation group
-static int movers(const mjModel* m, int j, int* list) {
-  int n = 0, jt = m->dof_jntid[j], type = m->jnt_type[jt], adr = m->jnt_dofadr[jt], end = -1;
-  if (type == mjJNT_BALL) end = adr + 3;
-  if (type == mjJNT_FREE && j >= adr + 3) end = adr + 6;
-  for (int k = j + 1; k < end; k++) list[n++] = k;
-  for (int p = m->dof_parentid[j]; p >= 0; p = m->dof_parentid[p]) list[n++] = p;
-  return n;
-}
-
 // A += (V x c_j) v_j + c_j qacc_j and its partials, V = the running velocity before j's group
 // (nodot: a free translation, whose cdof_dot MuJoCo sets to 0)
 static void accTerm(const mjModel* m, const mjData* d, work* w, int j, int nodot, const mjtNum V[6],
@@ -359,29 +332,29 @@ static void accTerm(const mjModel* m, const mjData* d, work* w, int j, int nodot
   for (int r = 0; r < 6; r++) A[r] += c[r] * aj;
 
   // dA/dq_k += (c_k x c_j) qacc_j + (V x (c_k x c_j)) v_j
-  int n = movers(m, j, w->list);
+  int n = spatial_movers(m, j, w->list);
   for (int i = 0; i < n; i++) {
     int k = w->list[i];
-    crossMot(dc, w->cdof0 + 6 * k, c);
+    spatial_crossMotion(dc, w->cdof0 + 6 * k, c);
     addCol(DAq, nv, k, 6, dc, aj);
     if (!nodot && vj != 0) {
-      crossMot(t, V, dc);
+      spatial_crossMotion(t, V, dc);
       addCol(DAq, nv, k, 6, t, vj);
     }
   }
   if (nodot) return;
 
   // cdof_dot term
-  crossMot(t, V, c);
+  spatial_crossMotion(t, V, c);
   for (int r = 0; r < 6; r++) A[r] += t[r] * vj;
   addCol(DAv, nv, j, 6, t, 1);
   if (vj == 0) return;
   for (int k = 0; k < nv; k++) {
     getCol(DVq, nv, k, 6, col);
-    crossMot(t, col, c);
+    spatial_crossMotion(t, col, c);
     addCol(DAq, nv, k, 6, t, vj);
     getCol(J, nv, k, 6, col);
-    crossMot(t, col, c);
+    spatial_crossMotion(t, col, c);
     addCol(DAv, nv, k, 6, t, vj);
   }
 }
@@ -396,10 +369,10 @@ static void velTerm(const mjModel* m, const mjData* d, work* w, int j, int level
   mjtNum vj = d->qvel[j], dc[6];
   for (int r = 0; r < 6; r++) V[r] += c[r] * vj;
   if (vj == 0) return;
-  int n = movers(m, j, w->list);
+  int n = spatial_movers(m, j, w->list);
   for (int i = 0; i < n; i++) {
     int k = w->list[i];
-    crossMot(dc, w->cdof0 + 6 * k, c);
+    spatial_crossMotion(dc, w->cdof0 + 6 * k, c);
     addCol(DVq, nv, k, 6, dc, vj);
   }
 }
@@ -475,7 +448,7 @@ static void forcePass(const mjModel* m, const mjData* d, work* w) {
     mjtNum h[6], t[6], u[6], xi[6], col[6], acc[6];
     inertMul(h, &I, V);
     inertMul(F, &I, A);
-    crossFrc(t, V, h);
+    spatial_crossForce(t, V, h);
     mju_addTo(F, t, 6);
     const mjtNum* xfrc = d->xfrc_applied + 6 * b;
     int ext = !mju_isZero((mjtNum*)xfrc, 6);
@@ -494,12 +467,12 @@ static void forcePass(const mjModel* m, const mjData* d, work* w) {
       inertMul(t, &I, col);
       mju_addTo(acc, t, 6);
       getCol(w->DVq + o, nv, k, 6, col);
-      crossFrc(t, col, h);
+      spatial_crossForce(t, col, h);
       mju_addTo(acc, t, 6);
       inertMulD(u, &I, xi, V);
       inertMul(t, &I, col);
       mju_addTo(u, t, 6);
-      crossFrc(t, V, u);
+      spatial_crossForce(t, V, u);
       mju_addTo(acc, t, 6);
       if (ext) {
         // dxipos = dx + dth x p; d tau0 = dxipos x f
@@ -514,10 +487,10 @@ static void forcePass(const mjModel* m, const mjData* d, work* w) {
       // v: I dA/dv + J x* h + V x* (I J)
       getCol(w->DAv + o, nv, k, 6, col);
       inertMul(acc, &I, col);
-      crossFrc(t, xi, h);
+      spatial_crossForce(t, xi, h);
       mju_addTo(acc, t, 6);
       inertMul(u, &I, xi);
-      crossFrc(t, V, u);
+      spatial_crossForce(t, V, u);
       mju_addTo(acc, t, 6);
       addCol(DF, ld, nv + k, 6, acc, 1);
 
@@ -538,28 +511,20 @@ static void forcePass(const mjModel* m, const mjData* d, work* w) {
 
 // Jp(:, k) = J_lin(:, k) + J_ang(:, k) x p for a point p of body b
 static void jpCol(const work* w, int b, const mjtNum p[3], int k, mjtNum out[3]) {
-  mjtNum c[6], t[3];
-  getCol(w->J + (size_t)6 * w->nv * b, w->nv, k, 6, c);
-  mju_cross(t, c, p);
-  mju_add3(out, c + 3, t);
+  spatial_pointJacobianCol(w->J + (size_t)6 * w->nv * b, w->nv, k, p, out);
 }
 
 // velocity of the point p of body b: v0 + w x p
 static void pointVel(const work* w, int b, const mjtNum p[3], mjtNum out[3]) {
-  const mjtNum* V = w->V + 6 * b;
-  mju_cross(out, V, p);
-  mju_addTo3(out, V + 3);
+  spatial_pointMotion(out, w->V + 6 * b, p);
 }
 
 // d v_p / dq_k = dv0 + dw x p + w x Jp
 static void pointVelDq(const work* w, int b, const mjtNum p[3], int k, mjtNum out[3]) {
-  mjtNum c[6], t[3], jp[3];
+  mjtNum c[6], jp[3];
   getCol(w->DVq + (size_t)6 * w->nv * b, w->nv, k, 6, c);
-  mju_cross(t, c, p);
-  mju_add3(out, c + 3, t);
   jpCol(w, b, p, k, jp);
-  mju_cross(t, w->V + 6 * b, jp);
-  mju_addTo3(out, t);
+  spatial_pointVelDq(out, c, w->V + 6 * b, p, jp);
 }
 
 //---------------------------------- output --------------------------------------------------------
@@ -847,8 +812,7 @@ static void vectorSensor(const mjModel* m, const mjData* d, work* w, output* out
       const mjtNum* DVq = w->DVq + (size_t)6 * nv * b;
       mjtNum vp[3];
       pointVel(w, b, p, vp);
-      mju_cross(t, A, p);
-      mju_add3(y, A + 3, t);
+      spatial_pointMotion(y, A, p);
       mju_cross(t, V, vp);
       mju_addTo3(y, t);
       for (int k = 0; k < nv; k++) {
@@ -856,8 +820,7 @@ static void vectorSensor(const mjModel* m, const mjData* d, work* w, output* out
         jpCol(w, b, p, k, jp);
         // q: dA_lin + dA_ang x p + alpha x Jp + dw x v_p + w x dv_p
         getCol(DAq, nv, k, 6, col);
-        mju_cross(t, col, p);
-        mju_add3(a, col + 3, t);
+        spatial_pointMotion(a, col, p);
         mju_cross(t, A, jp);
         mju_addTo3(a, t);
         getCol(DVq, nv, k, 3, dw);
@@ -869,8 +832,7 @@ static void vectorSensor(const mjModel* m, const mjData* d, work* w, output* out
         addCol(Y, ld, k, 3, a, 1);
         // v: dA_lin + dA_ang x p + J_ang x v_p + w x Jp
         getCol(DAv, nv, k, 6, col);
-        mju_cross(t, col, p);
-        mju_add3(a, col + 3, t);
+        spatial_pointMotion(a, col, p);
         getCol(Jo, nv, k, 3, dw);
         mju_cross(t, dw, vp);
         mju_addTo3(a, t);
@@ -993,7 +955,7 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
       w.DF = stackNum(d, 18 * (size_t)nv * nb);
       w.Jc = stackNum(d, 6 * (size_t)nv);
     }
-    if (nv) mjdiff_cdof0(m, d, w.cdof0);
+    if (nv) spatial_cdof0(m, d, w.cdof0);
     bodyPass(m, d, &w, level);
     if (level >= 4) forcePass(m, d, &w);
   }

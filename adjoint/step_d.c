@@ -447,14 +447,14 @@ void mjdiff_freeStepDeriv(mjdiffStepDeriv* w) {
 
 //---------------------------------- the step Jacobian --------------------------------------------
 
-static void saveState(const mjModel* m, const mjData* d, mjtNum* x) {
+void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x) {
   mju_copy(x, d->qpos, m->nq);
   mju_copy(x + m->nq, d->qvel, m->nv);
   mju_copy(x + m->nq + m->nv, d->act, m->na);
   x[m->nq + m->nv + m->na] = d->time;
 }
 
-static void loadState(const mjModel* m, mjData* d, const mjtNum* x) {
+void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x) {
   mju_copy(d->qpos, x, m->nq);
   mju_copy(d->qvel, x + m->nq, m->nv);
   mju_copy(d->act, x + m->nq + m->nv, m->na);
@@ -591,7 +591,7 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
   mjtNum* acc = compat_stackAllocNum(d, nv);
   mjtNum* I = compat_stackAllocNum(d, (size_t)nv * ncol);
   mjtNum* Y = compat_stackAllocNum(d, (size_t)nv * ncol);
-  saveState(m, d, X0);
+  mjdiff_saveState(m, d, X0);
 
   mju_zero(DX[0], blk);
   for (int r = 0; r < ndx; r++) DX[0][ncol * r + r] = 1;
@@ -604,7 +604,7 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
       // X_i = X_0 (+) h sum_j A_ij K_j
       mju_zero(dX, ndx);
       for (int j = 0; j < i; j++) mju_addToScl(dX, K + ndx * j, A[3 * (i - 1) + j], ndx);
-      loadState(m, d, X0);
+      mjdiff_loadState(m, d, X0);
       mj_integratePos(m, d->qpos, dX, h);
       mju_addToScl(d->qvel, dX + nv, h, nv);
       mju_addToScl(d->act, dX + 2 * nv, h, na);
@@ -661,12 +661,12 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
     mjtNum* delta = acc;
     for (int r = 0; r < nv; r++) delta[r] = h * dX[r];
     integrateJacobian(m, delta, I, Y, ncol, D);
-    loadState(m, d, X0);
+    mjdiff_loadState(m, d, X0);
     clipActivationRows(m, d, dX + 2 * nv, D + (size_t)ncol * 2 * nv, ncol);
   }
 
   // leave d's derived quantities from the forward pass at the state it came with
-  loadState(m, d, X0);
+  mjdiff_loadState(m, d, X0);
   compat_stackFree(d, mark);
   if (st == MJDIFF_OK) st = mjdiff_forward(m, d, w->s, err, errsz);
   return st;
@@ -750,7 +750,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   }
 
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
-  saveState(m, d, w->state);
+  mjdiff_saveState(m, d, w->state);
   w->badContact = -1;
   w->badSensor = -1;
   st = mjdiff_forward(m, d, s, err, errsz);
@@ -790,7 +790,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                       "not be reproduced for its geometry derivative", w->badContact, con->geom1,
                       n1 ? n1 : "", con->geom2, n2 ? n2 : "");
   }
-  loadState(m, d, w->state);
+  mjdiff_loadState(m, d, w->state);
   return st;
 }
 

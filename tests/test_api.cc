@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
@@ -223,11 +224,7 @@ bool sameState(const mjModel* m, const mjData* a, const mjData* b) {
          !memcmp(a->act, b->act, sizeof(mjtNum) * m->na) && a->time == b->time;
 }
 
-std::vector<mjtNum> getState(const mjModel* m, const mjData* d) {
-  std::vector<mjtNum> buf(shim_stateSize(m));
-  shim_getState(m, d, buf.data());
-  return buf;
-}
+using testutil::getState;
 
 bool bitEqual(const std::vector<mjtNum>& a, const std::vector<mjtNum>& b) {
   return a.size() == b.size() && !memcmp(a.data(), b.data(), sizeof(mjtNum) * a.size());

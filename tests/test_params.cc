@@ -28,53 +28,31 @@
 
 #include "../adjoint/derivative.h"
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
-struct Sim {
-  shimSim sim;
-  bool ok = false;
-  explicit Sim(const char* xml, const char* path = nullptr) { ok = shim_open(&sim, xml, path); }
-  ~Sim() { shim_close(&sim); }
-};
+using testutil::Sim;
+using testutil::uniform;
 
 struct Params {
   mjdiffParams* p = nullptr;
   ~Params() { mjdiff_freeParams(p); }
 };
 
-double uniform(unsigned long long* s) {
-  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
-
 // a random state near a simulated trajectory (random controls, then perturbed velocities),
 // controls strictly inside their ranges, an applied wrench on the last body
 void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned long long* seed,
                  int nstep) {
-  mj_resetData(m, d);
-  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
-  char err[500];
-  for (int i = 0; i < nstep; i++) {
-    if (i % 20 == 0) shim_randomCtrl(m, d, seed);
-    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
-  }
-  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (uniform(seed) - 0.5);
-  for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (uniform(seed) - 0.5);
+  testutil::simulateRandom(m, d, s, seed, nstep);
+  testutil::perturbVelocities(m, d, seed, 0.3, 0.1);
   shim_randomCtrl(m, d, seed);
-  for (int i = 0; i < m->nu; i++) {
-    if (m->actuator_ctrllimited[i]) {
-      double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
-      d->ctrl[i] = lo + (hi - lo) * (0.05 + 0.9 * (d->ctrl[i] - lo) / (hi - lo));
-    }
-  }
+  testutil::ctrlInsideRange(m, d);
   mju_zero(d->xfrc_applied, 6 * m->nbody);
   if (m->nbody > 1) {
     for (int i = 0; i < 6; i++) d->xfrc_applied[6 * (m->nbody - 1) + i] = uniform(seed) - 0.5;
   }
+  char err[500];
   mjdiff_forward(m, d, s, err, sizeof(err));  // normalises quaternions
 }
 
@@ -158,8 +136,7 @@ CheckResult checkParams(const char* xml, const char* path, const std::vector<con
   unsigned long long seed = 777;
   for (int k = 0; k < nsample; k++) {
     randomState(m, d, s, &seed, nwarm + 7 * k);
-    std::vector<mjtNum> state(shim_stateSize(m));
-    shim_getState(m, d, state.data());
+    std::vector<mjtNum> state = testutil::getState(m, d);
     int ncon = d->ncon;
     res.withContact += ncon > 0;
 
@@ -193,8 +170,8 @@ CheckResult checkParams(const char* xml, const char* path, const std::vector<con
       int n = nv + na;
       std::vector<mjtNum> R1(n), R2(n), J(n);
       for (int r = 0; r < n; r++) {
-        R1[r] = (4 * D1[r] - D2[r]) / 3;
-        R2[r] = (4 * D2[r] - D4[r]) / 3;
+        R1[r] = testutil::richardson(D1[r], D2[r]);
+        R2[r] = testutil::richardson(D2[r], D4[r]);
         J[r] = r < nv ? cols[nv * i + r] : DadotDp[np * (r - nv) + i];
       }
       double scale = 1e-4 * qscale / pscale, noise = 0, e = 0;
@@ -414,11 +391,10 @@ TEST(ParamDeriv, ImplicitDampingTerm) {
   randomState(m, d, sim.sim.s, &seed, 40);
   int np = mjdiff_paramCount(P.p), nv = m->nv;
   std::vector<mjtNum> acc(d->qacc, d->qacc + nv), A(nv * np), B(nv * np);
-  std::vector<mjtNum> state(shim_stateSize(m)), after(shim_stateSize(m));
-  shim_getState(m, d, state.data());
+  std::vector<mjtNum> state = testutil::getState(m, d);
   mjdiff_paramDerivative(m, d, sim.sim.s, P.p, acc.data(), 0, A.data(), nullptr);
   mjdiff_paramDerivative(m, d, sim.sim.s, P.p, acc.data(), 0.01, B.data(), nullptr);
-  shim_getState(m, d, after.data());
+  std::vector<mjtNum> after = testutil::getState(m, d);
   EXPECT_EQ(0, std::memcmp(state.data(), after.data(), sizeof(mjtNum) * state.size()));
   for (int i = 0; i < np; i++) {
     std::string name = mjdiff_paramName(P.p, i);
@@ -468,8 +444,7 @@ TEST(ParamDeriv, FilterActuatorActivation) {
 
   // dadot/dtau = -(ctrl - act) / tau^2, against a centered difference
   double tau = m->actuator_dynprm[mjNDYN * 5], h = 1e-6;
-  std::vector<mjtNum> state(shim_stateSize(m)), v(np), a, b;
-  shim_getState(m, d, state.data());
+  std::vector<mjtNum> state = testutil::getState(m, d), v(np), a, b;
   mjdiff_getParamValues(m, sim.sim.s, P.p, v.data());
   EXPECT_EQ(v[6], tau);
   v[6] = tau + h;

@@ -21,6 +21,7 @@
 
 #include "law.h"
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
@@ -49,41 +50,34 @@ std::string Format(const char* fmt, ...) {
 // a loaded model with data and smooth model, closed on scope exit
 class Sim {
  public:
-  explicit Sim(const std::string& xml) {
-    ok_ = shim_open(&sim_, xml.c_str(), nullptr) != 0;
-  }
-  ~Sim() {
-    shim_close(&sim_);
-  }
-  Sim(const Sim&) = delete;
-  Sim& operator=(const Sim&) = delete;
+  explicit Sim(const std::string& xml) : sim_(xml.c_str()) {}
 
   bool ok() const {
-    return ok_;
+    return sim_.ok;
   }
   const char* err() const {
-    return sim_.err;
+    return sim_.sim.err;
   }
   mjModel* m() const {
-    return sim_.m;
+    return sim_.sim.m;
   }
   mjData* d() const {
-    return sim_.d;
+    return sim_.sim.d;
   }
   mjdiffModel* s() const {
-    return sim_.s;
+    return sim_.sim.s;
   }
 
   mjdiffStatus Steps(int n) {
-    return shim_steps(&sim_, n);
+    return shim_steps(&sim_.sim, n);
   }
   mjdiffStatus Forward() {
-    return mjdiff_forward(sim_.m, sim_.d, sim_.s, sim_.err, sizeof(sim_.err));
+    shimSim& x = sim_.sim;
+    return mjdiff_forward(x.m, x.d, x.s, x.err, sizeof(x.err));
   }
 
  private:
-  shimSim sim_;
-  bool ok_ = false;
+  testutil::Sim sim_;
 };
 
 // seconds to steps

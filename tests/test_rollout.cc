@@ -23,26 +23,20 @@
 
 #include "../adjoint/derivative.h"
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
-double uniform(unsigned long long* s) {
-  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+using testutil::uniform;
 
-struct Problem {
-  shimSim sim;
+// a rollout problem on a loaded model (sim, ok: testutil::Sim)
+struct Problem : testutil::Sim {
   int T = 0, nx = 0, ndx = 0, nu = 0;
   std::vector<mjtNum> x0, ctrl, xref;
   double wu = 1e-3;
-  bool ok = false;
 
-  Problem(const char* path, int horizon, int warm, unsigned long long seed) : T(horizon) {
-    ok = shim_open(&sim, nullptr, path);
+  Problem(const char* path, int horizon, int warm, unsigned long long seed)
+      : testutil::Sim(nullptr, path), T(horizon) {
     if (!ok) return;
     const mjModel* m = sim.m;
     mjData* d = sim.d;
@@ -53,17 +47,12 @@ struct Problem {
     char err[300];
     for (int i = 0; i < warm; i++) mjdiff_step(m, d, sim.s, err, sizeof(err));
     x0.resize(nx);
-    mju_copy(x0.data(), d->qpos, m->nq);
-    mju_copy(x0.data() + m->nq, d->qvel, m->nv);
-    mju_copy(x0.data() + m->nq + m->nv, d->act, m->na);
+    testutil::getPosVelAct(m, d, x0.data());
     ctrl.resize(T * nu);
     for (int t = 0; t < T; t++) {
       for (int i = 0; i < nu; i++) {
-        double lo = -1, hi = 1;
-        if (m->actuator_ctrllimited[i]) {
-          lo = m->actuator_ctrlrange[2 * i];
-          hi = m->actuator_ctrlrange[2 * i + 1];
-        }
+        double lo, hi;
+        testutil::ctrlRange(m, i, &lo, &hi);
         // smooth controls, strictly inside the range
         double phase = 6.28 * uniform(&seed);
         ctrl[t * nu + i] = lo + (hi - lo) * (0.5 + 0.4 * std::sin(0.05 * t + phase));
@@ -72,7 +61,6 @@ struct Problem {
     xref = x0;
     for (int i = m->nq; i < nx; i++) xref[i] += 0.1 * (uniform(&seed) - 0.5);
   }
-  ~Problem() { shim_close(&sim); }
 
   void setStart(mjData* d, const mjtNum* dx) const {
     const mjModel* m = sim.m;
@@ -80,11 +68,7 @@ struct Problem {
     mju_copy(d->qpos, x0.data(), m->nq);
     mju_copy(d->qvel, x0.data() + m->nq, m->nv);
     mju_copy(d->act, x0.data() + m->nq + m->nv, m->na);
-    if (dx) {
-      mj_integratePos(m, d->qpos, dx, 1);
-      for (int i = 0; i < m->nv; i++) d->qvel[i] += dx[m->nv + i];
-      for (int i = 0; i < m->na; i++) d->act[i] += dx[2 * m->nv + i];
-    }
+    if (dx) testutil::perturbState(m, d, dx);
   }
 
   // loss of a rollout's states and controls, and its gradients (tangent layout)
@@ -118,15 +102,11 @@ struct Problem {
     std::vector<mjtNum> states((size_t)(T + 1) * nx);
     char err[300];
     for (int t = 0; t < T; t++) {
-      mju_copy(states.data() + (size_t)nx * t, d->qpos, sim.m->nq);
-      mju_copy(states.data() + (size_t)nx * t + sim.m->nq, d->qvel, sim.m->nv);
-      mju_copy(states.data() + (size_t)nx * t + sim.m->nq + sim.m->nv, d->act, sim.m->na);
+      testutil::getPosVelAct(sim.m, d, states.data() + (size_t)nx * t);
       mju_copy(d->ctrl, u + (size_t)nu * t, nu);
       mjdiff_step(sim.m, d, sim.s, err, sizeof(err));
     }
-    mju_copy(states.data() + (size_t)nx * T, d->qpos, sim.m->nq);
-    mju_copy(states.data() + (size_t)nx * T + sim.m->nq, d->qvel, sim.m->nv);
-    mju_copy(states.data() + (size_t)nx * T + sim.m->nq + sim.m->nv, d->act, sim.m->na);
+    testutil::getPosVelAct(sim.m, d, states.data() + (size_t)nx * T);
     return loss(states, u, nullptr, nullptr);
   }
 };
@@ -179,7 +159,7 @@ double fdDirectional(Problem& P, const std::vector<mjtNum>& dx, const std::vecto
   };
   double g1 = (at(eps) - at(-eps)) / (2 * eps);
   double g2 = (at(2 * eps) - at(-2 * eps)) / (4 * eps);
-  return (4 * g1 - g2) / 3;
+  return testutil::richardson(g1, g2);
 }
 
 void checkGradient(const char* model, int warm, bool needContacts) {
@@ -364,15 +344,19 @@ struct Linear {
   const Problem* P;
 };
 
+// the policy's error e = x (-) x_ref at d's state (2nv + na; the act part 0)
+std::vector<mjtNum> policyError(const Problem* P, const mjModel* m, const mjData* d) {
+  std::vector<mjtNum> x(P->nx), e(P->ndx);
+  testutil::getPosVelAct(m, d, x.data());
+  mj_differentiatePos(m, e.data(), 1, P->xref.data(), x.data());
+  for (int i = 0; i < m->nv; i++) e[m->nv + i] = x[m->nq + i] - P->xref[m->nq + i];
+  return e;
+}
+
 void linearAct(const mjModel* m, const mjData* d, const mjtNum* theta, void* user, mjtNum* ctrl) {
   const Problem* P = ((Linear*)user)->P;
   int ndx = P->ndx, nu = m->nu;
-  std::vector<mjtNum> x(P->nx), e(ndx);
-  mju_copy(x.data(), d->qpos, m->nq);
-  mju_copy(x.data() + m->nq, d->qvel, m->nv);
-  mju_copy(x.data() + m->nq + m->nv, d->act, m->na);
-  mj_differentiatePos(m, e.data(), 1, P->xref.data(), x.data());
-  for (int i = 0; i < m->nv; i++) e[m->nv + i] = x[m->nq + i] - P->xref[m->nq + i];
+  std::vector<mjtNum> e = policyError(P, m, d);
   for (int i = 0; i < nu; i++) {
     ctrl[i] = theta[ndx * nu + i] + mju_dot(theta + ndx * i, e.data(), ndx);
   }
@@ -382,12 +366,7 @@ void linearVJP(const mjModel* m, const mjData* d, const mjtNum* theta, void* use
                const mjtNum* adj_ctrl, mjtNum* adj_x, mjtNum* adj_theta) {
   const Problem* P = ((Linear*)user)->P;
   int ndx = P->ndx, nu = m->nu;
-  std::vector<mjtNum> x(P->nx), e(ndx);
-  mju_copy(x.data(), d->qpos, m->nq);
-  mju_copy(x.data() + m->nq, d->qvel, m->nv);
-  mju_copy(x.data() + m->nq + m->nv, d->act, m->na);
-  mj_differentiatePos(m, e.data(), 1, P->xref.data(), x.data());
-  for (int i = 0; i < m->nv; i++) e[m->nv + i] = x[m->nq + i] - P->xref[m->nq + i];
+  std::vector<mjtNum> e = policyError(P, m, d);
   // hinge-only model (arm): de/dx = I
   for (int i = 0; i < nu; i++) {
     for (int j = 0; j < ndx; j++) {

@@ -23,41 +23,26 @@
 
 #include "../adjoint/derivative.h"
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
-double uniform(unsigned long long* s) {
-  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+using testutil::Sim;
+using testutil::uniform;
 
 // a random state near a simulated trajectory, with random applied wrenches
 void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned long long* seed,
                  int nstep, bool xfrc) {
-  mj_resetData(m, d);
-  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
-  char err[500];
-  for (int i = 0; i < nstep; i++) {
-    if (i % 20 == 0) shim_randomCtrl(m, d, seed);
-    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
-  }
-  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.6 * (uniform(seed) - 0.5);
-  for (int i = 0; i < m->na; i++) d->act[i] += 0.2 * (uniform(seed) - 0.5);
+  testutil::simulateRandom(m, d, s, seed, nstep);
+  testutil::perturbVelocities(m, d, seed, 0.6, 0.2);
   shim_randomCtrl(m, d, seed);
-  for (int i = 0; i < m->nu; i++) {
-    if (m->actuator_ctrllimited[i]) {
-      double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
-      d->ctrl[i] = lo + (hi - lo) * (0.05 + 0.9 * (d->ctrl[i] - lo) / (hi - lo));
-    }
-  }
+  testutil::ctrlInsideRange(m, d);
   if (xfrc) {
     for (int b = 1; b < m->nbody; b++) {
       for (int i = 0; i < 6; i++) d->xfrc_applied[6 * b + i] = (b % 2) * 2 * (uniform(seed) - 0.5);
     }
   }
+  char err[500];
   mjdiff_forward(m, d, s, err, sizeof(err));
 }
 
@@ -65,10 +50,8 @@ void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned lon
 void evalAt(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
             const mjtNum* dx, std::vector<mjtNum>* sens, std::vector<mjtNum>* acc) {
   shim_setState(m, d, state.data());
+  testutil::perturbState(m, d, dx);
   int nv = m->nv, na = m->na;
-  mj_integratePos(m, d->qpos, dx, 1);
-  for (int i = 0; i < nv; i++) d->qvel[i] += dx[nv + i];
-  for (int i = 0; i < na; i++) d->act[i] += dx[2 * nv + i];
   for (int i = 0; i < m->nu; i++) d->ctrl[i] += dx[2 * nv + na + i];
   char err[500];
   EXPECT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
@@ -172,17 +155,6 @@ double sensorError(const mjModel* m, const std::vector<mjtNum>& P, const std::ve
   return worst;
 }
 
-struct Sim {
-  shimSim sim;
-  bool ok = false;
-  Sim(const char* xml, const char* path) {
-    ok = shim_open(&sim, xml, path);
-  }
-  ~Sim() {
-    shim_close(&sim);
-  }
-};
-
 // touchActive (nullable): number of compared samples in which some touch sensor has a nonzero row
 void checkModel(const char* xml, const char* path, int nsample, double tol, int nwarm, bool xfrc,
                 int expectStatus, int* touchActive = nullptr) {
@@ -199,8 +171,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
   std::vector<double> perType(kNumTypes, 0.0);
   for (int k = 0; k < nsample; k++) {
     randomState(m, d, s, &seed, nwarm + 7 * k, xfrc);
-    std::vector<mjtNum> state(shim_stateSize(m));
-    shim_getState(m, d, state.data());
+    std::vector<mjtNum> state = testutil::getState(m, d);
     std::vector<mjtNum> sens0(d->sensordata, d->sensordata + nsd), acc0(d->qacc, d->qacc + nv);
     int ncon = d->ncon;
 
@@ -209,8 +180,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     EXPECT_EQ(expectStatus, mjdiff_sensorDerivative(m, d, s, DsDx.data(), DsDacc.data()));
 
     // the call changes nothing in d
-    std::vector<mjtNum> after(state.size());
-    shim_getState(m, d, after.data());
+    std::vector<mjtNum> after = testutil::getState(m, d);
     EXPECT_EQ(0, std::memcmp(state.data(), after.data(), state.size() * sizeof(mjtNum)));
     EXPECT_EQ(0, std::memcmp(sens0.data(), d->sensordata, nsd * sizeof(mjtNum)));
     EXPECT_EQ(0, std::memcmp(acc0.data(), d->qacc, nv * sizeof(mjtNum)));
@@ -222,15 +192,8 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     fdSensors(m, d, s, state, eps, &Sa, &Aa);
     fdSensors(m, d, s, state, 2 * eps, &Sb, &Ab);
     fdSensors(m, d, s, state, 4 * eps, &Sc, &Ac);
-    std::vector<mjtNum> S1(Sa.size()), S2(Sa.size()), A1(Aa.size()), A2(Aa.size());
-    for (size_t i = 0; i < Sa.size(); i++) {
-      S1[i] = (4 * Sa[i] - Sb[i]) / 3;
-      S2[i] = (4 * Sb[i] - Sc[i]) / 3;
-    }
-    for (size_t i = 0; i < Aa.size(); i++) {
-      A1[i] = (4 * Aa[i] - Ab[i]) / 3;
-      A2[i] = (4 * Ab[i] - Ac[i]) / 3;
-    }
+    std::vector<mjtNum> S1 = testutil::richardson(Sa, Sb), S2 = testutil::richardson(Sb, Sc);
+    std::vector<mjtNum> A1 = testutil::richardson(Aa, Ab), A2 = testutil::richardson(Ab, Ac);
 
     // prediction DsDx + DsDacc dacc (dacc: the extrapolated difference of qacc)
     std::vector<mjtNum> P((size_t)nsd * ncol), P2((size_t)nsd * ncol);

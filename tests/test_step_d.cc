@@ -29,76 +29,49 @@
 #include <mjdiff/adjoint.h>
 
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
-struct Sim {
-  shimSim sim;
+using testutil::uniform;
+
+// the loaded model with its step-derivative workspace
+struct Sim : testutil::Sim {
   mjdiffStepDeriv* w = nullptr;
-  bool ok = false;
-  explicit Sim(const char* xml, const char* path = nullptr) {
-    ok = shim_open(&sim, xml, path);
+  explicit Sim(const char* xml, const char* path = nullptr) : testutil::Sim(xml, path) {
     if (ok) {
       ok = mjdiff_makeStepDeriv(sim.m, sim.s, nullptr, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
     }
   }
   ~Sim() {
     mjdiff_freeStepDeriv(w);
-    shim_close(&sim);
   }
 };
-
-double uniform(unsigned long long* s) {
-  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
 
 // a random state near a simulated trajectory: run random controls from the initial state, then
 // perturb velocities (keeps contacts realistic)
 void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned long long* seed,
                  int nstep) {
-  mj_resetData(m, d);
-  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
-  char err[500];
-  for (int i = 0; i < nstep; i++) {
-    if (i % 20 == 0) shim_randomCtrl(m, d, seed);
-    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
-  }
-  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (uniform(seed) - 0.5);
-  for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (uniform(seed) - 0.5);
+  testutil::simulateRandom(m, d, s, seed, nstep);
+  testutil::perturbVelocities(m, d, seed, 0.3, 0.1);
   shim_randomCtrl(m, d, seed);
+  char err[500];
   mjdiff_forward(m, d, s, err, sizeof(err));  // normalises quaternions, as every call does
-  // keep controls strictly inside their ranges (clamping is not differentiable at the bound)
-  for (int i = 0; i < m->nu; i++) {
-    if (m->actuator_ctrllimited[i]) {
-      double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
-      d->ctrl[i] = lo + (hi - lo) * (0.05 + 0.9 * (d->ctrl[i] - lo) / (hi - lo));
-    }
-  }
+  testutil::ctrlInsideRange(m, d);
 }
 
 // x' = step(x (+) dx, u + du) as a tangent difference from xref'
 void stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
               const mjtNum* dx, const mjtNum* du, std::vector<mjtNum>* next) {
   shim_setState(m, d, state.data());
-  int nv = m->nv, na = m->na;
-  if (dx) {
-    mj_integratePos(m, d->qpos, dx, 1);
-    for (int i = 0; i < nv; i++) d->qvel[i] += dx[nv + i];
-    for (int i = 0; i < na; i++) d->act[i] += dx[2 * nv + i];
-  }
+  if (dx) testutil::perturbState(m, d, dx);
   if (du) {
     for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
   }
   char err[500];
   mjdiff_step(m, d, s, err, sizeof(err));
-  next->resize(m->nq + nv + na);
-  mju_copy(next->data(), d->qpos, m->nq);
-  mju_copy(next->data() + m->nq, d->qvel, nv);
-  mju_copy(next->data() + m->nq + nv, d->act, na);
+  next->resize(m->nq + m->nv + m->na);
+  testutil::getPosVelAct(m, d, next->data());
 }
 
 // tangent difference (b - a) / scale
@@ -186,8 +159,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
   char err[1000];
   for (int k = 0; k < nsample; k++) {
     randomState(m, d, sim.sim.s, &seed, nwarm + 7 * k);
-    std::vector<mjtNum> state(shim_stateSize(m));
-    shim_getState(m, d, state.data());
+    std::vector<mjtNum> state = testutil::getState(m, d);
 
     std::vector<mjtNum> A(ndx * ndx), B(ndx * (nu > 0 ? nu : 1));
     ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, sim.w, A.data(), B.data(), nullptr, err,
@@ -195,8 +167,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
               MJDIFF_OK) << err;
 
     // the call leaves the state as it found it
-    std::vector<mjtNum> after(state.size());
-    shim_getState(m, d, after.data());
+    std::vector<mjtNum> after = testutil::getState(m, d);
     EXPECT_EQ(0, std::memcmp(state.data(), after.data(), state.size() * sizeof(mjtNum)));
     int active = d->ncon;
 
@@ -210,11 +181,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     std::vector<mjtNum> Fa = fdJacobian(m, d, sim.sim.s, state, eps);
     std::vector<mjtNum> Fb = fdJacobian(m, d, sim.sim.s, state, 2 * eps);
     std::vector<mjtNum> Fc = fdJacobian(m, d, sim.sim.s, state, 4 * eps);
-    std::vector<mjtNum> F1(Fa.size()), F2(Fa.size());
-    for (size_t i = 0; i < Fa.size(); i++) {
-      F1[i] = (4 * Fa[i] - Fb[i]) / 3;
-      F2[i] = (4 * Fb[i] - Fc[i]) / 3;
-    }
+    std::vector<mjtNum> F1 = testutil::richardson(Fa, Fb), F2 = testutil::richardson(Fb, Fc);
     std::string noisyBlock;
     double fdNoise = blockError(m, F1, F2, &noisyBlock);
     if (fdNoise > tol) {  // finite differences unreliable here (a law's kink in reach)

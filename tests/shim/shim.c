@@ -62,7 +62,7 @@ mjdiffStatus shim_steps(shimSim* sim, int n) {
   return MJDIFF_OK;
 }
 
-static double uniform(unsigned long long* state) {
+double shim_uniform(unsigned long long* state) {
   // splitmix64
   unsigned long long z = (*state += 0x9E3779B97F4A7C15ULL);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -78,7 +78,7 @@ void shim_randomCtrl(const mjModel* m, mjData* d, unsigned long long* state) {
       lo = m->actuator_ctrlrange[2 * i];
       hi = m->actuator_ctrlrange[2 * i + 1];
     }
-    d->ctrl[i] = lo + (hi - lo) * uniform(state);
+    d->ctrl[i] = lo + (hi - lo) * shim_uniform(state);
   }
 }
 

@@ -34,6 +34,9 @@ void shim_close(shimSim* sim);
 // n smooth steps; returns the first non-OK status (message in sim->err)
 mjdiffStatus shim_steps(shimSim* sim, int n);
 
+// deterministic uniform random number in [0, 1) (splitmix64); state is a 64-bit seed
+double shim_uniform(unsigned long long* state);
+
 // deterministic uniform random controls within ctrlrange (or [-1, 1]); state is a 64-bit seed
 void shim_randomCtrl(const mjModel* m, mjData* d, unsigned long long* state);
 

@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
+#include "benchutil.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-bench-rollout"
@@ -54,8 +54,8 @@ static const double kCheckEps[2] = {1e-6, 1e-8};
 #define LONG_T 10000
 
 // bundled models, found in the model directory
-static const char* kBundled[] = {"cartpole.xml", "hopper.xml", "cheetah.xml", "arm_box.xml",
-                                 "quadruped.xml"};
+static const char* const kBundled[] = {"cartpole.xml", "hopper.xml", "cheetah.xml",
+                                       "arm_box.xml", "quadruped.xml"};
 #define NBUNDLED ((int)(sizeof(kBundled) / sizeof(kBundled[0])))
 static char kHumanoid[] = HUMANOID;
 
@@ -165,51 +165,6 @@ static void usage(void) {
       kPattern[2], TARGET_GRAD_RATIO, TARGET_FD_SPEEDUP, TARGET_NPARAM);
 }
 
-//---------------------------------- model directory -----------------------------------------------
-
-// out = a/b; 0 if it does not fit in n chars
-static int joinPath(char* out, size_t n, const char* a, const char* b) {
-  int w = snprintf(out, n, "%s/%s", a, b);
-  return w >= 0 && (size_t)w < n;
-}
-
-// whether dir holds the first bundled model
-static int isModelDir(const char* dir) {
-  char probe[4096];
-  return joinPath(probe, sizeof(probe), dir, kBundled[0]) && access(probe, R_OK) == 0;
-}
-
-// directory of the bundled models, or "" if none is found
-static void modelDir(char* dir, size_t n) {
-  const char* env = getenv("MJDIFF_MODEL_DIR");
-  if (env && *env && isModelDir(env) && strlen(env) < n) {
-    memcpy(dir, env, strlen(env) + 1);
-    return;
-  }
-
-  // relative to the executable: installed (bin/ -> share/mjdiff/models), build tree (build/tools/)
-  char exe[2048];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (len > 0) {
-    exe[len] = 0;
-    char* slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    const char* rel[] = {"../share/mjdiff/models", "../../models", "../models"};
-    for (int i = 0; i < 3; i++) {
-      if (joinPath(dir, n, exe, rel[i]) && isModelDir(dir)) return;
-    }
-  }
-
-  // the source tree this tool was compiled from (CMake passes absolute source paths)
-  const char* src = __FILE__;
-  const char* tail = strstr(src, "tools/bench/bench_rollout.c");
-  if (src[0] == '/' && tail) {
-    int w = snprintf(dir, n, "%.*smodels", (int)(tail - src), src);
-    if (w >= 0 && (size_t)w < n && isModelDir(dir)) return;
-  }
-  dir[0] = 0;
-}
-
 //---------------------------------- arguments -----------------------------------------------------
 
 static void parseArgs(int argc, char** argv, args* a) {
@@ -233,30 +188,16 @@ static void parseArgs(int argc, char** argv, args* a) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!positional && !strcmp(o, "--horizon")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000000, &a->horizon)) {
-        tool_usageError(TOOL, "--horizon must be an integer in [1, 1e6], got '%s'", v);
-      }
+      a->horizon = tool_intOption(TOOL, argc, argv, &i, 1, 1000000, "an integer in [1, 1e6]");
     } else if (!positional && !strcmp(o, "--rounds")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000, &a->rounds)) {
-        tool_usageError(TOOL, "--rounds must be an integer in [1, 1000], got '%s'", v);
-      }
+      a->rounds = tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in [1, 1000]");
     } else if (!positional && !strcmp(o, "--fd-sample")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000000, &a->fd_sample)) {
-        tool_usageError(TOOL, "--fd-sample must be an integer in [1, 1e6], got '%s'", v);
-      }
+      a->fd_sample = tool_intOption(TOOL, argc, argv, &i, 1, 1000000, "an integer in [1, 1e6]");
     } else if (!positional && !strcmp(o, "--seed")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
-        tool_usageError(TOOL, "--seed must be an integer in [0, 2^31 - 1], got '%s'", v);
-      }
+      a->seed = tool_intOption(TOOL, argc, argv, &i, 0, 2147483647L, "an integer in [0, 2^31 - 1]");
     } else if (!positional && !strcmp(o, "--min-time")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->min_time) || a->min_time < 0 || a->min_time > 3600) {
-        tool_usageError(TOOL, "--min-time must be a number of seconds in [0, 3600], got '%s'", v);
-      }
+      a->min_time =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, 3600, 0, "a number of seconds in [0, 3600]");
     } else if (!positional && !strcmp(o, "--json")) {
       a->json = 1;
     } else if (!positional && !strcmp(o, "--out")) {
@@ -273,63 +214,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   // default models
   if (a->nmodel == 0) {
     a->defaults = 1;
-    char dir[4096];
-    modelDir(dir, sizeof(dir));
-    if (!dir[0]) {
-      fprintf(stderr, TOOL ": note: bundled models not found (set MJDIFF_MODEL_DIR)\n");
-    }
-    for (int i = 0; i < NBUNDLED && dir[0]; i++) {
-      char path[4096];
-      if (!joinPath(path, sizeof(path), dir, kBundled[i]) || access(path, R_OK) != 0) {
-        fprintf(stderr, TOOL ": note: skipping missing bundled model %s\n", path);
-        continue;
-      }
-      a->model[a->nmodel] = malloc(strlen(path) + 1);
-      if (!a->model[a->nmodel]) break;
-      strcpy(a->model[a->nmodel++], path);
-    }
+    tool_bundledModels(TOOL, kBundled, NBUNDLED, a->model, &a->nmodel);
     a->model[a->nmodel++] = kHumanoid;
   }
-}
-
-//---------------------------------- MuJoCo warnings -----------------------------------------------
-
-// MuJoCo's default handler prints to stdout (which holds our results) and appends MUJOCO_LOG.TXT;
-// count the warnings and show the first few on stderr instead
-static long gWarnings = 0;
-
-static void onWarning(const char* msg) {
-  if (gWarnings++ < 5) fprintf(stderr, TOOL ": MuJoCo warning: %s\n", msg);
-}
-
-//---------------------------------- statistics ----------------------------------------------------
-
-static int compareDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double* x, int n) {
-  if (n <= 0) return NAN;
-  double* y = malloc(sizeof(double) * (size_t)n);
-  if (!y) return NAN;
-  memcpy(y, x, sizeof(double) * (size_t)n);
-  qsort(y, (size_t)n, sizeof(double), compareDouble);
-  double med = n % 2 ? y[n / 2] : 0.5 * (y[n / 2 - 1] + y[n / 2]);
-  free(y);
-  return med;
-}
-
-// splitmix64: deterministic and platform-independent
-static uint64_t next64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t* state) {
-  return (double)(next64(state) >> 11) / 9007199254740992.0;
 }
 
 //---------------------------------- the problem ---------------------------------------------------
@@ -368,23 +255,6 @@ static void freeWork(work* w) {
   free(w->x0);
   free(w->sample);
   memset(w, 0, sizeof(*w));
-}
-
-// smooth controls strictly inside the control range
-static void smoothCtrl(const mjModel* m, int T, uint64_t seed, mjtNum* ctrl) {
-  int nu = m->nu;
-  uint64_t rng = seed;
-  for (int i = 0; i < nu; i++) {
-    double phase = 6.283185307179586 * uniform(&rng);
-    double lo = -1, hi = 1;
-    if (m->actuator_ctrllimited[i]) {
-      lo = m->actuator_ctrlrange[2 * i];
-      hi = m->actuator_ctrlrange[2 * i + 1];
-    }
-    for (int t = 0; t < T; t++) {
-      ctrl[(size_t)nu * t + i] = lo + (hi - lo) * (0.5 + 0.4 * sin(0.05 * t + phase));
-    }
-  }
 }
 
 // buffers, start state, controls and the rollout (checkpoint ckpt); 0 with err on failure
@@ -436,16 +306,12 @@ static int makeWork(work* w, mjModel* m, mjdiffModel* s, const mjdiffParams* p, 
 
   // start state: keyframe 0, else qpos0; loss reference: its qpos at rest
   mjData* d = w->d;
-  if (m->nkey > 0) {
-    mj_resetDataKeyframe(m, d, 0);
-  } else {
-    mj_resetData(m, d);
-  }
+  tool_resetState(m, d);
   mju_copy(w->x0, d->qpos, m->nq);
   mju_copy(w->x0 + m->nq, d->qvel, m->nv);
   mju_copy(w->x0 + m->nq + m->nv, d->act, m->na);
   mju_copy(w->xref, d->qpos, m->nq);
-  smoothCtrl(m, T, seed, w->ctrl);
+  tool_smoothCtrl(m, T, seed, w->ctrl);
   mjdiff_getParamValues(m, s, p, w->pval);
   return 1;
 }
@@ -698,14 +564,6 @@ static int selectParams(mjModel* m, mjdiffModel* s, result* res, mjdiffParams** 
 
 //---------------------------------- one model -----------------------------------------------------
 
-static void baseName(const char* path, char* name, size_t n) {
-  const char* b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  snprintf(name, n, "%s", b);
-  char* dot = strrchr(name, '.');
-  if (dot && dot != name) *dot = 0;
-}
-
 // the T = 10000 forward + backward run with sqrt(T) checkpointing, and with every state stored
 static void longRun(const args* a, mjModel* m, mjdiffModel* s, const mjdiffParams* p,
                     const char* name, longrun* lr) {
@@ -761,7 +619,7 @@ static void longRun(const args* a, mjModel* m, mjdiffModel* s, const mjdiffParam
 // benchmark one model; 0 on a runtime error (res->error set)
 static int benchModel(const args* a, result* res, int dolong, longrun* lr) {
   char err[1024] = "";
-  baseName(res->path, res->name, sizeof(res->name));
+  tool_baseName(res->path, res->name, sizeof(res->name));
   res->horizon = (int)a->horizon;
   mjModel* m = tool_loadModel(res->path, err, sizeof(err));
   if (!m) {
@@ -825,7 +683,7 @@ static int benchModel(const args* a, result* res, int dolong, longrun* lr) {
   uint64_t rng = (uint64_t)a->seed + 1000;
   for (long i = 0; i < w.ncomp; i++) perm[i] = i;
   for (int i = 0; i < w.nsample; i++) {
-    long j = i + (long)(next64(&rng) % (uint64_t)(w.ncomp - i));
+    long j = i + (long)(tool_random64(&rng) % (uint64_t)(w.ncomp - i));
     long tmp = perm[i];
     perm[i] = perm[j];
     perm[j] = tmp;
@@ -833,7 +691,7 @@ static int benchModel(const args* a, result* res, int dolong, longrun* lr) {
   }
   free(perm);
   res->nsample = w.nsample;
-  long warn0 = gWarnings;
+  long warn0 = tool_warnings();
 
   // reference rollout: contacts, loss, our gradient and the sampled finite differences (untimed)
   setStart(&w, NULL);
@@ -891,7 +749,7 @@ static int benchModel(const args* a, result* res, int dolong, longrun* lr) {
     fprintf(stderr, "%-10s round %3d/%-3ld  rollout %9.3f  gradient %9.3f  fd/component %9.3f ms\n",
             res->name, r + 1, a->rounds, t[OP_ROLL], t[OP_GRAD], t[OP_FD]);
   }
-  for (int op = 0; op < NOP; op++) res->ms[op] = median(res->t[op], res->rounds);
+  for (int op = 0; op < NOP; op++) res->ms[op] = tool_median(res->t[op], res->rounds);
 
   // memory of the recording (made, not run)
   for (int i = 0; i < 2 && res->ok && !tool_interrupted(); i++) {
@@ -916,7 +774,7 @@ static int benchModel(const args* a, result* res, int dolong, longrun* lr) {
     if (lr->error[0]) fprintf(stderr, TOOL ": %s: long run: %s\n", res->name, lr->error);
   }
 
-  res->warnings = gWarnings - warn0;
+  res->warnings = tool_warnings() - warn0;
   long nfail = 0;
   for (int op = 0; op < NOP; op++) nfail += res->fail[op];
   if (nfail) {
@@ -1057,29 +915,15 @@ static void printTable(FILE* f, const args* a, const result* res, int n, const l
           "h = 1e-6 and 1e-8 per component (untimed).\n");
 }
 
-static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.6g", x);
-  } else {
-    fprintf(f, "null");
-  }
-}
-
 static void jsonBool(FILE* f, int known, int value) {
   fprintf(f, "%s", !known ? "null" : value ? "true" : "false");
 }
 
 static void printJson(FILE* f, const args* a, const result* res, int n, const longrun* lr, long rss,
                       const char* status) {
-  fprintf(f, "{\"tool\":\"" TOOL "\",\"version\":");
-  tool_jsonString(f, mjdiff_versionString());
-  fprintf(f, ",\"model\":[");
-  for (int i = 0; i < a->nmodel; i++) {
-    if (i) fputc(',', f);
-    tool_jsonString(f, a->model[i]);
-  }
+  tool_jsonHead(f, TOOL, a->model, a->nmodel);
   fprintf(f,
-          "],\"args\":{\"horizon\":%ld,\"rounds\":%ld,\"fd_sample\":%ld,\"seed\":%ld,"
+          ",\"args\":{\"horizon\":%ld,\"rounds\":%ld,\"fd_sample\":%ld,\"seed\":%ld,"
           "\"min_time_s\":%g,\"fd_eps\":%g,\"ctrl_weight\":%g,\"default_models\":%s,"
           "\"mujoco_version\":%d},",
           a->horizon, a->rounds, a->fd_sample, a->seed, a->min_time, FD_EPS, W_CTRL,
@@ -1120,7 +964,7 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const lo
               "\"bitwise_equal\":%s,\"gradient_norm\":",
               lr->stride, lr->sqrt_s, lr->mem_sqrt, lr->all_s, lr->mem_all,
               lr->equal ? "true" : "false");
-      jsonNumber(f, lr->gnorm);
+      tool_jsonNumber(f, lr->gnorm);
     }
     fputc('}', f);
   }
@@ -1158,44 +1002,37 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const lo
       fputc(':', f);
       tool_jsonString(f, r->skipped[k]);
     }
-    fprintf(f, "}},\"reps\":{");
-    for (int op = 0; op < NOP; op++) {
-      fprintf(f, "%s\"%s\":%ld", op ? "," : "", kOpName[op], r->reps[op]);
-    }
-    fprintf(f, "},\"ms_per_call\":{");
-    for (int op = 0; op < NOP; op++) {
-      fprintf(f, "%s\"%s\":", op ? "," : "", kOpName[op]);
-      jsonNumber(f, r->ms[op]);
-    }
-    fprintf(f, "},\"gradient_rollout_ratio\":");
-    jsonNumber(f, gradRatio(r));
+    fprintf(f, "}},\"reps\":");
+    tool_jsonCounts(f, kOpName, r->reps, NOP);
+    fprintf(f, ",\"ms_per_call\":");
+    tool_jsonNumbers(f, kOpName, r->ms, NOP);
+    fprintf(f, ",\"gradient_rollout_ratio\":");
+    tool_jsonNumber(f, gradRatio(r));
     fprintf(f, ",\"fd\":{\"components\":%ld,\"sampled\":%d,\"extrapolated_total_ms\":", r->ncomp,
             r->nsample);
-    jsonNumber(f, fdTotal(r));
+    tool_jsonNumber(f, fdTotal(r));
     fprintf(f, ",\"speedup\":");
-    jsonNumber(f, fdSpeedup(r));
+    tool_jsonNumber(f, fdSpeedup(r));
     fprintf(f, ",\"forward_worst_rel_diff\":");
-    jsonNumber(f, r->fd_worst);
+    tool_jsonNumber(f, r->fd_worst);
     fprintf(f, ",\"check_worst_rel_diff\":");
-    jsonNumber(f, r->check_worst);
+    tool_jsonNumber(f, r->check_worst);
     fprintf(f, "},\"memory_bytes\":{");
     for (int k = 0; k < 2; k++) {
       fprintf(f, "%s\"T%d\":{\"checkpoint_all\":%zu,\"checkpoint_sqrt\":%zu}", k ? "," : "",
               kMemT[k], r->mem[k][0], r->mem[k][1]);
     }
     fprintf(f, "},\"loss\":");
-    jsonNumber(f, r->loss);
+    tool_jsonNumber(f, r->loss);
     fprintf(f, ",\"gradient_norm\":{\"x0\":");
-    jsonNumber(f, r->gnorm_x0);
+    tool_jsonNumber(f, r->gnorm_x0);
     fprintf(f, ",\"ctrl\":");
-    jsonNumber(f, r->gnorm_ctrl);
+    tool_jsonNumber(f, r->gnorm_ctrl);
     fprintf(f, ",\"param\":");
-    jsonNumber(f, r->gnorm_param);
-    fprintf(f, "},\"failed_calls\":{");
-    for (int op = 0; op < NOP; op++) {
-      fprintf(f, "%s\"%s\":%ld", op ? "," : "", kOpName[op], r->fail[op]);
-    }
-    fprintf(f, "},\"first_error\":");
+    tool_jsonNumber(f, r->gnorm_param);
+    fprintf(f, "},\"failed_calls\":");
+    tool_jsonCounts(f, kOpName, r->fail, NOP);
+    fprintf(f, ",\"first_error\":");
     tool_jsonString(f, r->op_error);
     fprintf(f, ",\"mujoco_warnings\":%ld,\"targets\":{\"gradient_ratio_met\":", r->warnings);
     jsonBool(f, r->rounds > 0, ratioMet(r));
@@ -1213,12 +1050,11 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const lo
       fprintf(f, "%s{\"model\":", first ? "" : ",");
       first = 0;
       tool_jsonString(f, r->name);
-      fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"ms_per_call\":{", k, kOpName[r->first[k]]);
-      for (int op = 0; op < NOP; op++) {
-        fprintf(f, "%s\"%s\":", op ? "," : "", kOpName[op]);
-        jsonNumber(f, r->t[op][k]);
-      }
-      fprintf(f, "}}");
+      double t[NOP];
+      for (int op = 0; op < NOP; op++) t[op] = r->t[op][k];
+      fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"ms_per_call\":", k, kOpName[r->first[k]]);
+      tool_jsonNumbers(f, kOpName, t, NOP);
+      fputc('}', f);
     }
   }
   fprintf(f, "]}\n");
@@ -1231,7 +1067,7 @@ int main(int argc, char** argv) {
   memset(&a, 0, sizeof(a));
   parseArgs(argc, argv, &a);
   tool_catchInterrupt();
-  mju_user_warning = onWarning;
+  tool_catchWarnings(TOOL);
 
   result* res = calloc((size_t)a.nmodel, sizeof(result));
   if (!res) {
@@ -1243,7 +1079,7 @@ int main(int argc, char** argv) {
   int longModel = 0;
   for (int i = 0; i < a.nmodel; i++) {
     char name[64];
-    baseName(a.model[i], name, sizeof(name));
+    tool_baseName(a.model[i], name, sizeof(name));
     if (!strcmp(name, "cartpole")) {
       longModel = i;
       break;
@@ -1274,17 +1110,9 @@ int main(int argc, char** argv) {
     printTable(stdout, &a, res, n, &lr, rss);
   }
   if (a.out) {
-    FILE* f = fopen(a.out, "w");
-    if (!f) {
-      fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-      ok = 0;
-    } else {
-      printJson(f, &a, res, n, &lr, rss, status);
-      if (fclose(f) != 0) {
-        fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-        ok = 0;
-      }
-    }
+    FILE* f = tool_openOut(TOOL, a.out);
+    if (f) printJson(f, &a, res, n, &lr, rss, status);
+    if (!tool_closeOut(TOOL, a.out, f)) ok = 0;
   }
 
   for (int i = 0; i < n; i++) {

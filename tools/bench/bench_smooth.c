@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <mjdiff/mjdiff.h>
 
+#include "benchutil.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-bench-smooth"
@@ -29,7 +29,8 @@
 #define HUMANOID "/usr/share/mujoco/model/humanoid/humanoid.xml"
 
 // bundled models with contacts, found in the model directory
-static const char* kBundled[] = {"arm_box.xml", "hopper.xml", "cheetah.xml", "quadruped.xml"};
+static const char* const kBundled[] = {"arm_box.xml", "hopper.xml", "cheetah.xml",
+                                       "quadruped.xml"};
 #define NBUNDLED ((int)(sizeof(kBundled) / sizeof(kBundled[0])))
 static char kHumanoid[] = HUMANOID;
 
@@ -97,51 +98,6 @@ static void usage(void) {
       "arm_box, hopper, cheetah, quadruped", TARGET_RATIO);
 }
 
-//---------------------------------- model directory -----------------------------------------------
-
-// out = a/b; 0 if it does not fit in n chars
-static int joinPath(char* out, size_t n, const char* a, const char* b) {
-  int w = snprintf(out, n, "%s/%s", a, b);
-  return w >= 0 && (size_t)w < n;
-}
-
-// whether dir holds the first bundled model
-static int isModelDir(const char* dir) {
-  char probe[4096];
-  return joinPath(probe, sizeof(probe), dir, kBundled[0]) && access(probe, R_OK) == 0;
-}
-
-// directory of the bundled models, or "" if none is found
-static void modelDir(char* dir, size_t n) {
-  const char* env = getenv("MJDIFF_MODEL_DIR");
-  if (env && *env && isModelDir(env) && strlen(env) < n) {
-    memcpy(dir, env, strlen(env) + 1);
-    return;
-  }
-
-  // relative to the executable: installed (bin/ -> share/mjdiff/models), build tree (build/tools/)
-  char exe[2048];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (len > 0) {
-    exe[len] = 0;
-    char* slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    const char* rel[] = {"../share/mjdiff/models", "../../models", "../models"};
-    for (int i = 0; i < 3; i++) {
-      if (joinPath(dir, n, exe, rel[i]) && isModelDir(dir)) return;
-    }
-  }
-
-  // the source tree this tool was compiled from (CMake passes absolute source paths)
-  const char* src = __FILE__;
-  const char* tail = strstr(src, "tools/bench/bench_smooth.c");
-  if (src[0] == '/' && tail) {
-    int w = snprintf(dir, n, "%.*smodels", (int)(tail - src), src);
-    if (w >= 0 && (size_t)w < n && isModelDir(dir)) return;
-  }
-  dir[0] = 0;
-}
-
 //---------------------------------- arguments -----------------------------------------------------
 
 static void parseArgs(int argc, char** argv, args* a) {
@@ -165,30 +121,15 @@ static void parseArgs(int argc, char** argv, args* a) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!positional && !strcmp(o, "--steps")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 100000000, &a->steps)) {
-        tool_usageError(TOOL, "--steps must be an integer in [1, 1e8], got '%s'", v);
-      }
+      a->steps = tool_intOption(TOOL, argc, argv, &i, 1, 100000000, "an integer in [1, 1e8]");
     } else if (!positional && !strcmp(o, "--rounds")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000, &a->rounds)) {
-        tool_usageError(TOOL, "--rounds must be an integer in [1, 1000], got '%s'", v);
-      }
+      a->rounds = tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in [1, 1000]");
     } else if (!positional && !strcmp(o, "--reset")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 100000000, &a->reset)) {
-        tool_usageError(TOOL, "--reset must be an integer in [1, 1e8], got '%s'", v);
-      }
+      a->reset = tool_intOption(TOOL, argc, argv, &i, 1, 100000000, "an integer in [1, 1e8]");
     } else if (!positional && !strcmp(o, "--warmup")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 100000000, &a->warmup)) {
-        tool_usageError(TOOL, "--warmup must be an integer in [0, 1e8], got '%s'", v);
-      }
+      a->warmup = tool_intOption(TOOL, argc, argv, &i, 0, 100000000, "an integer in [0, 1e8]");
     } else if (!positional && !strcmp(o, "--seed")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
-        tool_usageError(TOOL, "--seed must be an integer in [0, 2^31 - 1], got '%s'", v);
-      }
+      a->seed = tool_intOption(TOOL, argc, argv, &i, 0, 2147483647L, "an integer in [0, 2^31 - 1]");
     } else if (!positional && !strcmp(o, "--json")) {
       a->json = 1;
     } else if (!positional && !strcmp(o, "--out")) {
@@ -205,62 +146,12 @@ static void parseArgs(int argc, char** argv, args* a) {
   // default models
   if (a->nmodel == 0) {
     a->defaults = 1;
-    char dir[4096];
-    modelDir(dir, sizeof(dir));
-    if (!dir[0]) {
-      fprintf(stderr, TOOL ": note: bundled models not found (set MJDIFF_MODEL_DIR)\n");
-    }
-    for (int i = 0; i < NBUNDLED && dir[0]; i++) {
-      char path[4096];
-      if (!joinPath(path, sizeof(path), dir, kBundled[i]) || access(path, R_OK) != 0) {
-        fprintf(stderr, TOOL ": note: skipping missing bundled model %s\n", path);
-        continue;
-      }
-      a->model[a->nmodel] = malloc(strlen(path) + 1);
-      if (!a->model[a->nmodel]) break;
-      strcpy(a->model[a->nmodel++], path);
-    }
+    tool_bundledModels(TOOL, kBundled, NBUNDLED, a->model, &a->nmodel);
     a->model[a->nmodel++] = kHumanoid;
   }
 }
 
-//---------------------------------- MuJoCo warnings -----------------------------------------------
-
-// MuJoCo's default handler prints to stdout (which holds our results) and appends MUJOCO_LOG.TXT;
-// count the warnings and show the first few on stderr instead
-static long gWarnings = 0;
-
-static void onWarning(const char* msg) {
-  if (gWarnings++ < 5) fprintf(stderr, TOOL ": MuJoCo warning: %s\n", msg);
-}
-
-//---------------------------------- statistics ----------------------------------------------------
-
-static int compareDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double* x, int n) {
-  if (n <= 0) return NAN;
-  double* y = malloc(sizeof(double) * (size_t)n);
-  if (!y) return NAN;
-  memcpy(y, x, sizeof(double) * (size_t)n);
-  qsort(y, (size_t)n, sizeof(double), compareDouble);
-  double med = n % 2 ? y[n / 2] : 0.5 * (y[n / 2 - 1] + y[n / 2]);
-  free(y);
-  return med;
-}
-
 //---------------------------------- the runs ------------------------------------------------------
-
-// splitmix64: deterministic and platform-independent
-static uint64_t nextRandom(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 // controls for one reset period (reset x nu), uniform in ctrlrange (or [-1, 1] if unlimited)
 static mjtNum* makeControls(const mjModel* m, long reset, long seed) {
@@ -268,26 +159,8 @@ static mjtNum* makeControls(const mjModel* m, long reset, long seed) {
   mjtNum* u = malloc(sizeof(mjtNum) * n);
   if (!u) return NULL;
   uint64_t state = (uint64_t)seed;
-  for (long k = 0; k < reset; k++) {
-    for (int i = 0; i < m->nu; i++) {
-      double r = (double)(nextRandom(&state) >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
-      mjtNum lo = -1, hi = 1;
-      if (m->actuator_ctrllimited[i]) {
-        lo = m->actuator_ctrlrange[2 * i];
-        hi = m->actuator_ctrlrange[2 * i + 1];
-      }
-      u[(size_t)k * (size_t)m->nu + (size_t)i] = lo + (hi - lo) * r;
-    }
-  }
+  for (long k = 0; k < reset; k++) tool_randomCtrl(m, u + (size_t)k * (size_t)m->nu, &state);
   return u;
-}
-
-static void resetState(const mjModel* m, mjData* d) {
-  if (m->nkey > 0) {
-    mj_resetDataKeyframe(m, d, 0);
-  } else {
-    mj_resetData(m, d);
-  }
 }
 
 typedef struct run_ {
@@ -311,7 +184,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
   int nu = m->nu;
   long k = 0;
   while (k < nsteps && !tool_interrupted()) {
-    resetState(m, d);
+    tool_resetState(m, d);
     int warn0 = badWarnings(d);
     long n = mjMIN(reset, nsteps - k);
     double ncon = 0;
@@ -323,7 +196,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
         if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
           if (firsterr && !firsterr[0]) snprintf(firsterr, (size_t)firsterrsz, "%s", err);
           fail++;
-          resetState(m, d);
+          tool_resetState(m, d);
         }
         ncon += d->ncon;
       }
@@ -342,25 +215,6 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
     k += n;
   }
   return r;
-}
-
-static const char* integratorName(int i) {
-  switch (i) {
-    case mjINT_EULER:
-      return "Euler";
-    case mjINT_RK4:
-      return "RK4";
-    default:
-      return "implicit";
-  }
-}
-
-static void baseName(const char* path, char* name, size_t n) {
-  const char* b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  snprintf(name, n, "%s", b);
-  char* dot = strrchr(name, '.');
-  if (dot && dot != name) *dot = 0;
 }
 
 // benchmark one model; 0 on a runtime error (message printed)
@@ -395,7 +249,7 @@ static int benchModel(const args* a, result* res) {
     return 0;
   }
 
-  baseName(res->path, res->name, sizeof(res->name));
+  tool_baseName(res->path, res->name, sizeof(res->name));
   res->nv = m->nv;
   res->nu = m->nu;
   res->ngeom = m->ngeom;
@@ -404,7 +258,7 @@ static int benchModel(const args* a, result* res) {
   res->target = !strcmp(res->name, "humanoid") || !strcmp(res->name, "arm_box");
 
   const int E = (int)sizeof(res->smooth_error);
-  long warn0 = gWarnings;
+  long warn0 = tool_warnings();
 
   // warm-up, untimed
   if (a->warmup > 0) {
@@ -442,19 +296,19 @@ static int benchModel(const args* a, result* res) {
   }
 
   // medians
-  res->native_us = median(res->t_native, res->rounds);
-  res->smooth_us = median(res->t_smooth, res->rounds);
+  res->native_us = tool_median(res->t_native, res->rounds);
+  res->smooth_us = tool_median(res->t_smooth, res->rounds);
   res->ratio = res->smooth_us / res->native_us;
   double* paired = malloc(sizeof(double) * (size_t)(res->rounds > 0 ? res->rounds : 1));
   if (paired) {
     for (int r = 0; r < res->rounds; r++) paired[r] = res->t_smooth[r] / res->t_native[r];
-    res->paired_ratio = median(paired, res->rounds);
+    res->paired_ratio = tool_median(paired, res->rounds);
     free(paired);
   } else {
     res->paired_ratio = NAN;
   }
   res->native_ncon = steps_n ? ncon_n / (double)steps_n : NAN;
-  res->warnings = gWarnings - warn0;
+  res->warnings = tool_warnings() - warn0;
   if (res->smooth_fail) {
     fprintf(stderr, TOOL ": %s: %ld failed smooth steps (state reset); first: %s\n", res->name,
             res->smooth_fail, res->smooth_error);
@@ -474,14 +328,6 @@ static int benchModel(const args* a, result* res) {
 
 //---------------------------------- output --------------------------------------------------------
 
-static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.6g", x);
-  } else {
-    fprintf(f, "null");
-  }
-}
-
 static void printTable(FILE* f, const result* res, int n) {
   fprintf(f, "%-14s %4s %5s %-8s %12s %12s %8s %10s %10s  %s\n", "model", "nv", "ngeom",
           "integr.", "native us", "smooth us", "ratio", "ncon nat.", "ncon smo.", "target");
@@ -491,7 +337,7 @@ static void printTable(FILE* f, const result* res, int n) {
     const char* target = "-";
     if (r->target) target = r->ratio <= TARGET_RATIO ? "ok (<= 1.3)" : "MISSED (> 1.3)";
     fprintf(f, "%-14s %4d %5d %-8s %12.2f %12.2f %8.3f %10.2f %10.2f  %s\n", r->name, r->nv,
-            r->ngeom, integratorName(r->integrator), r->native_us, r->smooth_us, r->ratio,
+            r->ngeom, tool_integratorName(r->integrator), r->native_us, r->smooth_us, r->ratio,
             r->native_ncon, r->smooth_ncon, target);
     if (r->native_fail || r->smooth_fail) {
       fprintf(f, "%-14s   failures: native %ld (instability resets), smooth %ld (non-finite steps)\n",
@@ -501,14 +347,8 @@ static void printTable(FILE* f, const result* res, int n) {
 }
 
 static void printJson(FILE* f, const args* a, const result* res, int n, const char* status) {
-  fprintf(f, "{\"tool\":\"" TOOL "\",\"version\":");
-  tool_jsonString(f, mjdiff_versionString());
-  fprintf(f, ",\"model\":[");
-  for (int i = 0; i < a->nmodel; i++) {
-    if (i) fputc(',', f);
-    tool_jsonString(f, a->model[i]);
-  }
-  fprintf(f, "],\"args\":{\"steps\":%ld,\"rounds\":%ld,\"reset\":%ld,\"warmup\":%ld,\"seed\":%ld,"
+  tool_jsonHead(f, TOOL, a->model, a->nmodel);
+  fprintf(f, ",\"args\":{\"steps\":%ld,\"rounds\":%ld,\"reset\":%ld,\"warmup\":%ld,\"seed\":%ld,"
              "\"default_models\":%s,\"mujoco_version\":%d},",
           a->steps, a->rounds, a->reset, a->warmup, a->seed, a->defaults ? "true" : "false",
           mj_version());
@@ -525,7 +365,7 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
   }
   fprintf(f, ",\"metrics\":{\"target_ratio\":%g,\"targets_met\":%s,\"max_ratio\":", TARGET_RATIO,
           met ? "true" : "false");
-  jsonNumber(f, maxratio);
+  tool_jsonNumber(f, maxratio);
   fprintf(f, ",\"per_model\":[");
   int first = 1;
   for (int i = 0; i < n; i++) {
@@ -538,18 +378,18 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
     tool_jsonString(f, r->name);
     fprintf(f, ",\"nv\":%d,\"nu\":%d,\"ngeom\":%d,\"integrator\":\"%s\",\"timestep_s\":%g,"
                "\"rounds\":%d,\"native_us_per_step\":",
-            r->nv, r->nu, r->ngeom, integratorName(r->integrator), r->timestep, r->rounds);
-    jsonNumber(f, r->native_us);
+            r->nv, r->nu, r->ngeom, tool_integratorName(r->integrator), r->timestep, r->rounds);
+    tool_jsonNumber(f, r->native_us);
     fprintf(f, ",\"smooth_us_per_step\":");
-    jsonNumber(f, r->smooth_us);
+    tool_jsonNumber(f, r->smooth_us);
     fprintf(f, ",\"ratio\":");
-    jsonNumber(f, r->ratio);
+    tool_jsonNumber(f, r->ratio);
     fprintf(f, ",\"paired_ratio\":");
-    jsonNumber(f, r->paired_ratio);
+    tool_jsonNumber(f, r->paired_ratio);
     fprintf(f, ",\"native_mean_ncon\":");
-    jsonNumber(f, r->native_ncon);
+    tool_jsonNumber(f, r->native_ncon);
     fprintf(f, ",\"smooth_mean_ncon\":");
-    jsonNumber(f, r->smooth_ncon);
+    tool_jsonNumber(f, r->smooth_ncon);
     fprintf(f, ",\"native_failures\":%ld,\"smooth_failures\":%ld,\"smooth_first_error\":",
             r->native_fail, r->smooth_fail);
     tool_jsonString(f, r->smooth_error);
@@ -574,9 +414,9 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
       tool_jsonString(f, r->name);
       fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"native_us_per_step\":", k,
               r->first_native[k] ? "native" : "smooth");
-      jsonNumber(f, r->t_native[k]);
+      tool_jsonNumber(f, r->t_native[k]);
       fprintf(f, ",\"smooth_us_per_step\":");
-      jsonNumber(f, r->t_smooth[k]);
+      tool_jsonNumber(f, r->t_smooth[k]);
       fputc('}', f);
     }
   }
@@ -590,7 +430,7 @@ int main(int argc, char** argv) {
   memset(&a, 0, sizeof(a));
   parseArgs(argc, argv, &a);
   tool_catchInterrupt();
-  mju_user_warning = onWarning;
+  tool_catchWarnings(TOOL);
 
   result* res = calloc((size_t)a.nmodel, sizeof(result));
   if (!res) {
@@ -617,17 +457,9 @@ int main(int argc, char** argv) {
     printTable(stdout, res, n);
   }
   if (a.out) {
-    FILE* f = fopen(a.out, "w");
-    if (!f) {
-      fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-      ok = 0;
-    } else {
-      printJson(f, &a, res, n, status);
-      if (fclose(f) != 0) {
-        fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-        ok = 0;
-      }
-    }
+    FILE* f = tool_openOut(TOOL, a.out);
+    if (f) printJson(f, &a, res, n, status);
+    if (!tool_closeOut(TOOL, a.out, f)) ok = 0;
   }
 
   for (int i = 0; i < a.nmodel; i++) {

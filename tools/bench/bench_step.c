@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "benchutil.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-bench-step"
@@ -32,8 +32,8 @@
 #define TARGET_FD_SPEEDUP 5.0  // analytic A, B >= 5x faster than forward FD on the humanoid
 
 // bundled models, found in the model directory
-static const char* kBundled[] = {"cartpole.xml", "acrobot.xml", "hopper.xml",
-                                 "cheetah.xml",  "arm_box.xml", "quadruped.xml"};
+static const char* const kBundled[] = {"cartpole.xml", "acrobot.xml", "hopper.xml",
+                                       "cheetah.xml",  "arm_box.xml", "quadruped.xml"};
 #define NBUNDLED ((int)(sizeof(kBundled) / sizeof(kBundled[0])))
 static char kHumanoid[] = HUMANOID;
 
@@ -117,51 +117,6 @@ static void usage(void) {
       TARGET_FD_SPEEDUP);
 }
 
-//---------------------------------- model directory -----------------------------------------------
-
-// out = a/b; 0 if it does not fit in n chars
-static int joinPath(char* out, size_t n, const char* a, const char* b) {
-  int w = snprintf(out, n, "%s/%s", a, b);
-  return w >= 0 && (size_t)w < n;
-}
-
-// whether dir holds the first bundled model
-static int isModelDir(const char* dir) {
-  char probe[4096];
-  return joinPath(probe, sizeof(probe), dir, kBundled[0]) && access(probe, R_OK) == 0;
-}
-
-// directory of the bundled models, or "" if none is found
-static void modelDir(char* dir, size_t n) {
-  const char* env = getenv("MJDIFF_MODEL_DIR");
-  if (env && *env && isModelDir(env) && strlen(env) < n) {
-    memcpy(dir, env, strlen(env) + 1);
-    return;
-  }
-
-  // relative to the executable: installed (bin/ -> share/mjdiff/models), build tree (build/tools/)
-  char exe[2048];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (len > 0) {
-    exe[len] = 0;
-    char* slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    const char* rel[] = {"../share/mjdiff/models", "../../models", "../models"};
-    for (int i = 0; i < 3; i++) {
-      if (joinPath(dir, n, exe, rel[i]) && isModelDir(dir)) return;
-    }
-  }
-
-  // the source tree this tool was compiled from (CMake passes absolute source paths)
-  const char* src = __FILE__;
-  const char* tail = strstr(src, "tools/bench/bench_step.c");
-  if (src[0] == '/' && tail) {
-    int w = snprintf(dir, n, "%.*smodels", (int)(tail - src), src);
-    if (w >= 0 && (size_t)w < n && isModelDir(dir)) return;
-  }
-  dir[0] = 0;
-}
-
 //---------------------------------- arguments -----------------------------------------------------
 
 static void parseArgs(int argc, char** argv, args* a) {
@@ -187,40 +142,20 @@ static void parseArgs(int argc, char** argv, args* a) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!positional && !strcmp(o, "--rounds")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000, &a->rounds)) {
-        tool_usageError(TOOL, "--rounds must be an integer in [1, 1000], got '%s'", v);
-      }
+      a->rounds = tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in [1, 1000]");
     } else if (!positional && !strcmp(o, "--states")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 100000, &a->states)) {
-        tool_usageError(TOOL, "--states must be an integer in [1, 1e5], got '%s'", v);
-      }
+      a->states = tool_intOption(TOOL, argc, argv, &i, 1, 100000, "an integer in [1, 1e5]");
     } else if (!positional && !strcmp(o, "--stride")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000000, &a->stride)) {
-        tool_usageError(TOOL, "--stride must be an integer in [1, 1e6], got '%s'", v);
-      }
+      a->stride = tool_intOption(TOOL, argc, argv, &i, 1, 1000000, "an integer in [1, 1e6]");
     } else if (!positional && !strcmp(o, "--warmup")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 100000000, &a->warmup)) {
-        tool_usageError(TOOL, "--warmup must be an integer in [0, 1e8], got '%s'", v);
-      }
+      a->warmup = tool_intOption(TOOL, argc, argv, &i, 0, 100000000, "an integer in [0, 1e8]");
     } else if (!positional && !strcmp(o, "--seed")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
-        tool_usageError(TOOL, "--seed must be an integer in [0, 2^31 - 1], got '%s'", v);
-      }
+      a->seed = tool_intOption(TOOL, argc, argv, &i, 0, 2147483647L, "an integer in [0, 2^31 - 1]");
     } else if (!positional && !strcmp(o, "--min-time")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->min_time) || a->min_time < 0 || a->min_time > 3600) {
-        tool_usageError(TOOL, "--min-time must be a number of seconds in [0, 3600], got '%s'", v);
-      }
+      a->min_time =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, 3600, 0, "a number of seconds in [0, 3600]");
     } else if (!positional && !strcmp(o, "--fd-eps")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->fd_eps) || a->fd_eps <= 0 || a->fd_eps > 1) {
-        tool_usageError(TOOL, "--fd-eps must be a number in (0, 1], got '%s'", v);
-      }
+      a->fd_eps = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "a number in (0, 1]");
     } else if (!positional && !strcmp(o, "--json")) {
       a->json = 1;
     } else if (!positional && !strcmp(o, "--out")) {
@@ -237,82 +172,12 @@ static void parseArgs(int argc, char** argv, args* a) {
   // default models
   if (a->nmodel == 0) {
     a->defaults = 1;
-    char dir[4096];
-    modelDir(dir, sizeof(dir));
-    if (!dir[0]) {
-      fprintf(stderr, TOOL ": note: bundled models not found (set MJDIFF_MODEL_DIR)\n");
-    }
-    for (int i = 0; i < NBUNDLED && dir[0]; i++) {
-      char path[4096];
-      if (!joinPath(path, sizeof(path), dir, kBundled[i]) || access(path, R_OK) != 0) {
-        fprintf(stderr, TOOL ": note: skipping missing bundled model %s\n", path);
-        continue;
-      }
-      a->model[a->nmodel] = malloc(strlen(path) + 1);
-      if (!a->model[a->nmodel]) break;
-      strcpy(a->model[a->nmodel++], path);
-    }
+    tool_bundledModels(TOOL, kBundled, NBUNDLED, a->model, &a->nmodel);
     a->model[a->nmodel++] = kHumanoid;
   }
 }
 
-//---------------------------------- MuJoCo warnings -----------------------------------------------
-
-// MuJoCo's default handler prints to stdout (which holds our results) and appends MUJOCO_LOG.TXT;
-// count the warnings and show the first few on stderr instead
-static long gWarnings = 0;
-
-static void onWarning(const char* msg) {
-  if (gWarnings++ < 5) fprintf(stderr, TOOL ": MuJoCo warning: %s\n", msg);
-}
-
-//---------------------------------- statistics ----------------------------------------------------
-
-static int compareDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double* x, int n) {
-  if (n <= 0) return NAN;
-  double* y = malloc(sizeof(double) * (size_t)n);
-  if (!y) return NAN;
-  memcpy(y, x, sizeof(double) * (size_t)n);
-  qsort(y, (size_t)n, sizeof(double), compareDouble);
-  double med = n % 2 ? y[n / 2] : 0.5 * (y[n / 2 - 1] + y[n / 2]);
-  free(y);
-  return med;
-}
-
 //---------------------------------- states --------------------------------------------------------
-
-// splitmix64: deterministic and platform-independent
-static double uniform(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
-
-static void randomCtrl(const mjModel* m, mjData* d, uint64_t* rng) {
-  for (int i = 0; i < m->nu; i++) {
-    mjtNum lo = -1, hi = 1;
-    if (m->actuator_ctrllimited[i]) {
-      lo = m->actuator_ctrlrange[2 * i];
-      hi = m->actuator_ctrlrange[2 * i + 1];
-    }
-    d->ctrl[i] = lo + (hi - lo) * uniform(rng);
-  }
-}
-
-static void resetState(const mjModel* m, mjData* d) {
-  if (m->nkey > 0) {
-    mj_resetDataKeyframe(m, d, 0);
-  } else {
-    mj_resetData(m, d);
-  }
-}
 
 // one stored state: qpos (nq), qvel (nv), act (na), ctrl (nu), native qacc_warmstart (nv)
 static int stateSize(const mjModel* m) {
@@ -343,14 +208,14 @@ static long makeStates(const args* a, const mjModel* m, const mjdiffModel* s, mj
   long fail = 0;
   int n = stateSize(m);
   *ncon_s = *ncon_n = 0;
-  resetState(m, ds);
+  tool_resetState(m, ds);
   long nstep = a->warmup + a->states * a->stride;
   int k = 0;
   for (long i = 1; i <= nstep; i++) {
-    if ((i - 1) % 20 == 0) randomCtrl(m, ds, &rng);
+    if ((i - 1) % 20 == 0) tool_randomCtrl(m, ds->ctrl, &rng);
     if (mjdiff_step(m, ds, s, err, errsz) != MJDIFF_OK) {
       fail++;
-      resetState(m, ds);
+      tool_resetState(m, ds);
     }
     if (i > a->warmup && (i - a->warmup) % a->stride == 0 && k < a->states) {
       mjtNum* x = X + (size_t)n * k++;
@@ -438,29 +303,10 @@ static double runOp(opwork* o, int op, long reps) {
   return seconds;
 }
 
-static const char* integratorName(int i) {
-  switch (i) {
-    case mjINT_EULER:
-      return "Euler";
-    case mjINT_RK4:
-      return "RK4";
-    default:
-      return "implicit";
-  }
-}
-
-static void baseName(const char* path, char* name, size_t n) {
-  const char* b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  snprintf(name, n, "%s", b);
-  char* dot = strrchr(name, '.');
-  if (dot && dot != name) *dot = 0;
-}
-
 // benchmark one model; 0 on a runtime error (res->error set)
 static int benchModel(const args* a, result* res) {
   char err[1024] = "";
-  baseName(res->path, res->name, sizeof(res->name));
+  tool_baseName(res->path, res->name, sizeof(res->name));
   mjModel* m = tool_loadModel(res->path, err, sizeof(err));
   if (!m) {
     snprintf(res->error, sizeof(res->error), "%s", err);
@@ -512,7 +358,7 @@ static int benchModel(const args* a, result* res) {
     return 0;
   }
   res->ok = 1;
-  long warn0 = gWarnings;
+  long warn0 = tool_warnings();
 
   opwork o;
   memset(&o, 0, sizeof(o));
@@ -547,10 +393,10 @@ static int benchModel(const args* a, result* res) {
   res->nstate = (int)a->states;
   uint64_t rng = (uint64_t)a->seed + 1000;
   for (int i = 0; i < ndx; i++) {
-    o.adj_next[i] = uniform(&rng) - 0.5;
-    o.dx[i] = uniform(&rng) - 0.5;
+    o.adj_next[i] = tool_uniform(&rng) - 0.5;
+    o.dx[i] = tool_uniform(&rng) - 0.5;
   }
-  for (int i = 0; i < nu; i++) o.du[i] = uniform(&rng) - 0.5;
+  for (int i = 0; i < nu; i++) o.du[i] = tool_uniform(&rng) - 0.5;
 
   // warm-up pass of each op, untimed by the rounds, sets the passes per round
   for (int op = 0; op < NOP && !tool_interrupted(); op++) {
@@ -579,8 +425,8 @@ static int benchModel(const args* a, result* res) {
             res->name, r + 1, a->rounds, t[OP_STEP], t[OP_VJP], t[OP_JVP], t[OP_JAC], t[OP_FDF],
             t[OP_FDC]);
   }
-  for (int op = 0; op < NOP; op++) res->us[op] = median(res->t[op], res->rounds);
-  res->warnings = gWarnings - warn0;
+  for (int op = 0; op < NOP; op++) res->us[op] = tool_median(res->t[op], res->rounds);
+  res->warnings = tool_warnings() - warn0;
   long nfail = 0;
   for (int op = 0; op < NOP; op++) nfail += res->fail[op];
   if (nfail) {
@@ -626,7 +472,7 @@ static void printTable(FILE* f, const result* res, int n) {
     const result* r = res + i;
     if (!r->ok || r->rounds == 0) continue;
     fprintf(f, "%-10s %4d %4d %3d %-6s %6.1f %6.1f %10.2f %10.2f %10.2f %10.2f %11.2f %11.2f\n",
-            r->name, r->nv, r->nu, r->na, integratorName(r->integrator), r->ncon_smooth,
+            r->name, r->nv, r->nu, r->na, tool_integratorName(r->integrator), r->ncon_smooth,
             r->ncon_native, r->us[OP_STEP], r->us[OP_VJP], r->us[OP_JVP], r->us[OP_JAC],
             r->us[OP_FDF], r->us[OP_FDC]);
   }
@@ -660,24 +506,10 @@ static void printTable(FILE* f, const result* res, int n) {
       "  Euler-type step).\n");
 }
 
-static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.6g", x);
-  } else {
-    fprintf(f, "null");
-  }
-}
-
 static void printJson(FILE* f, const args* a, const result* res, int n, const char* status) {
-  fprintf(f, "{\"tool\":\"" TOOL "\",\"version\":");
-  tool_jsonString(f, mjdiff_versionString());
-  fprintf(f, ",\"model\":[");
-  for (int i = 0; i < a->nmodel; i++) {
-    if (i) fputc(',', f);
-    tool_jsonString(f, a->model[i]);
-  }
+  tool_jsonHead(f, TOOL, a->model, a->nmodel);
   fprintf(f,
-          "],\"args\":{\"rounds\":%ld,\"states\":%ld,\"stride\":%ld,\"warmup\":%ld,\"seed\":%ld,"
+          ",\"args\":{\"rounds\":%ld,\"states\":%ld,\"stride\":%ld,\"warmup\":%ld,\"seed\":%ld,"
           "\"min_time_s\":%g,\"fd_eps\":%g,\"default_models\":%s,\"mujoco_version\":%d},",
           a->rounds, a->states, a->stride, a->warmup, a->seed, a->min_time, a->fd_eps,
           a->defaults ? "true" : "false", mj_version());
@@ -719,34 +551,28 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
     fprintf(f,
             ",\"nv\":%d,\"nu\":%d,\"na\":%d,\"integrator\":\"%s\",\"timestep_s\":%g,"
             "\"states\":%d,\"rounds\":%d,\"smooth_mean_ncon\":",
-            r->nv, r->nu, r->na, integratorName(r->integrator), r->timestep, r->nstate, r->rounds);
-    jsonNumber(f, r->ncon_smooth);
+            r->nv, r->nu, r->na, tool_integratorName(r->integrator), r->timestep, r->nstate,
+            r->rounds);
+    tool_jsonNumber(f, r->ncon_smooth);
     fprintf(f, ",\"native_mean_ncon\":");
-    jsonNumber(f, r->ncon_native);
-    fprintf(f, ",\"reps\":{");
-    for (int op = 0; op < NOP; op++) {
-      fprintf(f, "%s\"%s\":%ld", op ? "," : "", kOpName[op], r->reps[op]);
-    }
-    fprintf(f, "},\"us_per_call\":{");
-    for (int op = 0; op < NOP; op++) {
-      fprintf(f, "%s\"%s\":", op ? "," : "", kOpName[op]);
-      jsonNumber(f, r->us[op]);
-    }
-    fprintf(f, "},\"ratios\":{\"vjp_step\":");
-    jsonNumber(f, ratio(r, OP_VJP, OP_STEP));
+    tool_jsonNumber(f, r->ncon_native);
+    fprintf(f, ",\"reps\":");
+    tool_jsonCounts(f, kOpName, r->reps, NOP);
+    fprintf(f, ",\"us_per_call\":");
+    tool_jsonNumbers(f, kOpName, r->us, NOP);
+    fprintf(f, ",\"ratios\":{\"vjp_step\":");
+    tool_jsonNumber(f, ratio(r, OP_VJP, OP_STEP));
     fprintf(f, ",\"jvp_step\":");
-    jsonNumber(f, ratio(r, OP_JVP, OP_STEP));
+    tool_jsonNumber(f, ratio(r, OP_JVP, OP_STEP));
     fprintf(f, ",\"jacobian_step\":");
-    jsonNumber(f, ratio(r, OP_JAC, OP_STEP));
+    tool_jsonNumber(f, ratio(r, OP_JAC, OP_STEP));
     fprintf(f, ",\"fd_forward_jacobian\":");
-    jsonNumber(f, ratio(r, OP_FDF, OP_JAC));
+    tool_jsonNumber(f, ratio(r, OP_FDF, OP_JAC));
     fprintf(f, ",\"fd_centered_jacobian\":");
-    jsonNumber(f, ratio(r, OP_FDC, OP_JAC));
-    fprintf(f, "},\"failed_calls\":{");
-    for (int op = 0; op < NOP; op++) {
-      fprintf(f, "%s\"%s\":%ld", op ? "," : "", kOpName[op], r->fail[op]);
-    }
-    fprintf(f, "},\"first_error\":");
+    tool_jsonNumber(f, ratio(r, OP_FDC, OP_JAC));
+    fprintf(f, "},\"failed_calls\":");
+    tool_jsonCounts(f, kOpName, r->fail, NOP);
+    fprintf(f, ",\"first_error\":");
     tool_jsonString(f, r->op_error);
     fprintf(f, ",\"mujoco_warnings\":%ld,\"targets\":{\"vjp_met\":", r->warnings);
     if (r->rounds) {
@@ -772,12 +598,11 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
       fprintf(f, "%s{\"model\":", first ? "" : ",");
       first = 0;
       tool_jsonString(f, r->name);
-      fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"us_per_call\":{", k, kOpName[r->first[k]]);
-      for (int op = 0; op < NOP; op++) {
-        fprintf(f, "%s\"%s\":", op ? "," : "", kOpName[op]);
-        jsonNumber(f, r->t[op][k]);
-      }
-      fprintf(f, "}}");
+      double t[NOP];
+      for (int op = 0; op < NOP; op++) t[op] = r->t[op][k];
+      fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"us_per_call\":", k, kOpName[r->first[k]]);
+      tool_jsonNumbers(f, kOpName, t, NOP);
+      fputc('}', f);
     }
   }
   fprintf(f, "]}\n");
@@ -790,7 +615,7 @@ int main(int argc, char** argv) {
   memset(&a, 0, sizeof(a));
   parseArgs(argc, argv, &a);
   tool_catchInterrupt();
-  mju_user_warning = onWarning;
+  tool_catchWarnings(TOOL);
 
   result* res = calloc((size_t)a.nmodel, sizeof(result));
   if (!res) {
@@ -816,17 +641,9 @@ int main(int argc, char** argv) {
     printTable(stdout, res, n);
   }
   if (a.out) {
-    FILE* f = fopen(a.out, "w");
-    if (!f) {
-      fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-      ok = 0;
-    } else {
-      printJson(f, &a, res, n, status);
-      if (fclose(f) != 0) {
-        fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-        ok = 0;
-      }
-    }
+    FILE* f = tool_openOut(TOOL, a.out);
+    if (f) printJson(f, &a, res, n, status);
+    if (!tool_closeOut(TOOL, a.out, f)) ok = 0;
   }
 
   for (int i = 0; i < n; i++) {

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "benchutil.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-check"
@@ -109,50 +110,27 @@ static void parseArgs(int argc, char** argv, args* a) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!positional && !strcmp(o, "--states")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 1000000, &a->states)) {
-        tool_usageError(TOOL, "--states must be an integer in [1, 1e6], got '%s'", v);
-      }
+      a->states = tool_intOption(TOOL, argc, argv, &i, 1, 1000000, "an integer in [1, 1e6]");
     } else if (!positional && !strcmp(o, "--seed")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
-        tool_usageError(TOOL, "--seed must be an integer in [0, 2^31 - 1], got '%s'", v);
-      }
+      a->seed = tool_intOption(TOOL, argc, argv, &i, 0, 2147483647L, "an integer in [0, 2^31 - 1]");
     } else if (!positional && !strcmp(o, "--steps")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 100000000, &a->steps)) {
-        tool_usageError(TOOL, "--steps must be an integer in [0, 1e8], got '%s'", v);
-      }
+      a->steps = tool_intOption(TOOL, argc, argv, &i, 0, 100000000, "an integer in [0, 1e8]");
     } else if (!positional && !strcmp(o, "--eps")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->eps) || a->eps <= 0 || a->eps > 1) {
-        tool_usageError(TOOL, "--eps must be a number in (0, 1], got '%s'", v);
-      }
+      a->eps = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "a number in (0, 1]");
     } else if (!positional && !strcmp(o, "--eps-ctrl")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->eps_ctrl) || a->eps_ctrl <= 0 || a->eps_ctrl > 1) {
-        tool_usageError(TOOL, "--eps-ctrl must be a number in (0, 1], got '%s'", v);
-      }
+      a->eps_ctrl =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "a number in (0, 1]");
     } else if (!positional && !strcmp(o, "--tol")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->tol) || a->tol <= 0) {
-        tool_usageError(TOOL, "--tol must be a positive number, got '%s'", v);
-      }
+      a->tol =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO, "a positive number");
     } else if (!positional && !strcmp(o, "--floor")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->floor) || a->floor <= 0) {
-        tool_usageError(TOOL, "--floor must be a positive number, got '%s'", v);
-      }
+      a->floor =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO, "a positive number");
     } else if (!positional && !strcmp(o, "--tol-adj")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->tol_adj) || a->tol_adj <= 0) {
-        tool_usageError(TOOL, "--tol-adj must be a positive number, got '%s'", v);
-      }
+      a->tol_adj =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO, "a positive number");
     } else if (!positional && !strcmp(o, "--min-compared")) {
-      const char* v = tool_optionValue(TOOL, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->min_compared) || a->min_compared < 0 || a->min_compared > 1) {
-        tool_usageError(TOOL, "--min-compared must be a number in [0, 1], got '%s'", v);
-      }
+      a->min_compared = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, 0, "a number in [0, 1]");
     } else if (!positional && !strcmp(o, "--quiet")) {
       a->quiet = 1;
     } else if (!positional && !strcmp(o, "--json")) {
@@ -170,15 +148,6 @@ static void parseArgs(int argc, char** argv, args* a) {
     }
   }
   if (!a->model) tool_usageError(TOOL, "no model given");
-}
-
-//---------------------------------- MuJoCo warnings -----------------------------------------------
-
-// MuJoCo's default handler prints to stdout (which holds our results): count and show on stderr
-static long gWarnings = 0;
-
-static void onWarning(const char* msg) {
-  if (gWarnings++ < 5) fprintf(stderr, TOOL ": MuJoCo warning: %s\n", msg);
 }
 
 //---------------------------------- blocks --------------------------------------------------------
@@ -231,26 +200,6 @@ static double blockErrors(const block* b, int nb, int ncol, const mjtNum* X, con
 
 //---------------------------------- states --------------------------------------------------------
 
-// splitmix64: deterministic and platform-independent
-static double uniform(uint64_t* s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
-
-static void randomCtrl(const mjModel* m, mjData* d, uint64_t* rng) {
-  for (int i = 0; i < m->nu; i++) {
-    mjtNum lo = -1, hi = 1;
-    if (m->actuator_ctrllimited[i]) {
-      lo = m->actuator_ctrlrange[2 * i];
-      hi = m->actuator_ctrlrange[2 * i + 1];
-    }
-    d->ctrl[i] = lo + (hi - lo) * uniform(rng);
-  }
-}
-
 // state vector: qpos (nq), qvel (nv), act (na), ctrl (nu), time
 static int stateSize(const mjModel* m) {
   return m->nq + m->nv + m->na + m->nu + 1;
@@ -277,17 +226,16 @@ static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
 // returns the steps actually done (a failed step ends the run early)
 static int randomState(const mjModel* m, mjData* d, const mjdiffModel* s, uint64_t* rng,
                        int nstep) {
-  mj_resetData(m, d);
-  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+  tool_resetState(m, d);
   char err[512];
   int done = 0;
   for (; done < nstep; done++) {
-    if (done % 20 == 0) randomCtrl(m, d, rng);
+    if (done % 20 == 0) tool_randomCtrl(m, d->ctrl, rng);
     if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
   }
-  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (uniform(rng) - 0.5);
-  for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (uniform(rng) - 0.5);
-  randomCtrl(m, d, rng);
+  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (tool_uniform(rng) - 0.5);
+  for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (tool_uniform(rng) - 0.5);
+  tool_randomCtrl(m, d->ctrl, rng);
   mjdiff_forward(m, d, s, err, sizeof(err));  // normalises quaternions, as every call does
   // keep controls strictly inside their ranges (clamping is not differentiable at the bound)
   for (int i = 0; i < m->nu; i++) {
@@ -389,25 +337,6 @@ typedef struct result_ {
   char message[1024];  // runtime error or failed check
 } result;
 
-static const char* integratorName(int i) {
-  switch (i) {
-    case mjINT_EULER:
-      return "Euler";
-    case mjINT_RK4:
-      return "RK4";
-    default:
-      return "implicit";
-  }
-}
-
-static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.6g", x);
-  } else {
-    fprintf(f, "null");
-  }
-}
-
 static void printJson(FILE* f, const args* a, const result* r, const char* status) {
   fprintf(f, "{\"tool\":\"" TOOL "\",\"version\":");
   tool_jsonString(f, mjdiff_versionString());
@@ -425,13 +354,13 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
           "\"timestep_s\":%g,\"states\":%d,\"compared\":%d,\"skipped_fd_disagree\":%d,"
           "\"skipped_fd_step_failed\":%d,\"with_contacts\":%d,\"compared_with_contacts\":%d,"
           "\"state_changed\":%d,\"worst\":{",
-          r->nq, r->nv, r->na, r->nu, integratorName(r->integrator), r->timestep, r->nstate,
+          r->nq, r->nv, r->na, r->nu, tool_integratorName(r->integrator), r->timestep, r->nstate,
           r->compared, r->skipped, r->fd_failed, r->contacts, r->contacts_compared,
           r->state_changed);
   for (int b = 0; b < r->nb; b++) {
     fprintf(f, "%s\"%s\":", b ? "," : "", r->blocks[b].name);
     if (r->compared) {
-      jsonNumber(f, r->worst[b]);
+      tool_jsonNumber(f, r->worst[b]);
     } else {
       fprintf(f, "null");
     }
@@ -442,7 +371,7 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
             r->compared ? r->worst_state[b] : -1);
   }
   fprintf(f, "},\"vjp_jvp_max_error\":");
-  jsonNumber(f, r->nstate ? r->adj_worst : NAN);
+  tool_jsonNumber(f, r->nstate ? r->adj_worst : NAN);
   fprintf(f, ",\"pass\":%s,\"message\":", r->status == TOOL_EXIT_OK ? "true" : "false");
   tool_jsonString(f, r->message);
   fprintf(f, "},\"series\":[");
@@ -453,7 +382,7 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
             "\"fd_disagreement\":",
             k ? "," : "", k, s->steps, s->ncon, s->skipped ? "true" : "false",
             s->fd_failed ? "true" : "false");
-    jsonNumber(f, s->fd_noise);
+    tool_jsonNumber(f, s->fd_noise);
     fprintf(f, ",\"errors\":");
     if (s->skipped || s->fd_failed) {
       fprintf(f, "null");
@@ -461,12 +390,12 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
       fputc('{', f);
       for (int b = 0; b < r->nb; b++) {
         fprintf(f, "%s\"%s\":", b ? "," : "", r->blocks[b].name);
-        jsonNumber(f, s->err[b]);
+        tool_jsonNumber(f, s->err[b]);
       }
       fputc('}', f);
     }
     fprintf(f, ",\"vjp_jvp_error\":");
-    jsonNumber(f, s->adj_err);
+    tool_jsonNumber(f, s->adj_err);
     fprintf(f, ",\"state_changed\":%s}", s->state_changed ? "true" : "false");
   }
   fprintf(f, "]}\n");
@@ -475,7 +404,7 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
 static void printTable(FILE* f, const args* a, const result* r) {
   fprintf(f, TOOL " %s: %s\n", mjdiff_versionString(), a->model);
   fprintf(f, "model: nq %d, nv %d, na %d, nu %d, %s, timestep %g s\n", r->nq, r->nv, r->na, r->nu,
-          integratorName(r->integrator), r->timestep);
+          tool_integratorName(r->integrator), r->timestep);
   fprintf(f,
           "states: %d, compared %d, skipped %d (finite differences disagree with themselves: a "
           "force law's piece boundary in reach)%s",
@@ -524,8 +453,8 @@ static double adjointCheck(const mjModel* m, mjData* d, const mjdiffModel* s, mj
   }
   mjtNum *l = buf, *jv = l + ndx, *jvRef = jv + ndx, *v = jvRef + ndx, *lx = v + ncol,
          *lxRef = lx + ncol;
-  for (int i = 0; i < ndx; i++) l[i] = uniform(rng) - 0.5;
-  for (int i = 0; i < ncol; i++) v[i] = uniform(rng) - 0.5;
+  for (int i = 0; i < ndx; i++) l[i] = tool_uniform(rng) - 0.5;
+  for (int i = 0; i < ncol; i++) v[i] = tool_uniform(rng) - 0.5;
 
   double e = -1;
   if (mjdiff_stepJVP(m, d, s, w, v, nu ? v + ndx : NULL, NULL, jv, err, errsz) != MJDIFF_OK) goto done;
@@ -753,7 +682,7 @@ int main(int argc, char** argv) {
   args a;
   parseArgs(argc, argv, &a);
   tool_catchInterrupt();
-  mju_user_warning = onWarning;
+  tool_catchWarnings(TOOL);
 
   result r;
   memset(&r, 0, sizeof(r));
@@ -803,16 +732,9 @@ int main(int argc, char** argv) {
     printTable(stdout, &a, &r);
   }
   if (a.out) {
-    FILE* f = fopen(a.out, "w");
-    int bad = !f;
-    if (f) {
-      printJson(f, &a, &r, status);
-      bad = fclose(f) != 0;
-    }
-    if (bad) {
-      fprintf(stderr, TOOL ": error: cannot write %s\n", a.out);
-      if (r.status == TOOL_EXIT_OK) r.status = TOOL_EXIT_RUNTIME;
-    }
+    FILE* f = tool_openOut(TOOL, a.out);
+    if (f) printJson(f, &a, &r, status);
+    if (!tool_closeOut(TOOL, a.out, f) && r.status == TOOL_EXIT_OK) r.status = TOOL_EXIT_RUNTIME;
   }
   if (r.status == TOOL_EXIT_OK) {
     if (!a.json) printf("\nresult: PASS (%s)\n", r.message);
@@ -824,7 +746,7 @@ int main(int argc, char** argv) {
   } else if (r.message[0]) {
     fprintf(stderr, TOOL ": error: %s\n", r.message);
   }
-  if (gWarnings) fprintf(stderr, TOOL ": %ld MuJoCo warnings\n", gWarnings);
+  if (tool_warnings()) fprintf(stderr, TOOL ": %ld MuJoCo warnings\n", tool_warnings());
 
   free(r.rec);
   mjdiff_freeStepDeriv(w);

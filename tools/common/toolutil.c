@@ -47,6 +47,29 @@ const char* tool_optionValue(const char* tool, int argc, char** argv, int* i) {
   return argv[++*i];
 }
 
+long tool_intOption(const char* tool, int argc, char** argv, int* i, long lo, long hi,
+                    const char* what) {
+  const char* name = argv[*i];
+  const char* v = tool_optionValue(tool, argc, argv, i);
+  long out;
+  if (!tool_parseInt(v, lo, hi, &out)) {
+    tool_usageError(tool, "%s must be %s, got '%s'", name, what, v);
+  }
+  return out;
+}
+
+double tool_doubleOption(const char* tool, int argc, char** argv, int* i, double lo, double hi,
+                         int open, const char* what) {
+  const char* name = argv[*i];
+  const char* v = tool_optionValue(tool, argc, argv, i);
+  double out;
+  if (!tool_parseDouble(v, &out) || (open & TOOL_OPEN_LO ? out <= lo : out < lo) ||
+      (open & TOOL_OPEN_HI ? out >= hi : out > hi)) {
+    tool_usageError(tool, "%s must be %s, got '%s'", name, what, v);
+  }
+  return out;
+}
+
 double tool_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -98,4 +121,77 @@ void tool_jsonString(FILE* f, const char* s) {
     }
   }
   fputc('"', f);
+}
+
+void tool_jsonNumber(FILE* f, double x) {
+  if (isfinite(x)) {
+    fprintf(f, "%.6g", x);
+  } else {
+    fprintf(f, "null");
+  }
+}
+
+void tool_jsonNumbers(FILE* f, const char* const* names, const double* x, int n) {
+  fputc('{', f);
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%s", i ? "," : "");
+    tool_jsonString(f, names[i]);
+    fputc(':', f);
+    tool_jsonNumber(f, x[i]);
+  }
+  fputc('}', f);
+}
+
+void tool_jsonCounts(FILE* f, const char* const* names, const long* x, int n) {
+  fputc('{', f);
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%s", i ? "," : "");
+    tool_jsonString(f, names[i]);
+    fprintf(f, ":%ld", x[i]);
+  }
+  fputc('}', f);
+}
+
+void tool_jsonHead(FILE* f, const char* tool, char* const* model, int nmodel) {
+  fprintf(f, "{\"tool\":");
+  tool_jsonString(f, tool);
+  fprintf(f, ",\"version\":");
+  tool_jsonString(f, mjdiff_versionString());
+  fprintf(f, ",\"model\":[");
+  for (int i = 0; i < nmodel; i++) {
+    if (i) fputc(',', f);
+    tool_jsonString(f, model[i]);
+  }
+  fputc(']', f);
+}
+
+FILE* tool_openOut(const char* tool, const char* path) {
+  FILE* f = fopen(path, "w");
+  if (!f) fprintf(stderr, "%s: error: cannot write %s\n", tool, path);
+  return f;
+}
+
+int tool_closeOut(const char* tool, const char* path, FILE* f) {
+  if (!f) return 0;
+  if (fclose(f) != 0) {
+    fprintf(stderr, "%s: error: cannot write %s\n", tool, path);
+    return 0;
+  }
+  return 1;
+}
+
+static const char* gWarningTool = "";
+static long gWarnings = 0;
+
+static void onWarning(const char* msg) {
+  if (gWarnings++ < 5) fprintf(stderr, "%s: MuJoCo warning: %s\n", gWarningTool, msg);
+}
+
+void tool_catchWarnings(const char* tool) {
+  gWarningTool = tool;
+  mju_user_warning = onWarning;
+}
+
+long tool_warnings(void) {
+  return gWarnings;
 }

@@ -1,7 +1,7 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // Small helpers shared by the companion tools: strict number parsing, usage errors, JSON output,
-// wall-clock time, SIGINT handling. Tools print; the library never does.
+// wall-clock time, SIGINT handling, MuJoCo warnings. Tools print; the library never does.
 
 #ifndef MJDIFF_TOOLUTIL_H_
 #define MJDIFF_TOOLUTIL_H_
@@ -23,6 +23,19 @@ int tool_parseInt(const char* s, long lo, long hi, long* out);
 // value of option argv[*i] ("--name VALUE"): advances *i; prints a usage error and exits 2 if missing
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i);
 
+// value of integer option argv[*i] ("--name VALUE", *i advanced) in [lo, hi]; else a usage error
+// "--name must be WHAT, got 'VALUE'" (exit 2)
+long tool_intOption(const char* tool, int argc, char** argv, int* i, long lo, long hi,
+                    const char* what);
+
+// value of number option argv[*i] ("--name VALUE", *i advanced), finite, in [lo, hi] with the ends
+// named in open (TOOL_OPEN_LO, TOOL_OPEN_HI) excluded (hi = INFINITY: no upper bound); else a
+// usage error "--name must be WHAT, got 'VALUE'" (exit 2)
+#define TOOL_OPEN_LO 1
+#define TOOL_OPEN_HI 2
+double tool_doubleOption(const char* tool, int argc, char** argv, int* i, double lo, double hi,
+                         int open, const char* what);
+
 // print "TOOL: usage error: MESSAGE (see --help)" to stderr and exit 2
 void tool_usageError(const char* tool, const char* fmt, ...)
 #if defined(__GNUC__)
@@ -42,5 +55,27 @@ mjModel* tool_loadModel(const char* path, char* err, int errsz);
 
 // JSON string with escapes
 void tool_jsonString(FILE* f, const char* s);
+
+// JSON number with 6 significant digits ("%.6g"); null if not finite
+void tool_jsonNumber(FILE* f, double x);
+
+// JSON objects {"NAME":X, ...} of n named numbers (tool_jsonNumber) or counts
+void tool_jsonNumbers(FILE* f, const char* const* names, const double* x, int n);
+void tool_jsonCounts(FILE* f, const char* const* names, const long* x, int n);
+
+// the head of a tool's JSON object: {"tool":TOOL,"version":...,"model":[MODEL, ...]
+void tool_jsonHead(FILE* f, const char* tool, char* const* model, int nmodel);
+
+// open the file of --out FILE for writing; NULL after "TOOL: error: cannot write FILE" on stderr
+FILE* tool_openOut(const char* tool, const char* path);
+
+// close it: 0 after the same message if the writes failed, 0 without one for f NULL, else 1
+int tool_closeOut(const char* tool, const char* path, FILE* f);
+
+// MuJoCo's default warning handler prints to stdout (which holds a tool's results) and appends
+// MUJOCO_LOG.TXT: install one that counts the warnings and shows the first five on stderr as
+// "TOOL: MuJoCo warning: MESSAGE"; tool_warnings() is the count so far
+void tool_catchWarnings(const char* tool);
+long tool_warnings(void);
 
 #endif  // MJDIFF_TOOLUTIL_H_

@@ -4,12 +4,14 @@
 // smooth normal and friction forces, penetration, energy; optionally beside MuJoCo's native step.
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <mjdiff/mjdiff.h>
 
+#include "benchutil.h"
 #include "toolutil.h"
 
 static const char* kTool = "mjdiff-demo";
@@ -53,15 +55,11 @@ static void parseArgs(int argc, char** argv, args* a) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!strcmp(arg, "--seconds")) {
-      const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->seconds) || a->seconds <= 0) {
-        tool_usageError(kTool, "--seconds must be a positive number, got '%s'", v);
-      }
+      a->seconds =
+          tool_doubleOption(kTool, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO, "a positive number");
     } else if (!strcmp(arg, "--every")) {
-      const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!tool_parseDouble(v, &a->every) || a->every <= 0) {
-        tool_usageError(kTool, "--every must be a positive number, got '%s'", v);
-      }
+      a->every =
+          tool_doubleOption(kTool, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO, "a positive number");
     } else if (!strcmp(arg, "--ctrl")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
       if (!strcmp(v, "zero")) {
@@ -72,10 +70,7 @@ static void parseArgs(int argc, char** argv, args* a) {
         tool_usageError(kTool, "--ctrl must be zero or random, got '%s'", v);
       }
     } else if (!strcmp(arg, "--seed")) {
-      const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
-        tool_usageError(kTool, "--seed must be an integer >= 0, got '%s'", v);
-      }
+      a->seed = tool_intOption(kTool, argc, argv, &i, 0, 2147483647L, "an integer >= 0");
     } else if (!strcmp(arg, "--native")) {
       a->native = 1;
     } else if (!strcmp(arg, "--json")) {
@@ -110,37 +105,19 @@ typedef struct summary_ {
   char err[512];
 } summary;
 
-static unsigned long long gRng;
-
-static double uniform(void) {
-  unsigned long long z = (gRng += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z = z ^ (z >> 31);
-  return (double)(z >> 11) / 9007199254740992.0;
-}
-
-static void setControls(const mjModel* m, mjData* d, int random) {
-  for (int i = 0; i < m->nu; i++) {
-    double lo = -1, hi = 1;
-    if (m->actuator_ctrllimited[i]) {
-      lo = m->actuator_ctrlrange[2 * i];
-      hi = m->actuator_ctrlrange[2 * i + 1];
-    }
-    d->ctrl[i] = random ? lo + (hi - lo) * uniform() : 0;
+static void setControls(const mjModel* m, mjData* d, int random, uint64_t* rng) {
+  if (random) {
+    tool_randomCtrl(m, d->ctrl, rng);
+  } else {
+    mju_zero(d->ctrl, m->nu);
   }
-}
-
-static void resetState(const mjModel* m, mjData* d) {
-  mj_resetData(m, d);
-  if (m->nkey > 0) mj_resetDataKeyframe(m, d, 0);
 }
 
 static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a, summary* sum,
                 int print) {
   memset(sum, 0, sizeof(*sum));
-  gRng = (unsigned long long)a->seed;
-  resetState(m, d);
+  uint64_t rng = (uint64_t)a->seed;
+  tool_resetState(m, d);
   long nstep = (long)ceil(a->seconds / m->opt.timestep);
   long every = (long)fmax(1, round(a->every / m->opt.timestep));
   long hold = (long)fmax(1, round(0.1 / m->opt.timestep));
@@ -151,7 +128,7 @@ static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a
   }
   double t0 = tool_now();
   for (long k = 0; k < nstep && !tool_interrupted(); k++) {
-    if (k % hold == 0) setControls(m, d, a->random);
+    if (k % hold == 0) setControls(m, d, a->random, &rng);
     if (s) {
       if (mjdiff_step(m, d, s, sum->err, sizeof(sum->err)) != MJDIFF_OK) {
         sum->failed = 1;

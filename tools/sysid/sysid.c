@@ -250,6 +250,20 @@ static int applySettings(mjModel* m, mjdiffModel* s, const args* a) {
   return 0;
 }
 
+// a recording must give every named actuator's control: a missing column would silently be
+// read as zero control; returns 0, or -1 with a message naming the file and the column
+static int checkControls(const mjModel* m, const sysidRecording* rec, char* err, int errsz) {
+  for (int i = 0; i < m->nu; i++) {
+    const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
+    if (rec->has_ctrl[i] || !name || !name[0]) continue;
+    snprintf(err, (size_t)errsz,
+             "%s: missing column 'ctrl:%s' (actuator %d; give its control, zeros if unused)",
+             rec->path, name, i);
+    return -1;
+  }
+  return 0;
+}
+
 //---------------------------------- generate -----------------------------------------------------
 
 static unsigned long long gRng;
@@ -286,6 +300,12 @@ static int generate(mjModel* m, mjdiffModel* s, const args* a) {
   int fromFile = strcmp(a->ctrl, "random") && strcmp(a->ctrl, "chirp");
   if (fromFile && sysid_readRecording(m, a->ctrl, &file, err, sizeof(err))) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
+    code = TOOL_EXIT_RUNTIME;
+    fromFile = 0;  // nothing to free
+    goto done;
+  }
+  if (fromFile && checkControls(m, &file, err, sizeof(err))) {
+    fprintf(stderr, "%s: error: --ctrl %s\n", kTool, err);
     code = TOOL_EXIT_RUNTIME;
     goto done;
   }
@@ -443,10 +463,140 @@ static int writeNumerics(mjModel* m, const mjdiffModel* s) {
   return missing;
 }
 
-static int writeXml(mjModel* m, const char* path, char* note, size_t n) {
+// growing text buffer
+typedef struct text_ {
+  char* s;
+  size_t len, cap;
+  int bad;
+} text;
+
+static void textAppend(text* t, const char* s, size_t n) {
+  if (t->bad) return;
+  if (t->len + n + 1 > t->cap) {
+    size_t cap = 2 * (t->len + n + 1);
+    char* s2 = (char*)realloc(t->s, cap);
+    if (!s2) {
+      t->bad = 1;
+      return;
+    }
+    t->s = s2;
+    t->cap = cap;
+  }
+  memcpy(t->s + t->len, s, n);
+  t->len += n;
+  t->s[t->len] = 0;
+}
+
+// body id of a fitted body parameter ("body:NAME:mass", ":inertia[k]", ":ipos[k]"), or -1
+static int paramBody(const mjModel* m, const char* pname) {
+  if (strncmp(pname, "body:", 5)) return -1;
+  const char* colon = strrchr(pname + 5, ':');
+  if (!colon) return -1;
+  char name[256];
+  size_t len = (size_t)(colon - (pname + 5));
+  if (len >= sizeof(name)) return -1;
+  memcpy(name, pname + 5, len);
+  name[len] = 0;
+  return mj_name2id(m, mjOBJ_BODY, name);
+}
+
+// MuJoCo 2.2's mj_saveLastXML writes no <inertial> for bodies whose inertia came from their
+// geoms, so fitted masses, inertias and centers of mass would be lost: give each fitted body an
+// explicit <inertial> (replacing one that follows its opening tag) and turn inertiafromgeom="true"
+// (which would ignore it) into "auto". Rewrites the file at path; returns 0 or -1.
+static int writeInertials(const mjModel* m, const mjdiffParams* p, const char* path) {
+  int np = mjdiff_paramCount(p), any = 0;
+  for (int i = 0; i < np; i++) any |= paramBody(m, mjdiff_paramName(p, i)) > 0;
+  if (!any) return 0;
+  FILE* f = fopen(path, "rb");
+  if (!f) return -1;
+  text in = {0}, out = {0};
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof(buf), f)) > 0) textAppend(&in, buf, got);
+  int bad = ferror(f) || in.bad || !in.s;
+  fclose(f);
+  const char* pos = in.s;
+  while (!bad && *pos) {
+    const char* tag = strstr(pos, "<body ");
+    const char* end = tag ? strchr(tag, '>') : NULL;
+    if (!tag || !end) {
+      textAppend(&out, pos, strlen(pos));
+      break;
+    }
+    // the body's name attribute, and whether one of its parameters was fitted
+    int id = -1;
+    const char* na = strstr(tag, " name=\"");
+    if (na && na < end) {
+      const char* q = strchr(na + 7, '"');
+      char name[256];
+      if (q && q < end && (size_t)(q - (na + 7)) < sizeof(name)) {
+        memcpy(name, na + 7, (size_t)(q - (na + 7)));
+        name[q - (na + 7)] = 0;
+        int b = mj_name2id(m, mjOBJ_BODY, name);
+        for (int i = 0; i < np && b > 0 && id < 0; i++) {
+          if (paramBody(m, mjdiff_paramName(p, i)) == b) id = b;
+        }
+      }
+    }
+    int closed = end > tag && end[-1] == '/';
+    textAppend(&out, pos, (size_t)(end - pos) - (id >= 0 && closed));
+    textAppend(&out, ">", 1);
+    pos = end + 1;
+    if (id < 0) continue;
+    // indentation: that of the body's line plus 2
+    const char* line = tag;
+    while (line > in.s && line[-1] != '\n') line--;
+    char el[1024];
+    int ind = (int)(tag - line) + 2;
+    const double* ip = m->body_ipos + 3 * id;
+    const double* iq = m->body_iquat + 4 * id;
+    const double* in3 = m->body_inertia + 3 * id;
+    snprintf(el, sizeof(el),
+             "\n%*s<inertial pos=\"%.17g %.17g %.17g\" quat=\"%.17g %.17g %.17g %.17g\" "
+             "mass=\"%.17g\" diaginertia=\"%.17g %.17g %.17g\"/>",
+             ind, "", ip[0], ip[1], ip[2], iq[0], iq[1], iq[2], iq[3], m->body_mass[id], in3[0],
+             in3[1], in3[2]);
+    textAppend(&out, el, strlen(el));
+    if (closed) {
+      snprintf(el, sizeof(el), "\n%*s</body>", ind - 2, "");
+      textAppend(&out, el, strlen(el));
+      continue;
+    }
+    // drop an <inertial .../> the writer put first
+    const char* next = pos;
+    while (*next == ' ' || *next == '\n' || *next == '\r' || *next == '\t') next++;
+    if (!strncmp(next, "<inertial", 9)) {
+      const char* e2 = strstr(next, "/>");
+      if (e2) pos = e2 + 2;
+    }
+  }
+  bad |= out.bad || !out.s;
+  if (!bad) {
+    // inertiafromgeom="true" would override the explicit <inertial> elements
+    char* ifg;
+    while ((ifg = strstr(out.s, "inertiafromgeom=\"true\"")) != NULL) memcpy(ifg + 17, "auto", 4);
+    f = fopen(path, "wb");
+    bad = !f;
+    if (f) {
+      bad |= fwrite(out.s, 1, out.len, f) != out.len;
+      bad |= fclose(f) != 0;
+    }
+  }
+  free(in.s);
+  free(out.s);
+  return bad ? -1 : 0;
+}
+
+static int writeXml(mjModel* m, const mjdiffParams* p, const char* path, char* note, size_t n) {
   char tmp[1100], err[512] = "";
   snprintf(tmp, sizeof(tmp), "%s.tmp.xml", path);
-  if (!mj_saveLastXML(tmp, m, err, sizeof(err)) || rename(tmp, path)) {
+  int bad = !mj_saveLastXML(tmp, m, err, sizeof(err));
+  if (!bad && writeInertials(m, p, tmp)) {
+    bad = 1;
+    snprintf(err, sizeof(err), "cannot rewrite the body inertias");
+  }
+  if (bad || rename(tmp, path)) {
     remove(tmp);
     snprintf(note, n, "failed: %s", err[0] ? err : "cannot write");
     return -1;
@@ -482,6 +632,12 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
   double *z = NULL, *z0 = NULL, *lo = NULL, *hi = NULL, *prior = NULL, *psig = NULL;
   for (int i = 0; i < a->ndata; i++, nrec++) {
     if (sysid_readRecording(m, a->data[i], rec + i, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+      goto done;
+    }
+    if (checkControls(m, rec + i, err, sizeof(err))) {
+      nrec++;  // read: freed below
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
       goto done;
@@ -600,7 +756,7 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
     code = TOOL_EXIT_RUNTIME;
   } else if (a->xml && !interrupted) {
     int missing = writeNumerics(m, s);
-    if (writeXml(m, a->xml, xmlNote, sizeof(xmlNote))) {
+    if (writeXml(m, p, a->xml, xmlNote, sizeof(xmlNote))) {
       fprintf(stderr, "%s: error: writing %s: %s\n", kTool, a->xml, xmlNote);
       code = TOOL_EXIT_RUNTIME;
     } else if (missing) {

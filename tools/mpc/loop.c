@@ -1,0 +1,288 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// mjdiff-mpc: the closed loop. Per control step k, from the plant state x_k at time t_k:
+//   u_k     = mpc_plan(planner, x_k, budget, s_k)        s_k = plant steps since the last plan
+//   l_k     = l(x_k, u_k)                                 mpc_cost after mjdiff_forward on a copy
+//   x_{k+1} = plant^shift(x_k, u_k)                       mjdiff_step or mj_step
+// The cost is evaluated on a copy, so that the plant's own data (the native solver's warm start,
+// its contacts) is left as its step made it; both plants are measured with the same evaluation.
+
+#define _POSIX_C_SOURCE 200809L
+
+#include "loop.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolutil.h"
+
+void mpc_defaultLoopOptions(mpcLoopOptions* opt) {
+  opt->plant = MPC_PLANT_SMOOTH;
+  opt->budget = 0.01;
+  opt->shift = 1;
+  opt->seconds = 3;
+  opt->key = 0;
+  opt->init_noise = 0.01;
+  opt->seed = 1;
+}
+
+const char* mpc_plantName(mpcPlant plant) {
+  return plant == MPC_PLANT_NATIVE ? "native" : "smooth";
+}
+
+// splitmix64 in [0, 1)
+static double uniform(unsigned long long* state) {
+  unsigned long long z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z = z ^ (z >> 31);
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+// control steps a run of opt->seconds takes (a few spare)
+static int maxRecords(const mjModel* m, const mpcLoopOptions* opt) {
+  double n = ceil(opt->seconds / (m->opt.timestep * opt->shift));
+  return (int)fmin(n, 1e8) + 2;
+}
+
+mpcLoop* mpc_makeLoop(const mjModel* m, const mjdiffModel* s, const mpcTask* task,
+                      mpcPlanner* planner, const mpcLoopOptions* opt, char* err, int errsz) {
+  if (!m || !s || !task || !planner || !opt) {
+    snprintf(err, (size_t)errsz, "closed loop: model, smooth model, task and planner are needed");
+    return NULL;
+  }
+  if (!(opt->budget > 0) || opt->shift < 1 || !(opt->seconds > 0) || !(opt->init_noise >= 0)) {
+    snprintf(err, (size_t)errsz, "closed loop: bad options (budget %g, shift %d, seconds %g)",
+             opt->budget, opt->shift, opt->seconds);
+    return NULL;
+  }
+  if (opt->key > 0 && opt->key >= m->nkey) {
+    snprintf(err, (size_t)errsz, "keyframe %d does not exist (the model has %d)", opt->key,
+             m->nkey);
+    return NULL;
+  }
+  mpcLoop* loop = calloc(1, sizeof(mpcLoop));
+  if (!loop) {
+    snprintf(err, (size_t)errsz, "out of memory");
+    return NULL;
+  }
+  loop->m = m;
+  loop->s = s;
+  loop->task = task;
+  loop->planner = planner;
+  loop->opt = *opt;
+  loop->maxrec = maxRecords(m, opt);
+  loop->d = mj_makeData(m);
+  loop->dc = mj_makeData(m);
+  loop->ctrl = calloc((size_t)(m->nu > 0 ? m->nu : 1), sizeof(double));
+  loop->rec = malloc(sizeof(mpcLoopRecord) * (size_t)loop->maxrec);
+  if (!loop->d || !loop->dc || !loop->ctrl || !loop->rec) {
+    snprintf(err, (size_t)errsz, "out of memory");
+    mpc_freeLoop(loop);
+    return NULL;
+  }
+  mpc_resetLoop(loop);
+  return loop;
+}
+
+void mpc_freeLoop(mpcLoop* loop) {
+  if (!loop) return;
+  if (loop->d) mj_deleteData(loop->d);
+  if (loop->dc) mj_deleteData(loop->dc);
+  free(loop->ctrl);
+  free(loop->rec);
+  free(loop);
+}
+
+// the copy: plant state, mjdiff_forward, cost and success at the current control
+static int evaluate(mpcLoop* loop) {
+  const mjModel* m = loop->m;
+  mjData* d = loop->d;
+  mjData* dc = loop->dc;
+  dc->time = d->time;
+  mju_copy(dc->qpos, d->qpos, m->nq);
+  mju_copy(dc->qvel, d->qvel, m->nv);
+  mju_copy(dc->act, d->act, m->na);
+  mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
+  mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+  mju_copy(dc->qfrc_applied, d->qfrc_applied, m->nv);
+  mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
+  for (int i = 0; i < m->nu; i++) dc->ctrl[i] = loop->ctrl[i];
+  char err[400];
+  if (mjdiff_forward(m, dc, loop->s, err, sizeof(err)) != MJDIFF_OK) {
+    snprintf(loop->err, sizeof(loop->err), "cost evaluation at t = %.4f s: %s", d->time, err);
+    loop->failed = 1;
+    return 0;
+  }
+  loop->cost = mpc_cost(loop->task, m, dc, 0, NULL, NULL);
+  loop->success = mpc_success(loop->task, m, dc);
+  if (!isfinite(loop->cost)) {
+    snprintf(loop->err, sizeof(loop->err), "cost at t = %.4f s is not finite", d->time);
+    loop->failed = 1;
+    return 0;
+  }
+  return 1;
+}
+
+void mpc_resetLoop(mpcLoop* loop) {
+  const mjModel* m = loop->m;
+  mjData* d = loop->d;
+  if (loop->opt.key >= 0 && loop->opt.key < m->nkey) {
+    mj_resetDataKeyframe(m, d, loop->opt.key);
+  } else {
+    mj_resetData(m, d);
+  }
+
+  // qpos <- qpos (+) dq, dq uniform in [-a, a]^nv (quaternions stay unit)
+  if (loop->opt.init_noise > 0 && m->nv > 0) {
+    unsigned long long rng = loop->opt.seed;
+    mjtNum* dq = calloc((size_t)m->nv, sizeof(mjtNum));
+    if (dq) {
+      for (int i = 0; i < m->nv; i++) dq[i] = loop->opt.init_noise * (2 * uniform(&rng) - 1);
+      mj_integratePos(m, d->qpos, dq, 1);
+      free(dq);
+    }
+  }
+  for (int i = 0; i < m->nu; i++) loop->ctrl[i] = d->ctrl[i];
+  mj_forward(m, d);
+  loop->time0 = d->time;
+  loop->nrec = 0;
+  loop->pending = 0;
+  loop->wall = 0;
+  loop->failed = 0;
+  loop->err[0] = 0;
+  evaluate(loop);
+}
+
+double mpc_loopTime(const mpcLoop* loop) {
+  return loop->d->time - loop->time0;
+}
+
+int mpc_loopStep(mpcLoop* loop) {
+  if (loop->failed) return 0;
+  const mjModel* m = loop->m;
+  mjData* d = loop->d;
+  double t0 = tool_now();
+
+  // plan from the plant state
+  double plan_cost = mpc_plan(loop->planner, d, loop->opt.budget, loop->pending, loop->ctrl);
+  double t1 = tool_now();
+  loop->pending = 0;
+
+  // cost and success at (x_k, u_k)
+  if (!evaluate(loop)) {
+    loop->wall += tool_now() - t0;
+    return 0;
+  }
+  if (loop->nrec == loop->maxrec) {
+    // a run past opt.seconds (the viewer): grow the records
+    int grow = loop->maxrec < 1000000000 ? loop->maxrec : 0;
+    mpcLoopRecord* rec = grow ? realloc(loop->rec, sizeof(mpcLoopRecord) *
+                                                       ((size_t)loop->maxrec + (size_t)grow))
+                              : NULL;
+    if (rec) {
+      loop->rec = rec;
+      loop->maxrec += grow;
+    }
+  }
+  if (loop->nrec < loop->maxrec) {
+    mpcLoopRecord* r = loop->rec + loop->nrec++;
+    r->time = d->time;
+    r->cost = loop->cost;
+    r->plan_cost = plan_cost;
+    r->plan_s = t1 - t0;
+    r->success = loop->success;
+  }
+
+  // act
+  for (int i = 0; i < m->nu; i++) d->ctrl[i] = loop->ctrl[i];
+  for (int k = 0; k < loop->opt.shift; k++) {
+    if (loop->opt.plant == MPC_PLANT_SMOOTH) {
+      char err[400];
+      if (mjdiff_step(m, d, loop->s, err, sizeof(err)) != MJDIFF_OK) {
+        snprintf(loop->err, sizeof(loop->err), "smooth plant at t = %.4f s: %s", d->time, err);
+        loop->failed = 1;
+        break;
+      }
+    } else {
+      // mj_step resets the data when the accelerations blow up and raises a warning
+      int bad = d->warning[mjWARN_BADQACC].number;
+      double t = d->time;
+      mj_step(m, d);
+      if (d->warning[mjWARN_BADQACC].number != bad) {
+        snprintf(loop->err, sizeof(loop->err), "native plant at t = %.4f s: bad accelerations",
+                 t);
+        loop->failed = 1;
+        break;
+      }
+    }
+    loop->pending++;
+  }
+
+  // cost at the new state (the control is held)
+  if (!loop->failed) evaluate(loop);
+  loop->wall += tool_now() - t0;
+  return !loop->failed;
+}
+
+int mpc_runLoop(mpcLoop* loop, double progress) {
+  const mjModel* m = loop->m;
+  double next = 0;
+  double half = 0.5 * m->opt.timestep * loop->opt.shift;
+  if (progress > 0) {
+    fprintf(stderr, "%9s %13s %13s %9s %8s\n", "t_s", "cost", "plan_cost", "plan_ms", "success");
+  }
+  while (mpc_loopTime(loop) + half < loop->opt.seconds) {
+    if (tool_interrupted()) return 0;
+    if (!mpc_loopStep(loop)) return 0;
+    if (progress > 0 && loop->nrec > 0 && mpc_loopTime(loop) + 1e-9 >= next) {
+      const mpcLoopRecord* r = loop->rec + loop->nrec - 1;
+      fprintf(stderr, "%9.3f %13.6g %13.6g %9.3f %8d\n", mpc_loopTime(loop), loop->cost,
+              r->plan_cost, 1e3 * r->plan_s, loop->success);
+      next += progress;
+    }
+  }
+  return 1;
+}
+
+double mpc_loopRealtime(const mpcLoop* loop) {
+  return loop->wall > 0 ? mpc_loopTime(loop) / loop->wall : 0;
+}
+
+double mpc_loopMeanPlan(const mpcLoop* loop) {
+  double sum = 0;
+  for (int k = 0; k < loop->nrec; k++) sum += loop->rec[k].plan_s;
+  return loop->nrec ? sum / loop->nrec : 0;
+}
+
+double mpc_loopMaxPlan(const mpcLoop* loop) {
+  double mx = 0;
+  for (int k = 0; k < loop->nrec; k++) mx = fmax(mx, loop->rec[k].plan_s);
+  return mx;
+}
+
+double mpc_loopMeanCost(const mpcLoop* loop) {
+  double sum = 0;
+  for (int k = 0; k < loop->nrec; k++) sum += loop->rec[k].cost;
+  return loop->nrec ? sum / loop->nrec : loop->cost;
+}
+
+int mpc_loopSuccess(const mpcLoop* loop) {
+  if (loop->failed || !loop->success) return 0;
+  if (loop->nrec == 0) return loop->success;
+  double t0 = loop->rec[0].time;
+  double t1 = loop->d->time;
+  double from = t1 - 0.25 * (t1 - t0);
+  for (int k = 0; k < loop->nrec; k++) {
+    if (loop->rec[k].time >= from && !loop->rec[k].success) return 0;
+  }
+  return 1;
+}
+
+double mpc_loopSuccessFraction(const mpcLoop* loop) {
+  int n = 0;
+  for (int k = 0; k < loop->nrec; k++) n += loop->rec[k].success;
+  return loop->nrec ? (double)n / loop->nrec : 0;
+}

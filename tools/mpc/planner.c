@@ -1,0 +1,1126 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// mjdiff-mpc planners: one interface, five methods, all minimising the task cost of a rollout of
+// the smooth step from the current state,
+//   J(u) = sum_{t=0}^{H-1} l(x_t, u_t) + l_H(x_H),  x_{t+1} = f(x_t, u_t),  lo <= u_t <= hi.
+//
+// Knot planners parametrise the controls by nknot knots z_j, one every K steps (about 15 knots),
+// linearly interpolated: u_t = (1 - f) z_j + f z_{j+1}, j = floor(t / K), f = (t mod K) / K
+// (a convex combination: knots within the bounds give controls within the bounds).
+//   gradient   Adam on z with dJ/dz_j = sum_t dJ/du_t du_t/dz_j (rollout adjoint for dJ/du),
+//              step lr_i = 0.02 (hi_i - lo_i), then projection z = clamp(z, lo, hi); the best
+//              iterate is kept
+//   sampling   predictive sampling (MJPC): z_i = clamp(z + sigma eps_i), sigma = 0.1 (hi-lo)/2,
+//              eps_i ~ N(0, I); z = argmin over the nominal and the samples
+//   CEM        z_i = clamp(mu + sigma .* eps_i) (z_0 = mu); elites E: the N/8 best;
+//              mu = mean_E z_i, sigma = max(std_E z_i, 0.02 (hi-lo)/2), sigma_0 = 0.3 (hi-lo)/2
+//   MPPI       z_i = clamp(z + sigma eps_i) (z_0 = z), sigma = 0.2 (hi-lo)/2;
+//              c_i = (J_i - min J) / (max J - min J), w_i = exp(-c_i / lambda), lambda = 0.1;
+//              z = sum_i w_i z_i / sum_i w_i
+//   (CEM and MPPI keep the best evaluated plan as the plan; their mean moves on.)
+// iLQR (Gauss-Newton DDP) on every step's control, tangent layout dx = x (-) xbar:
+//   Q_x = l_x + A' V_x          Q_u = l_u + B' V_x
+//   Q_xx = l_xx + A' V_xx A     Q_uu = l_uu + B' V_xx B     Q_ux = B' V_xx A
+//   k = -(Q_uu + mu I)^-1 Q_u,  K = -(Q_uu + mu I)^-1 Q_ux;  k clamped so that ubar + k lies in
+//   the bounds, rows of K zeroed where it was clamped (box-DDP simplified)
+//   V_x = Q_x + K' Q_uu k + K' Q_u + Q_ux' k,  V_xx = Q_xx + K' Q_uu K + K' Q_ux + Q_ux' K
+//   forward: u_t = clamp(ubar_t + alpha k_t + K_t (x_t (-) xbar_t)), alpha = 1, 1/2, ..., 1/512,
+//   the first alpha that lowers J is accepted (mu /= 4), none: mu *= 10 (Levenberg).
+//
+// Warm start: the previous plan shifted by `shift` steps, the last control held. Rollouts run on
+// the planner's own mjData (one per thread), never on the caller's. Sampling noise is drawn on the
+// calling thread in a fixed order and sample i runs on thread i mod nthread, so results depend on
+// the seed only, not on thread timing.
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpc.h"
+#include "planner_internal.h"
+
+#define MAX_THREAD 64    // threads a planner uses at most
+#define NSAMPLE 32       // samples per iteration (sampling planners), at most
+#define MIN_SAMPLE 2     // samples per iteration, at least
+#define NKNOT_TARGET 15  // knot intervals over the horizon
+#define NALPHA 10        // iLQR line search: alpha = 2^-i, i < NALPHA
+
+static const double kNoiseSampling = 0.1;  // noise std, fractions of half the control range
+static const double kNoiseCEM = 0.3;
+static const double kStdMinCEM = 0.02;
+static const double kNoiseMPPI = 0.2;
+static const double kTemperatureMPPI = 0.1;  // on costs normalised to [0, 1]
+static const double kLearningRate = 0.02;    // Adam step, fraction of the control range
+static const double kMuMin = 1e-6;           // iLQR regularisation bounds
+static const double kMuMax = 1e10;
+
+// per-thread workspace
+typedef struct worker_ {
+  mjData* d;
+  mjdiffStepDeriv* deriv;  // iLQR
+  double* ctrl;            // controls (H x nu)
+  double* states;          // states ((H+1) x nx)
+  double* x;               // state and time (nx + 1)
+  double* xn;              // next state and time (nx + 1)
+  double* dx;              // tangent state difference (ndx)
+  double* best_states;     // sampling: states of this worker's best sample of an iteration
+  double best_cost;
+} worker;
+
+struct mpcPlanner_ {
+  mpcPlannerType type;
+  const mjModel* m;
+  const mjdiffModel* s;
+  const mpcTask* task;
+  int nthread;
+  int H, nu, nq, nv, na, nx, ndx;
+  int K, nknot, nz;  // steps per knot, knots, knot variables (nknot x nu)
+  double* lo;        // control bounds (nu; +-inf if not ctrllimited)
+  double* hi;
+  double* half;  // half the control range (nu; 1 if not ctrllimited)
+
+  // the start state
+  double* x0;  // qpos, qvel, act (nx)
+  double time0;
+  double* mocap;  // mocap_pos, mocap_quat (7 nmocap)
+
+  // the plan
+  double* z;       // knots (nz)
+  double* ctrl;    // controls (H x nu)
+  double* states;  // predicted states ((H+1) x nx)
+  double cost;
+  int has_plan;
+
+  // random numbers: xoshiro256**, Box-Muller
+  unsigned long long rng[4];
+  int has_gauss;
+  double gauss;
+
+  // iteration control
+  int maxiter, nsample_fixed;  // testing: fixed iterations and samples (0: by the budget)
+  int last_iter, last_nsample;
+
+  worker* w;  // nthread workers
+
+  // sampling planners
+  double* samples;  // NSAMPLE x nz
+  double* scost;    // NSAMPLE
+  int* order;       // NSAMPLE
+  double* center;   // nz: CEM mean, MPPI nominal
+  double* sigma;    // nz: CEM std
+  double* ztmp;     // nz
+
+  // gradient planner
+  mjdiffRollout* r;
+  double* gstates;       // (H+1) x nx
+  double* dLdx;          // (H+1) x ndx
+  double* dLdu;          // H x nu
+  double* gctrl;         // H x nu
+  double *gz, *am, *av;  // nz: gradient, Adam moments
+
+  // iLQR
+  double mu;
+  double* A;          // H x ndx x ndx
+  double* B;          // H x ndx x nu
+  double *lx, *lxx;   // (H+1) x ndx, (H+1) x ndx x ndx
+  double *lu, *luu;   // H x nu, H x nu x nu
+  double *kff, *Kfb;  // H x nu, H x nu x ndx
+  int* dstat;         // H+1: status of each step's derivatives
+  double *Vx, *Vxx, *Qx, *Qu, *Qxx, *Quu, *QuuR, *Qux, *VA, *VB, *tn, *tu;
+  int* clamped;                // nu
+  int ls_base;                 // line search: alpha index of the batch's first item
+  double ls_cost[MAX_THREAD];  // line search: cost of each item of the batch
+};
+
+//---------------------------------- small helpers ------------------------------------------------
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static unsigned long long splitmix(unsigned long long* s) {
+  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static unsigned long long rotl(unsigned long long x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+// xoshiro256**
+static unsigned long long nextRandom(mpcPlanner* p) {
+  unsigned long long* s = p->rng;
+  unsigned long long result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+// uniform in (0, 1)
+static double uniform(mpcPlanner* p) {
+  return ((double)(nextRandom(p) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+// standard normal (Box-Muller, both values used)
+static double gaussian(mpcPlanner* p) {
+  if (p->has_gauss) {
+    p->has_gauss = 0;
+    return p->gauss;
+  }
+  double r = sqrt(-2 * log(uniform(p))), a = 2 * mjPI * uniform(p);
+  p->gauss = r * sin(a);
+  p->has_gauss = 1;
+  return r * cos(a);
+}
+
+static double clampValue(double v, double lo, double hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+// clamp n rows of nu controls (or knots) to the bounds
+static void clampRows(const mpcPlanner* p, double* u, int n) {
+  for (int t = 0; t < n; t++) {
+    for (int i = 0; i < p->nu; i++) {
+      u[t * p->nu + i] = clampValue(u[t * p->nu + i], p->lo[i], p->hi[i]);
+    }
+  }
+}
+
+// controls from knots: u_t = (1 - f) z_j + f z_{j+1}
+static void knotsToCtrl(const mpcPlanner* p, const double* z, double* ctrl) {
+  int nu = p->nu;
+  for (int t = 0; t < p->H; t++) {
+    int j = t / p->K;
+    double f = (double)(t % p->K) / p->K;
+    for (int i = 0; i < nu; i++) {
+      ctrl[t * nu + i] = (1 - f) * z[j * nu + i] + f * z[(j + 1) * nu + i];
+    }
+  }
+}
+
+// dJ/dz from dJ/du: gz_j += (1 - f) g_t, gz_{j+1} += f g_t
+static void ctrlGradToKnots(const mpcPlanner* p, const double* gctrl, double* gz) {
+  int nu = p->nu;
+  mju_zero(gz, p->nz);
+  for (int t = 0; t < p->H; t++) {
+    int j = t / p->K;
+    double f = (double)(t % p->K) / p->K;
+    for (int i = 0; i < nu; i++) {
+      gz[j * nu + i] += (1 - f) * gctrl[t * nu + i];
+      gz[(j + 1) * nu + i] += f * gctrl[t * nu + i];
+    }
+  }
+}
+
+// the control of knots z at (real) step t, the last knot held beyond the end
+static void knotsAt(const mpcPlanner* p, const double* z, double t, double* u) {
+  double s = t / p->K;
+  int j = (int)floor(s);
+  double f = s - j;
+  if (j >= p->nknot - 1) {
+    j = p->nknot - 2;
+    f = 1;
+  }
+  for (int i = 0; i < p->nu; i++) u[i] = (1 - f) * z[j * p->nu + i] + f * z[(j + 1) * p->nu + i];
+}
+
+//---------------------------------- states and rollouts ------------------------------------------
+
+// d at the start state: qpos, qvel, act, time, mocap; no warm start or leftover controls
+static void loadStart(const mpcPlanner* p, mjData* d) {
+  const mjModel* m = p->m;
+  mju_copy(d->qpos, p->x0, p->nq);
+  mju_copy(d->qvel, p->x0 + p->nq, p->nv);
+  if (p->na) mju_copy(d->act, p->x0 + p->nq + p->nv, p->na);
+  d->time = p->time0;
+  if (m->nmocap) {
+    mju_copy(d->mocap_pos, p->mocap, 3 * m->nmocap);
+    mju_copy(d->mocap_quat, p->mocap + 3 * m->nmocap, 4 * m->nmocap);
+  }
+  mju_zero(d->qacc_warmstart, p->nv);
+  if (p->nu) mju_zero(d->ctrl, p->nu);
+}
+
+// x = (qpos, qvel, act)
+static void getState(const mpcPlanner* p, const mjData* d, double* x) {
+  mju_copy(x, d->qpos, p->nq);
+  mju_copy(x + p->nq, d->qvel, p->nv);
+  if (p->na) mju_copy(x + p->nq + p->nv, d->act, p->na);
+}
+
+static void setState(const mpcPlanner* p, mjData* d, const double* x) {
+  mju_copy(d->qpos, x, p->nq);
+  mju_copy(d->qvel, x + p->nq, p->nv);
+  if (p->na) mju_copy(d->act, x + p->nq + p->nv, p->na);
+}
+
+// feedback of an iLQR forward pass: u_t = clamp(ubar_t + alpha k_t + K_t (x_t (-) xbar_t))
+typedef struct feedback_ {
+  const double* xbar;  // (H+1) x nx
+  const double* kff;   // H x nu
+  const double* Kfb;   // H x nu x ndx
+  double alpha;
+} feedback;
+
+// Roll out controls ctrl (H x nu) from the start on worker w, or, with fb, the feedback law around
+// them. The running cost needs the kinematics at x_t: with Euler, the step's own forward pass
+// leaves them at x_t (MuJoCo integrates qpos, qvel and act only), so x_t is swapped back in for the
+// cost; otherwise an extra forward pass. Writes the controls used (uout) and states; returns J,
+// INFINITY if a step fails. Nullable: fb, uout, states.
+static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const feedback* fb,
+                      double* uout, double* states) {
+  const mjModel* m = p->m;
+  mjData* d = w->d;
+  int nu = p->nu, nx = p->nx, H = p->H;
+  int euler = m->opt.integrator == mjINT_EULER;
+  loadStart(p, d);
+  double J = 0;
+  for (int t = 0; t < H; t++) {
+    double* x = states ? states + (size_t)t * nx : w->x;
+    getState(p, d, x);
+    double time = d->time;
+
+    // controls
+    if (fb) {
+      const double* xb = fb->xbar + (size_t)t * nx;
+      mj_differentiatePos(m, w->dx, 1, xb, d->qpos);
+      for (int i = 0; i < p->nv + p->na; i++) w->dx[p->nv + i] = x[p->nq + i] - xb[p->nq + i];
+      for (int i = 0; i < nu; i++) {
+        double u = ctrl[t * nu + i] + fb->alpha * fb->kff[t * nu + i];
+        u += mju_dot(fb->Kfb + ((size_t)t * nu + i) * p->ndx, w->dx, p->ndx);
+        d->ctrl[i] = clampValue(u, p->lo[i], p->hi[i]);
+      }
+    } else {
+      for (int i = 0; i < nu; i++) d->ctrl[i] = clampValue(ctrl[t * nu + i], p->lo[i], p->hi[i]);
+    }
+    if (uout) mju_copy(uout + t * nu, d->ctrl, nu);
+
+    // running cost and step
+    if (!euler) {
+      if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
+      J += mpc_cost(p->task, m, d, 0, NULL, NULL);
+    }
+    if (mjdiff_step(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
+    if (euler) {
+      getState(p, d, w->xn);
+      double tnext = d->time;
+      setState(p, d, x);
+      d->time = time;
+      J += mpc_cost(p->task, m, d, 0, NULL, NULL);
+      setState(p, d, w->xn);
+      d->time = tnext;
+    }
+  }
+
+  // terminal cost
+  if (states) getState(p, d, states + (size_t)H * nx);
+  if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
+  J += mpc_cost(p->task, m, d, 1, NULL, NULL);
+  return isfinite(J) ? J : INFINITY;
+}
+
+//---------------------------------- threads ------------------------------------------------------
+
+typedef void (*itemFn)(mpcPlanner* p, worker* w, int item);
+
+typedef struct job_ {
+  mpcPlanner* p;
+  itemFn fn;
+  int id, stride, nitem;
+} job;
+
+static void runJob(job* j) {
+  for (int i = j->id; i < j->nitem; i += j->stride) j->fn(j->p, j->p->w + j->id, i);
+}
+
+static void* jobThread(void* arg) {
+  runJob((job*)arg);
+  return NULL;
+}
+
+// fn on items 0 .. nitem-1, item i on worker i mod nt (nt = min(nthread, nitem)); a thread that
+// cannot start has its items run by the caller, on the same worker
+static void runParallel(mpcPlanner* p, itemFn fn, int nitem) {
+  int nt = p->nthread < nitem ? p->nthread : nitem;
+  if (nt < 1) return;
+  job jobs[MAX_THREAD];
+  pthread_t th[MAX_THREAD];
+  int started[MAX_THREAD] = {0};
+  for (int i = 0; i < nt; i++) {
+    jobs[i].p = p;
+    jobs[i].fn = fn;
+    jobs[i].id = i;
+    jobs[i].stride = nt;
+    jobs[i].nitem = nitem;
+  }
+  for (int i = 1; i < nt; i++) started[i] = pthread_create(th + i, NULL, jobThread, jobs + i) == 0;
+  runJob(jobs);
+  for (int i = 1; i < nt; i++) {
+    if (started[i]) {
+      pthread_join(th[i], NULL);
+    } else {
+      runJob(jobs + i);
+    }
+  }
+}
+
+//---------------------------------- sampling planners --------------------------------------------
+
+// sample i; the worker keeps the states of its best sample (items in increasing order: the
+// lowest index among equal costs)
+static void sampleItem(mpcPlanner* p, worker* w, int i) {
+  knotsToCtrl(p, p->samples + (size_t)i * p->nz, w->ctrl);
+  p->scost[i] = rollout(p, w, w->ctrl, NULL, NULL, w->states);
+  if (p->scost[i] < w->best_cost) {
+    w->best_cost = p->scost[i];
+    double* tmp = w->best_states;
+    w->best_states = w->states;
+    w->states = tmp;
+  }
+}
+
+// order of the samples by (cost, index)
+static void sortSamples(const double* cost, int* order, int n) {
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++) {
+    int v = order[i], j = i - 1;
+    while (j >= 0 && (cost[order[j]] > cost[v] || (cost[order[j]] == cost[v] && order[j] > v))) {
+      order[j + 1] = order[j];
+      j--;
+    }
+    order[j + 1] = v;
+  }
+}
+
+// one iteration of predictive sampling, CEM or MPPI with n samples
+static void samplingIteration(mpcPlanner* p, int n) {
+  int nz = p->nz, nu = p->nu;
+  const double* c = p->type == MPC_SAMPLING ? p->z : p->center;
+  double scale = p->type == MPC_SAMPLING ? kNoiseSampling : kNoiseMPPI;
+
+  // samples: the centre (CEM, MPPI), then perturbations drawn in a fixed order
+  for (int i = 0; i < n; i++) {
+    double* zi = p->samples + (size_t)i * nz;
+    for (int k = 0; k < nz; k++) {
+      if (i == 0 && p->type != MPC_SAMPLING) {
+        zi[k] = c[k];
+        continue;
+      }
+      double sd = p->type == MPC_CEM ? p->sigma[k] : scale * p->half[k % nu];
+      zi[k] = clampValue(c[k] + sd * gaussian(p), p->lo[k % nu], p->hi[k % nu]);
+    }
+  }
+  for (int i = 0; i < p->nthread; i++) p->w[i].best_cost = INFINITY;
+  runParallel(p, sampleItem, n);
+
+  // the best plan so far (sample i ran on worker i mod min(nthread, n))
+  int best = 0;
+  for (int i = 1; i < n; i++) {
+    if (p->scost[i] < p->scost[best]) best = i;
+  }
+  if (p->scost[best] < p->cost) {
+    int nt = p->nthread < n ? p->nthread : n;
+    p->cost = p->scost[best];
+    mju_copy(p->z, p->samples + (size_t)best * nz, nz);
+    mju_copy(p->states, p->w[best % nt].best_states, (size_t)(p->H + 1) * p->nx);
+  }
+
+  if (p->type == MPC_CEM) {
+    // elites: mean and standard deviation
+    sortSamples(p->scost, p->order, n);
+    int ne = n / 8 > 2 ? n / 8 : 2;
+    if (ne > n) ne = n;
+    int nfinite = 0;
+    for (int e = 0; e < ne; e++) nfinite += isfinite(p->scost[p->order[e]]);
+    if (nfinite == 0) return;
+    ne = nfinite;
+    for (int k = 0; k < nz; k++) {
+      double mean = 0, var = 0;
+      for (int e = 0; e < ne; e++) mean += p->samples[(size_t)p->order[e] * nz + k];
+      mean /= ne;
+      for (int e = 0; e < ne; e++) {
+        double dv = p->samples[(size_t)p->order[e] * nz + k] - mean;
+        var += dv * dv;
+      }
+      var /= ne;
+      p->center[k] = clampValue(mean, p->lo[k % nu], p->hi[k % nu]);
+      double smin = kStdMinCEM * p->half[k % nu];
+      p->sigma[k] = sqrt(var) > smin ? sqrt(var) : smin;
+    }
+  } else if (p->type == MPC_MPPI) {
+    // softmin weights on normalised costs
+    double cmin = INFINITY, cmax = -INFINITY;
+    for (int i = 0; i < n; i++) {
+      if (!isfinite(p->scost[i])) continue;
+      if (p->scost[i] < cmin) cmin = p->scost[i];
+      if (p->scost[i] > cmax) cmax = p->scost[i];
+    }
+    if (!isfinite(cmin)) return;
+    double range = cmax > cmin ? cmax - cmin : 1, wsum = 0;
+    mju_zero(p->ztmp, nz);
+    for (int i = 0; i < n; i++) {
+      if (!isfinite(p->scost[i])) continue;
+      double wi = exp(-(p->scost[i] - cmin) / range / kTemperatureMPPI);
+      wsum += wi;
+      mju_addToScl(p->ztmp, p->samples + (size_t)i * nz, wi, nz);
+    }
+    for (int k = 0; k < nz; k++) {
+      p->center[k] = clampValue(p->ztmp[k] / wsum, p->lo[k % nu], p->hi[k % nu]);
+    }
+  }
+}
+
+//---------------------------------- gradient planner ---------------------------------------------
+
+// J(z) and dJ/dz on worker 0 (the start already loaded in p); INFINITY if the rollout fails
+static double objective(mpcPlanner* p, const double* z, double* gz) {
+  const mjModel* m = p->m;
+  worker* w = p->w;
+  mjData* d = w->d;
+  int H = p->H, nu = p->nu, nx = p->nx, ndx = p->ndx;
+  knotsToCtrl(p, z, w->ctrl);
+  clampRows(p, w->ctrl, H);
+  loadStart(p, d);
+  if (mjdiff_rolloutForward(m, d, p->s, p->r, w->ctrl, NULL, NULL, p->gstates, NULL, NULL, 0) !=
+      MJDIFF_OK) {
+    return INFINITY;
+  }
+
+  // loss and its gradients at each state: l(x_t, u_t), l_H(x_H)
+  double J = 0;
+  for (int t = 0; t <= H; t++) {
+    setState(p, d, p->gstates + (size_t)t * nx);
+    d->time = p->time0 + t * m->opt.timestep;
+    if (t < H) mju_copy(d->ctrl, w->ctrl + t * nu, nu);
+    if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
+    J += mpc_cost(p->task, m, d, t == H, p->dLdx + (size_t)t * ndx,
+                  t < H ? p->dLdu + (size_t)t * nu : NULL);
+  }
+  if (!isfinite(J)) return INFINITY;
+  if (!gz) return J;
+
+  // adjoint sweep, then the chain rule to the knots
+  if (mjdiff_rolloutBackward(m, d, p->s, p->r, p->dLdx, p->dLdu, NULL, NULL, p->gctrl, NULL, NULL,
+                             NULL, 0) != MJDIFF_OK) {
+    return INFINITY;
+  }
+  ctrlGradToKnots(p, p->gctrl, gz);
+  return J;
+}
+
+// Adam state: lr (per call), iteration count, previous cost
+typedef struct adamState_ {
+  double lr, prev;
+  int step;
+} adamState;
+
+// one iteration: evaluate J and dJ/dz at z (as the current iterate), keep the best, Adam step
+static void gradientIteration(mpcPlanner* p, adamState* a) {
+  int nz = p->nz, nu = p->nu;
+  double J = objective(p, p->ztmp, p->gz);
+  if (J < p->cost) {
+    p->cost = J;
+    mju_copy(p->z, p->ztmp, nz);
+    mju_copy(p->states, p->gstates, (size_t)(p->H + 1) * p->nx);
+  }
+  if (!isfinite(J)) {
+    // back to the best iterate with a smaller step
+    mju_copy(p->ztmp, p->z, nz);
+    mju_zero(p->am, nz);
+    mju_zero(p->av, nz);
+    a->step = 0;
+    a->lr *= 0.5;
+    return;
+  }
+  a->lr = J > a->prev ? 0.7 * a->lr : (1.1 * a->lr < 1 ? 1.1 * a->lr : 1);
+  a->prev = J;
+
+  // Adam, step lr (hi - lo) per knot variable, then projection onto the bounds
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-12;
+  a->step++;
+  double c1 = 1 - pow(b1, a->step), c2 = 1 - pow(b2, a->step);
+  for (int k = 0; k < nz; k++) {
+    double g = p->gz[k];
+    p->am[k] = b1 * p->am[k] + (1 - b1) * g;
+    p->av[k] = b2 * p->av[k] + (1 - b2) * g * g;
+    double mh = p->am[k] / c1, vh = p->av[k] / c2;
+    double step = a->lr * kLearningRate * 2 * p->half[k % nu];
+    p->ztmp[k] =
+        clampValue(p->ztmp[k] - step * mh / (sqrt(vh) + eps), p->lo[k % nu], p->hi[k % nu]);
+  }
+}
+
+//---------------------------------- iLQR ---------------------------------------------------------
+
+// derivatives at step t of the nominal (p->states, p->ctrl): A, B, l_x, l_u, l_xx, l_uu; t = H:
+// the terminal cost's
+static void derivItem(mpcPlanner* p, worker* w, int t) {
+  const mjModel* m = p->m;
+  mjData* d = w->d;
+  int nu = p->nu, ndx = p->ndx, H = p->H;
+  loadStart(p, d);
+  setState(p, d, p->states + (size_t)t * p->nx);
+  d->time = p->time0 + t * m->opt.timestep;
+  size_t n2 = (size_t)ndx * ndx;
+  if (t < H) {
+    mju_copy(d->ctrl, p->ctrl + t * nu, nu);
+    // the step Jacobian leaves d's derived quantities at the forward pass of x_t
+    mjdiffStatus st = mjdiff_stepJacobian(m, d, p->s, w->deriv, p->A + n2 * t,
+                                          p->B + (size_t)ndx * nu * t, NULL, NULL, 0);
+    p->dstat[t] = st;
+    if (st != MJDIFF_OK) return;
+    mpc_cost(p->task, m, d, 0, p->lx + (size_t)ndx * t, p->lu + (size_t)nu * t);
+    mpc_costHessian(p->task, m, d, 0, p->lxx + n2 * t, p->luu + (size_t)nu * nu * t);
+  } else {
+    mjdiffStatus st = mjdiff_forward(m, d, p->s, NULL, 0);
+    p->dstat[t] = st;
+    if (st != MJDIFF_OK) return;
+    mpc_cost(p->task, m, d, 1, p->lx + (size_t)ndx * t, NULL);
+    mpc_costHessian(p->task, m, d, 1, p->lxx + n2 * t, NULL);
+  }
+}
+
+// Cholesky factor of the n x n symmetric a in place (lower triangle); 0 if not positive definite
+static int cholesky(double* a, int n) {
+  for (int j = 0; j < n; j++) {
+    double s = a[j * n + j];
+    for (int k = 0; k < j; k++) s -= a[j * n + k] * a[j * n + k];
+    if (!(s > 0)) return 0;
+    a[j * n + j] = sqrt(s);
+    for (int i = j + 1; i < n; i++) {
+      double v = a[i * n + j];
+      for (int k = 0; k < j; k++) v -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = v / a[j * n + j];
+    }
+  }
+  return 1;
+}
+
+// x = (L L')^-1 b
+static void choleskySolve(const double* l, int n, const double* b, double* x) {
+  for (int i = 0; i < n; i++) {
+    double v = b[i];
+    for (int k = 0; k < i; k++) v -= l[i * n + k] * x[k];
+    x[i] = v / l[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double v = x[i];
+    for (int k = i + 1; k < n; k++) v -= l[k * n + i] * x[k];
+    x[i] = v / l[i * n + i];
+  }
+}
+
+// Riccati sweep with regularisation p->mu; 0 if some Q_uu + mu I is not positive definite
+static int backwardPass(mpcPlanner* p) {
+  int n = p->ndx, nu = p->nu, H = p->H;
+  size_t n2 = (size_t)n * n;
+  mju_copy(p->Vx, p->lx + (size_t)n * H, n);
+  mju_copy(p->Vxx, p->lxx + n2 * H, n2);
+  for (int t = H - 1; t >= 0; t--) {
+    const double* A = p->A + n2 * t;
+    const double* B = p->B + (size_t)n * nu * t;
+    const double* ubar = p->ctrl + t * nu;
+    double* k = p->kff + t * nu;
+    double* K = p->Kfb + (size_t)nu * n * t;
+
+    // Q_x = l_x + A' V_x, Q_u = l_u + B' V_x
+    mju_mulMatTVec(p->Qx, A, p->Vx, n, n);
+    mju_addTo(p->Qx, p->lx + (size_t)n * t, n);
+    if (nu) {
+      mju_mulMatTVec(p->Qu, B, p->Vx, n, nu);
+      mju_addTo(p->Qu, p->lu + (size_t)nu * t, nu);
+    }
+
+    // Q_xx = l_xx + A' V_xx A, Q_ux = B' V_xx A, Q_uu = l_uu + B' V_xx B
+    mju_mulMatMat(p->VA, p->Vxx, A, n, n, n);
+    mju_mulMatTMat(p->Qxx, A, p->VA, n, n, n);
+    mju_addTo(p->Qxx, p->lxx + n2 * t, n2);
+    if (nu) {
+      mju_mulMatTMat(p->Qux, B, p->VA, n, nu, n);
+      mju_mulMatMat(p->VB, p->Vxx, B, n, n, nu);
+      mju_mulMatTMat(p->Quu, B, p->VB, n, nu, nu);
+      mju_addTo(p->Quu, p->luu + (size_t)nu * nu * t, (size_t)nu * nu);
+      for (int i = 0; i < nu; i++) {
+        for (int j = 0; j < i; j++) {
+          double v = 0.5 * (p->Quu[i * nu + j] + p->Quu[j * nu + i]);
+          p->Quu[i * nu + j] = p->Quu[j * nu + i] = v;
+        }
+      }
+
+      // k = -(Q_uu + mu I)^-1 Q_u, K = -(Q_uu + mu I)^-1 Q_ux
+      mju_copy(p->QuuR, p->Quu, (size_t)nu * nu);
+      for (int i = 0; i < nu; i++) p->QuuR[i * nu + i] += p->mu;
+      if (!cholesky(p->QuuR, nu)) return 0;
+      choleskySolve(p->QuuR, nu, p->Qu, k);
+      mju_scl(k, k, -1, nu);
+      for (int j = 0; j < n; j++) {
+        for (int i = 0; i < nu; i++) p->tu[i] = p->Qux[i * n + j];
+        choleskySolve(p->QuuR, nu, p->tu, p->tu + nu);
+        for (int i = 0; i < nu; i++) K[i * n + j] = -p->tu[nu + i];
+      }
+
+      // bounds: clamp ubar + k, no feedback on clamped controls
+      for (int i = 0; i < nu; i++) {
+        double u = ubar[i] + k[i], uc = clampValue(u, p->lo[i], p->hi[i]);
+        p->clamped[i] = uc != u;
+        if (p->clamped[i]) {
+          k[i] = uc - ubar[i];
+          mju_zero(K + i * n, n);
+        }
+      }
+    }
+
+    // V_x = Q_x + K' Q_uu k + K' Q_u + Q_ux' k
+    mju_copy(p->Vx, p->Qx, n);
+    mju_copy(p->Vxx, p->Qxx, n2);
+    if (nu) {
+      mju_mulMatVec(p->tu, p->Quu, k, nu, nu);
+      mju_addTo(p->tu, p->Qu, nu);
+      mju_mulMatTVec(p->tn, K, p->tu, nu, n);
+      mju_addTo(p->Vx, p->tn, n);
+      mju_mulMatTVec(p->tn, p->Qux, k, nu, n);
+      mju_addTo(p->Vx, p->tn, n);
+
+      // V_xx = Q_xx + K' Q_uu K + K' Q_ux + Q_ux' K
+      for (int i = 0; i < nu; i++) {
+        for (int j = 0; j < n; j++) {
+          double v = p->Qux[i * n + j];
+          for (int l = 0; l < nu; l++) v += p->Quu[i * nu + l] * K[l * n + j];
+          p->VA[i * n + j] = v;  // (Q_uu K + Q_ux) (nu x n)
+        }
+      }
+      mju_mulMatTMat(p->tn + n, K, p->VA, nu, n, n);  // K' (Q_uu K + Q_ux)
+      mju_addTo(p->Vxx, p->tn + n, n2);
+      mju_mulMatTMat(p->tn + n, p->Qux, K, nu, n, n);  // Q_ux' K
+      mju_addTo(p->Vxx, p->tn + n, n2);
+    }
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < i; j++) {
+        double v = 0.5 * (p->Vxx[i * n + j] + p->Vxx[j * n + i]);
+        p->Vxx[i * n + j] = p->Vxx[j * n + i] = v;
+      }
+    }
+  }
+  return 1;
+}
+
+// line search item i: alpha = 2^-(base + i) on worker i (a batch has at most nthread items)
+static void lineSearchItem(mpcPlanner* p, worker* w, int i) {
+  feedback fb = {p->states, p->kff, p->Kfb, ldexp(1.0, -(p->ls_base + i))};
+  p->ls_cost[i] = rollout(p, w, p->ctrl, &fb, w->ctrl, w->states);
+}
+
+// one iLQR iteration; 0 when there is nothing more to do (derivatives failed, mu past its bound)
+static int ilqrIteration(mpcPlanner* p) {
+  int H = p->H, nu = p->nu, nx = p->nx;
+  runParallel(p, derivItem, H + 1);
+  for (int t = 0; t <= H; t++) {
+    if (p->dstat[t] != MJDIFF_OK) return 0;
+  }
+
+  // backward pass, raising mu until every Q_uu + mu I is positive definite
+  while (!backwardPass(p)) {
+    p->mu = p->mu * 10 > kMuMin ? p->mu * 10 : kMuMin;
+    if (p->mu > kMuMax) return 0;
+  }
+
+  // forward passes, nthread alphas at a time; the first alpha in order that lowers J
+  for (p->ls_base = 0; p->ls_base < NALPHA; p->ls_base += p->nthread) {
+    int nitem = NALPHA - p->ls_base < p->nthread ? NALPHA - p->ls_base : p->nthread;
+    runParallel(p, lineSearchItem, nitem);
+    for (int i = 0; i < nitem; i++) {
+      if (p->ls_cost[i] < p->cost) {
+        p->cost = p->ls_cost[i];
+        mju_copy(p->ctrl, p->w[i].ctrl, (size_t)H * nu);
+        mju_copy(p->states, p->w[i].states, (size_t)(H + 1) * nx);
+        p->mu = p->mu / 4 > kMuMin ? p->mu / 4 : kMuMin;
+        return 1;
+      }
+    }
+  }
+  p->mu *= 10;
+  return p->mu <= kMuMax;
+}
+
+//---------------------------------- the interface ------------------------------------------------
+
+const char* mpc_plannerName(mpcPlannerType type) {
+  switch (type) {
+    case MPC_GRADIENT:
+      return "gradient";
+    case MPC_ILQR:
+      return "ilqr";
+    case MPC_SAMPLING:
+      return "sampling";
+    case MPC_CEM:
+      return "cem";
+    case MPC_MPPI:
+      return "mppi";
+  }
+  return "unknown";
+}
+
+static double* allocNum(size_t n, int* ok) {
+  double* v = (double*)calloc(n ? n : 1, sizeof(double));
+  if (!v) *ok = 0;
+  return v;
+}
+
+static int* allocInt(size_t n, int* ok) {
+  int* v = (int*)calloc(n ? n : 1, sizeof(int));
+  if (!v) *ok = 0;
+  return v;
+}
+
+mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffModel* s,
+                            const mpcTask* task, int nthread, unsigned long long seed, char* err,
+                            int errsz) {
+  char dummy[1];
+  if (!err || errsz <= 0) {
+    err = dummy;
+    errsz = 1;
+  }
+  err[0] = 0;
+  if (!m || !s || !task) {
+    snprintf(err, (size_t)errsz, "model, smooth model or task is NULL");
+    return NULL;
+  }
+  if ((int)type < MPC_GRADIENT || (int)type > MPC_MPPI) {
+    snprintf(err, (size_t)errsz, "planner type must be 0 to 4, got %d", (int)type);
+    return NULL;
+  }
+  if (nthread < 1) {
+    snprintf(err, (size_t)errsz, "nthread must be >= 1, got %d", nthread);
+    return NULL;
+  }
+  double horizon = mpc_taskHorizon(task);
+  if (!(horizon > 0) || !(m->opt.timestep > 0)) {
+    snprintf(err, (size_t)errsz, "horizon must be > 0 s, got %g (timestep %g s)", horizon,
+             m->opt.timestep);
+    return NULL;
+  }
+  double steps = horizon / m->opt.timestep;
+  if (steps > 1e6) {
+    snprintf(err, (size_t)errsz, "horizon must be at most 1e6 steps, got %g s / %g s", horizon,
+             m->opt.timestep);
+    return NULL;
+  }
+
+  mpcPlanner* p = (mpcPlanner*)calloc(1, sizeof(mpcPlanner));
+  if (!p) {
+    snprintf(err, (size_t)errsz, "out of memory making the planner");
+    return NULL;
+  }
+  p->type = type;
+  p->m = m;
+  p->s = s;
+  p->task = task;
+  p->nthread = type == MPC_GRADIENT ? 1 : (nthread < MAX_THREAD ? nthread : MAX_THREAD);
+  p->H = (int)lround(steps) > 1 ? (int)lround(steps) : 1;
+  p->nu = m->nu;
+  p->nq = m->nq;
+  p->nv = m->nv;
+  p->na = m->na;
+  p->nx = m->nq + m->nv + m->na;
+  p->ndx = 2 * m->nv + m->na;
+  p->K =
+      (int)lround((double)p->H / NKNOT_TARGET) > 1 ? (int)lround((double)p->H / NKNOT_TARGET) : 1;
+  p->nknot = (p->H + p->K - 1) / p->K + 1;
+  p->nz = p->nknot * p->nu;
+  p->mu = kMuMin;
+  unsigned long long sm = seed;
+  for (int i = 0; i < 4; i++) p->rng[i] = splitmix(&sm);
+
+  int H = p->H, nu = p->nu, nx = p->nx, ndx = p->ndx, nz = p->nz, ok = 1;
+  size_t n2 = (size_t)ndx * ndx;
+  p->lo = allocNum(nu, &ok);
+  p->hi = allocNum(nu, &ok);
+  p->half = allocNum(nu, &ok);
+  p->x0 = allocNum(nx, &ok);
+  p->mocap = allocNum(7 * (size_t)m->nmocap, &ok);
+  p->z = allocNum(nz, &ok);
+  p->ctrl = allocNum((size_t)H * nu, &ok);
+  p->states = allocNum((size_t)(H + 1) * nx, &ok);
+  p->ztmp = allocNum(nz, &ok);
+  p->w = (worker*)calloc((size_t)p->nthread, sizeof(worker));
+  if (!p->w) ok = 0;
+  for (int i = 0; ok && i < p->nthread; i++) {
+    worker* w = p->w + i;
+    w->d = mj_makeData(m);
+    if (!w->d) ok = 0;
+    w->ctrl = allocNum((size_t)H * nu, &ok);
+    w->states = allocNum((size_t)(H + 1) * nx, &ok);
+    w->x = allocNum(nx + 1, &ok);
+    w->xn = allocNum(nx + 1, &ok);
+    w->dx = allocNum(ndx, &ok);
+    if (type == MPC_SAMPLING || type == MPC_CEM || type == MPC_MPPI) {
+      w->best_states = allocNum((size_t)(H + 1) * nx, &ok);
+    }
+  }
+  if (type == MPC_SAMPLING || type == MPC_CEM || type == MPC_MPPI) {
+    p->samples = allocNum((size_t)NSAMPLE * nz, &ok);
+    p->scost = allocNum(NSAMPLE, &ok);
+    p->order = allocInt(NSAMPLE, &ok);
+    p->center = allocNum(nz, &ok);
+    p->sigma = allocNum(nz, &ok);
+  }
+  if (type == MPC_GRADIENT) {
+    p->gstates = allocNum((size_t)(H + 1) * nx, &ok);
+    p->dLdx = allocNum((size_t)(H + 1) * ndx, &ok);
+    p->dLdu = allocNum((size_t)H * nu, &ok);
+    p->gctrl = allocNum((size_t)H * nu, &ok);
+    p->gz = allocNum(nz, &ok);
+    p->am = allocNum(nz, &ok);
+    p->av = allocNum(nz, &ok);
+  }
+  if (type == MPC_ILQR) {
+    p->A = allocNum(n2 * H, &ok);
+    p->B = allocNum((size_t)ndx * nu * H, &ok);
+    p->lx = allocNum((size_t)ndx * (H + 1), &ok);
+    p->lxx = allocNum(n2 * (H + 1), &ok);
+    p->lu = allocNum((size_t)nu * H, &ok);
+    p->luu = allocNum((size_t)nu * nu * H, &ok);
+    p->kff = allocNum((size_t)nu * H, &ok);
+    p->Kfb = allocNum((size_t)nu * ndx * H, &ok);
+    p->dstat = allocInt((size_t)H + 1, &ok);
+    p->Vx = allocNum(ndx, &ok);
+    p->Vxx = allocNum(n2, &ok);
+    p->Qx = allocNum(ndx, &ok);
+    p->Qu = allocNum(nu, &ok);
+    p->Qxx = allocNum(n2, &ok);
+    p->Quu = allocNum((size_t)nu * nu, &ok);
+    p->QuuR = allocNum((size_t)nu * nu, &ok);
+    p->Qux = allocNum((size_t)nu * ndx, &ok);
+    p->VA = allocNum(n2, &ok);
+    p->VB = allocNum((size_t)ndx * nu, &ok);
+    p->tn = allocNum(ndx + n2, &ok);
+    p->tu = allocNum(2 * (size_t)nu, &ok);
+    p->clamped = allocInt(nu, &ok);
+  }
+  if (!ok) {
+    mpc_freePlanner(p);
+    snprintf(err, (size_t)errsz, "out of memory making the planner (horizon %d steps)", H);
+    return NULL;
+  }
+
+  // derivative workspaces
+  if (type == MPC_GRADIENT) {
+    mjdiffStatus st = mjdiff_makeRollout(m, s, NULL, H, NULL, &p->r, err, errsz);
+    if (st != MJDIFF_OK) {
+      char msg[512];
+      snprintf(msg, sizeof(msg), "%s", err);
+      snprintf(err, (size_t)errsz, "gradient planner: %s", msg);
+      mpc_freePlanner(p);
+      return NULL;
+    }
+  }
+  if (type == MPC_ILQR) {
+    for (int i = 0; i < p->nthread; i++) {
+      mjdiffStatus st = mjdiff_makeStepDeriv(m, s, NULL, &p->w[i].deriv, err, errsz);
+      if (st != MJDIFF_OK) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", err);
+        snprintf(err, (size_t)errsz, "ilqr planner: %s", msg);
+        mpc_freePlanner(p);
+        return NULL;
+      }
+    }
+  }
+
+  // bounds; the initial plan: zero controls clamped to the bounds
+  for (int i = 0; i < nu; i++) {
+    int limited = m->actuator_ctrllimited[i] &&
+                  m->actuator_ctrlrange[2 * i] < m->actuator_ctrlrange[2 * i + 1];
+    p->lo[i] = limited ? m->actuator_ctrlrange[2 * i] : -INFINITY;
+    p->hi[i] = limited ? m->actuator_ctrlrange[2 * i + 1] : INFINITY;
+    p->half[i] = limited ? 0.5 * (p->hi[i] - p->lo[i]) : 1;
+  }
+  clampRows(p, p->z, p->nknot);
+  clampRows(p, p->ctrl, H);
+  return p;
+}
+
+void mpc_freePlanner(mpcPlanner* p) {
+  if (!p) return;
+  if (p->w) {
+    for (int i = 0; i < p->nthread; i++) {
+      worker* w = p->w + i;
+      if (w->d) mj_deleteData(w->d);
+      mjdiff_freeStepDeriv(w->deriv);
+      free(w->ctrl);
+      free(w->states);
+      free(w->x);
+      free(w->xn);
+      free(w->dx);
+      free(w->best_states);
+    }
+    free(p->w);
+  }
+  mjdiff_freeRollout(p->r);
+  double* arrays[] = {p->lo,     p->hi,   p->half,    p->x0,    p->mocap,  p->z,     p->ctrl,
+                      p->states, p->ztmp, p->samples, p->scost, p->center, p->sigma, p->gstates,
+                      p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->am,     p->av,    p->A,
+                      p->B,      p->lx,   p->lxx,     p->lu,    p->luu,    p->kff,   p->Kfb,
+                      p->Vx,     p->Vxx,  p->Qx,      p->Qu,    p->Qxx,    p->Quu,   p->QuuR,
+                      p->Qux,    p->VA,   p->VB,      p->tn,    p->tu};
+  for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
+  free(p->order);
+  free(p->dstat);
+  free(p->clamped);
+  free(p);
+}
+
+// the start state from d
+static void setStart(mpcPlanner* p, const mjData* d) {
+  const mjModel* m = p->m;
+  getState(p, d, p->x0);
+  p->time0 = d->time;
+  if (m->nmocap) {
+    mju_copy(p->mocap, d->mocap_pos, 3 * m->nmocap);
+    mju_copy(p->mocap + 3 * m->nmocap, d->mocap_quat, 4 * m->nmocap);
+  }
+}
+
+// warm start: the previous plan shifted by shift steps, the last control held
+static void warmStart(mpcPlanner* p, int shift) {
+  int H = p->H, nu = p->nu;
+  if (!p->has_plan || shift <= 0) return;
+  if (p->type == MPC_ILQR) {
+    for (int t = 0; t < H; t++) {
+      int src = t + shift < H ? t + shift : H - 1;
+      mju_copy(p->ctrl + t * nu, p->ctrl + src * nu, nu);
+    }
+  } else {
+    mju_copy(p->ztmp, p->z, p->nz);
+    for (int j = 0; j < p->nknot; j++) {
+      knotsAt(p, p->ztmp, (double)j * p->K + shift, p->z + j * nu);
+    }
+  }
+}
+
+double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double* ctrl) {
+  if (!p || !d) return NAN;
+  double start = now();
+  int H = p->H, nu = p->nu, nz = p->nz;
+  setStart(p, d);
+  warmStart(p, shift);
+  p->has_plan = 1;
+
+  // the warm start's cost and states from the new state (its time: the sample count's estimate)
+  if (p->type != MPC_ILQR) {
+    clampRows(p, p->z, p->nknot);
+    knotsToCtrl(p, p->z, p->ctrl);
+  }
+  clampRows(p, p->ctrl, H);
+  p->cost = rollout(p, p->w, p->ctrl, NULL, NULL, p->states);
+  double troll = now() - start;
+
+  // samples per iteration: as many as fit in the budget, at most NSAMPLE
+  int nsample = 0;
+  if (p->samples) {
+    double fit = (budget - troll) * p->nthread / (troll > 1e-9 ? troll : 1e-9);
+    nsample = fit < NSAMPLE ? (int)fit : NSAMPLE;
+    if (nsample < MIN_SAMPLE) nsample = MIN_SAMPLE;
+    if (p->nsample_fixed > 0) nsample = p->nsample_fixed;
+    for (int k = 0; k < nz; k++) {
+      p->center[k] = p->z[k];
+      p->sigma[k] = kNoiseCEM * p->half[k % nu];
+    }
+  }
+  adamState adam = {1, INFINITY, 0};
+  if (p->type == MPC_GRADIENT) {
+    mju_copy(p->ztmp, p->z, nz);
+    mju_zero(p->am, nz);
+    mju_zero(p->av, nz);
+  }
+
+  // iterations until the budget is spent (at least one)
+  int iter = 0;
+  for (;;) {
+    double t0 = now();
+    int more = 1;
+    switch (p->type) {
+      case MPC_GRADIENT:
+        gradientIteration(p, &adam);
+        break;
+      case MPC_ILQR:
+        more = ilqrIteration(p);
+        break;
+      default:
+        samplingIteration(p, nsample);
+        break;
+    }
+    iter++;
+    double t1 = now();
+    if (!more) break;
+    if (p->maxiter > 0) {
+      if (iter >= p->maxiter) break;
+    } else if (t1 - start + (t1 - t0) > budget) {
+      break;
+    }
+  }
+  p->last_iter = iter;
+  p->last_nsample = nsample;
+
+  // the plan's controls (its states and cost were recorded when it was evaluated)
+  if (p->type != MPC_ILQR) {
+    knotsToCtrl(p, p->z, p->ctrl);
+    clampRows(p, p->ctrl, H);
+  }
+  if (ctrl) mju_copy(ctrl, p->ctrl, nu);
+  return p->cost;
+}
+
+const double* mpc_planControls(const mpcPlanner* p, int* H) {
+  if (H) *H = p ? p->H : 0;
+  return p ? p->ctrl : NULL;
+}
+
+const double* mpc_planStates(const mpcPlanner* p, int* H) {
+  if (H) *H = p ? p->H : 0;
+  return p ? p->states : NULL;
+}
+
+//---------------------------------- testing hooks ------------------------------------------------
+
+int mpc_plannerKnots(const mpcPlanner* p, int* steps_per_knot) {
+  int knot = p && p->type != MPC_ILQR;
+  if (steps_per_knot) *steps_per_knot = knot ? p->K : 0;
+  return knot ? p->nknot : 0;
+}
+
+double mpc_plannerObjective(mpcPlanner* p, const mjData* d, const double* knots, double* grad) {
+  if (!p || !d || !knots || p->type != MPC_GRADIENT) return NAN;
+  setStart(p, d);
+  return objective(p, knots, grad);
+}
+
+double mpc_plannerRolloutCost(mpcPlanner* p, const mjData* d, const double* ctrl, double* states) {
+  if (!p || !d || !ctrl) return NAN;
+  setStart(p, d);
+  return rollout(p, p->w, ctrl, NULL, NULL, states);
+}
+
+void mpc_plannerSetIterations(mpcPlanner* p, int maxiter, int nsample) {
+  if (!p) return;
+  p->maxiter = maxiter > 0 ? maxiter : 0;
+  p->nsample_fixed = nsample > 0 ? (nsample < NSAMPLE ? nsample : NSAMPLE) : 0;
+}
+
+int mpc_plannerIterations(const mpcPlanner* p, int* nsample) {
+  if (nsample) *nsample = p ? p->last_nsample : 0;
+  return p ? p->last_iter : 0;
+}
