@@ -14,6 +14,7 @@ REQUIRED=(
   libgtest-dev googletest            # unit tests
   xvfb xauth imagemagick x11-utils   # headless viewer tests and screenshots (xvfb-run needs xauth)
   gnuplot-nox                        # plots
+  python3                            # sysid scripts: servos, tables, benchmark
 )
 # optional packages: installed when available, never a failure
 OPTIONAL=(valgrind)

@@ -76,7 +76,7 @@ double tool_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static volatile sig_atomic_t gInterrupted = 0;
+static volatile int gInterrupted = 0;  // int: lock-free and async-signal-safe on our targets
 
 static void onInterrupt(int sig) {
   (void)sig;
@@ -92,6 +92,10 @@ void tool_catchInterrupt(void) {
 
 int tool_interrupted(void) {
   return gInterrupted;
+}
+
+volatile int* tool_interruptFlag(void) {
+  return &gInterrupted;
 }
 
 mjModel* tool_loadModel(const char* path, char* err, int errsz) {

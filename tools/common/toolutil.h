@@ -50,6 +50,9 @@ double tool_now(void);
 void tool_catchInterrupt(void);
 int tool_interrupted(void);
 
+// the flag itself, for loops that poll it (nonzero after Ctrl-C)
+volatile int* tool_interruptFlag(void);
+
 // load an MJCF or MJB model; NULL with a message naming the file on failure
 mjModel* tool_loadModel(const char* path, char* err, int errsz);
 

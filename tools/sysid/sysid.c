@@ -737,8 +737,7 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
   opt.ftol = a->ftol;
   opt.xtol = a->xtol;
   opt.verbose = !a->quiet;
-  static volatile int cancel = 0;
-  opt.cancel = &cancel;
+  opt.cancel = tool_interruptFlag();
   sysidResult res;
   memset(&res, 0, sizeof(res));
   if (sysid_solve(&prob, &opt, z, &res)) {
