@@ -409,11 +409,8 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
     for (int k = 0; k < r->rounds; k++) {
-      fprintf(f, "%s{\"model\":", first ? "" : ",");
-      first = 0;
-      tool_jsonString(f, r->name);
-      fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"native_us_per_step\":", k,
-              r->first_native[k] ? "native" : "smooth");
+      tool_jsonRoundHead(f, &first, r->name, k, r->first_native[k] ? "native" : "smooth");
+      fprintf(f, ",\"native_us_per_step\":");
       tool_jsonNumber(f, r->t_native[k]);
       fprintf(f, ",\"smooth_us_per_step\":");
       tool_jsonNumber(f, r->t_smooth[k]);
@@ -449,7 +446,7 @@ int main(int argc, char** argv) {
     n++;
   }
   int interrupted = tool_interrupted();
-  const char* status = interrupted ? "interrupted" : ok ? "ok" : "error";
+  const char* status = tool_runStatus(interrupted, ok);
 
   if (a.json) {
     printJson(stdout, &a, res, n, status);
@@ -468,12 +465,6 @@ int main(int argc, char** argv) {
     free(res[i].first_native);
   }
   free(res);
-  if (a.defaults) {
-    for (int i = 0; i < a.nmodel; i++) {
-      if (a.model[i] != kHumanoid) free(a.model[i]);
-    }
-  }
-  free(a.model);
-  if (interrupted) return TOOL_EXIT_INTERRUPTED;
-  return ok ? TOOL_EXIT_OK : TOOL_EXIT_RUNTIME;
+  tool_freeModels(a.model, a.nmodel, a.defaults, kHumanoid);
+  return tool_exitCode(interrupted, ok);
 }

@@ -595,12 +595,10 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
     for (int k = 0; k < r->rounds; k++) {
-      fprintf(f, "%s{\"model\":", first ? "" : ",");
-      first = 0;
-      tool_jsonString(f, r->name);
+      tool_jsonRoundHead(f, &first, r->name, k, kOpName[r->first[k]]);
       double t[NOP];
       for (int op = 0; op < NOP; op++) t[op] = r->t[op][k];
-      fprintf(f, ",\"round\":%d,\"first\":\"%s\",\"us_per_call\":", k, kOpName[r->first[k]]);
+      fprintf(f, ",\"us_per_call\":");
       tool_jsonNumbers(f, kOpName, t, NOP);
       fputc('}', f);
     }
@@ -633,7 +631,7 @@ int main(int argc, char** argv) {
     n++;
   }
   int interrupted = tool_interrupted();
-  const char* status = interrupted ? "interrupted" : ok ? "ok" : "error";
+  const char* status = tool_runStatus(interrupted, ok);
 
   if (a.json) {
     printJson(stdout, &a, res, n, status);
@@ -651,12 +649,6 @@ int main(int argc, char** argv) {
     free(res[i].first);
   }
   free(res);
-  if (a.defaults) {
-    for (int i = 0; i < a.nmodel; i++) {
-      if (a.model[i] != kHumanoid) free(a.model[i]);
-    }
-  }
-  free(a.model);
-  if (interrupted) return TOOL_EXIT_INTERRUPTED;
-  return ok ? TOOL_EXIT_OK : TOOL_EXIT_RUNTIME;
+  tool_freeModels(a.model, a.nmodel, a.defaults, kHumanoid);
+  return tool_exitCode(interrupted, ok);
 }

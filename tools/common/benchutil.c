@@ -4,6 +4,8 @@
 
 #include "benchutil.h"
 
+#include "toolutil.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +14,7 @@
 
 //---------------------------------- models --------------------------------------------------------
 
-// out = a/b; 0 if it does not fit in n chars
-static int joinPath(char* out, size_t n, const char* a, const char* b) {
+int tool_joinPath(char* out, size_t n, const char* a, const char* b) {
   int w = snprintf(out, n, "%s/%s", a, b);
   return w >= 0 && (size_t)w < n;
 }
@@ -21,7 +22,7 @@ static int joinPath(char* out, size_t n, const char* a, const char* b) {
 // whether dir holds the file probe
 static int isModelDir(const char* dir, const char* probe) {
   char path[4096];
-  return joinPath(path, sizeof(path), dir, probe) && access(path, R_OK) == 0;
+  return tool_joinPath(path, sizeof(path), dir, probe) && access(path, R_OK) == 0;
 }
 
 void tool_modelDir(const char* probe, char* dir, size_t n) {
@@ -40,7 +41,7 @@ void tool_modelDir(const char* probe, char* dir, size_t n) {
     if (slash) *slash = 0;
     const char* rel[] = {"../share/mjdiff/models", "../../models", "../models"};
     for (int i = 0; i < 3; i++) {
-      if (joinPath(dir, n, exe, rel[i]) && isModelDir(dir, probe)) return;
+      if (tool_joinPath(dir, n, exe, rel[i]) && isModelDir(dir, probe)) return;
     }
   }
 
@@ -63,7 +64,7 @@ void tool_bundledModels(const char* tool, const char* const* bundled, int nbundl
   }
   for (int i = 0; i < nbundled && dir[0]; i++) {
     char path[4096];
-    if (!joinPath(path, sizeof(path), dir, bundled[i]) || access(path, R_OK) != 0) {
+    if (!tool_joinPath(path, sizeof(path), dir, bundled[i]) || access(path, R_OK) != 0) {
       fprintf(stderr, "%s: note: skipping missing bundled model %s\n", tool, path);
       continue;
     }
@@ -159,4 +160,31 @@ void tool_resetState(const mjModel* m, mjData* d) {
   } else {
     mj_resetData(m, d);
   }
+}
+
+//---------------------------------- runs ----------------------------------------------------------
+
+const char* tool_runStatus(int interrupted, int ok) {
+  return interrupted ? "interrupted" : ok ? "ok" : "error";
+}
+
+int tool_exitCode(int interrupted, int ok) {
+  if (interrupted) return TOOL_EXIT_INTERRUPTED;
+  return ok ? TOOL_EXIT_OK : TOOL_EXIT_RUNTIME;
+}
+
+void tool_freeModels(char** model, int nmodel, int defaults, const char* keep) {
+  if (defaults) {
+    for (int i = 0; i < nmodel; i++) {
+      if (model[i] != keep) free(model[i]);
+    }
+  }
+  free(model);
+}
+
+void tool_jsonRoundHead(FILE* f, int* first, const char* name, int round, const char* firstName) {
+  fprintf(f, "%s{\"model\":", *first ? "" : ",");
+  *first = 0;
+  tool_jsonString(f, name);
+  fprintf(f, ",\"round\":%d,\"first\":\"%s\"", round, firstName);
 }

@@ -12,6 +12,7 @@
 #define MJDIFF_BENCHUTIL_H_
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <mjdiff/mjdiff.h>
@@ -27,6 +28,9 @@ void tool_modelDir(const char* probe, char* dir, size_t n);
 // directory of bundled[0], each malloc'd; notes on stderr name what is missing
 void tool_bundledModels(const char* tool, const char* const* bundled, int nbundled, char** model,
                         int* nmodel);
+
+// out = a/b; 0 if it does not fit in n chars
+int tool_joinPath(char* out, size_t n, const char* a, const char* b);
 
 // name of a model file without directory and extension ("a/b/hopper.xml" -> "hopper")
 void tool_baseName(const char* path, char* name, size_t n);
@@ -59,5 +63,20 @@ void tool_smoothCtrl(const mjModel* m, int T, uint64_t seed, mjtNum* ctrl);
 
 // reset d to keyframe 0, else to qpos0
 void tool_resetState(const mjModel* m, mjData* d);
+
+//---------------------------------- runs ----------------------------------------------------------
+
+// "interrupted", "ok" or "error"
+const char* tool_runStatus(int interrupted, int ok);
+
+// TOOL_EXIT_INTERRUPTED, TOOL_EXIT_OK or TOOL_EXIT_RUNTIME
+int tool_exitCode(int interrupted, int ok);
+
+// free the model list (nmodel): each name too if it holds the defaults, except keep (static)
+void tool_freeModels(char** model, int nmodel, int defaults, const char* keep);
+
+// a JSON series entry up to its timings: [,]{"model":NAME,"round":K,"first":"FIRST" (the comma
+// unless *first; clears *first)
+void tool_jsonRoundHead(FILE* f, int* first, const char* name, int round, const char* firstName);
 
 #endif  // MJDIFF_BENCHUTIL_H_

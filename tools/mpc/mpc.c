@@ -19,6 +19,7 @@
 
 #include "loop.h"
 #include "mpc.h"
+#include "benchutil.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-mpc"
@@ -35,14 +36,6 @@ static const char* kBenchModels[] = {"cartpole", "acrobot", "arm_box", "hopper",
 #define NBENCHMODEL ((int)(sizeof(kBenchModels) / sizeof(kBenchModels[0])))
 
 //---------------------------------- shared --------------------------------------------------------
-
-// MuJoCo's default warning handler prints to stdout (which holds the results): count the warnings
-// and show the first few on stderr instead
-static long gWarnings = 0;
-
-static void onWarning(const char* msg) {
-  if (gWarnings++ < 5) fprintf(stderr, TOOL ": MuJoCo warning: %s\n", msg);
-}
 
 static int parsePlanner(const char* s) {
   for (int i = 0; i < NPLANNER; i++) {
@@ -66,6 +59,23 @@ static void jsonNumber(FILE* f, double x) {
   }
 }
 
+// open FILE for writing; NULL after "mjdiff-mpc: error: cannot write 'FILE'" on stderr
+static FILE* openOut(const char* path) {
+  FILE* f = fopen(path, "w");
+  if (!f) fprintf(stderr, TOOL ": error: cannot write '%s'\n", path);
+  return f;
+}
+
+// close it: 0 after the same message if the writes failed, 0 without one for f NULL, else 1
+static int closeOut(const char* path, FILE* f) {
+  if (!f) return 0;
+  if (fclose(f) != 0) {
+    fprintf(stderr, TOOL ": error: cannot write '%s'\n", path);
+    return 0;
+  }
+  return 1;
+}
+
 // MODEL.xml -> MODEL.task (any other name: MODEL + .task)
 static char* taskPath(const char* model) {
   size_t n = strlen(model);
@@ -75,15 +85,6 @@ static char* taskPath(const char* model) {
   if (n > 4 && (!strcmp(p + n - 4, ".xml") || !strcmp(p + n - 4, ".mjb"))) p[n - 4] = 0;
   strcat(p, ".task");
   return p;
-}
-
-// base name without directory and extension
-static void baseName(const char* path, char* out, size_t n) {
-  const char* b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  snprintf(out, n, "%s", b);
-  char* dot = strrchr(out, '.');
-  if (dot && dot != out) *dot = 0;
 }
 
 // common options of both modes
@@ -348,7 +349,7 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
     fprintf(f, ", \"wall_s\": ");
     jsonNumber(f, loop->wall);
     fprintf(f, ", \"control_steps\": %d, \"mujoco_warnings\": %ld, \"error\": ", loop->nrec,
-            gWarnings);
+            tool_warnings());
     tool_jsonString(f, loop->err);
   }
   fprintf(f, "}, \"series\": {");
@@ -375,7 +376,7 @@ static int mainRun(int argc, char** argv) {
   runArgs a;
   parseRun(argc, argv, &a);
   tool_catchInterrupt();
-  mju_user_warning = onWarning;
+  tool_catchWarnings(TOOL);
 
   char* defaultTask = a.task ? NULL : taskPath(a.model);
   const char* task = a.task ? a.task : defaultTask;
@@ -421,7 +422,7 @@ static int mainRun(int argc, char** argv) {
     mpcViewOptions vo;
     char title[512];
     char base[256];
-    baseName(a.model, base, sizeof(base));
+    tool_baseName(a.model, base, sizeof(base));
     snprintf(title, sizeof(title), TOOL ": %s, planner %s, plant %s", base,
              kPlannerName[a.planner], kPlantName[a.plant]);
     vo.title = title;
@@ -457,17 +458,9 @@ static int mainRun(int argc, char** argv) {
     if (loop->failed) printf("FAILED: %s\n", loop->err);
   }
   if (a.c.out) {
-    FILE* f = fopen(a.c.out, "w");
-    if (!f) {
-      fprintf(stderr, TOOL ": error: cannot write '%s'\n", a.c.out);
-      code = TOOL_EXIT_RUNTIME;
-    } else {
-      runJson(f, &a, task, loop, lo.shift, status);
-      if (fclose(f) != 0) {
-        fprintf(stderr, TOOL ": error: cannot write '%s'\n", a.c.out);
-        code = TOOL_EXIT_RUNTIME;
-      }
-    }
+    FILE* f = openOut(a.c.out);
+    if (f) runJson(f, &a, task, loop, lo.shift, status);
+    if (!closeOut(a.c.out, f)) code = TOOL_EXIT_RUNTIME;
   }
 
   mpc_freeLoop(loop);
@@ -544,44 +537,6 @@ static void usageBench(void) {
       "still run), 2 usage error, 130 interrupted (partial results written).\n");
 }
 
-// out = a/b; 0 if it does not fit
-static int joinPath(char* out, size_t n, const char* a, const char* b) {
-  int w = snprintf(out, n, "%s/%s", a, b);
-  return w >= 0 && (size_t)w < n;
-}
-
-static int isModelDir(const char* dir) {
-  char probe[4096];
-  return joinPath(probe, sizeof(probe), dir, "cartpole.xml") && access(probe, R_OK) == 0;
-}
-
-// directory of the bundled models, or ""
-static void modelDir(char* dir, size_t n) {
-  const char* env = getenv("MJDIFF_MODEL_DIR");
-  if (env && *env && isModelDir(env) && strlen(env) < n) {
-    memcpy(dir, env, strlen(env) + 1);
-    return;
-  }
-  char exe[2048];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (len > 0) {
-    exe[len] = 0;
-    char* slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    const char* rel[] = {"../share/mjdiff/models", "../../models", "../models"};
-    for (int i = 0; i < 3; i++) {
-      if (joinPath(dir, n, exe, rel[i]) && isModelDir(dir)) return;
-    }
-  }
-  const char* src = __FILE__;
-  const char* tail = strstr(src, "tools/mpc/mpc.c");
-  if (src[0] == '/' && tail) {
-    int w = snprintf(dir, n, "%.*smodels", (int)(tail - src), src);
-    if (w >= 0 && (size_t)w < n && isModelDir(dir)) return;
-  }
-  dir[0] = 0;
-}
-
 // parse a comma-separated list of names; count, or -1 on an unknown name
 static int parseList(const char* v, int (*parse)(const char*), int* out, int max) {
   char buf[256];
@@ -648,15 +603,15 @@ static void parseBench(int argc, char** argv, benchArgs* a) {
   if (a->nmodel == 0) {
     a->defaults = 1;
     char dir[4096];
-    modelDir(dir, sizeof(dir));
+    tool_modelDir("cartpole.xml", dir, sizeof(dir));
     if (!dir[0]) fprintf(stderr, TOOL ": note: bundled models not found (set MJDIFF_MODEL_DIR)\n");
     for (int i = 0; i < NBENCHMODEL && dir[0]; i++) {
       char path[4096], task[4096];
       char name[300];
       snprintf(name, sizeof(name), "%s.xml", kBenchModels[i]);
-      if (!joinPath(path, sizeof(path), dir, name)) continue;
+      if (!tool_joinPath(path, sizeof(path), dir, name)) continue;
       snprintf(name, sizeof(name), "%s.task", kBenchModels[i]);
-      if (!joinPath(task, sizeof(task), dir, name)) continue;
+      if (!tool_joinPath(task, sizeof(task), dir, name)) continue;
       if (access(path, R_OK) != 0 || access(task, R_OK) != 0) {
         fprintf(stderr, TOOL ": note: skipping %s (no model or no .task file)\n", kBenchModels[i]);
         continue;
@@ -999,7 +954,7 @@ static int mainBench(int argc, char** argv) {
   benchArgs a;
   parseBench(argc, argv, &a);
   tool_catchInterrupt();
-  mju_user_warning = onWarning;
+  tool_catchWarnings(TOOL);
 
   int ntask = a.nmodel;
   int per = a.nplanner * a.nplant * (int)a.seeds;
@@ -1014,7 +969,7 @@ static int mainBench(int argc, char** argv) {
   int k = 0;
   double t0 = tool_now();
   for (int t = 0; t < ntask && !tool_interrupted(); t++) {
-    baseName(a.model[t], names[t], sizeof(names[t]));
+    tool_baseName(a.model[t], names[t], sizeof(names[t]));
     char* task = taskPath(a.model[t]);
     char err[1024] = "";
     problem p;
@@ -1064,30 +1019,14 @@ static int mainBench(int argc, char** argv) {
 
   printTable(&a, names, ntask, run, n);
   if (a.csv) {
-    FILE* f = fopen(a.csv, "w");
-    if (!f) {
-      fprintf(stderr, TOOL ": error: cannot write '%s'\n", a.csv);
-      code = code ? code : TOOL_EXIT_RUNTIME;
-    } else {
-      writeCsv(f, names, run, n);
-      if (fclose(f) != 0) {
-        fprintf(stderr, TOOL ": error: cannot write '%s'\n", a.csv);
-        code = code ? code : TOOL_EXIT_RUNTIME;
-      }
-    }
+    FILE* f = openOut(a.csv);
+    if (f) writeCsv(f, names, run, n);
+    if (!closeOut(a.csv, f)) code = code ? code : TOOL_EXIT_RUNTIME;
   }
   if (a.c.out) {
-    FILE* f = fopen(a.c.out, "w");
-    if (!f) {
-      fprintf(stderr, TOOL ": error: cannot write '%s'\n", a.c.out);
-      code = code ? code : TOOL_EXIT_RUNTIME;
-    } else {
-      benchJson(f, &a, names, run, n, status);
-      if (fclose(f) != 0) {
-        fprintf(stderr, TOOL ": error: cannot write '%s'\n", a.c.out);
-        code = code ? code : TOOL_EXIT_RUNTIME;
-      }
-    }
+    FILE* f = openOut(a.c.out);
+    if (f) benchJson(f, &a, names, run, n, status);
+    if (!closeOut(a.c.out, f)) code = code ? code : TOOL_EXIT_RUNTIME;
   }
   if (a.png) {
     char err[256];
