@@ -206,10 +206,9 @@ static mjtNum normalLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const 
 
 // partial derivatives of the world force F and torque T of one contact with respect to
 // y = (dist, n (3), v (3), w (3)): DF, DT (3 x 10); returns 0 if the contact is inactive
-static int contactLaw(const mjdiffModel* s, const mjContact* con, const mjtNum prm[GP_COUNT],
-                      const mjtNum v[3], const mjtNum w[3], mjtNum F[3], mjtNum T[3],
-                      mjtNum DF[30], mjtNum DT[30]) {
-  (void)s;
+static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const mjtNum v[3],
+                      const mjtNum w[3], mjtNum F[3], mjtNum T[3], mjtNum DF[30],
+                      mjtNum DT[30]) {
   const mjtNum* n = con->frame;
   mju_zero(DF, 30);
   mju_zero(DT, 30);
@@ -382,7 +381,7 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   contactVel(m, d, b, p, v, w);
 
   mjtNum F[3], T[3], DF[30], DT[30];
-  if (!contactLaw(s, con, prm, v, w, F, T, DF, DT)) return 0;
+  if (!contactLaw(con, prm, v, w, F, T, DF, DT)) return 0;
 
   // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
   mjtNum G[7 * 12];

@@ -193,7 +193,9 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   // acceleration the step uses
   if (implicit) {
     mju_copy(w->H, d->qM, m->nM);
-    for (int i = 0; i < nv; i++) w->H[m->dof_Madr[i]] += m->opt.timestep * m->dof_damping[i];
+    for (int i = 0; i < nv; i++) {
+      *compat_massDiag(m, w->H, i) += m->opt.timestep * m->dof_damping[i];
+    }
     factorLDL(m, w->H);
     mju_copy(acc, d->qfrc_smooth, nv);
     solveLDL(m, w->H, acc, 1);

@@ -85,6 +85,7 @@ static inline void compat_tendonRow(const mjModel* m, const mjData* d, int i, mj
 
 // ---------------------------------- mass matrix ---------------------------------------------------
 // 2.2 and 3.x (before 3.3): d->qM in MuJoCo's sparse "Madr" layout, diagonal at m->dof_Madr[i].
+// The sparse LDL of M + h B in adjoint/step_d.c (factorLDL, solveLDL) relies on this layout too.
 
 static inline mjtNum* compat_massDiag(const mjModel* m, mjtNum* qM, int i) {
   return qM + m->dof_Madr[i];
