@@ -13,6 +13,7 @@ REQUIRED=(
   libblis-dev                        # dense linear algebra
   libgtest-dev googletest            # unit tests
   xvfb xauth imagemagick x11-utils   # headless viewer tests and screenshots (xvfb-run needs xauth)
+  xdotool                            # X keyboard and mouse events for the viewer's input test
   gnuplot-nox                        # plots
   python3                            # sysid scripts: servos, tables, benchmark
 )

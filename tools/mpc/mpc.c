@@ -100,7 +100,7 @@ typedef struct common_ {
 } common;
 
 static void defaultCommon(common* c, double seconds) {
-  c->budget = 0.01;
+  c->budget = 0.008;
   c->seconds = seconds;
   c->shift = 0;
   c->threads = 2;
@@ -193,13 +193,19 @@ static int shiftOf(const common* c, const mjModel* m) {
   return n > 1 ? n : 1;
 }
 
-static void loopOptions(const common* c, const mjModel* m, int plant, unsigned long long seed,
-                        mpcLoopOptions* o) {
+// simulated time of a run: --seconds, or the task's duration, or 3 s
+static double secondsOf(const common* c, const mpcTask* task) {
+  if (c->seconds > 0) return c->seconds;
+  return mpc_taskDuration(task) > 0 ? mpc_taskDuration(task) : 3;
+}
+
+static void loopOptions(const common* c, const mjModel* m, const mpcTask* task, int plant,
+                        unsigned long long seed, mpcLoopOptions* o) {
   mpc_defaultLoopOptions(o);
   o->plant = plant ? MPC_PLANT_NATIVE : MPC_PLANT_SMOOTH;
   o->budget = c->budget;
   o->shift = shiftOf(c, m);
-  o->seconds = c->seconds;
+  o->seconds = secondsOf(c, task);
   o->key = (int)c->key;
   o->init_noise = c->init_noise;
   o->seed = seed;
@@ -236,8 +242,9 @@ static void usageRun(void) {
       "  --task FILE            task (cost) file (default: MODEL with .xml replaced by .task)\n"
       "  --planner NAME         gradient, ilqr, sampling, cem or mppi (default ilqr)\n"
       "  --plant NAME           smooth or native (default smooth)\n"
-      "  --budget S             planning wall time per control step, seconds (default 0.01)\n"
-      "  --seconds S            simulated time, seconds (default 3; the viewer pauses there)\n"
+      "  --budget S             planning wall time per control step, seconds (default 0.008)\n"
+      "  --seconds S            simulated time, seconds (default: the task's duration, else 3;\n"
+      "                         the viewer pauses there)\n"
       "  --shift N              plant steps per control step (default: those of 10 ms, >= 1)\n"
       "  --threads N            threads the planner may use (default 2)\n"
       "  --seed N               seed of the planner and of the initial perturbation (default 1)\n"
@@ -263,7 +270,7 @@ static void usageRun(void) {
 
 static void parseRun(int argc, char** argv, runArgs* a) {
   memset(a, 0, sizeof(*a));
-  defaultCommon(&a->c, 3);
+  defaultCommon(&a->c, 0);
   a->planner = MPC_ILQR;
   a->plant = 0;
   a->seed = 1;
@@ -327,7 +334,8 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
   fprintf(f,
           ", \"planner\": \"%s\", \"plant\": \"%s\", \"budget_s\": %g, \"seconds\": %g, "
           "\"shift\": %d, \"threads\": %ld, \"seed\": %ld, \"key\": %ld, \"init_noise\": %g}, ",
-          kPlannerName[a->planner], kPlantName[a->plant], a->c.budget, a->c.seconds, shift,
+          kPlannerName[a->planner], kPlantName[a->plant], a->c.budget,
+          loop ? loop->opt.seconds : a->c.seconds, shift,
           a->c.threads, a->seed, a->c.key, a->c.init_noise);
   fprintf(f, "\"status\": \"%s\", \"metrics\": {", status);
   if (loop) {
@@ -397,7 +405,7 @@ static int mainRun(int argc, char** argv) {
     return TOOL_EXIT_RUNTIME;
   }
   mpcLoopOptions lo;
-  loopOptions(&a.c, p.m, a.plant, (unsigned long long)a.seed, &lo);
+  loopOptions(&a.c, p.m, p.task, a.plant, (unsigned long long)a.seed, &lo);
   mpcLoop* loop = mpc_makeLoop(p.m, p.s, p.task, planner, &lo, err, sizeof(err));
   if (!loop) {
     fprintf(stderr, TOOL ": error: %s\n", err);
@@ -413,7 +421,7 @@ static int mainRun(int argc, char** argv) {
     printf("planner %s on the smooth model, plant %s, budget %g ms per control step of %d "
            "plant step(s), horizon %g s, %g s simulated\n",
            kPlannerName[a.planner], kPlantName[a.plant], 1e3 * a.c.budget, lo.shift,
-           mpc_taskHorizon(p.task), a.c.seconds);
+           mpc_taskHorizon(p.task), lo.seconds);
     fflush(stdout);
   }
 
@@ -516,8 +524,9 @@ static void usageBench(void) {
       "  --plants LIST          comma-separated plants, smooth and/or native (default "
       "smooth,native)\n"
       "  --seeds N              seeds 1..N per task, planner and plant (default 3)\n"
-      "  --budget S             planning wall time per control step, seconds (default 0.01)\n"
-      "  --seconds S            simulated time per run, seconds (default 2)\n"
+      "  --budget S             planning wall time per control step, seconds (default 0.008)\n"
+      "  --seconds S            simulated time per run, seconds (default: each task's\n"
+      "                         duration, else 3)\n"
       "  --shift N              plant steps per control step (default: those of 10 ms, >= 1)\n"
       "  --threads N            threads a planner may use (default 2)\n"
       "  --key N                initial keyframe, -1 for qpos0 (default 0; qpos0 without keys)\n"
@@ -555,7 +564,7 @@ static int parseList(const char* v, int (*parse)(const char*), int* out, int max
 
 static void parseBench(int argc, char** argv, benchArgs* a) {
   memset(a, 0, sizeof(*a));
-  defaultCommon(&a->c, 2);
+  defaultCommon(&a->c, 0);
   for (int i = 0; i < NPLANNER; i++) a->planners[i] = i;
   a->nplanner = NPLANNER;
   a->plants[0] = 0;
@@ -638,7 +647,7 @@ static void runOne(const benchArgs* a, const problem* p, benchRun* r) {
     return;
   }
   mpcLoopOptions lo;
-  loopOptions(&a->c, p->m, r->plant, (unsigned long long)r->seed, &lo);
+  loopOptions(&a->c, p->m, p->task, r->plant, (unsigned long long)r->seed, &lo);
   mpcLoop* loop = mpc_makeLoop(p->m, p->s, p->task, planner, &lo, err, sizeof(err));
   if (!loop) {
     snprintf(r->status, sizeof(r->status), "error");
@@ -734,9 +743,15 @@ static void printTable(const benchArgs* a, char names[][64], int ntask, const be
   } else {
     snprintf(period, sizeof(period), "10 ms");
   }
-  printf("\nClosed-loop MPC, budget %g ms per control step of %s, %g s simulated, %ld seed(s), "
+  char simulated[64];
+  if (a->c.seconds > 0) {
+    snprintf(simulated, sizeof(simulated), "%g s", a->c.seconds);
+  } else {
+    snprintf(simulated, sizeof(simulated), "each task's duration");
+  }
+  printf("\nClosed-loop MPC, budget %g ms per control step of %s, %s simulated, %ld seed(s), "
          "%ld thread(s); mean over seeds\n\n",
-         1e3 * a->c.budget, period, a->c.seconds, a->seeds, a->c.threads);
+         1e3 * a->c.budget, period, simulated, a->seeds, a->c.threads);
   printf("| task | planner | plant | final cost | mean cost | success | plan ms | real-time "
          "factor |\n");
   printf("|---|---|---|---:|---:|---:|---:|---:|\n");
@@ -752,6 +767,30 @@ static void printTable(const benchArgs* a, char names[][64], int ntask, const be
                kPlannerName[a->planners[i]], kPlantName[a->plants[j]], g.cost_mean, g.cost_sd,
                g.mean_cost, g.nsuccess, g.n, fail, g.plan_ms, g.rtf);
       }
+    }
+  }
+
+  // the comparison: the better of gradient and iLQR against predictive sampling and MPPI
+  // on the mean closed-loop cost; and the slowest planner's real-time factor
+  printf("\n| task | plant | best of gradient, iLQR | best of sampling, MPPI | gradient-based lower "
+         "| lowest real-time factor |\n");
+  printf("|---|---|---:|---:|---|---:|\n");
+  for (int t = 0; t < ntask; t++) {
+    for (int j = 0; j < a->nplant; j++) {
+      double grad = INFINITY, samp = INFINITY, rtf = INFINITY;
+      for (int i = 0; i < a->nplanner; i++) {
+        aggregate g;
+        int pl = a->planners[i];
+        aggregateRuns(run, n, t, pl, a->plants[j], &g);
+        if (!g.n) continue;
+        if (pl == MPC_GRADIENT || pl == MPC_ILQR) grad = fmin(grad, g.mean_cost);
+        if (pl == MPC_SAMPLING || pl == MPC_MPPI) samp = fmin(samp, g.mean_cost);
+        rtf = fmin(rtf, g.rtf);
+      }
+      if (!isfinite(rtf)) continue;
+      const char* verdict = isfinite(grad) && isfinite(samp) ? (grad < samp ? "yes" : "no") : "-";
+      printf("| %s | %s | %.4g | %.4g | %s | %.3f |\n", names[t], kPlantName[a->plants[j]], grad,
+             samp, verdict, rtf);
     }
   }
   fflush(stdout);
@@ -775,10 +814,16 @@ static void benchJson(FILE* f, const benchArgs* a, char names[][64], const bench
     fprintf(f, "%s\"%s\"", i ? ", " : "", kPlantName[a->plants[i]]);
   }
   fprintf(f,
-          "], \"seeds\": %ld, \"budget_s\": %g, \"seconds\": %g, \"shift\": %ld, \"threads\": %ld, "
-          "\"key\": %ld, \"init_noise\": %g}, \"status\": \"%s\", \"metrics\": {\"runs\": [",
-          a->seeds, a->c.budget, a->c.seconds, a->c.shift, a->c.threads, a->c.key,
-          a->c.init_noise, status);
+          "], \"seeds\": %ld, \"budget_s\": %g, \"seconds\": ", a->seeds, a->c.budget);
+  if (a->c.seconds > 0) {
+    jsonNumber(f, a->c.seconds);
+  } else {
+    fprintf(f, "null");  // each task's duration (the runs' sim_time_s)
+  }
+  fprintf(f,
+          ", \"shift\": %ld, \"threads\": %ld, \"key\": %ld, \"init_noise\": %g}, \"status\": \"%s\", "
+          "\"metrics\": {\"runs\": [",
+          a->c.shift, a->c.threads, a->c.key, a->c.init_noise, status);
   int first = 1;
   for (int i = 0; i < n; i++) {
     const benchRun* r = run + i;

@@ -20,6 +20,10 @@
 //
 // Cost file format (one term per line, '#' starts a comment; numbers in SI units):
 //   horizon SECONDS                       planning horizon (default 0.5)
+//   timestep SECONDS                      timestep of the planning model (default: the model's);
+//                                         the plant keeps the model's own
+//   duration SECONDS                      simulated time of a closed-loop run (default: the
+//                                         tool's, 3 s)
 //   terminal WEIGHT                       weight of the state terms at the horizon's end (default 1)
 //   success TERM THRESHOLD                the task succeeds when |r| of term index TERM (0-based)
 //                                         stays below THRESHOLD (for the benchmark)
@@ -40,6 +44,8 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz);
 void mpc_freeTask(mpcTask* task);
 
 double mpc_taskHorizon(const mpcTask* task);
+double mpc_taskTimestep(const mpcTask* task);  // 0: the model's
+double mpc_taskDuration(const mpcTask* task);  // 0: none given
 
 // running cost l(x, u) at the state in d (kinematics and velocities computed: after
 // mjdiff_forward or mj_forward), with its gradients in the tangent layout: dldx (2nv+na), dldu

@@ -7,9 +7,11 @@
 // Knot planners parametrise the controls by nknot knots z_j, one every K steps (about 15 knots),
 // linearly interpolated: u_t = (1 - f) z_j + f z_{j+1}, j = floor(t / K), f = (t mod K) / K
 // (a convex combination: knots within the bounds give controls within the bounds).
-//   gradient   Adam on z with dJ/dz_j = sum_t dJ/du_t du_t/dz_j (rollout adjoint for dJ/du),
-//              step lr_i = 0.02 (hi_i - lo_i), then projection z = clamp(z, lo, hi); the best
-//              iterate is kept
+//   gradient   dJ/dz_j = sum_t dJ/du_t du_t/dz_j (rollout adjoint for dJ/du); Adam's direction
+//              d = m^ / (sqrt(v^) + eps) (moments kept across calls); a parallel line search on
+//              z_i = clamp(z - a_i lr 0.02 (hi - lo) .* d, lo, hi), a_i = 2, 1/2, 1/8, ..
+//              (a candidate per thread): the lowest below J(z) is the plan, lr <- a_i lr;
+//              none: lr <- lr / 8
 //   sampling   predictive sampling (MJPC): z_i = clamp(z + sigma eps_i), sigma = 0.1 (hi-lo)/2,
 //              eps_i ~ N(0, I); z = argmin over the nominal and the samples
 //   CEM        z_i = clamp(mu + sigma .* eps_i) (z_0 = mu); elites E: the N/8 best;
@@ -25,9 +27,13 @@
 //   the bounds, rows of K zeroed where it was clamped (box-DDP simplified)
 //   V_x = Q_x + K' Q_uu k + K' Q_u + Q_ux' k,  V_xx = Q_xx + K' Q_uu K + K' Q_ux + Q_ux' K
 //   forward: u_t = clamp(ubar_t + alpha k_t + K_t (x_t (-) xbar_t)), alpha = 1, 1/2, ..., 1/512,
-//   the first alpha that lowers J is accepted (mu /= 4), none: mu *= 10 (Levenberg).
+//   the first alpha that lowers J is accepted (mu /= 4); none: mu *= 10 (Levenberg) and the
+//   backward pass again on the same derivatives. mu starts at 1e-6 on every call.
 //
-// Warm start: the previous plan shifted by `shift` steps, the last control held. Rollouts run on
+// Planning model: the caller's, or a copy with the task's planning timestep (the plant keeps its
+// own); H = round(horizon / planning timestep).
+//
+// Warm start: the previous plan shifted by `shift` plant steps, the last control held. Rollouts run on
 // the planner's own mjData (one per thread), never on the caller's. Sampling noise is drawn on the
 // calling thread in a fixed order and sample i runs on thread i mod nthread, so results depend on
 // the seed only, not on thread timing.
@@ -40,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <blis.h>
 
 #include "mpc.h"
 #include "planner_internal.h"
@@ -74,10 +82,14 @@ typedef struct worker_ {
 
 struct mpcPlanner_ {
   mpcPlannerType type;
-  const mjModel* m;
-  const mjdiffModel* s;
+  const mjModel* m;      // the planning model: the caller's, or mown
+  const mjdiffModel* s;  // its smooth model: the caller's, or sown
+  mjModel* mown;         // a copy of the caller's model with the task's planning timestep
+  mjdiffModel* sown;
+  double dt_plant;       // the caller's model's timestep (s): the unit of mpc_plan's shift
   const mpcTask* task;
   int nthread;
+  double deadline;       // wall-clock end of the current mpc_plan call
   int H, nu, nq, nv, na, nx, ndx;
   int K, nknot, nz;  // steps per knot, knots, knot variables (nknot x nu)
   double* lo;        // control bounds (nu; +-inf if not ctrllimited)
@@ -121,7 +133,10 @@ struct mpcPlanner_ {
   double* dLdx;          // (H+1) x ndx
   double* dLdu;          // H x nu
   double* gctrl;         // H x nu
-  double *gz, *am, *av;  // nz: gradient, Adam moments
+  double *gz, *am, *av;  // nz: gradient, Adam moments (kept across calls)
+  double *dir;           // nz: Adam's direction
+  double lr;             // step size, multiple of kLearningRate (kept across calls)
+  int adam_step;         // Adam's iteration count (bias correction)
 
   // iLQR
   double mu;
@@ -521,46 +536,53 @@ static double objective(mpcPlanner* p, const double* z, double* gz) {
   return J;
 }
 
-// Adam state: lr (per call), iteration count, previous cost
-typedef struct adamState_ {
-  double lr, prev;
-  int step;
-} adamState;
-
-// one iteration: evaluate J and dJ/dz at z (as the current iterate), keep the best, Adam step
-static void gradientIteration(mpcPlanner* p, adamState* a) {
+// One iteration: J and dJ/dz at the plan z, Adam's direction d from its moments, then a line
+// search on the step, z_i = clamp(z - a_i lr kLearningRate (hi - lo) .* d), a_i = 2, 1/2, 1/8, ..
+// (one candidate per thread, at least two), evaluated in parallel; the lowest cost below J is
+// the new plan and its a_i lr the next lr; none: lr /= 8. 0 when there is nothing more to do
+// (the rollout failed, or lr fell below 1e-6).
+static int gradientIteration(mpcPlanner* p) {
   int nz = p->nz, nu = p->nu;
-  double J = objective(p, p->ztmp, p->gz);
-  if (J < p->cost) {
-    p->cost = J;
-    mju_copy(p->z, p->ztmp, nz);
-    mju_copy(p->states, p->gstates, (size_t)(p->H + 1) * p->nx);
-  }
-  if (!isfinite(J)) {
-    // back to the best iterate with a smaller step
-    mju_copy(p->ztmp, p->z, nz);
-    mju_zero(p->am, nz);
-    mju_zero(p->av, nz);
-    a->step = 0;
-    a->lr *= 0.5;
-    return;
-  }
-  a->lr = J > a->prev ? 0.7 * a->lr : (1.1 * a->lr < 1 ? 1.1 * a->lr : 1);
-  a->prev = J;
+  double J = objective(p, p->z, p->gz);
+  if (!isfinite(J)) return 0;
 
-  // Adam, step lr (hi - lo) per knot variable, then projection onto the bounds
+  // Adam's direction
   const double b1 = 0.9, b2 = 0.999, eps = 1e-12;
-  a->step++;
-  double c1 = 1 - pow(b1, a->step), c2 = 1 - pow(b2, a->step);
+  p->adam_step++;
+  double c1 = 1 - pow(b1, p->adam_step), c2 = 1 - pow(b2, p->adam_step);
   for (int k = 0; k < nz; k++) {
     double g = p->gz[k];
     p->am[k] = b1 * p->am[k] + (1 - b1) * g;
     p->av[k] = b2 * p->av[k] + (1 - b2) * g * g;
-    double mh = p->am[k] / c1, vh = p->av[k] / c2;
-    double step = a->lr * kLearningRate * 2 * p->half[k % nu];
-    p->ztmp[k] =
-        clampValue(p->ztmp[k] - step * mh / (sqrt(vh) + eps), p->lo[k % nu], p->hi[k % nu]);
+    p->dir[k] = (p->am[k] / c1) / (sqrt(p->av[k] / c2) + eps);
   }
+
+  // line search on the step, one candidate per thread
+  int n = p->nthread > 2 ? (p->nthread < NSAMPLE ? p->nthread : NSAMPLE) : 2;
+  for (int i = 0; i < n; i++) {
+    double a = 2 * ldexp(1.0, -2 * i) * p->lr * kLearningRate;
+    double* zi = p->samples + (size_t)i * nz;
+    for (int k = 0; k < nz; k++) {
+      double step = a * 2 * p->half[k % nu];
+      zi[k] = clampValue(p->z[k] - step * p->dir[k], p->lo[k % nu], p->hi[k % nu]);
+    }
+  }
+  for (int i = 0; i < p->nthread; i++) p->w[i].best_cost = INFINITY;
+  runParallel(p, sampleItem, n);
+  int best = 0;
+  for (int i = 1; i < n; i++) {
+    if (p->scost[i] < p->scost[best]) best = i;
+  }
+  if (p->scost[best] < p->cost) {
+    int nt = p->nthread < n ? p->nthread : n;
+    p->cost = p->scost[best];
+    mju_copy(p->z, p->samples + (size_t)best * nz, nz);
+    mju_copy(p->states, p->w[best % nt].best_states, (size_t)(p->H + 1) * p->nx);
+    p->lr = fmin(2 * ldexp(1.0, -2 * best) * p->lr, 10);
+  } else {
+    p->lr /= 8;
+  }
+  return p->lr > 1e-6;
 }
 
 //---------------------------------- iLQR ---------------------------------------------------------
@@ -623,6 +645,19 @@ static void choleskySolve(const double* l, int n, const double* b, double* x) {
   }
 }
 
+// C = alpha op(A) op(B) + beta C, row-major: op(A) m x k, op(B) k x n, C m x n; ta, tb: the
+// operand is stored transposed (A as k x m, B as n x k). BLIS on one thread (the planner's own
+// threads are busy elsewhere only outside the backward pass).
+static void gemm(int ta, int tb, int m, int n, int k, double alpha, const double* a,
+                 const double* b, double beta, double* c) {
+  if (m == 0 || n == 0) return;
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(1, &rntm);
+  inc_t lda = ta ? m : k, ldb = tb ? k : n;
+  bli_dgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m,
+               n, k, &alpha, (double*)a, lda, 1, (double*)b, ldb, 1, &beta, c, n, 1, NULL, &rntm);
+}
+
 // Riccati sweep with regularisation p->mu; 0 if some Q_uu + mu I is not positive definite
 static int backwardPass(mpcPlanner* p) {
   int n = p->ndx, nu = p->nu, H = p->H;
@@ -645,14 +680,14 @@ static int backwardPass(mpcPlanner* p) {
     }
 
     // Q_xx = l_xx + A' V_xx A, Q_ux = B' V_xx A, Q_uu = l_uu + B' V_xx B
-    mju_mulMatMat(p->VA, p->Vxx, A, n, n, n);
-    mju_mulMatTMat(p->Qxx, A, p->VA, n, n, n);
-    mju_addTo(p->Qxx, p->lxx + n2 * t, n2);
+    gemm(0, 0, n, n, n, 1, p->Vxx, A, 0, p->VA);  // V_xx A
+    mju_copy(p->Qxx, p->lxx + n2 * t, n2);
+    gemm(1, 0, n, n, n, 1, A, p->VA, 1, p->Qxx);
     if (nu) {
-      mju_mulMatTMat(p->Qux, B, p->VA, n, nu, n);
-      mju_mulMatMat(p->VB, p->Vxx, B, n, n, nu);
-      mju_mulMatTMat(p->Quu, B, p->VB, n, nu, nu);
-      mju_addTo(p->Quu, p->luu + (size_t)nu * nu * t, (size_t)nu * nu);
+      gemm(1, 0, nu, n, n, 1, B, p->VA, 0, p->Qux);
+      gemm(0, 0, n, nu, n, 1, p->Vxx, B, 0, p->VB);  // V_xx B
+      mju_copy(p->Quu, p->luu + (size_t)nu * nu * t, (size_t)nu * nu);
+      gemm(1, 0, nu, nu, n, 1, B, p->VB, 1, p->Quu);
       for (int i = 0; i < nu; i++) {
         for (int j = 0; j < i; j++) {
           double v = 0.5 * (p->Quu[i * nu + j] + p->Quu[j * nu + i]);
@@ -694,18 +729,11 @@ static int backwardPass(mpcPlanner* p) {
       mju_mulMatTVec(p->tn, p->Qux, k, nu, n);
       mju_addTo(p->Vx, p->tn, n);
 
-      // V_xx = Q_xx + K' Q_uu K + K' Q_ux + Q_ux' K
-      for (int i = 0; i < nu; i++) {
-        for (int j = 0; j < n; j++) {
-          double v = p->Qux[i * n + j];
-          for (int l = 0; l < nu; l++) v += p->Quu[i * nu + l] * K[l * n + j];
-          p->VA[i * n + j] = v;  // (Q_uu K + Q_ux) (nu x n)
-        }
-      }
-      mju_mulMatTMat(p->tn + n, K, p->VA, nu, n, n);  // K' (Q_uu K + Q_ux)
-      mju_addTo(p->Vxx, p->tn + n, n2);
-      mju_mulMatTMat(p->tn + n, p->Qux, K, nu, n, n);  // Q_ux' K
-      mju_addTo(p->Vxx, p->tn + n, n2);
+      // V_xx = Q_xx + K' (Q_uu K + Q_ux) + Q_ux' K
+      mju_copy(p->VA, p->Qux, (size_t)nu * n);
+      gemm(0, 0, nu, n, nu, 1, p->Quu, K, 1, p->VA);
+      gemm(1, 0, n, n, nu, 1, K, p->VA, 1, p->Vxx);
+      gemm(1, 0, n, n, nu, 1, p->Qux, K, 1, p->Vxx);
     }
     for (int i = 0; i < n; i++) {
       for (int j = 0; j < i; j++) {
@@ -723,36 +751,39 @@ static void lineSearchItem(mpcPlanner* p, worker* w, int i) {
   p->ls_cost[i] = rollout(p, w, p->ctrl, &fb, w->ctrl, w->states);
 }
 
-// one iLQR iteration; 0 when there is nothing more to do (derivatives failed, mu past its bound)
+// One iLQR iteration: the derivatives along the plan, then backward and forward passes until a
+// step lowers J: the backward pass raises mu until every Q_uu + mu I is positive definite; the
+// forward passes try alpha = 1, 1/2, .. (nthread at a time) and take the first that lowers J
+// (mu /= 4); none: mu *= 10 and again, without new derivatives. 0 when there is nothing more to do
+// (derivatives failed, mu past its bound) or the deadline passed.
 static int ilqrIteration(mpcPlanner* p) {
   int H = p->H, nu = p->nu, nx = p->nx;
   runParallel(p, derivItem, H + 1);
   for (int t = 0; t <= H; t++) {
     if (p->dstat[t] != MJDIFF_OK) return 0;
   }
-
-  // backward pass, raising mu until every Q_uu + mu I is positive definite
-  while (!backwardPass(p)) {
-    p->mu = p->mu * 10 > kMuMin ? p->mu * 10 : kMuMin;
+  for (;;) {
+    while (!backwardPass(p)) {
+      p->mu = p->mu * 10 > kMuMin ? p->mu * 10 : kMuMin;
+      if (p->mu > kMuMax) return 0;
+    }
+    for (p->ls_base = 0; p->ls_base < NALPHA; p->ls_base += p->nthread) {
+      int nitem = NALPHA - p->ls_base < p->nthread ? NALPHA - p->ls_base : p->nthread;
+      runParallel(p, lineSearchItem, nitem);
+      for (int i = 0; i < nitem; i++) {
+        if (p->ls_cost[i] < p->cost) {
+          p->cost = p->ls_cost[i];
+          mju_copy(p->ctrl, p->w[i].ctrl, (size_t)H * nu);
+          mju_copy(p->states, p->w[i].states, (size_t)(H + 1) * nx);
+          p->mu = p->mu / 4 > kMuMin ? p->mu / 4 : kMuMin;
+          return 1;
+        }
+      }
+      if (now() > p->deadline) return 0;
+    }
+    p->mu *= 10;
     if (p->mu > kMuMax) return 0;
   }
-
-  // forward passes, nthread alphas at a time; the first alpha in order that lowers J
-  for (p->ls_base = 0; p->ls_base < NALPHA; p->ls_base += p->nthread) {
-    int nitem = NALPHA - p->ls_base < p->nthread ? NALPHA - p->ls_base : p->nthread;
-    runParallel(p, lineSearchItem, nitem);
-    for (int i = 0; i < nitem; i++) {
-      if (p->ls_cost[i] < p->cost) {
-        p->cost = p->ls_cost[i];
-        mju_copy(p->ctrl, p->w[i].ctrl, (size_t)H * nu);
-        mju_copy(p->states, p->w[i].states, (size_t)(H + 1) * nx);
-        p->mu = p->mu / 4 > kMuMin ? p->mu / 4 : kMuMin;
-        return 1;
-      }
-    }
-  }
-  p->mu *= 10;
-  return p->mu <= kMuMax;
 }
 
 //---------------------------------- the interface ------------------------------------------------
@@ -807,15 +838,15 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     return NULL;
   }
   double horizon = mpc_taskHorizon(task);
-  if (!(horizon > 0) || !(m->opt.timestep > 0)) {
-    snprintf(err, (size_t)errsz, "horizon must be > 0 s, got %g (timestep %g s)", horizon,
-             m->opt.timestep);
+  double dt = mpc_taskTimestep(task) > 0 ? mpc_taskTimestep(task) : m->opt.timestep;
+  if (!(horizon > 0) || !(dt > 0)) {
+    snprintf(err, (size_t)errsz, "horizon must be > 0 s, got %g (timestep %g s)", horizon, dt);
     return NULL;
   }
-  double steps = horizon / m->opt.timestep;
+  double steps = horizon / dt;
   if (steps > 1e6) {
     snprintf(err, (size_t)errsz, "horizon must be at most 1e6 steps, got %g s / %g s", horizon,
-             m->opt.timestep);
+             dt);
     return NULL;
   }
 
@@ -827,8 +858,26 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
   p->type = type;
   p->m = m;
   p->s = s;
+  p->dt_plant = m->opt.timestep;
+  if (dt != m->opt.timestep) {
+    // the planning model: a copy with the task's timestep
+    p->mown = mj_copyModel(NULL, m);
+    if (!p->mown) {
+      snprintf(err, (size_t)errsz, "out of memory copying the model for the planning timestep");
+      mpc_freePlanner(p);
+      return NULL;
+    }
+    p->mown->opt.timestep = dt;
+    if (mjdiff_copyModel(s, p->mown, &p->sown, err, errsz) != MJDIFF_OK) {
+      mpc_freePlanner(p);
+      return NULL;
+    }
+    p->m = m = p->mown;
+    p->s = s = p->sown;
+  }
   p->task = task;
-  p->nthread = type == MPC_GRADIENT ? 1 : (nthread < MAX_THREAD ? nthread : MAX_THREAD);
+  p->nthread = nthread < MAX_THREAD ? nthread : MAX_THREAD;
+  p->lr = 1;
   p->H = (int)lround(steps) > 1 ? (int)lround(steps) : 1;
   p->nu = m->nu;
   p->nq = m->nq;
@@ -866,11 +915,10 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     w->x = allocNum(nx + 1, &ok);
     w->xn = allocNum(nx + 1, &ok);
     w->dx = allocNum(ndx, &ok);
-    if (type == MPC_SAMPLING || type == MPC_CEM || type == MPC_MPPI) {
-      w->best_states = allocNum((size_t)(H + 1) * nx, &ok);
-    }
+    if (type != MPC_ILQR) w->best_states = allocNum((size_t)(H + 1) * nx, &ok);
   }
-  if (type == MPC_SAMPLING || type == MPC_CEM || type == MPC_MPPI) {
+  if (type != MPC_ILQR) {
+    // sampling planners: samples; gradient planner: line search candidates
     p->samples = allocNum((size_t)NSAMPLE * nz, &ok);
     p->scost = allocNum(NSAMPLE, &ok);
     p->order = allocInt(NSAMPLE, &ok);
@@ -885,6 +933,7 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     p->gz = allocNum(nz, &ok);
     p->am = allocNum(nz, &ok);
     p->av = allocNum(nz, &ok);
+    p->dir = allocNum(nz, &ok);
   }
   if (type == MPC_ILQR) {
     p->A = allocNum(n2 * H, &ok);
@@ -970,9 +1019,11 @@ void mpc_freePlanner(mpcPlanner* p) {
     free(p->w);
   }
   mjdiff_freeRollout(p->r);
+  mjdiff_freeModel(p->sown);
+  if (p->mown) mj_deleteModel(p->mown);
   double* arrays[] = {p->lo,     p->hi,   p->half,    p->x0,    p->mocap,  p->z,     p->ctrl,
                       p->states, p->ztmp, p->samples, p->scost, p->center, p->sigma, p->gstates,
-                      p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->am,     p->av,    p->A,
+                      p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->am,     p->av,    p->dir, p->A,
                       p->B,      p->lx,   p->lxx,     p->lu,    p->luu,    p->kff,   p->Kfb,
                       p->Vx,     p->Vxx,  p->Qx,      p->Qu,    p->Qxx,    p->Quu,   p->QuuR,
                       p->Qux,    p->VA,   p->VB,      p->tn,    p->tu};
@@ -994,19 +1045,32 @@ static void setStart(mpcPlanner* p, const mjData* d) {
   }
 }
 
-// warm start: the previous plan shifted by shift steps, the last control held
+// warm start: the previous plan shifted by shift plant steps (shift dt_plant / dt planning steps,
+// linearly interpolated), the last control held
 static void warmStart(mpcPlanner* p, int shift) {
   int H = p->H, nu = p->nu;
   if (!p->has_plan || shift <= 0) return;
+  double ds = shift * p->dt_plant / p->m->opt.timestep;
   if (p->type == MPC_ILQR) {
+    double* u = p->w[0].ctrl;
     for (int t = 0; t < H; t++) {
-      int src = t + shift < H ? t + shift : H - 1;
-      mju_copy(p->ctrl + t * nu, p->ctrl + src * nu, nu);
+      double st = t + ds;
+      int j = (int)floor(st);
+      double f = st - j;
+      if (j >= H - 1) {
+        j = H - 1;
+        f = 0;
+      }
+      for (int i = 0; i < nu; i++) {
+        double next = f > 0 ? p->ctrl[(j + 1) * nu + i] : 0;
+        u[t * nu + i] = (1 - f) * p->ctrl[j * nu + i] + f * next;
+      }
     }
+    mju_copy(p->ctrl, u, (size_t)H * nu);
   } else {
     mju_copy(p->ztmp, p->z, p->nz);
     for (int j = 0; j < p->nknot; j++) {
-      knotsAt(p, p->ztmp, (double)j * p->K + shift, p->z + j * nu);
+      knotsAt(p, p->ztmp, (double)j * p->K + ds, p->z + j * nu);
     }
   }
 }
@@ -1015,6 +1079,7 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
   if (!p || !d) return NAN;
   double start = now();
   int H = p->H, nu = p->nu, nz = p->nz;
+  p->deadline = p->maxiter > 0 ? INFINITY : start + budget;
   setStart(p, d);
   warmStart(p, shift);
   p->has_plan = 1;
@@ -1028,10 +1093,10 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
   p->cost = rollout(p, p->w, p->ctrl, NULL, NULL, p->states);
   double troll = now() - start;
 
-  // samples per iteration: as many as fit in the budget, at most NSAMPLE
+  // samples per iteration: as many as fit in 80% of the rest of the budget, at most NSAMPLE
   int nsample = 0;
-  if (p->samples) {
-    double fit = (budget - troll) * p->nthread / (troll > 1e-9 ? troll : 1e-9);
+  if (p->type == MPC_SAMPLING || p->type == MPC_CEM || p->type == MPC_MPPI) {
+    double fit = 0.8 * (budget - troll) * p->nthread / (troll > 1e-9 ? troll : 1e-9);
     nsample = fit < NSAMPLE ? (int)fit : NSAMPLE;
     if (nsample < MIN_SAMPLE) nsample = MIN_SAMPLE;
     if (p->nsample_fixed > 0) nsample = p->nsample_fixed;
@@ -1040,21 +1105,17 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
       p->sigma[k] = kNoiseCEM * p->half[k % nu];
     }
   }
-  adamState adam = {1, INFINITY, 0};
-  if (p->type == MPC_GRADIENT) {
-    mju_copy(p->ztmp, p->z, nz);
-    mju_zero(p->am, nz);
-    mju_zero(p->av, nz);
-  }
+  p->mu = kMuMin;
+  if (p->lr < 0.05) p->lr = 0.05;
 
-  // iterations until the budget is spent (at least one)
+  // iterations while the next is expected to end within the budget (at least one)
   int iter = 0;
   for (;;) {
     double t0 = now();
     int more = 1;
     switch (p->type) {
       case MPC_GRADIENT:
-        gradientIteration(p, &adam);
+        more = gradientIteration(p);
         break;
       case MPC_ILQR:
         more = ilqrIteration(p);
@@ -1068,7 +1129,7 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
     if (!more) break;
     if (p->maxiter > 0) {
       if (iter >= p->maxiter) break;
-    } else if (t1 - start + (t1 - t0) > budget) {
+    } else if (t1 + (t1 - t0) > p->deadline) {
       break;
     }
   }

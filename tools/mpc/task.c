@@ -72,6 +72,8 @@ typedef struct term_ {
 
 struct mpcTask_ {
   double horizon;              // planning horizon (s)
+  double timestep;             // planning timestep (s); 0: the model's
+  double duration;             // simulated time of a closed-loop run (s); 0: the tool's default
   double terminal;             // weight of the state terms at the horizon's end
   int success_term;            // index of the success term, -1: none
   double success_threshold;
@@ -322,12 +324,12 @@ static int parseTerm(parser* ps, char** tok, const int* quoted, int ntok, term* 
     t->type = TERM_CONTROL;
   } else {
     return fail(ps, "unknown term '%s' (position, upright, joint, jointvel, velocity, control, "
-                "horizon, terminal or success)", name);
+                "horizon, timestep, duration, terminal or success)", name);
   }
   return weightNorm(ps, tok, ntok, &k, t);
 }
 
-// a horizon, terminal or success line; 0 on error
+// a horizon, timestep, duration, terminal or success line; 0 on error
 static int parseSetting(parser* ps, char** tok, int ntok, mpcTask* task, int* success_line) {
   int k = 1;
   mjtNum v;
@@ -335,6 +337,12 @@ static int parseSetting(parser* ps, char** tok, int ntok, mpcTask* task, int* su
   if (!strcmp(name, "horizon")) {
     if (!numberField(ps, tok, ntok, &k, "SECONDS", 0, 0, 1, &v)) return 0;
     task->horizon = v;
+  } else if (!strcmp(name, "timestep")) {
+    if (!numberField(ps, tok, ntok, &k, "SECONDS", 0, 0, 1, &v)) return 0;
+    task->timestep = v;
+  } else if (!strcmp(name, "duration")) {
+    if (!numberField(ps, tok, ntok, &k, "SECONDS", 0, 0, 1, &v)) return 0;
+    task->duration = v;
   } else if (!strcmp(name, "terminal")) {
     if (!numberField(ps, tok, ntok, &k, "WEIGHT", 0, 0, 0, &v)) return 0;
     task->terminal = v;
@@ -379,7 +387,8 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
   task->horizon = 0.5;
   task->terminal = 1;
   task->success_term = -1;
-  int cap = 0, ok = 1, success_line = 0, seen_horizon = 0, seen_terminal = 0;
+  static const char* kSetting[] = {"horizon", "timestep", "duration", "terminal", "success"};
+  int cap = 0, ok = 1, success_line = 0, seen[4] = {0, 0, 0, 0};
   char line[MAX_LINE];
   char* tok[MAX_TOKEN];
   int quoted[MAX_TOKEN];
@@ -404,14 +413,18 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
     }
 
     // settings
-    if (!strcmp(tok[0], "horizon") || !strcmp(tok[0], "terminal") || !strcmp(tok[0], "success")) {
-      int* seen = tok[0][0] == 'h' ? &seen_horizon : tok[0][0] == 't' ? &seen_terminal : NULL;
-      if (seen && *seen) {
-        ok = fail(&ps, "second %s line (the first is line %d)", tok[0], *seen);
+    int setting = -1;
+    for (int i = 0; i < 5; i++) {
+      if (!strcmp(tok[0], kSetting[i])) setting = i;
+    }
+    if (setting >= 0) {
+      // success has its own check (it names its first line)
+      if (setting < 4 && seen[setting]) {
+        ok = fail(&ps, "second %s line (the first is line %d)", tok[0], seen[setting]);
         break;
       }
       ok = parseSetting(&ps, tok, ntok, task, &success_line);
-      if (seen) *seen = ps.line;
+      if (setting < 4) seen[setting] = ps.line;
       continue;
     }
 
@@ -459,6 +472,14 @@ void mpc_freeTask(mpcTask* task) {
 
 double mpc_taskHorizon(const mpcTask* task) {
   return task ? task->horizon : 0;
+}
+
+double mpc_taskTimestep(const mpcTask* task) {
+  return task ? task->timestep : 0;
+}
+
+double mpc_taskDuration(const mpcTask* task) {
+  return task ? task->duration : 0;
 }
 
 //---------------------------------- residuals -----------------------------------------------------

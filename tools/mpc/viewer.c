@@ -14,6 +14,11 @@
 // T transparency, Esc quit. Mouse: left rotate, right move, scroll zoom.
 // --screenshot: step the loop, render one frame into the offscreen buffer, write a PNG (stored
 // deflate blocks, CRC-32 and Adler-32: no image library), exit.
+// MJDIFF_VIEW_LOG=FILE (for tests): append one line per handled input event with the state it left
+// (step and reset once done), and a line "start" when the window is up:
+//   event=NAME paused=0|1 time=T steps=N help=0|1 azimuth=DEG elevation=DEG distance=D
+// NAME: start, pause (space), step, reset, help, ghost, forces, contacts, transparency, quit,
+// button, rotate, move, zoom; T simulated time since the reset (s), N control steps since it.
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -150,16 +155,30 @@ typedef struct viewer_ {
   int ended;                   // the run reached opt.seconds (and was paused)
   int nforce;                  // contact arrows drawn in the last frame
   double fmax;                 // largest contact force in the last frame (N)
+  FILE* log;                   // MJDIFF_VIEW_LOG, or NULL
 } viewer;
+
+// one line of the event log (see the top of the file)
+static void logEvent(const viewer* v, const char* event) {
+  if (!v->log) return;
+  fprintf(v->log,
+          "event=%s paused=%d time=%.6f steps=%d help=%d azimuth=%.4f elevation=%.4f "
+          "distance=%.6f\n",
+          event, v->paused, mpc_loopTime(v->loop), v->loop->nrec, v->help, v->cam.azimuth,
+          v->cam.elevation, v->cam.distance);
+  fflush(v->log);
+}
 
 static void keyboard(GLFWwindow* win, int key, int scancode, int act, int mods) {
   (void)scancode;
   (void)mods;
   viewer* v = glfwGetWindowUserPointer(win);
   if (act != GLFW_PRESS && act != GLFW_REPEAT) return;
+  const char* event = NULL;  // logged on a press; step and reset are logged by advance()
   switch (key) {
     case GLFW_KEY_SPACE:
       if (act == GLFW_PRESS) v->paused = !v->paused;
+      event = "pause";
       break;
     case GLFW_KEY_RIGHT:
       v->step_request = 1;
@@ -169,25 +188,32 @@ static void keyboard(GLFWwindow* win, int key, int scancode, int act, int mods) 
       break;
     case GLFW_KEY_F1:
       if (act == GLFW_PRESS) v->help = !v->help;
+      event = "help";
       break;
     case GLFW_KEY_G:
       if (act == GLFW_PRESS) v->ghost = !v->ghost;
+      event = "ghost";
       break;
     case GLFW_KEY_F:
       if (act == GLFW_PRESS) v->forces = !v->forces;
+      event = "forces";
       break;
     case GLFW_KEY_C:
       if (act == GLFW_PRESS) v->opt.flags[mjVIS_CONTACTPOINT] = !v->opt.flags[mjVIS_CONTACTPOINT];
+      event = "contacts";
       break;
     case GLFW_KEY_T:
       if (act == GLFW_PRESS) v->opt.flags[mjVIS_TRANSPARENT] = !v->opt.flags[mjVIS_TRANSPARENT];
+      event = "transparency";
       break;
     case GLFW_KEY_ESCAPE:
       glfwSetWindowShouldClose(win, GLFW_TRUE);
+      event = "quit";
       break;
     default:
       break;
   }
+  if (event && act == GLFW_PRESS) logEvent(v, event);
 }
 
 static void mouseButton(GLFWwindow* win, int button, int act, int mods) {
@@ -199,6 +225,7 @@ static void mouseButton(GLFWwindow* win, int button, int act, int mods) {
   v->button_right = glfwGetMouseButton(win, GLFW_MOUSE_BUTTON_RIGHT) == GLFW_PRESS;
   v->button_middle = glfwGetMouseButton(win, GLFW_MOUSE_BUTTON_MIDDLE) == GLFW_PRESS;
   glfwGetCursorPos(win, &v->lastx, &v->lasty);
+  logEvent(v, "button");
 }
 
 static void mouseMove(GLFWwindow* win, double x, double y) {
@@ -216,12 +243,14 @@ static void mouseMove(GLFWwindow* win, double x, double y) {
                : v->button_left ? (shift ? mjMOUSE_ROTATE_H : mjMOUSE_ROTATE_V)
                                 : mjMOUSE_ZOOM;
   mjv_moveCamera(v->loop->m, action, dx / height, dy / height, &v->scn, &v->cam);
+  logEvent(v, v->button_right ? "move" : v->button_left ? "rotate" : "zoom");
 }
 
 static void scroll(GLFWwindow* win, double xoff, double yoff) {
   (void)xoff;
   viewer* v = glfwGetWindowUserPointer(win);
   mjv_moveCamera(v->loop->m, mjMOUSE_ZOOM, 0, -0.05 * yoff, &v->scn, &v->cam);
+  logEvent(v, "zoom");
 }
 
 //---------------------------------- decorations ---------------------------------------------------
@@ -392,14 +421,19 @@ static void advance(viewer* v) {
     mpc_resetLoop(loop);
     v->ended = 0;
     resync(v);
+    logEvent(v, "reset");
   }
   if (loop->failed) return;
   if (v->paused) {
-    if (v->step_request) mpc_loopStep(loop);
+    if (v->step_request) {
+      mpc_loopStep(loop);
+      logEvent(v, "step");
+    }
     v->step_request = 0;
     resync(v);
     return;
   }
+  if (v->step_request) logEvent(v, "step");  // running: nothing to do
   v->step_request = 0;
   double budget = fmin(0.25, fmax(1.0 / 30, 3 * v->render_s));
   double start = tool_now();
@@ -475,7 +509,11 @@ int mpc_view(mpcLoop* loop, const mpcViewOptions* opt, char* err, int errsz) {
 
   int code = TOOL_EXIT_OK;
   const char* title = opt->title ? opt->title : "mjdiff-mpc";
-  if (opt->screenshot) {
+  const char* logPath = getenv("MJDIFF_VIEW_LOG");
+  if (logPath && *logPath && !(v->log = fopen(logPath, "a"))) {
+    snprintf(err, (size_t)errsz, "cannot open MJDIFF_VIEW_LOG file '%s'", logPath);
+    code = TOOL_EXIT_RUNTIME;
+  } else if (opt->screenshot) {
     // step, render one frame offscreen (or in the window if there is no offscreen buffer), save
     while (loop->nrec < opt->screenshot_after && !loop->failed && !tool_interrupted()) {
       mpc_loopStep(loop);
@@ -510,6 +548,7 @@ int mpc_view(mpcLoop* loop, const mpcViewOptions* opt, char* err, int errsz) {
     glfwSwapBuffers(win);
   } else {
     resync(v);
+    logEvent(v, "start");
     while (!glfwWindowShouldClose(win) && !tool_interrupted()) {
       advance(v);
       double t0 = tool_now();
@@ -522,6 +561,7 @@ int mpc_view(mpcLoop* loop, const mpcViewOptions* opt, char* err, int errsz) {
     }
   }
 
+  if (v->log) fclose(v->log);
   mjv_freeScene(&v->scn);
   mjr_freeContext(&v->con);
   mj_deleteData(dg);
