@@ -481,11 +481,16 @@ TEST(MpcTask, TerminalAndDefaults) {
   ASSERT_TRUE(s.ok);
   Task plain(s.m(), writeTemp("plain", "joint cart_slide 0 1\ncontrol 1\n"));
   Task term(s.m(),
-            writeTemp("terminal", "terminal 3\nhorizon 1.25\njoint cart_slide 0 1\ncontrol 1\n"));
+            writeTemp("terminal", "terminal 3\nhorizon 1.25\ntimestep 0.02\nduration 4\n"
+                                  "joint cart_slide 0 1\ncontrol 1\n"));
   ASSERT_NE(plain.task, nullptr) << plain.err;
   ASSERT_NE(term.task, nullptr) << term.err;
   EXPECT_EQ(mpc_taskHorizon(plain.task), 0.5);
   EXPECT_EQ(mpc_taskHorizon(term.task), 1.25);
+  EXPECT_EQ(mpc_taskTimestep(plain.task), 0);  // the model's
+  EXPECT_EQ(mpc_taskDuration(plain.task), 0);  // the tool's
+  EXPECT_EQ(mpc_taskTimestep(term.task), 0.02);
+  EXPECT_EQ(mpc_taskDuration(term.task), 4);
 
   mj_resetData(s.m(), s.d());
   s.d()->qpos[0] = 0.4;
@@ -600,6 +605,11 @@ TEST(MpcTask, ParseErrors) {
       {"control 1\nhorizon 0\n", 2, "SECONDS must be > 0, got '0'", false},
       {"control 1\nhorizon\n", 2, "missing SECONDS", false},
       {"horizon 1\ncontrol 1\nhorizon 2\n", 3, "second horizon line", false},
+      {"control 1\ntimestep 0\n", 2, "SECONDS must be > 0, got '0'", false},
+      {"timestep 0.01\ncontrol 1\ntimestep 0.02\n", 3, "second timestep line", false},
+      {"control 1\nduration -1\n", 2, "SECONDS must be > 0, got '-1'", false},
+      {"duration 2\nduration 3\ncontrol 1\n", 2, "second duration line", false},
+      {"terminal 1\ntimestep 0.01\nterminal 2\ncontrol 1\n", 3, "second terminal line", false},
       {"control 1\nterminal -2\n", 2, "WEIGHT must be >= 0, got '-2'", false},
       {"success 5 0.1\ncontrol 1\n", 1, "success term index 5 out of range", false},
       {"control 1\nsuccess 0.5 0.1\n", 2, "bad term index '0.5'", false},

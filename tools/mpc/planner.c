@@ -148,6 +148,8 @@ struct mpcPlanner_ {
   int* dstat;         // H+1: status of each step's derivatives
   double *Vx, *Vxx, *Qx, *Qu, *Qxx, *Quu, *QuuR, *Qux, *VA, *VB, *tn, *tu;
   int* clamped;                // nu
+  int has_gains;               // Kfb holds the gains of a backward pass along the plan
+  double* xq;                  // nv: position difference (warm start)
   int ls_base;                 // line search: alpha index of the batch's first item
   double ls_cost[MAX_THREAD];  // line search: cost of each item of the batch
 };
@@ -661,6 +663,7 @@ static void gemm(int ta, int tb, int m, int n, int k, double alpha, const double
 // Riccati sweep with regularisation p->mu; 0 if some Q_uu + mu I is not positive definite
 static int backwardPass(mpcPlanner* p) {
   int n = p->ndx, nu = p->nu, H = p->H;
+  p->has_gains = 0;
   size_t n2 = (size_t)n * n;
   mju_copy(p->Vx, p->lx + (size_t)n * H, n);
   mju_copy(p->Vxx, p->lxx + n2 * H, n2);
@@ -742,6 +745,7 @@ static int backwardPass(mpcPlanner* p) {
       }
     }
   }
+  p->has_gains = 1;
   return 1;
 }
 
@@ -958,6 +962,7 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     p->tn = allocNum(ndx + n2, &ok);
     p->tu = allocNum(2 * (size_t)nu, &ok);
     p->clamped = allocInt(nu, &ok);
+    p->xq = allocNum(p->nv, &ok);
   }
   if (!ok) {
     mpc_freePlanner(p);
@@ -1026,7 +1031,7 @@ void mpc_freePlanner(mpcPlanner* p) {
                       p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->am,     p->av,    p->dir, p->A,
                       p->B,      p->lx,   p->lxx,     p->lu,    p->luu,    p->kff,   p->Kfb,
                       p->Vx,     p->Vxx,  p->Qx,      p->Qu,    p->Qxx,    p->Quu,   p->QuuR,
-                      p->Qux,    p->VA,   p->VB,      p->tn,    p->tu};
+                      p->Qux,    p->VA,   p->VB,      p->tn,    p->tu,      p->xq};
   for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
   free(p->order);
   free(p->dstat);
@@ -1045,32 +1050,60 @@ static void setStart(mpcPlanner* p, const mjData* d) {
   }
 }
 
-// warm start: the previous plan shifted by shift plant steps (shift dt_plant / dt planning steps,
-// linearly interpolated), the last control held
+// position and index of real step st in a sequence of n: j and f with st = j + f, the last held
+static void shiftIndex(double st, int n, int* j, double* f) {
+  *j = (int)floor(st);
+  *f = st - *j;
+  if (*j >= n - 1) {
+    *j = n - 1;
+    *f = 0;
+  }
+}
+
+// Warm start: the previous plan shifted by shift plant steps (ds = shift dt_plant / dt planning
+// steps), linearly interpolated, the last value held. Knot planners shift their knots; iLQR its
+// controls and, when it has them, its nominal states and feedback gains (interpolated in the
+// tangent space: xbar_t = xbar_j (+) f (xbar_{j+1} (-) xbar_j)). Rows are shifted in place in
+// increasing t: row t reads rows j, j+1 >= t only.
 static void warmStart(mpcPlanner* p, int shift) {
-  int H = p->H, nu = p->nu;
+  int H = p->H, nu = p->nu, nq = p->nq, nx = p->nx, ndx = p->ndx;
   if (!p->has_plan || shift <= 0) return;
   double ds = shift * p->dt_plant / p->m->opt.timestep;
-  if (p->type == MPC_ILQR) {
-    double* u = p->w[0].ctrl;
-    for (int t = 0; t < H; t++) {
-      double st = t + ds;
-      int j = (int)floor(st);
-      double f = st - j;
-      if (j >= H - 1) {
-        j = H - 1;
-        f = 0;
-      }
-      for (int i = 0; i < nu; i++) {
-        double next = f > 0 ? p->ctrl[(j + 1) * nu + i] : 0;
-        u[t * nu + i] = (1 - f) * p->ctrl[j * nu + i] + f * next;
-      }
-    }
-    mju_copy(p->ctrl, u, (size_t)H * nu);
-  } else {
+  if (p->type != MPC_ILQR) {
     mju_copy(p->ztmp, p->z, p->nz);
     for (int j = 0; j < p->nknot; j++) {
       knotsAt(p, p->ztmp, (double)j * p->K + ds, p->z + j * nu);
+    }
+    return;
+  }
+  for (int t = 0; t < H; t++) {
+    int j;
+    double f;
+    shiftIndex(t + ds, H, &j, &f);
+    int j1 = f > 0 ? j + 1 : j;
+    for (int i = 0; i < nu; i++) {
+      p->ctrl[t * nu + i] = (1 - f) * p->ctrl[j * nu + i] + f * p->ctrl[j1 * nu + i];
+    }
+    if (p->has_gains) {
+      double* K = p->Kfb + (size_t)nu * ndx * t;
+      const double* K0 = p->Kfb + (size_t)nu * ndx * j;
+      const double* K1 = p->Kfb + (size_t)nu * ndx * j1;
+      for (size_t k = 0; k < (size_t)nu * ndx; k++) K[k] = (1 - f) * K0[k] + f * K1[k];
+    }
+  }
+  if (p->has_gains) {
+    for (int t = 0; t <= H; t++) {
+      int j;
+      double f;
+      shiftIndex(t + ds, H + 1, &j, &f);
+      int j1 = f > 0 ? j + 1 : j;
+      double* x = p->states + (size_t)t * nx;
+      const double* x0 = p->states + (size_t)j * nx;
+      const double* x1 = p->states + (size_t)j1 * nx;
+      mj_differentiatePos(p->m, p->xq, 1, x0, x1);
+      mju_copy(x, x0, nq);
+      mj_integratePos(p->m, x, p->xq, f);
+      for (int i = nq; i < nx; i++) x[i] = (1 - f) * x0[i] + f * x1[i];
     }
   }
 }
@@ -1090,7 +1123,15 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
     knotsToCtrl(p, p->z, p->ctrl);
   }
   clampRows(p, p->ctrl, H);
-  p->cost = rollout(p, p->w, p->ctrl, NULL, NULL, p->states);
+  if (p->type == MPC_ILQR && p->has_gains && shift > 0) {
+    // the previous feedback policy around the shifted plan: u_t = ubar_t + K_t (x_t (-) xbar_t)
+    feedback fb = {p->states, p->kff, p->Kfb, 0};
+    p->cost = rollout(p, p->w, p->ctrl, &fb, p->w->ctrl, p->w->states);
+    mju_copy(p->ctrl, p->w->ctrl, (size_t)H * nu);
+    mju_copy(p->states, p->w->states, (size_t)(H + 1) * p->nx);
+  } else {
+    p->cost = rollout(p, p->w, p->ctrl, NULL, NULL, p->states);
+  }
   double troll = now() - start;
 
   // samples per iteration: as many as fit in 80% of the rest of the budget, at most NSAMPLE
