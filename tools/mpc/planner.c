@@ -64,8 +64,11 @@ static const double kStdMinCEM = 0.02;
 static const double kNoiseMPPI = 0.2;
 static const double kTemperatureMPPI = 0.1;  // on costs normalised to [0, 1]
 static const double kLearningRate = 0.02;    // Adam step, fraction of the control range
+static const double kMaxLr = 2;              // largest step: kMaxLr kLearningRate of the range
 static const double kMuMin = 1e-6;           // iLQR regularisation bounds
 static const double kMuMax = 1e10;
+
+typedef struct pool_ pool;  // persistent threads (see runParallel)
 
 // per-thread workspace
 typedef struct worker_ {
@@ -117,7 +120,8 @@ struct mpcPlanner_ {
   int maxiter, nsample_fixed;  // testing: fixed iterations and samples (0: by the budget)
   int last_iter, last_nsample;
 
-  worker* w;  // nthread workers
+  worker* w;   // nthread workers
+  pool* pool;  // nthread - 1 threads, NULL with one thread
 
   // sampling planners
   double* samples;  // NSAMPLE x nz
@@ -135,6 +139,7 @@ struct mpcPlanner_ {
   double* gctrl;         // H x nu
   double *gz, *am, *av;  // nz: gradient, Adam moments (kept across calls)
   double *dir;           // nz: Adam's direction
+  double* tcost;         // H+1: cost of each step of the rollout
   double lr;             // step size, multiple of kLearningRate (kept across calls)
   int adam_step;         // Adam's iteration count (bias correction)
 
@@ -350,48 +355,115 @@ static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const 
 }
 
 //---------------------------------- threads ------------------------------------------------------
+//
+// A pool of nthread - 1 threads made with the planner, kept until it is freed. runParallel posts
+// a job (a new generation), the caller runs share 0, pool thread i runs share i; share i is items
+// i, i + nt, i + 2 nt, .. on worker i (nt = min(nthread, nitem)), so an item always runs on the
+// same worker whatever thread picks it up.
 
 typedef void (*itemFn)(mpcPlanner* p, worker* w, int item);
 
-typedef struct job_ {
-  mpcPlanner* p;
+struct pool_ {
+  pthread_mutex_t mutex;
+  pthread_cond_t start, done;
+  int nthread;                 // pool threads running (ids 1..nthread)
+  unsigned long generation;    // job counter
+  int pending;                 // pool threads still busy with the current job
+  int quit;
+  mpcPlanner* p;               // the job
   itemFn fn;
-  int id, stride, nitem;
-} job;
+  int nitem, nt;
+  pthread_t th[MAX_THREAD];
+  struct poolArg_ {
+    pool* pl;
+    int id;
+  } arg[MAX_THREAD];
+};
 
-static void runJob(job* j) {
-  for (int i = j->id; i < j->nitem; i += j->stride) j->fn(j->p, j->p->w + j->id, i);
+static void runShare(mpcPlanner* p, itemFn fn, int id, int nt, int nitem) {
+  for (int i = id; i < nitem; i += nt) fn(p, p->w + id, i);
 }
 
-static void* jobThread(void* arg) {
-  runJob((job*)arg);
+static void* poolThread(void* arg) {
+  pool* pl = ((struct poolArg_*)arg)->pl;
+  int id = ((struct poolArg_*)arg)->id;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&pl->mutex);
+  for (;;) {
+    while (!pl->quit && pl->generation == seen) pthread_cond_wait(&pl->start, &pl->mutex);
+    if (pl->quit) break;
+    seen = pl->generation;
+    mpcPlanner* p = pl->p;
+    itemFn fn = pl->fn;
+    int nt = pl->nt, nitem = pl->nitem;
+    pthread_mutex_unlock(&pl->mutex);
+    if (id < nt) runShare(p, fn, id, nt, nitem);
+    pthread_mutex_lock(&pl->mutex);
+    if (--pl->pending == 0) pthread_cond_signal(&pl->done);
+  }
+  pthread_mutex_unlock(&pl->mutex);
   return NULL;
 }
 
-// fn on items 0 .. nitem-1, item i on worker i mod nt (nt = min(nthread, nitem)); a thread that
-// cannot start has its items run by the caller, on the same worker
+// a pool of up to nextra threads; NULL if none could be made (the caller then runs alone)
+static pool* makePool(int nextra) {
+  if (nextra < 1) return NULL;
+  pool* pl = (pool*)calloc(1, sizeof(pool));
+  if (!pl) return NULL;
+  pthread_mutex_init(&pl->mutex, NULL);
+  pthread_cond_init(&pl->start, NULL);
+  pthread_cond_init(&pl->done, NULL);
+  for (int i = 1; i <= nextra && i < MAX_THREAD; i++) {
+    pl->arg[i].pl = pl;
+    pl->arg[i].id = i;
+    if (pthread_create(pl->th + i, NULL, poolThread, pl->arg + i) != 0) break;
+    pl->nthread = i;
+  }
+  if (pl->nthread == 0) {
+    pthread_cond_destroy(&pl->done);
+    pthread_cond_destroy(&pl->start);
+    pthread_mutex_destroy(&pl->mutex);
+    free(pl);
+    return NULL;
+  }
+  return pl;
+}
+
+static void freePool(pool* pl) {
+  if (!pl) return;
+  pthread_mutex_lock(&pl->mutex);
+  pl->quit = 1;
+  pthread_cond_broadcast(&pl->start);
+  pthread_mutex_unlock(&pl->mutex);
+  for (int i = 1; i <= pl->nthread; i++) pthread_join(pl->th[i], NULL);
+  pthread_cond_destroy(&pl->done);
+  pthread_cond_destroy(&pl->start);
+  pthread_mutex_destroy(&pl->mutex);
+  free(pl);
+}
+
+// fn on items 0 .. nitem-1 (see above)
 static void runParallel(mpcPlanner* p, itemFn fn, int nitem) {
   int nt = p->nthread < nitem ? p->nthread : nitem;
   if (nt < 1) return;
-  job jobs[MAX_THREAD];
-  pthread_t th[MAX_THREAD];
-  int started[MAX_THREAD] = {0};
-  for (int i = 0; i < nt; i++) {
-    jobs[i].p = p;
-    jobs[i].fn = fn;
-    jobs[i].id = i;
-    jobs[i].stride = nt;
-    jobs[i].nitem = nitem;
+  pool* pl = p->pool;
+  if (nt == 1 || !pl) {
+    for (int id = 0; id < nt; id++) runShare(p, fn, id, nt, nitem);
+    return;
   }
-  for (int i = 1; i < nt; i++) started[i] = pthread_create(th + i, NULL, jobThread, jobs + i) == 0;
-  runJob(jobs);
-  for (int i = 1; i < nt; i++) {
-    if (started[i]) {
-      pthread_join(th[i], NULL);
-    } else {
-      runJob(jobs + i);
-    }
-  }
+  pthread_mutex_lock(&pl->mutex);
+  pl->p = p;
+  pl->fn = fn;
+  pl->nitem = nitem;
+  pl->nt = nt;
+  pl->pending = pl->nthread;
+  pl->generation++;
+  pthread_cond_broadcast(&pl->start);
+  pthread_mutex_unlock(&pl->mutex);
+  runShare(p, fn, 0, nt, nitem);
+  pthread_mutex_lock(&pl->mutex);
+  while (pl->pending > 0) pthread_cond_wait(&pl->done, &pl->mutex);
+  pthread_mutex_unlock(&pl->mutex);
 }
 
 //---------------------------------- sampling planners --------------------------------------------
@@ -502,12 +574,30 @@ static void samplingIteration(mpcPlanner* p, int n) {
 
 //---------------------------------- gradient planner ---------------------------------------------
 
-// J(z) and dJ/dz on worker 0 (the start already loaded in p); INFINITY if the rollout fails
+// the cost at step t of the recorded rollout (p->gstates, worker 0's controls) with its gradients
+static void costItem(mpcPlanner* p, worker* w, int t) {
+  const mjModel* m = p->m;
+  mjData* d = w->d;
+  int H = p->H, nu = p->nu;
+  loadStart(p, d);
+  setState(p, d, p->gstates + (size_t)t * p->nx);
+  d->time = p->time0 + t * m->opt.timestep;
+  if (t < H) mju_copy(d->ctrl, p->w[0].ctrl + t * nu, nu);
+  if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) {
+    p->tcost[t] = INFINITY;
+    return;
+  }
+  p->tcost[t] = mpc_cost(p->task, m, d, t == H, p->dLdx + (size_t)t * p->ndx,
+                         t < H ? p->dLdu + (size_t)t * nu : NULL);
+}
+
+// J(z) and dJ/dz on worker 0 (the start already loaded in p), the costs along the rollout on all
+// threads; INFINITY if the rollout fails
 static double objective(mpcPlanner* p, const double* z, double* gz) {
   const mjModel* m = p->m;
   worker* w = p->w;
   mjData* d = w->d;
-  int H = p->H, nu = p->nu, nx = p->nx, ndx = p->ndx;
+  int H = p->H;
   knotsToCtrl(p, z, w->ctrl);
   clampRows(p, w->ctrl, H);
   loadStart(p, d);
@@ -516,16 +606,10 @@ static double objective(mpcPlanner* p, const double* z, double* gz) {
     return INFINITY;
   }
 
-  // loss and its gradients at each state: l(x_t, u_t), l_H(x_H)
+  // loss and its gradients at each state: l(x_t, u_t), l_H(x_H), summed in order
+  runParallel(p, costItem, H + 1);
   double J = 0;
-  for (int t = 0; t <= H; t++) {
-    setState(p, d, p->gstates + (size_t)t * nx);
-    d->time = p->time0 + t * m->opt.timestep;
-    if (t < H) mju_copy(d->ctrl, w->ctrl + t * nu, nu);
-    if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
-    J += mpc_cost(p->task, m, d, t == H, p->dLdx + (size_t)t * ndx,
-                  t < H ? p->dLdu + (size_t)t * nu : NULL);
-  }
+  for (int t = 0; t <= H; t++) J += p->tcost[t];
   if (!isfinite(J)) return INFINITY;
   if (!gz) return J;
 
@@ -547,6 +631,8 @@ static int gradientIteration(mpcPlanner* p) {
   int nz = p->nz, nu = p->nu;
   double J = objective(p, p->z, p->gz);
   if (!isfinite(J)) return 0;
+  p->cost = J;  // the plan's cost and states (mpc_plan leaves them to the first iteration)
+  mju_copy(p->states, p->gstates, (size_t)(p->H + 1) * p->nx);
 
   // Adam's direction
   const double b1 = 0.9, b2 = 0.999, eps = 1e-12;
@@ -580,7 +666,7 @@ static int gradientIteration(mpcPlanner* p) {
     p->cost = p->scost[best];
     mju_copy(p->z, p->samples + (size_t)best * nz, nz);
     mju_copy(p->states, p->w[best % nt].best_states, (size_t)(p->H + 1) * p->nx);
-    p->lr = fmin(2 * ldexp(1.0, -2 * best) * p->lr, 10);
+    p->lr = fmin(2 * ldexp(1.0, -2 * best) * p->lr, kMaxLr);
   } else {
     p->lr /= 8;
   }
@@ -648,11 +734,29 @@ static void choleskySolve(const double* l, int n, const double* b, double* x) {
 }
 
 // C = alpha op(A) op(B) + beta C, row-major: op(A) m x k, op(B) k x n, C m x n; ta, tb: the
-// operand is stored transposed (A as k x m, B as n x k). BLIS on one thread (the planner's own
-// threads are busy elsewhere only outside the backward pass).
+// operand is stored transposed (A as k x m, B as n x k). Small products (m n k < 8192: BLIS's
+// packing and threading cost more than they save) in plain loops, larger ones by BLIS on one
+// thread (the backward pass runs on the calling thread alone).
 static void gemm(int ta, int tb, int m, int n, int k, double alpha, const double* a,
                  const double* b, double beta, double* c) {
   if (m == 0 || n == 0) return;
+  if ((long)m * n * k < 8192) {
+    for (int i = 0; i < m; i++) {
+      double* ci = c + (size_t)i * n;
+      for (int j = 0; j < n; j++) ci[j] = beta == 0 ? 0 : beta * ci[j];
+      for (int l = 0; l < k; l++) {
+        double ail = alpha * (ta ? a[(size_t)l * m + i] : a[(size_t)i * k + l]);
+        if (ail == 0) continue;
+        if (tb) {
+          for (int j = 0; j < n; j++) ci[j] += ail * b[(size_t)j * k + l];
+        } else {
+          const double* bl = b + (size_t)l * n;
+          for (int j = 0; j < n; j++) ci[j] += ail * bl[j];
+        }
+      }
+    }
+    return;
+  }
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(1, &rntm);
   inc_t lda = ta ? m : k, ldb = tb ? k : n;
@@ -938,6 +1042,7 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     p->am = allocNum(nz, &ok);
     p->av = allocNum(nz, &ok);
     p->dir = allocNum(nz, &ok);
+    p->tcost = allocNum((size_t)H + 1, &ok);
   }
   if (type == MPC_ILQR) {
     p->A = allocNum(n2 * H, &ok);
@@ -1004,11 +1109,15 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
   }
   clampRows(p, p->z, p->nknot);
   clampRows(p, p->ctrl, H);
+
+  // the threads (none made: the calling thread runs every share)
+  p->pool = makePool(p->nthread - 1);
   return p;
 }
 
 void mpc_freePlanner(mpcPlanner* p) {
   if (!p) return;
+  freePool(p->pool);
   if (p->w) {
     for (int i = 0; i < p->nthread; i++) {
       worker* w = p->w + i;
@@ -1031,7 +1140,8 @@ void mpc_freePlanner(mpcPlanner* p) {
                       p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->am,     p->av,    p->dir, p->A,
                       p->B,      p->lx,   p->lxx,     p->lu,    p->luu,    p->kff,   p->Kfb,
                       p->Vx,     p->Vxx,  p->Qx,      p->Qu,    p->Qxx,    p->Quu,   p->QuuR,
-                      p->Qux,    p->VA,   p->VB,      p->tn,    p->tu,      p->xq};
+                      p->Qux,    p->VA,   p->VB,      p->tn,    p->tu,      p->xq,
+                      p->tcost};
   for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
   free(p->order);
   free(p->dstat);
@@ -1129,8 +1239,10 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
     p->cost = rollout(p, p->w, p->ctrl, &fb, p->w->ctrl, p->w->states);
     mju_copy(p->ctrl, p->w->ctrl, (size_t)H * nu);
     mju_copy(p->states, p->w->states, (size_t)(H + 1) * p->nx);
-  } else {
+  } else if (p->type != MPC_GRADIENT) {
     p->cost = rollout(p, p->w, p->ctrl, NULL, NULL, p->states);
+  } else {
+    p->cost = INFINITY;  // set by the first iteration's objective
   }
   double troll = now() - start;
 
