@@ -73,17 +73,21 @@ typedef enum mpcPlannerType_ {
 
 typedef struct mpcPlanner_ mpcPlanner;
 
-// A planner for model m with smooth model s and task; H = round(horizon / timestep) steps.
-// nthread: threads it may use (sampling planners spread rollouts over them).
+// A planner for model m with smooth model s and task. It plans on m, or, when the task gives a
+// planning timestep, on its own copy of m and s with that timestep; H = round(horizon / planning
+// timestep) steps. nthread: threads it may use (a pool made here: rollouts, derivatives and line
+// search candidates are spread over them). m and s must outlive the planner.
 mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffModel* s,
                             const mpcTask* task, int nthread, unsigned long long seed, char* err,
                             int errsz);
 void mpc_freePlanner(mpcPlanner* p);
 const char* mpc_plannerName(mpcPlannerType type);
 
-// Improve the plan from the state in d (qpos, qvel, act, time; d is not changed) for at most
-// budget seconds of wall time (at least one iteration); the plan is warm-started from the previous
-// call's, shifted by `shift` steps. Writes the first control (nu) to ctrl; returns the plan's cost.
+// Improve the plan from the state in d (qpos, qvel, act, time; d is not changed) while the next
+// iteration is expected to end within budget seconds of wall time (at least one iteration, which
+// may overrun a budget shorter than itself); the plan is warm-started from the previous call's,
+// shifted by `shift` steps of m (iLQR: its feedback policy around the shifted plan). Writes the
+// first control (nu) to ctrl; returns the plan's cost.
 double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double* ctrl);
 
 // the current plan: controls (H x nu) and its predicted states (H+1 x (nq+nv+na)); sizes in H
