@@ -13,7 +13,9 @@
 //   Richardson extrapolation over (eps, 2 eps), eps = 1e-6, along 3 random directions and 6 single
 //   knot variables; |g.v - fd| <= 1e-5 |g| |v| (relative to the gradient's norm: single
 //   components can be tiny). The two are computed differently: the adjoint sweep against rollouts.
-//   Warm start: repeated calls with a shift and a small budget keep every control in range.
+//   Warm start: repeated calls with a shift and a small budget keep every control in range; iLQR's
+//   warm start (its feedback policy around the shifted plan) reproduces the shifted plan when the
+//   plant followed it, and corrects a push off it.
 //   Determinism: fixed iterations and samples, seed 7: two planners with 2 threads agree bit for
 //   bit, and with 1 thread too (sample i always runs on the same data, whatever thread runs it).
 //   Errors: bad arguments give NULL with a message naming the field.
@@ -358,6 +360,57 @@ TEST(MpcPlanner, WarmStartKeepsControlsInRange) {
       mj_deleteData(d);
       mpc_freePlanner(p);
     }
+  }
+}
+
+TEST(MpcPlanner, IlqrWarmStartFollowsItsFeedbackPolicy) {
+  // cartpole near upright (unstable), planned on the plant's own model: a converged iLQR plan,
+  // one plant step with its first control, then the next call's warm start. Unperturbed, the
+  // feedback policy around the shifted plan reproduces the shifted plan (J_warm = J_open to
+  // 1e-9); with the pole pushed off the plan, the feedback corrects what the open-loop shifted
+  // controls do not (J_warm < 0.5 J_open).
+  TaskSetup s("cartpole");
+  ASSERT_TRUE(s.ok) << s.msg;
+  ASSERT_EQ(s.pm, s.sim.m) << "the test needs a task without a planning timestep";
+  const mjModel* m = s.sim.m;
+  for (double push : {0.0, 0.5}) {
+    SCOPED_TRACE("pole velocity push " + std::to_string(push));
+    char err[500] = "";
+    mpcPlanner* p = mpc_makePlanner(MPC_ILQR, m, s.sim.s, s.task, 2, 1, err, sizeof(err));
+    ASSERT_NE(p, nullptr) << err;
+    mjData* d = mj_makeData(m);
+    mj_resetData(m, d);
+    d->qpos[1] = 0.1;  // pole 0.1 rad off vertical (qpos = 0: upright)
+    mpc_plannerSetIterations(p, 30, 0);
+    std::vector<double> u0(m->nu);
+    ASSERT_TRUE(std::isfinite(mpc_plan(p, d, 60, 0, u0.data())));
+    int H = 0;
+    const double* plan = mpc_planControls(p, &H);
+    std::vector<double> shifted((size_t)H * m->nu);
+    for (int t = 0; t < H; t++) {
+      int src = t + 1 < H ? t + 1 : H - 1;
+      for (int i = 0; i < m->nu; i++) shifted[(size_t)t * m->nu + i] = plan[(size_t)src * m->nu + i];
+    }
+
+    // the plant: one step of the same smooth model with the first control, then the push
+    mju_copy(d->ctrl, u0.data(), m->nu);
+    ASSERT_EQ(mjdiff_step(m, d, s.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    d->qvel[1] += push;
+    double J_open = mpc_plannerRolloutCost(p, d, shifted.data(), nullptr);
+    mpc_plannerSetIterations(p, 1, 0);
+    mpc_plan(p, d, 60, 1, u0.data());
+    double J_warm = mpc_plannerWarmCost(p);
+    ASSERT_TRUE(std::isfinite(J_open));
+    ASSERT_TRUE(std::isfinite(J_warm));
+    if (push == 0) {
+      EXPECT_NEAR(J_warm, J_open, 1e-9 * J_open);
+    } else {
+      EXPECT_LT(J_warm, 0.5 * J_open);
+    }
+    std::printf("[ warm     ] push %.1f rad/s: open-loop shifted plan J %.6g, feedback warm start "
+                "J %.6g\n", push, J_open, J_warm);
+    mj_deleteData(d);
+    mpc_freePlanner(p);
   }
 }
 

@@ -10,8 +10,8 @@
 //   gradient   dJ/dz_j = sum_t dJ/du_t du_t/dz_j (rollout adjoint for dJ/du); Adam's direction
 //              d = m^ / (sqrt(v^) + eps) (moments kept across calls); a parallel line search on
 //              z_i = clamp(z - a_i lr 0.02 (hi - lo) .* d, lo, hi), a_i = 2, 1/2, 1/8, ..
-//              (a candidate per thread): the lowest below J(z) is the plan, lr <- a_i lr;
-//              none: lr <- lr / 8
+//              (a candidate per thread): the lowest below J(z) is the plan,
+//              lr <- min(a_i lr, 2); none: lr <- lr / 8
 //   sampling   predictive sampling (MJPC): z_i = clamp(z + sigma eps_i), sigma = 0.1 (hi-lo)/2,
 //              eps_i ~ N(0, I); z = argmin over the nominal and the samples
 //   CEM        z_i = clamp(mu + sigma .* eps_i) (z_0 = mu); elites E: the N/8 best;
@@ -33,10 +33,13 @@
 // Planning model: the caller's, or a copy with the task's planning timestep (the plant keeps its
 // own); H = round(horizon / planning timestep).
 //
-// Warm start: the previous plan shifted by `shift` plant steps, the last control held. Rollouts run on
-// the planner's own mjData (one per thread), never on the caller's. Sampling noise is drawn on the
-// calling thread in a fixed order and sample i runs on thread i mod nthread, so results depend on
-// the seed only, not on thread timing.
+// Warm start: the previous plan shifted by `shift` plant steps, the last control held; iLQR rolls
+// out its previous feedback policy around the shifted plan, u_t = ubar_t + K_t (x_t (-) xbar_t),
+// so that a state off the plan (the plant's model mismatch, an unstable system) starts from a
+// corrected plan. Rollouts run on the planner's own mjData (one per worker), never on the
+// caller's. Sampling noise is drawn on the calling thread in a fixed order and item i always runs
+// on worker i mod nt, so results depend on the seed only, not on thread timing (the number of
+// iterations within a wall-clock budget does).
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -119,6 +122,7 @@ struct mpcPlanner_ {
   // iteration control
   int maxiter, nsample_fixed;  // testing: fixed iterations and samples (0: by the budget)
   int last_iter, last_nsample;
+  double warm_cost;  // cost of the last call's warm start (NAN: gradient planner)
 
   worker* w;   // nthread workers
   pool* pool;  // nthread - 1 threads, NULL with one thread
@@ -153,7 +157,9 @@ struct mpcPlanner_ {
   int* dstat;         // H+1: status of each step's derivatives
   double *Vx, *Vxx, *Qx, *Qu, *Qxx, *Quu, *QuuR, *Qux, *VA, *VB, *tn, *tu;
   int* clamped;                // nu
-  int has_gains;               // Kfb holds the gains of a backward pass along the plan
+  double* Kpol;                // H x nu x ndx: the gains of the last accepted step (the policy
+                               // u_t = ubar_t + K_t (x_t (-) xbar_t) around the plan)
+  int has_gains;               // Kpol is set
   double* xq;                  // nv: position difference (warm start)
   int ls_base;                 // line search: alpha index of the batch's first item
   double ls_cost[MAX_THREAD];  // line search: cost of each item of the batch
@@ -767,7 +773,6 @@ static void gemm(int ta, int tb, int m, int n, int k, double alpha, const double
 // Riccati sweep with regularisation p->mu; 0 if some Q_uu + mu I is not positive definite
 static int backwardPass(mpcPlanner* p) {
   int n = p->ndx, nu = p->nu, H = p->H;
-  p->has_gains = 0;
   size_t n2 = (size_t)n * n;
   mju_copy(p->Vx, p->lx + (size_t)n * H, n);
   mju_copy(p->Vxx, p->lxx + n2 * H, n2);
@@ -849,7 +854,6 @@ static int backwardPass(mpcPlanner* p) {
       }
     }
   }
-  p->has_gains = 1;
   return 1;
 }
 
@@ -884,6 +888,8 @@ static int ilqrIteration(mpcPlanner* p) {
           mju_copy(p->ctrl, p->w[i].ctrl, (size_t)H * nu);
           mju_copy(p->states, p->w[i].states, (size_t)(H + 1) * nx);
           p->mu = p->mu / 4 > kMuMin ? p->mu / 4 : kMuMin;
+          mju_copy(p->Kpol, p->Kfb, (size_t)H * nu * p->ndx);
+          p->has_gains = 1;
           return 1;
         }
       }
@@ -1053,6 +1059,7 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     p->luu = allocNum((size_t)nu * nu * H, &ok);
     p->kff = allocNum((size_t)nu * H, &ok);
     p->Kfb = allocNum((size_t)nu * ndx * H, &ok);
+    p->Kpol = allocNum((size_t)nu * ndx * H, &ok);
     p->dstat = allocInt((size_t)H + 1, &ok);
     p->Vx = allocNum(ndx, &ok);
     p->Vxx = allocNum(n2, &ok);
@@ -1141,7 +1148,7 @@ void mpc_freePlanner(mpcPlanner* p) {
                       p->B,      p->lx,   p->lxx,     p->lu,    p->luu,    p->kff,   p->Kfb,
                       p->Vx,     p->Vxx,  p->Qx,      p->Qu,    p->Qxx,    p->Quu,   p->QuuR,
                       p->Qux,    p->VA,   p->VB,      p->tn,    p->tu,      p->xq,
-                      p->tcost};
+                      p->tcost,   p->Kpol};
   for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
   free(p->order);
   free(p->dstat);
@@ -1195,9 +1202,9 @@ static void warmStart(mpcPlanner* p, int shift) {
       p->ctrl[t * nu + i] = (1 - f) * p->ctrl[j * nu + i] + f * p->ctrl[j1 * nu + i];
     }
     if (p->has_gains) {
-      double* K = p->Kfb + (size_t)nu * ndx * t;
-      const double* K0 = p->Kfb + (size_t)nu * ndx * j;
-      const double* K1 = p->Kfb + (size_t)nu * ndx * j1;
+      double* K = p->Kpol + (size_t)nu * ndx * t;
+      const double* K0 = p->Kpol + (size_t)nu * ndx * j;
+      const double* K1 = p->Kpol + (size_t)nu * ndx * j1;
       for (size_t k = 0; k < (size_t)nu * ndx; k++) K[k] = (1 - f) * K0[k] + f * K1[k];
     }
   }
@@ -1235,7 +1242,7 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
   clampRows(p, p->ctrl, H);
   if (p->type == MPC_ILQR && p->has_gains && shift > 0) {
     // the previous feedback policy around the shifted plan: u_t = ubar_t + K_t (x_t (-) xbar_t)
-    feedback fb = {p->states, p->kff, p->Kfb, 0};
+    feedback fb = {p->states, p->kff, p->Kpol, 0};
     p->cost = rollout(p, p->w, p->ctrl, &fb, p->w->ctrl, p->w->states);
     mju_copy(p->ctrl, p->w->ctrl, (size_t)H * nu);
     mju_copy(p->states, p->w->states, (size_t)(H + 1) * p->nx);
@@ -1244,6 +1251,7 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
   } else {
     p->cost = INFINITY;  // set by the first iteration's objective
   }
+  p->warm_cost = p->type == MPC_GRADIENT ? NAN : p->cost;
   double troll = now() - start;
 
   // samples per iteration: as many as fit in 80% of the rest of the budget, at most NSAMPLE
@@ -1332,6 +1340,10 @@ void mpc_plannerSetIterations(mpcPlanner* p, int maxiter, int nsample) {
   if (!p) return;
   p->maxiter = maxiter > 0 ? maxiter : 0;
   p->nsample_fixed = nsample > 0 ? (nsample < NSAMPLE ? nsample : NSAMPLE) : 0;
+}
+
+double mpc_plannerWarmCost(const mpcPlanner* p) {
+  return p ? p->warm_cost : NAN;
 }
 
 int mpc_plannerIterations(const mpcPlanner* p, int* nsample) {

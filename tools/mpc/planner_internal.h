@@ -34,6 +34,10 @@ double mpc_plannerRolloutCost(mpcPlanner* p, const mjData* d, const double* ctrl
 // budget), with nsample samples per iteration for the sampling planners (0: sized to the budget).
 void mpc_plannerSetIterations(mpcPlanner* p, int maxiter, int nsample);
 
+// Cost of the last mpc_plan call's warm start, before its iterations (NAN for the gradient
+// planner, whose first iteration evaluates it).
+double mpc_plannerWarmCost(const mpcPlanner* p);
+
 // Iterations run by the last mpc_plan call, and the samples per iteration it used (sampling
 // planners; 0 otherwise). Nullable: nsample.
 int mpc_plannerIterations(const mpcPlanner* p, int* nsample);
