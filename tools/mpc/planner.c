@@ -500,6 +500,25 @@ static void sortSamples(const double* cost, int* order, int n) {
   }
 }
 
+// Roll out the n knot vectors in p->samples in parallel (costs in p->scost); the lowest, if below
+// the plan's cost, becomes the plan (knots, states, cost). Returns its index, or -1.
+static int evaluateSamples(mpcPlanner* p, int n) {
+  for (int i = 0; i < p->nthread; i++) p->w[i].best_cost = INFINITY;
+  runParallel(p, sampleItem, n);
+  int best = 0;
+  for (int i = 1; i < n; i++) {
+    if (p->scost[i] < p->scost[best]) best = i;
+  }
+  if (!(p->scost[best] < p->cost)) return -1;
+
+  // sample i ran on worker i mod min(nthread, n), which kept the states of its best sample
+  int nt = p->nthread < n ? p->nthread : n;
+  p->cost = p->scost[best];
+  mju_copy(p->z, p->samples + (size_t)best * p->nz, p->nz);
+  mju_copy(p->states, p->w[best % nt].best_states, (size_t)(p->H + 1) * p->nx);
+  return best;
+}
+
 // one iteration of predictive sampling, CEM or MPPI with n samples
 static void samplingIteration(mpcPlanner* p, int n) {
   int nz = p->nz, nu = p->nu;
@@ -518,20 +537,7 @@ static void samplingIteration(mpcPlanner* p, int n) {
       zi[k] = clampValue(c[k] + sd * gaussian(p), p->lo[k % nu], p->hi[k % nu]);
     }
   }
-  for (int i = 0; i < p->nthread; i++) p->w[i].best_cost = INFINITY;
-  runParallel(p, sampleItem, n);
-
-  // the best plan so far (sample i ran on worker i mod min(nthread, n))
-  int best = 0;
-  for (int i = 1; i < n; i++) {
-    if (p->scost[i] < p->scost[best]) best = i;
-  }
-  if (p->scost[best] < p->cost) {
-    int nt = p->nthread < n ? p->nthread : n;
-    p->cost = p->scost[best];
-    mju_copy(p->z, p->samples + (size_t)best * nz, nz);
-    mju_copy(p->states, p->w[best % nt].best_states, (size_t)(p->H + 1) * p->nx);
-  }
+  evaluateSamples(p, n);
 
   if (p->type == MPC_CEM) {
     // elites: mean and standard deviation
@@ -661,17 +667,8 @@ static int gradientIteration(mpcPlanner* p) {
       zi[k] = clampValue(p->z[k] - step * p->dir[k], p->lo[k % nu], p->hi[k % nu]);
     }
   }
-  for (int i = 0; i < p->nthread; i++) p->w[i].best_cost = INFINITY;
-  runParallel(p, sampleItem, n);
-  int best = 0;
-  for (int i = 1; i < n; i++) {
-    if (p->scost[i] < p->scost[best]) best = i;
-  }
-  if (p->scost[best] < p->cost) {
-    int nt = p->nthread < n ? p->nthread : n;
-    p->cost = p->scost[best];
-    mju_copy(p->z, p->samples + (size_t)best * nz, nz);
-    mju_copy(p->states, p->w[best % nt].best_states, (size_t)(p->H + 1) * p->nx);
+  int best = evaluateSamples(p, n);
+  if (best >= 0) {
     p->lr = fmin(2 * ldexp(1.0, -2 * best) * p->lr, kMaxLr);
   } else {
     p->lr /= 8;
