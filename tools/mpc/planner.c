@@ -411,6 +411,20 @@ static void* poolThread(void* arg) {
   return NULL;
 }
 
+// stop and join the threads (none made: only the teardown); NULL is a no-op
+static void freePool(pool* pl) {
+  if (!pl) return;
+  pthread_mutex_lock(&pl->mutex);
+  pl->quit = 1;
+  pthread_cond_broadcast(&pl->start);
+  pthread_mutex_unlock(&pl->mutex);
+  for (int i = 1; i <= pl->nthread; i++) pthread_join(pl->th[i], NULL);
+  pthread_cond_destroy(&pl->done);
+  pthread_cond_destroy(&pl->start);
+  pthread_mutex_destroy(&pl->mutex);
+  free(pl);
+}
+
 // a pool of up to nextra threads; NULL if none could be made (the caller then runs alone)
 static pool* makePool(int nextra) {
   if (nextra < 1) return NULL;
@@ -426,26 +440,10 @@ static pool* makePool(int nextra) {
     pl->nthread = i;
   }
   if (pl->nthread == 0) {
-    pthread_cond_destroy(&pl->done);
-    pthread_cond_destroy(&pl->start);
-    pthread_mutex_destroy(&pl->mutex);
-    free(pl);
+    freePool(pl);
     return NULL;
   }
   return pl;
-}
-
-static void freePool(pool* pl) {
-  if (!pl) return;
-  pthread_mutex_lock(&pl->mutex);
-  pl->quit = 1;
-  pthread_cond_broadcast(&pl->start);
-  pthread_mutex_unlock(&pl->mutex);
-  for (int i = 1; i <= pl->nthread; i++) pthread_join(pl->th[i], NULL);
-  pthread_cond_destroy(&pl->done);
-  pthread_cond_destroy(&pl->start);
-  pthread_mutex_destroy(&pl->mutex);
-  free(pl);
 }
 
 // fn on items 0 .. nitem-1 (see above)
@@ -1032,6 +1030,8 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     // sampling planners: samples; gradient planner: line search candidates
     p->samples = allocNum((size_t)NSAMPLE * nz, &ok);
     p->scost = allocNum(NSAMPLE, &ok);
+  }
+  if (type == MPC_SAMPLING || type == MPC_CEM || type == MPC_MPPI) {
     p->order = allocInt(NSAMPLE, &ok);
     p->center = allocNum(nz, &ok);
     p->sigma = allocNum(nz, &ok);
@@ -1068,7 +1068,7 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     p->Qux = allocNum((size_t)nu * ndx, &ok);
     p->VA = allocNum(n2, &ok);
     p->VB = allocNum((size_t)ndx * nu, &ok);
-    p->tn = allocNum(ndx + n2, &ok);
+    p->tn = allocNum(ndx, &ok);
     p->tu = allocNum(2 * (size_t)nu, &ok);
     p->clamped = allocInt(nu, &ok);
     p->xq = allocNum(p->nv, &ok);
@@ -1164,14 +1164,16 @@ static void setStart(mpcPlanner* p, const mjData* d) {
   }
 }
 
-// position and index of real step st in a sequence of n: j and f with st = j + f, the last held
-static void shiftIndex(double st, int n, int* j, double* f) {
+// real step st in a sequence of n rows as rows j, j1 and weight f: row(st) = (1 - f) row j +
+// f row j1, st = j + f, j1 = j + 1 (j1 = j when f = 0); the last row held beyond the end
+static void shiftIndex(double st, int n, int* j, int* j1, double* f) {
   *j = (int)floor(st);
   *f = st - *j;
   if (*j >= n - 1) {
     *j = n - 1;
     *f = 0;
   }
+  *j1 = *f > 0 ? *j + 1 : *j;
 }
 
 // Warm start: the previous plan shifted by shift plant steps (ds = shift dt_plant / dt planning
@@ -1191,10 +1193,9 @@ static void warmStart(mpcPlanner* p, int shift) {
     return;
   }
   for (int t = 0; t < H; t++) {
-    int j;
+    int j, j1;
     double f;
-    shiftIndex(t + ds, H, &j, &f);
-    int j1 = f > 0 ? j + 1 : j;
+    shiftIndex(t + ds, H, &j, &j1, &f);
     for (int i = 0; i < nu; i++) {
       p->ctrl[t * nu + i] = (1 - f) * p->ctrl[j * nu + i] + f * p->ctrl[j1 * nu + i];
     }
@@ -1207,10 +1208,9 @@ static void warmStart(mpcPlanner* p, int shift) {
   }
   if (p->has_gains) {
     for (int t = 0; t <= H; t++) {
-      int j;
+      int j, j1;
       double f;
-      shiftIndex(t + ds, H + 1, &j, &f);
-      int j1 = f > 0 ? j + 1 : j;
+      shiftIndex(t + ds, H + 1, &j, &j1, &f);
       double* x = p->states + (size_t)t * nx;
       const double* x0 = p->states + (size_t)j * nx;
       const double* x1 = p->states + (size_t)j1 * nx;

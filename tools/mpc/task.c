@@ -388,7 +388,8 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
   task->terminal = 1;
   task->success_term = -1;
   static const char* kSetting[] = {"horizon", "timestep", "duration", "terminal", "success"};
-  int cap = 0, ok = 1, success_line = 0, seen[4] = {0, 0, 0, 0};
+  enum { NSETTING = sizeof(kSetting) / sizeof(kSetting[0]), SUCCESS = NSETTING - 1 };
+  int cap = 0, ok = 1, success_line = 0, seen[NSETTING] = {0};
   char line[MAX_LINE];
   char* tok[MAX_TOKEN];
   int quoted[MAX_TOKEN];
@@ -414,17 +415,17 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
 
     // settings
     int setting = -1;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < NSETTING; i++) {
       if (!strcmp(tok[0], kSetting[i])) setting = i;
     }
     if (setting >= 0) {
       // success has its own check (it names its first line)
-      if (setting < 4 && seen[setting]) {
+      if (setting != SUCCESS && seen[setting]) {
         ok = fail(&ps, "second %s line (the first is line %d)", tok[0], seen[setting]);
         break;
       }
       ok = parseSetting(&ps, tok, ntok, task, &success_line);
-      if (setting < 4) seen[setting] = ps.line;
+      if (setting != SUCCESS) seen[setting] = ps.line;
       continue;
     }
 
