@@ -19,11 +19,14 @@
 // Contact c (smooth.c) with y = (dist, n, v, w) (v, w relative velocities of geom2 to geom1 at p):
 //   x = w_c - dist, g = k s(x), vn = n.v, e = -c_d s'(x) vn, fn = D(g, e)     (law.h)
 //   dfn = -(D_g k s' - D_e c_d s'' vn) ddist - D_e c_d s' (v dn + n dv)
-//   vt = (I - n n') v, u = vt / v_s, r = u / sqrt(1 + |u|^2), ft = -mu fn r
-//   dft = -mu r dfn - mu fn R_u dvt / v_s,  R_u = q (I - r r'), q = 1 / sqrt(1 + |u|^2)
+//   vt = (I - n n') v, u = vt / v_e, r = u / sqrt(1 + |u|^2), ft = -mu fn r,
+//   v_e = v_s + h A_t mu fn (law.h law_frictionSpeed; A_t the pair's invweight0)
+//   dft = -mu r dfn - mu fn R_u (dvt - u dv_e) / v_e,  R_u = q (I - r r'), q = 1 / sqrt(1 + |u|^2),
+//   dv_e = h A_t mu dfn, R_u u = q^3 u
 //   dvt = (I - n n') dv - (vn I + n v') dn
-//   torsion  tn = -mu3 fn rho(n.w / w_s): dtn = -mu3 rho dfn - mu3 fn q^3 / w_s (n dw + w dn)
-//   rolling  like sliding on wt = (I - n n') w with w_s, mu4
+//   torsion  tn = -mu3 fn rho(n.w / w_e), w_e = w_s + h A_r mu3 fn:
+//            dtn = -mu3 rho dfn - mu3 fn q^3 / w_e (n dw + w dn - u h A_r mu3 dfn)
+//   rolling  like sliding on wt = (I - n n') w with w_s, A_r, mu4
 //   F = fn n + ft,  T = tn n + tr
 //   (d dist, dn, dp) = G [P1; P2] dq with G the contact geometry Jacobian (geom_d.c) and P_i the
 //   rigid motion of geom i: [J_p(b_i, x_gi); J_ang(b_i)]
@@ -206,9 +209,9 @@ static mjtNum normalLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const 
 
 // partial derivatives of the world force F and torque T of one contact with respect to
 // y = (dist, n (3), v (3), w (3)): DF, DT (3 x 10); returns 0 if the contact is inactive
-static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const mjtNum v[3],
-                      const mjtNum w[3], mjtNum F[3], mjtNum T[3], mjtNum DF[30],
-                      mjtNum DT[30]) {
+static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum hAt, mjtNum hAr,
+                      const mjtNum v[3], const mjtNum w[3], mjtNum F[3], mjtNum T[3],
+                      mjtNum DF[30], mjtNum DT[30]) {
   const mjtNum* n = con->frame;
   mju_zero(DF, 30);
   mju_zero(DT, 30);
@@ -229,11 +232,14 @@ static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const mj
   }
 
   // regularised friction on a tangential vector (sliding: v; rolling: w): adds to D
-  // t = (I - n n') a, u = t / speed, out = -mu fn u / sqrt(1 + |u|^2)
+  // t = (I - n n') a, u = t / se, out = -mu fn u / sqrt(1 + |u|^2), se = speed + hA mu fn
   for (int kind = 0; kind < 2; kind++) {
     if ((kind == 0 && con->dim < 3) || (kind == 1 && con->dim < 6)) continue;
     const mjtNum* a = kind ? w : v;
-    mjtNum mu = con->friction[kind ? 3 : 0], speed = kind ? prm[GP_SPIN_SPEED] : prm[GP_FRICTION_SPEED];
+    mjtNum mu = con->friction[kind ? 3 : 0];
+    mjtNum hA = kind ? hAr : hAt;
+    mjtNum speed = law_frictionSpeed(kind ? prm[GP_SPIN_SPEED] : prm[GP_FRICTION_SPEED], 1, hA,
+                                     mu, fn);
     int aoff = kind ? 7 : 4;  // column of a in y
     mjtNum* out = kind ? T : F;
     mjtNum* D = kind ? DT : DF;
@@ -251,25 +257,30 @@ static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], const mj
         dt[10 * i + 1 + j] = -(an * (i == j) + n[i] * a[j]);
       }
     }
-    // d out = -mu r dfn - mu fn q (I - r r') dt / speed
+    // d out = -mu r dfn - mu fn q (I - r r') (dt - u dse) / se,  dse = hA mu dfn, and
+    // (I - r r') u = q^2 u
+    mjtNum q3 = q * q * q;
     for (int i = 0; i < 3; i++) {
       for (int c = 0; c < 10; c++) {
         mjtNum Rdt = 0;
         for (int j = 0; j < 3; j++) Rdt += ((i == j) - r[i] * r[j]) * dt[10 * j + c];
-        D[10 * i + c] += -mu * r[i] * dfn[c] - mu * fn * q * Rdt / speed;
+        D[10 * i + c] += -mu * r[i] * dfn[c] - mu * fn * q * Rdt / speed +
+                         mu * fn * q3 * u[i] * hA * mu * dfn[c] / speed;
       }
     }
   }
 
-  // torsion: T += tn n, tn = -mu3 fn rho(wn / w_s)
+  // torsion: T += tn n, tn = -mu3 fn rho(wn / se), se = w_s + hA_r mu3 fn
   if (con->dim >= 4) {
-    mjtNum mu = con->friction[2], speed = prm[GP_SPIN_SPEED];
+    mjtNum mu = con->friction[2];
+    mjtNum speed = law_frictionSpeed(prm[GP_SPIN_SPEED], 1, hAr, mu, fn);
     mjtNum wn = mju_dot3(n, w), u = wn / speed, rho;
     mjtNum q = law_regular(&rho, &u, 1);
     mjtNum tn = -mu * fn * rho;
     mjtNum dtn[10];
-    for (int c = 0; c < 10; c++) dtn[c] = -mu * rho * dfn[c];
     mjtNum drho = q * q * q / speed;
+    // d rho = drho (dwn - u dse), dse = hA_r mu dfn
+    for (int c = 0; c < 10; c++) dtn[c] = -mu * rho * dfn[c] + mu * fn * drho * u * hAr * mu * dfn[c];
     for (int i = 0; i < 3; i++) {
       dtn[7 + i] += -mu * fn * drho * n[i];
       dtn[1 + i] += -mu * fn * drho * w[i];
@@ -380,8 +391,9 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mjtNum v[3], w[3];
   contactVel(m, d, b, p, v, w);
 
-  mjtNum F[3], T[3], DF[30], DT[30];
-  if (!contactLaw(con, prm, v, w, F, T, DF, DT)) return 0;
+  mjtNum F[3], T[3], DF[30], DT[30], At, Ar, h = m->opt.timestep;
+  mjdiff_contactInvweight(s, g[0], g[1], &At, &Ar);
+  if (!contactLaw(con, prm, h * At, h * Ar, v, w, F, T, DF, DT)) return 0;
 
   // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
   mjtNum G[7 * 12];
@@ -486,7 +498,9 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
 static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
                               scratch* sc, int i, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv;
-  mjtNum k = s->opt.eq_stiffness, c = s->opt.eq_damping;
+  mjtNum k, c, kr, cr;
+  mjdiff_eqParams(s, i, 0, &k, &c);
+  mjdiff_eqParams(s, i, 1, &kr, &cr);
   int b[2] = {m->eq_obj1id[i], m->eq_obj2id[i]};
   const mjtNum *anchor[2], *relpose;
   mjtNum ts;
@@ -569,7 +583,7 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
     mjtNum Jrinv[9];
     spatial_leftJacobianInverse(r, Jinv);
     spatial_rightJacobianInverse(r, Jrinv);
-    for (int j = 0; j < 3; j++) T[j] = -ts * (k * r[j] + c * (V[0][j] - V[1][j]));
+    for (int j = 0; j < 3; j++) T[j] = -ts * (kr * r[j] + cr * (V[0][j] - V[1][j]));
     mjtNum W[6] = {T[0], T[1], T[2], 0, 0, 0};
     mju_zero(dWq, 6 * nv);
     mju_zero(dWv, 6 * nv);
@@ -586,8 +600,8 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
       for (int j = 0; j < 3; j++) {
         const mjtNum* d0 = sc->dV + 6 * nv * b[0];
         const mjtNum* d1 = sc->dV + 6 * nv * b[1];
-        dWq[nv * j + kk] = -ts * (k * dr[j] + c * (d0[nv * j + kk] - d1[nv * j + kk]));
-        dWv[nv * j + kk] = -ts * c * dth[j];
+        dWq[nv * j + kk] = -ts * (kr * dr[j] + cr * (d0[nv * j + kk] - d1[nv * j + kk]));
+        dWv[nv * j + kk] = -ts * cr * dth[j];
       }
     }
     addWrenchDeriv(m, sc, b[1], b[0], W, dWq, dWv, DfDq, DfDv);
@@ -597,9 +611,9 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
 //---------------------------------- scalar coordinates -------------------------------------------
 
 // the limit law on one coordinate (smooth.c limitForce): force and its partials
-static mjtNum limitDeriv(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi,
+static mjtNum limitDeriv(const mjtNum law[EP_COUNT], mjtNum x, mjtNum v, mjtNum lo, mjtNum hi,
                          mjtNum* fx, mjtNum* fv) {
-  mjtNum k = o->limit_stiffness, w = o->limit_width, c = o->limit_damping;
+  mjtNum k = law[EP_STIFFNESS], w = law[EP_WIDTH], c = law[EP_DAMPING];
   mjtNum f = 0;
   *fx = *fv = 0;
   for (int side = 0; side < 2; side++) {
@@ -647,8 +661,8 @@ static void addScalarDeriv(const mjModel* m, const mjData* d, int tendon, int do
   }
 }
 
-static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjdiffOptions* o, int jnt,
-                           mjtNum* DfDq, mjtNum* DfDv) {
+static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjtNum law[EP_COUNT],
+                           int jnt, mjtNum* DfDq, mjtNum* DfDv) {
   // f_gen = -f(theta, thetadot) a, a = r / theta, r = axis-angle(q) (local), thetadot = a . w
   // dr = J_r^-1(r) dq (right perturbation), dtheta = a' dr, da = (I - a a') dr / theta
   int nv = m->nv, qa = m->jnt_qposadr[jnt], da = m->jnt_dofadr[jnt];
@@ -656,12 +670,12 @@ static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjdiffOption
   mjtNum r[3];
   mju_quat2Vel(r, d->qpos + qa, 1);
   mjtNum theta = mju_norm3(r);
-  if (theta <= 0 || o->limit_width - (range[1] - theta) <= 0) return;
+  if (theta <= 0 || law[EP_WIDTH] - (range[1] - theta) <= 0) return;
   mjtNum a[3] = {r[0] / theta, r[1] / theta, r[2] / theta};
   const mjtNum* w = d->qvel + da;
   mjtNum thdot = mju_dot3(a, w);
   mjtNum fx, fv;
-  mjtNum f = -limitDeriv(o, theta, thdot, -mjMAXVAL, range[1], &fx, &fv);
+  mjtNum f = -limitDeriv(law, theta, thdot, -mjMAXVAL, range[1], &fx, &fv);
   fx = -fx;
   fv = -fv;
 
@@ -828,7 +842,6 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
 
   // smooth forces (plugin/smooth.c), under the same flags
   if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
-    const mjdiffOptions* o = &s->opt;
     if (!DISABLED(m, mjDSBL_CONTACT)) {
       for (int i = 0; i < d->ncon; i++) {
         if (contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv) && !status) status = -1 - i;
@@ -861,7 +874,8 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
           ddp = 2 * coef[2] + x2 * (6 * coef[3] + x2 * 12 * coef[4]);
           poly = coef[0] + x2 * (coef[1] + x2 * (coef[2] + x2 * (coef[3] + x2 * coef[4])));
         }
-        mjtNum k = o->eq_stiffness, c = o->eq_damping;
+        mjtNum k, c;
+        mjdiff_eqParams(s, i, 0, &k, &c);
         mjtNum f = -k * (x1 - poly) - c * (v1 - dp * v2);
         // f depends on x1 (df = -k), x2 (k dp + c ddp v2), v1 (-c), v2 (c dp);
         // generalised: +f along a1, -f dp along a2
@@ -895,33 +909,37 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
       for (int j = 0; j < m->njnt; j++) {
         if (!m->jnt_limited[j]) continue;
         int type = m->jnt_type[j], qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j];
+        mjtNum law[EP_COUNT];
+        mjdiff_limitParams(s, 0, j, law);
         if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
           mjtNum fx, fv;
           const mjtNum* range = m->jnt_range + 2 * j;
-          limitDeriv(o, d->qpos[qa], d->qvel[da], range[0], range[1], &fx, &fv);
+          limitDeriv(law, d->qpos[qa], d->qvel[da], range[0], range[1], &fx, &fv);
           addScalarDeriv(m, d, -1, da, fx, fv, sc.J2, DfDq, DfDv);
         } else if (type == mjJNT_BALL) {
-          ballLimitDeriv(m, d, o, j, DfDq, DfDv);
+          ballLimitDeriv(m, d, law, j, DfDq, DfDv);
         }
       }
       for (int t = 0; t < m->ntendon; t++) {
         if (!m->tendon_limited[t]) continue;
-        mjtNum fx, fv;
+        mjtNum fx, fv, law[EP_COUNT];
         const mjtNum* range = m->tendon_range + 2 * t;
-        limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
+        mjdiff_limitParams(s, 1, t, law);
+        limitDeriv(law, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
         if (fx != 0 || fv != 0) addScalarDeriv(m, d, t, -1, fx, fv, sc.J2, DfDq, DfDv);
       }
     }
     if (!DISABLED(m, mjDSBL_FRICTIONLOSS)) {
       for (int j = 0; j < nv; j++) {
         if (m->dof_frictionloss[j] > 0) {
-          DfDv[nv * j + j] += lossDeriv(m->dof_frictionloss[j], d->qvel[j], o->frictionloss_speed);
+          DfDv[nv * j + j] +=
+              lossDeriv(m->dof_frictionloss[j], d->qvel[j], mjdiff_lossSpeed(s, 0, j));
         }
       }
       for (int t = 0; t < m->ntendon; t++) {
         if (m->tendon_frictionloss[t] > 0) {
           mjtNum fv = lossDeriv(m->tendon_frictionloss[t], d->ten_velocity[t],
-                                o->frictionloss_speed);
+                                mjdiff_lossSpeed(s, 1, t));
           addScalarDeriv(m, d, t, -1, 0, fv, sc.J2, NULL, DfDv);
         }
       }

@@ -362,6 +362,13 @@ static mjdiffStatus addName(builder* b, const mjModel* m, const mjdiffModel* s, 
 
   // model-wide
   if (objtype < 0) {
+    if (f->pk == PK_SMOOTH && *optionField((mjdiffOptions*)&s->opt, f->comp0) == MJDIFF_DERIVED) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "parameter '%s': the model derives %s per element from its solref, "
+                          "solimp and effective masses (no model-wide value to fit); set "
+                          "mjdiff_%s in the MJCF to fit one value, or fit it per geom",
+                          name, f->field, f->field);
+    }
     int r = addObject(b, m, f, -1, NULL, index);
     if (r == 1) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_NAME,
@@ -388,6 +395,10 @@ static mjdiffStatus addName(builder* b, const mjModel* m, const mjdiffModel* s, 
     if (!oname || !oname[0] || !globMatch(pat, oname)) continue;
     matched++;
     const char* why = notApplicable(m, f, id);
+    if (!why && f->pk == PK_GEOM_SMOOTH && !isfinite(s->geom_param[GP_COUNT * id + f->comp0])) {
+      why = "the geom cannot move, so its derived contact value is infinite (set it explicitly "
+            "with an mjdiff_<field>:<geom> numeric to fit it)";
+    }
     if (why) {
       if (!pattern) {
         return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "parameter '%s': %s", name, why);
@@ -599,6 +610,10 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
       if (!s) {
         return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                             "%s is a smooth-model field: the smooth model is NULL", name);
+      }
+      if (v == MJDIFF_DERIVED) {
+        return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                            "%s: %g (MJDIFF_DERIVED) is not a parameter value", name, v);
       }
       mjdiffOptions one = s->opt;
       int f = e->kind == PK_SMOOTH ? e->comp : mjdiff_geomParamField(e->comp);

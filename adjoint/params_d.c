@@ -30,13 +30,15 @@
 // Contacts (smooth.c): prm = pairParams(g1, g2) = (k, c, w, v_s, w_s), x = w - dist,
 //   g = k s(x; w), e = -c s'(x; w) vn, fn = D(g, e) (law.h), local force
 //   (fn, -fn mu_0 r_1, -fn mu_1 r_2), torque (-fn mu_2 rho_n, -fn mu_3 r'_1, -fn mu_4 r'_2),
-//   r = reg(vt / v_s), rho_n = reg(wn / w_s), r' = reg(wt / w_s), world F = frame' force.
+//   r = reg(vt / v_e), rho_n = reg(wn / w_e), r' = reg(wt / w_e'), world F = frame' force,
+//   v_e = v_s + h A_t mu_0 fn, w_e = w_s + h A_r mu_2 fn, w_e' = w_s + h A_r mu_3 fn (law.h).
 //   dfn/dk = D_g s,  dfn/dc = -D_e s' vn,  dfn/dw = D_g k S_w - D_e c vn DS_w, where the total
 //   w-derivatives of s(w - dist; w) and s'(w - dist; w) are, with y = x (x <= w) or 2w - x
 //   (w < x <= 2w), 0 elsewhere:  S_w = y^2/(2w^2) - y^3/(3w^3),
 //   DS_w = +-(y/w^2 - y^2/w^3) (+ for x <= w).
-//   Friction terms scale with fn; d reg(u/v)/dv = -q^3 u / v (q = 1/sqrt(1 + |u|^2)), so
-//   d(-fn mu r)/dv_s = fn mu q^3 u / v_s; d/dmu = -fn r.
+//   Friction terms scale with fn; d reg(a/v)/dv = -q^3 u / v (u = a/v, q = 1/sqrt(1 + |u|^2)),
+//   so with dv_e = dv_s + h A (fn dmu + mu dfn): d(-fn mu r) = -mu r dfn - fn r dmu
+//   + fn mu q^3 u / v_e dv_e.
 //   dr += J_b2' W - J_b1' W,  W = [dT + (p - o) x dF; dF]   (wrenches as in smooth.c)
 //   Parameter -> pair value (mjdiff_pairParams): both explicit: mean (1/2 each); one explicit:
 //   that one (1); neither: the model-wide value (1). A selected geom counts as explicit.
@@ -144,15 +146,15 @@ static mjtNum normalParams(mjtNum k, mjtNum c, mjtNum w, mjtNum x, mjtNum vn, mj
 }
 
 // partials of the limit force L (smooth.c limitForce) in (k, c, w)
-static void limitParams(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi,
+static void limitParams(const mjtNum law[EP_COUNT], mjtNum x, mjtNum v, mjtNum lo, mjtNum hi,
                         mjtNum dL[3]) {
   dL[0] = dL[1] = dL[2] = 0;
-  mjtNum w = o->limit_width;
+  mjtNum w = law[EP_WIDTH];
   for (int side = 0; side < 2; side++) {
     mjtNum sgn = side ? -1 : 1;
     mjtNum xx = side ? w - (hi - x) : w - (x - lo), dfn[3];
     if (xx <= 0) continue;
-    normalParams(o->limit_stiffness, o->limit_damping, w, xx, sgn * v, dfn);
+    normalParams(law[EP_STIFFNESS], law[EP_DAMPING], w, xx, sgn * v, dfn);
     for (int i = 0; i < 3; i++) dL[i] += sgn * dfn[i];
   }
 }
@@ -214,28 +216,36 @@ static int contactPartials(const mjModel* m, const mjData* d, const mjdiffModel*
 
   // friction on a tangential quantity a (n components from a0) with speed sp and friction mu
   // (one per component): row r of D (force or torque), z column of the speed and of mu
+  // (the effective speed se = sp + hA mu_0 fn of each kind, law.h, moves with fn and mu_0)
+  mjtNum At, Ar, h = m->opt.timestep;
+  mjdiff_contactInvweight(s, g1, g2, &At, &Ar);
   struct {
     int on, n, row, zs, zmu;
     const mjtNum* a;
     const mjtNum* mu;
-    mjtNum sp;
+    mjtNum sp, hA;
     mjtNum* D;
   } kinds[3] = {
-    {con->dim >= 3, 2, 1, Z_VS, Z_MU0, vc + 1, con->friction, prm[GP_FRICTION_SPEED], Df},
-    {con->dim >= 4, 1, 0, Z_WS, Z_MU0 + 1, wc, con->friction + 2, prm[GP_SPIN_SPEED], Dt},
-    {con->dim >= 6, 2, 1, Z_WS, Z_MU0 + 2, wc + 1, con->friction + 3, prm[GP_SPIN_SPEED], Dt},
+    {con->dim >= 3, 2, 1, Z_VS, Z_MU0, vc + 1, con->friction, prm[GP_FRICTION_SPEED], h * At, Df},
+    {con->dim >= 4, 1, 0, Z_WS, Z_MU0 + 1, wc, con->friction + 2, prm[GP_SPIN_SPEED], h * Ar, Dt},
+    {con->dim >= 6, 2, 1, Z_WS, Z_MU0 + 2, wc + 1, con->friction + 3, prm[GP_SPIN_SPEED], h * Ar,
+     Dt},
   };
   for (int k = 0; k < 3; k++) {
     if (!kinds[k].on) continue;
-    mjtNum u[2], r[2];
-    for (int j = 0; j < kinds[k].n; j++) u[j] = kinds[k].a[j] / kinds[k].sp;
+    mjtNum u[2], r[2], mu0 = kinds[k].mu[0];
+    mjtNum se = law_frictionSpeed(kinds[k].sp, 1, kinds[k].hA, mu0, fn);
+    for (int j = 0; j < kinds[k].n; j++) u[j] = kinds[k].a[j] / se;
     mjtNum q = law_regular(r, u, kinds[k].n);
     for (int j = 0; j < kinds[k].n; j++) {
       mjtNum* row = kinds[k].D + Z_COUNT * (kinds[k].row + j);
       mjtNum mu = kinds[k].mu[j];
-      for (int z = 0; z < 3; z++) row[z] = -mu * r[j] * dfn[z];
-      row[kinds[k].zs] = fn * mu * q * q * q * u[j] / kinds[k].sp;
-      row[kinds[k].zmu] = -fn * r[j];
+      // d(-fn mu r_j) = -mu r_j dfn - fn r_j dmu + fn mu q^3 u_j / se dse,
+      // dse = dsp + hA (fn dmu_0 + mu_0 dfn)
+      mjtNum Dse = fn * mu * q * q * q * u[j] / se;
+      for (int z = 0; z < 3; z++) row[z] = -mu * r[j] * dfn[z] + Dse * kinds[k].hA * mu0 * dfn[z];
+      row[kinds[k].zs] = Dse;
+      row[kinds[k].zmu] = -fn * r[j] + Dse * kinds[k].hA * fn;
     }
   }
 
@@ -394,10 +404,9 @@ static mjtNum rho1(mjtNum u, mjtNum* q) {
 // smooth-model column of the model-wide limit or friction-loss field f
 static void scalarSmoothColumn(const mjModel* m, const mjData* d, const mjdiffModel* s, int f,
                                mjtNum* col) {
-  const mjdiffOptions* o = &s->opt;
   if (f == SF_FRICTIONLOSS_SPEED) {
     if (DISABLED(m, mjDSBL_FRICTIONLOSS)) return;
-    mjtNum vf = o->frictionloss_speed, q;
+    mjtNum vf = s->opt.frictionloss_speed, q;  // explicit: makeParams refuses a derived field
     for (int j = 0; j < m->nv; j++) {
       mjtNum floss = m->dof_frictionloss[j];
       if (floss <= 0) continue;
@@ -422,9 +431,10 @@ static void scalarSmoothColumn(const mjModel* m, const mjData* d, const mjdiffMo
     if (!m->jnt_limited[j]) continue;
     int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], type = m->jnt_type[j];
     const mjtNum* range = m->jnt_range + 2 * j;
-    mjtNum dL[3];
+    mjtNum dL[3], law[EP_COUNT];
+    mjdiff_limitParams(s, 0, j, law);
     if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
-      limitParams(o, d->qpos[qa], d->qvel[da], range[0], range[1], dL);
+      limitParams(law, d->qpos[qa], d->qvel[da], range[0], range[1], dL);
       col[da] += dL[which];
     } else if (type == mjJNT_BALL) {
       mjtNum r[3];
@@ -432,15 +442,16 @@ static void scalarSmoothColumn(const mjModel* m, const mjData* d, const mjdiffMo
       mjtNum theta = mju_norm3(r);
       if (theta <= 0) continue;
       mjtNum axis[3] = {r[0] / theta, r[1] / theta, r[2] / theta};
-      limitParams(o, theta, mju_dot3(axis, d->qvel + da), -mjMAXVAL, range[1], dL);
+      limitParams(law, theta, mju_dot3(axis, d->qvel + da), -mjMAXVAL, range[1], dL);
       for (int i = 0; i < 3; i++) col[da + i] += dL[which] * axis[i];
     }
   }
   for (int t = 0; t < m->ntendon; t++) {
     if (!m->tendon_limited[t]) continue;
     const mjtNum* range = m->tendon_range + 2 * t;
-    mjtNum dL[3];
-    limitParams(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], dL);
+    mjtNum dL[3], law[EP_COUNT];
+    mjdiff_limitParams(s, 1, t, law);
+    limitParams(law, d->ten_length[t], d->ten_velocity[t], range[0], range[1], dL);
     if (dL[which] != 0) compat_addTendonForce(m, d, t, dL[which], col);
   }
 }
@@ -525,7 +536,7 @@ static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s
       col[id] = -acc[id];
       break;
     case PK_DOF_FRICTIONLOSS:
-      if (loss) col[id] = -rho1(d->qvel[id] / s->opt.frictionloss_speed, &q);
+      if (loss) col[id] = -rho1(d->qvel[id] / mjdiff_lossSpeed(s, 0, id), &q);
       break;
     case PK_JNT_STIFFNESS: {
       if (!passive) break;
@@ -557,7 +568,7 @@ static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s
       break;
     case PK_TEN_FRICTIONLOSS:
       if (loss) {
-        mjtNum r = rho1(d->ten_velocity[id] / s->opt.frictionloss_speed, &q);
+        mjtNum r = rho1(d->ten_velocity[id] / mjdiff_lossSpeed(s, 1, id), &q);
         compat_addTendonForce(m, d, id, -r, col);
       }
       break;

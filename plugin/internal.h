@@ -17,13 +17,35 @@ typedef enum geomParam_ {
   GP_COUNT
 } geomParam;
 
+// values of one limit or equality law: stiffness, damping, width (width unused by equalities)
+typedef enum elemParam_ {
+  EP_STIFFNESS = 0,
+  EP_DAMPING,
+  EP_WIDTH,
+  EP_COUNT
+} elemParam;
+
 struct mjdiffModel_ {
   const mjModel* m;            // the model this smooth model was made for
   int ngeom;                   // sizes at creation, checked against m on every call
   int nv;
-  mjdiffOptions opt;           // model-wide parameters
-  mjtNum* geom_param;          // per-geom contact parameters               (ngeom x GP_COUNT)
+  mjdiffOptions opt;           // model-wide parameters (MJDIFF_DERIVED: derived per element)
+  mjtNum* geom_param;          // per-geom contact parameters: explicit, model-wide or derived
+                               //                                           (ngeom x GP_COUNT)
   unsigned char* geom_set;     // whether each was set explicitly           (ngeom x GP_COUNT)
+
+  // values derived from the MJCF at make time (solref, solimp, timestep, invweight0; derive.c),
+  // views into one block
+  int njnt, ntendon, neq, npair;
+  mjtNum* derived;             // the block
+  mjtNum* geom_derived;        // per geom, against an immovable partner    (ngeom x GP_COUNT)
+  mjtNum* geom_invweight;      // inverse inertia at the geom's farthest point (ngeom x 1)
+  mjtNum* pair_derived;        // per MJCF <pair>                           (npair x GP_COUNT)
+  mjtNum* jnt_limit;           // joint limit law                           (njnt x EP_COUNT)
+  mjtNum* ten_limit;           // tendon limit law                          (ntendon x EP_COUNT)
+  mjtNum* dof_lossspeed;       // dof friction-loss speed                   (nv x 1)
+  mjtNum* ten_lossspeed;       // tendon friction-loss speed                (ntendon x 1)
+  mjtNum* eq_law;              // equality: translation k, c; rotation k, c (neq x 4)
   const mjModel* attached;     // model the adapter attached this to (its hard flags are set)
   int hardflags;               // the attached model's own hard-constraint flags before attaching
 };
@@ -32,8 +54,34 @@ struct mjdiffModel_ {
 // m's hard-constraint disable flags), view filled with m and the user's own hard-constraint flags
 const mjModel* mjdiff_userModel(const mjModel* m, const mjdiffModel* s, mjModel* view);
 
-// contact parameters of the pair (g1, g2): explicit beats model-wide; both explicit: the mean
+// contact parameters of the pair (g1, g2): explicit beats model-wide; both explicit: the mean.
+// A field whose model-wide value is MJDIFF_DERIVED and that neither geom set explicitly takes
+// the MJCF <pair>'s derived value if (g1, g2) is one, else combines the two geoms' derived values:
+// stiffness and damping in series (1/k = 1/k1 + 1/k2), width and friction speed by the larger.
 void mjdiff_pairParams(const mjdiffModel* s, int g1, int g2, mjtNum p[GP_COUNT]);
+
+// limit law (EP_COUNT values) of joint j (tendon 0) or tendon j (tendon 1): the model-wide
+// limit_* fields, or the element's derived values where a field is MJDIFF_DERIVED
+void mjdiff_limitParams(const mjdiffModel* s, int tendon, int j, mjtNum p[EP_COUNT]);
+
+// friction-loss regularisation speed of dof j (tendon 0) or tendon j (tendon 1)
+mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);
+
+// equality i's penalty stiffness k and damping c for its translation (rot 0) or rotation (rot 1)
+void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c);
+
+// fill the derived arrays of s from m (derive.c); s's arrays are allocated
+void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s);
+
+// the smoothing width derived from a solimp (mjNIMP)
+mjtNum mjdiff_derivedWidth(const mjtNum* solimp);
+
+
+// inverse inertia of a contact between geoms g1 and g2 that scales its friction speeds by the
+// load (law.h law_frictionSpeed): translation At (the two geoms' geom_invweight), rotation Ar
+// (MuJoCo's rotational body_invweight0 of the two bodies summed) where the pair's friction speed
+// is derived; 0 where it is explicit (a speed set by the user is used as given)
+void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At, mjtNum* Ar);
 
 // the smooth normal force fn (contactForce's force[0]) of contact con if touch sensor i counts it,
 // else 0; the count follows MuJoCo 2.2.2: fn > 0, the site's body is one of the contact's two

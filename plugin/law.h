@@ -78,4 +78,15 @@ static inline mjtNum law_regular(mjtNum* r, const mjtNum* u, int n) {
   return inv;
 }
 
+// effective regularisation speed of a friction law under normal force fn >= 0:
+//   v_eff = v + h A mu fn
+// the speed v plus the slip one explicit step of length h gives a contact of inverse inertia A
+// under the friction bound mu fn. It keeps the law's slope mu fn / v_eff below 1 / (h A): the
+// explicit step of friction stays stable under any load (the local implicit friction of one step,
+// linearised at rest), and v_eff = v in the limit h -> 0. d v_eff = dv + h A (fn dmu + mu dfn).
+// The smooth model scales derived friction speeds only (A = 0 where the user set the speed).
+static inline mjtNum law_frictionSpeed(mjtNum v, mjtNum h, mjtNum A, mjtNum mu, mjtNum fn) {
+  return v + h * A * mu * fn;
+}
+
 #endif  // MJDIFF_LAW_H_

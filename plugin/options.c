@@ -22,20 +22,21 @@ typedef struct paramInfo_ {
   int strict;                  // 1: value must be > 0; 0: value must be >= 0
   int geom;                    // per-geom index (geomParam) or -1
   const char* unit;
+  int derived;                 // 1: may be MJDIFF_DERIVED (derived per element, derive.c)
 } paramInfo;
 
 static const paramInfo kParams[] = {
-  {"contact_stiffness", offsetof(mjdiffOptions, contact_stiffness), 1, GP_STIFFNESS, "N/m"},
-  {"contact_damping", offsetof(mjdiffOptions, contact_damping), 0, GP_DAMPING, "N s/m"},
-  {"contact_width", offsetof(mjdiffOptions, contact_width), 1, GP_WIDTH, "m"},
-  {"friction_speed", offsetof(mjdiffOptions, friction_speed), 1, GP_FRICTION_SPEED, "m/s"},
-  {"spin_speed", offsetof(mjdiffOptions, spin_speed), 1, GP_SPIN_SPEED, "rad/s"},
-  {"limit_stiffness", offsetof(mjdiffOptions, limit_stiffness), 1, -1, "N/m or N m/rad"},
-  {"limit_damping", offsetof(mjdiffOptions, limit_damping), 0, -1, "N s/m or N m s/rad"},
-  {"limit_width", offsetof(mjdiffOptions, limit_width), 1, -1, "m or rad"},
-  {"frictionloss_speed", offsetof(mjdiffOptions, frictionloss_speed), 1, -1, "m/s or rad/s"},
-  {"eq_stiffness", offsetof(mjdiffOptions, eq_stiffness), 1, -1, "N/m or N m/rad"},
-  {"eq_damping", offsetof(mjdiffOptions, eq_damping), 0, -1, "N s/m or N m s/rad"},
+  {"contact_stiffness", offsetof(mjdiffOptions, contact_stiffness), 1, GP_STIFFNESS, "N/m", 1},
+  {"contact_damping", offsetof(mjdiffOptions, contact_damping), 0, GP_DAMPING, "N s/m", 1},
+  {"contact_width", offsetof(mjdiffOptions, contact_width), 1, GP_WIDTH, "m", 1},
+  {"friction_speed", offsetof(mjdiffOptions, friction_speed), 1, GP_FRICTION_SPEED, "m/s", 1},
+  {"spin_speed", offsetof(mjdiffOptions, spin_speed), 1, GP_SPIN_SPEED, "rad/s", 0},
+  {"limit_stiffness", offsetof(mjdiffOptions, limit_stiffness), 1, -1, "N/m or N m/rad", 1},
+  {"limit_damping", offsetof(mjdiffOptions, limit_damping), 0, -1, "N s/m or N m s/rad", 1},
+  {"limit_width", offsetof(mjdiffOptions, limit_width), 1, -1, "m or rad", 1},
+  {"frictionloss_speed", offsetof(mjdiffOptions, frictionloss_speed), 1, -1, "m/s or rad/s", 1},
+  {"eq_stiffness", offsetof(mjdiffOptions, eq_stiffness), 1, -1, "N/m or N m/rad", 1},
+  {"eq_damping", offsetof(mjdiffOptions, eq_damping), 0, -1, "N s/m or N m s/rad", 1},
 };
 #define NPARAM ((int)(sizeof(kParams) / sizeof(kParams[0])))
 
@@ -57,17 +58,19 @@ static const paramInfo* findParam(const char* name, size_t len) {
 }
 
 static mjdiffStatus checkValue(const paramInfo* p, mjtNum value, char* err, int errsz) {
+  if (p->derived && value == MJDIFF_DERIVED) return MJDIFF_OK;
   if (!isfinite(value)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be finite, got %g", p->name,
                         value);
   }
+  const char* alt = p->derived ? ", or -1 to derive it from the MJCF" : "";
   if (p->strict && !(value > 0)) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be > 0 (%s), got %g", p->name,
-                        p->unit, value);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be > 0 (%s)%s, got %g", p->name,
+                        p->unit, alt, value);
   }
   if (!p->strict && value < 0) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be >= 0 (%s), got %g", p->name,
-                        p->unit, value);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be >= 0 (%s)%s, got %g", p->name,
+                        p->unit, alt, value);
   }
   return MJDIFF_OK;
 }
@@ -104,17 +107,17 @@ mjdiffStatus mjdiff_error(char* err, int errsz, mjdiffStatus status, const char*
 //---------------------------------- options -------------------------------------------------------
 
 void mjdiff_defaultOptions(mjdiffOptions* opt) {
-  opt->contact_stiffness = 1e4;
-  opt->contact_damping = 50;
-  opt->contact_width = 2e-3;
-  opt->friction_speed = 0.05;
+  opt->contact_stiffness = MJDIFF_DERIVED;
+  opt->contact_damping = MJDIFF_DERIVED;
+  opt->contact_width = MJDIFF_DERIVED;
+  opt->friction_speed = MJDIFF_DERIVED;
   opt->spin_speed = 0.5;
-  opt->limit_stiffness = 1e3;
-  opt->limit_damping = 1;
-  opt->limit_width = 0.01;
-  opt->frictionloss_speed = 0.1;
-  opt->eq_stiffness = 1e4;
-  opt->eq_damping = 100;
+  opt->limit_stiffness = MJDIFF_DERIVED;
+  opt->limit_damping = MJDIFF_DERIVED;
+  opt->limit_width = MJDIFF_DERIVED;
+  opt->frictionloss_speed = MJDIFF_DERIVED;
+  opt->eq_stiffness = MJDIFF_DERIVED;
+  opt->eq_damping = MJDIFF_DERIVED;
 }
 
 mjdiffStatus mjdiff_validateOptions(const mjdiffOptions* opt, char* err, int errsz) {
@@ -132,30 +135,96 @@ mjdiffStatus mjdiff_validateOptions(const mjdiffOptions* opt, char* err, int err
 
 //---------------------------------- per-geom parameters -------------------------------------------
 
+// the model-wide option behind each per-geom field
+static mjtNum geomFieldOption(const mjdiffOptions* o, int field) {
+  switch (field) {
+    case GP_STIFFNESS: return o->contact_stiffness;
+    case GP_DAMPING: return o->contact_damping;
+    case GP_WIDTH: return o->contact_width;
+    case GP_FRICTION_SPEED: return o->friction_speed;
+    default: return o->spin_speed;
+  }
+}
+
+// the derived values of an MJCF <pair> of g1 and g2, or NULL
+static const mjtNum* derivedPair(const mjdiffModel* s, int g1, int g2) {
+  const mjModel* m = s->m;
+  if (m->opt.collision == mjCOL_DYNAMIC) return NULL;
+  for (int i = 0; i < s->npair; i++) {
+    if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
+        (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
+      return s->pair_derived + GP_COUNT * i;
+    }
+  }
+  return NULL;
+}
+
 void mjdiff_pairParams(const mjdiffModel* s, int g1, int g2, mjtNum p[GP_COUNT]) {
   const mjtNum* p1 = s->geom_param + GP_COUNT * g1;
   const mjtNum* p2 = s->geom_param + GP_COUNT * g2;
   const unsigned char* e1 = s->geom_set + GP_COUNT * g1;
   const unsigned char* e2 = s->geom_set + GP_COUNT * g2;
+  const mjtNum* pair = NULL;
+  int looked = 0;
   for (int i = 0; i < GP_COUNT; i++) {
     if (e1[i] && e2[i]) {
       p[i] = 0.5 * (p1[i] + p2[i]);
     } else if (e2[i]) {
       p[i] = p2[i];
-    } else {
+    } else if (e1[i] || geomFieldOption(&s->opt, i) != MJDIFF_DERIVED) {
       p[i] = p1[i];  // explicit on g1, or the model-wide value copied into every geom
+    } else {
+      // derived: the <pair>'s own law, else the two geoms' laws combined
+      if (!looked) pair = derivedPair(s, g1, g2);
+      looked = 1;
+      const mjtNum* d1 = s->geom_derived + GP_COUNT * g1;
+      const mjtNum* d2 = s->geom_derived + GP_COUNT * g2;
+      if (pair) {
+        p[i] = pair[i];
+      } else if (i == GP_STIFFNESS || i == GP_DAMPING) {
+        p[i] = 1 / (1 / d1[i] + 1 / d2[i]);  // series; an infinite (static) side drops out
+      } else {
+        p[i] = mju_max(d1[i], d2[i]);
+      }
+      if (!isfinite(p[i])) p[i] = 0;  // two immovable geoms: no force
     }
   }
 }
 
-// copy the model-wide value of parameter p into every geom that did not set it explicitly
+// copy the model-wide value of parameter p (or each geom's derived value) into every geom that did
+// not set it explicitly
 static void spreadGeomParam(mjdiffModel* s, const paramInfo* p) {
   if (p->geom < 0) return;
+  mjtNum v = optGet(&s->opt, p);
   for (int g = 0; g < s->ngeom; g++) {
-    if (!s->geom_set[GP_COUNT * g + p->geom]) {
-      s->geom_param[GP_COUNT * g + p->geom] = optGet(&s->opt, p);
+    int i = GP_COUNT * g + p->geom;
+    if (!s->geom_set[i]) {
+      s->geom_param[i] = v == MJDIFF_DERIVED ? s->geom_derived[i] : v;
     }
   }
+}
+
+void mjdiff_limitParams(const mjdiffModel* s, int tendon, int j, mjtNum p[EP_COUNT]) {
+  const mjtNum* d = (tendon ? s->ten_limit : s->jnt_limit) + EP_COUNT * j;
+  const mjdiffOptions* o = &s->opt;
+  p[EP_STIFFNESS] = o->limit_stiffness == MJDIFF_DERIVED ? d[EP_STIFFNESS] : o->limit_stiffness;
+  p[EP_DAMPING] = o->limit_damping == MJDIFF_DERIVED ? d[EP_DAMPING] : o->limit_damping;
+  p[EP_WIDTH] = o->limit_width == MJDIFF_DERIVED ? d[EP_WIDTH] : o->limit_width;
+  if (!isfinite(p[EP_STIFFNESS])) p[EP_STIFFNESS] = 0;  // a dof without inertia: no limit force
+  if (!isfinite(p[EP_DAMPING])) p[EP_DAMPING] = 0;
+}
+
+mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j) {
+  if (s->opt.frictionloss_speed != MJDIFF_DERIVED) return s->opt.frictionloss_speed;
+  return tendon ? s->ten_lossspeed[j] : s->dof_lossspeed[j];
+}
+
+void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c) {
+  const mjtNum* d = s->eq_law + 4 * i + 2 * (rot != 0);
+  *k = s->opt.eq_stiffness == MJDIFF_DERIVED ? d[0] : s->opt.eq_stiffness;
+  *c = s->opt.eq_damping == MJDIFF_DERIVED ? d[1] : s->opt.eq_damping;
+  if (!isfinite(*k)) *k = 0;
+  if (!isfinite(*c)) *c = 0;
 }
 
 // parse "field" or "field:geomname"; geom = -1 for the model-wide field
@@ -202,6 +271,9 @@ mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value, cha
   if (geom < 0) {
     *optField(&s->opt, p) = value;
     spreadGeomParam(s, p);
+  } else if (value == MJDIFF_DERIVED) {
+    s->geom_set[GP_COUNT * geom + p->geom] = 0;
+    spreadGeomParam(s, p);
   } else {
     s->geom_param[GP_COUNT * geom + p->geom] = value;
     s->geom_set[GP_COUNT * geom + p->geom] = 1;
@@ -219,6 +291,27 @@ mjdiffStatus mjdiff_getParam(const mjdiffModel* s, const char* name, mjtNum* val
   mjdiffStatus st = parseName(s->m, name, &p, &geom, err, errsz);
   if (st != MJDIFF_OK) return st;
   *value = geom < 0 ? optGet(&s->opt, p) : s->geom_param[GP_COUNT * geom + p->geom];
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_getPairParam(const mjdiffModel* s, const char* field, int g1, int g2,
+                                 mjtNum* value, char* err, int errsz) {
+  if (!s || !field || !value) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "smooth model, field or value is NULL");
+  }
+  const paramInfo* p = findParam(field, strlen(field));
+  if (!p || p->geom < 0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NAME,
+                        "'%s' is not a contact field (contact_stiffness, contact_damping, "
+                        "contact_width, friction_speed, spin_speed)", field);
+  }
+  if (g1 < 0 || g2 < 0 || g1 >= s->ngeom || g2 >= s->ngeom) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "geom ids %d, %d out of range [0, %d)",
+                        g1, g2, s->ngeom);
+  }
+  mjtNum prm[GP_COUNT];
+  mjdiff_pairParams(s, g1, g2, prm);
+  *value = prm[p->geom];
   return MJDIFF_OK;
 }
 
@@ -310,13 +403,13 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
     }
   }
   for (int j = 0; j < m->njnt; j++) {
-    if (m->jnt_limited[j] && m->jnt_type[j] == mjJNT_BALL &&
-        m->jnt_range[2 * j + 1] <= 2 * opt->limit_width) {
+    mjtNum width = opt->limit_width != MJDIFF_DERIVED ? opt->limit_width
+                                                      : mjdiff_derivedWidth(m->jnt_solimp + mjNIMP * j);
+    if (m->jnt_limited[j] && m->jnt_type[j] == mjJNT_BALL && m->jnt_range[2 * j + 1] <= 2 * width) {
       const char* name = mj_id2name(m, mjOBJ_JOINT, j);
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
                           "ball joint %d ('%s'): limit range %g rad must exceed 2 * limit_width "
-                          "(%g rad)", j, name ? name : "", m->jnt_range[2 * j + 1],
-                          opt->limit_width);
+                          "(%g rad)", j, name ? name : "", m->jnt_range[2 * j + 1], width);
     }
   }
   return MJDIFF_OK;
@@ -336,6 +429,52 @@ mjdiffStatus mjdiff_checkPair(const mjModel* m, const mjdiffModel* s, char* err,
 
 //---------------------------------- make and free -------------------------------------------------
 
+// numbers in the derived arrays of a smooth model of m (at least 1)
+static size_t derivedSize(const mjModel* m) {
+  return (size_t)(GP_COUNT + 1) * (size_t)m->ngeom + (size_t)GP_COUNT * (size_t)m->npair +
+         (size_t)EP_COUNT * (size_t)(m->njnt + m->ntendon) + (size_t)m->nv +
+         (size_t)m->ntendon + 4 * (size_t)m->neq + 1;
+}
+
+// a zeroed smooth model for m with its arrays, or NULL (nothing left allocated)
+static mjdiffModel* allocModel(const mjModel* m) {
+  mjdiffModel* s = (mjdiffModel*)calloc(1, sizeof(mjdiffModel));
+  size_t n = (size_t)GP_COUNT * (size_t)(m->ngeom > 0 ? m->ngeom : 1);
+  if (s) {
+    s->geom_param = (mjtNum*)calloc(n, sizeof(mjtNum));
+    s->geom_set = (unsigned char*)calloc(n, 1);
+    s->derived = (mjtNum*)calloc(derivedSize(m), sizeof(mjtNum));
+  }
+  if (!s || !s->geom_param || !s->geom_set || !s->derived) {
+    mjdiff_freeModel(s);
+    return NULL;
+  }
+  s->m = m;
+  s->ngeom = m->ngeom;
+  s->nv = m->nv;
+  s->njnt = m->njnt;
+  s->ntendon = m->ntendon;
+  s->neq = m->neq;
+  s->npair = m->npair;
+  mjtNum* p = s->derived;
+  s->geom_derived = p;
+  p += GP_COUNT * m->ngeom;
+  s->geom_invweight = p;
+  p += m->ngeom;
+  s->pair_derived = p;
+  p += GP_COUNT * m->npair;
+  s->jnt_limit = p;
+  p += EP_COUNT * m->njnt;
+  s->ten_limit = p;
+  p += EP_COUNT * m->ntendon;
+  s->dof_lossspeed = p;
+  p += m->nv;
+  s->ten_lossspeed = p;
+  p += m->ntendon;
+  s->eq_law = p;
+  return s;
+}
+
 mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiffModel** out,
                               char* err, int errsz) {
   if (!out) {
@@ -354,20 +493,12 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
   mjdiffStatus st = mjdiff_validateOptions(&o, err, errsz);
   if (st != MJDIFF_OK) return st;
 
-  mjdiffModel* s = (mjdiffModel*)calloc(1, sizeof(mjdiffModel));
-  size_t n = (size_t)GP_COUNT * (size_t)(m->ngeom > 0 ? m->ngeom : 1);
-  if (s) {
-    s->geom_param = (mjtNum*)calloc(n, sizeof(mjtNum));
-    s->geom_set = (unsigned char*)calloc(n, 1);
-  }
-  if (!s || !s->geom_param || !s->geom_set) {
-    mjdiff_freeModel(s);
+  mjdiffModel* s = allocModel(m);
+  if (!s) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory making the smooth model");
   }
-  s->m = m;
-  s->ngeom = m->ngeom;
-  s->nv = m->nv;
   s->opt = o;
+  mjdiff_deriveParams(m, s);
   for (int i = 0; i < NPARAM; i++) {
     spreadGeomParam(s, kParams + i);
   }
@@ -390,22 +521,15 @@ mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* m, mjdiffMo
   *out = NULL;
   mjdiffStatus st = mjdiff_checkPair(m, src, err, errsz);
   if (st != MJDIFF_OK) return st;
-  mjdiffModel* s = (mjdiffModel*)calloc(1, sizeof(mjdiffModel));
-  size_t n = (size_t)GP_COUNT * (size_t)(m->ngeom > 0 ? m->ngeom : 1);
-  if (s) {
-    s->geom_param = (mjtNum*)malloc(n * sizeof(mjtNum));
-    s->geom_set = (unsigned char*)malloc(n);
-  }
-  if (!s || !s->geom_param || !s->geom_set) {
-    mjdiff_freeModel(s);
+  mjdiffModel* s = allocModel(m);
+  if (!s) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory copying the smooth model");
   }
-  s->m = m;
-  s->ngeom = src->ngeom;
-  s->nv = src->nv;
   s->opt = src->opt;
+  size_t n = (size_t)GP_COUNT * (size_t)m->ngeom;
   memcpy(s->geom_param, src->geom_param, n * sizeof(mjtNum));
   memcpy(s->geom_set, src->geom_set, n);
+  memcpy(s->derived, src->derived, derivedSize(m) * sizeof(mjtNum));
   *out = s;
   return MJDIFF_OK;
 }
@@ -414,5 +538,6 @@ void mjdiff_freeModel(mjdiffModel* s) {
   if (!s) return;
   free(s->geom_param);
   free(s->geom_set);
+  free(s->derived);
   free(s);
 }

@@ -9,9 +9,15 @@
 // relative motion  v = (v_b2 + w_b2 x (p - o_b2)) - (v_b1 + w_b1 x (p - o_b1)),   w = w_b2 - w_b1
 //                  vn = n.v, vt = (t1.v, t2.v), wn = n.w, wt = (t1.w, t2.w)
 // normal           x = w_c - dist,  fn = f(k s(x), -c s'(x) vn)                      (law.h)
-// sliding          (f1, f2) = -fn (mu1 r1, mu2 r2),  r = reg(vt / v_s)          condim >= 3
-// torsional        tn = -fn mu3 reg(wn / w_s)                                    condim >= 4
-// rolling          (t1, t2) = -fn (mu4 r1, mu5 r2),  r = reg(wt / w_s)          condim == 6
+// sliding          (f1, f2) = -fn (mu1 r1, mu2 r2),  r = reg(vt / v_e),          condim >= 3
+//                  v_e = v_s + h A_t mu1 fn  (law.h law_frictionSpeed)
+// torsional        tn = -fn mu3 reg(wn / w_e),  w_e = w_s + h A_r mu3 fn         condim >= 4
+// rolling          (t1, t2) = -fn (mu4 r1, mu5 r2),  r = reg(wt / w_e'),          condim == 6
+//                  w_e' = w_s + h A_r mu4 fn
+//                  A_t, A_r: the pair's inverse inertia at a contact point, translation (the
+//                  geoms' invweight, derive.c) and rotation (MuJoCo's body_invweight0 of the
+//                  two bodies summed), h the timestep, where the pair's friction speed is
+//                  derived; 0 (the speeds as given) where it is explicit
 // on body2         F = fn n + f1 t1 + f2 t2,  T = tn n + t1 t1 + t2 t2  at p; body1 gets -F, -T
 // body wrench      W_b += [T + (p - o_b) x F; F]        (about the tree origin, [torque; force])
 // generalised      qfrc_j += cdof_j . sum_{c in subtree(body_j)} W_c      (one pass, leaves first)
@@ -76,6 +82,20 @@ static void wrenchToQfrc(const mjModel* m, const mjData* d, mjtNum* wrench, mjtN
 
 //---------------------------------- contacts ------------------------------------------------------
 
+void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At, mjtNum* Ar) {
+  const mjModel* m = s->m;
+  int derived = s->opt.friction_speed == MJDIFF_DERIVED &&
+                !s->geom_set[GP_COUNT * g1 + GP_FRICTION_SPEED] &&
+                !s->geom_set[GP_COUNT * g2 + GP_FRICTION_SPEED];
+  if (!derived) {
+    *At = *Ar = 0;
+    return;
+  }
+  int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+  *At = s->geom_invweight[g1] + s->geom_invweight[g2];
+  *Ar = m->body_invweight0[2 * b1 + 1] + m->body_invweight0[2 * b2 + 1];
+}
+
 // smooth force of one contact; world force F and torque T on body2 at con->pos; 0 if inactive
 static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
                         const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
@@ -105,9 +125,14 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mjtNum fn = law_damped(p[GP_STIFFNESS] * sx, -p[GP_DAMPING] * ds * vc[0], NULL, NULL);
   cf->force[0] = fn;
 
+  // friction speeds under the load fn
+  mjtNum At, Ar, h = m->opt.timestep;
+  mjdiff_contactInvweight(s, g1, g2, &At, &Ar);
+
   // sliding friction
   if (con->dim >= 3) {
-    mjtNum u[2] = {vc[1] / p[GP_FRICTION_SPEED], vc[2] / p[GP_FRICTION_SPEED]}, r[2];
+    mjtNum ve = law_frictionSpeed(p[GP_FRICTION_SPEED], h, At, con->friction[0], fn);
+    mjtNum u[2] = {vc[1] / ve, vc[2] / ve}, r[2];
     law_regular(r, u, 2);
     cf->force[1] = -fn * con->friction[0] * r[0];
     cf->force[2] = -fn * con->friction[1] * r[1];
@@ -115,14 +140,15 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
   // torsional friction
   if (con->dim >= 4) {
-    mjtNum u = wc[0] / p[GP_SPIN_SPEED], r;
+    mjtNum u = wc[0] / law_frictionSpeed(p[GP_SPIN_SPEED], h, Ar, con->friction[2], fn), r;
     law_regular(&r, &u, 1);
     cf->torque[0] = -fn * con->friction[2] * r;
   }
 
   // rolling friction
   if (con->dim >= 6) {
-    mjtNum u[2] = {wc[1] / p[GP_SPIN_SPEED], wc[2] / p[GP_SPIN_SPEED]}, r[2];
+    mjtNum we = law_frictionSpeed(p[GP_SPIN_SPEED], h, Ar, con->friction[3], fn);
+    mjtNum u[2] = {wc[1] / we, wc[2] / we}, r[2];
     law_regular(r, u, 2);
     cf->torque[1] = -fn * con->friction[3] * r[0];
     cf->torque[2] = -fn * con->friction[4] * r[1];
@@ -230,10 +256,13 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
 //         T1 = -ts (k r + c (w_b1 - w_b2)) on body1, -T1 on body2
 static void bodyEqualities(const mjModel* m, const mjData* d, const mjdiffModel* s,
                            mjtNum* wrench) {
-  mjtNum k = s->opt.eq_stiffness, c = s->opt.eq_damping, zero[3] = {0, 0, 0};
+  mjtNum zero[3] = {0, 0, 0};
   for (int i = 0; i < m->neq; i++) {
     int type = m->eq_type[i];
     if (!compat_eqActive(m, d, i) || (type != mjEQ_CONNECT && type != mjEQ_WELD)) continue;
+    mjtNum k, c, kr, cr;
+    mjdiff_eqParams(s, i, 0, &k, &c);
+    mjdiff_eqParams(s, i, 1, &kr, &cr);
     int b[2] = {m->eq_obj1id[i], m->eq_obj2id[i]};
     const mjtNum *anchor[2], *relpose;
     mjtNum ts;
@@ -263,7 +292,7 @@ static void bodyEqualities(const mjModel* m, const mjData* d, const mjdiffModel*
       mju_mulQuat(qe, q, neg2);
       mju_quat2Vel(r, qe, 1);
       for (int j = 0; j < 3; j++) {
-        T[j] = -ts * (k * r[j] + c * (ang[0][j] - ang[1][j]));
+        T[j] = -ts * (kr * r[j] + cr * (ang[0][j] - ang[1][j]));
       }
       addWrench(m, d, wrench, b[0], pos[0], zero, T, 1);
       addWrench(m, d, wrench, b[1], pos[0], zero, T, -1);
@@ -281,10 +310,11 @@ static mjtNum eqPoly(const mjtNum* coef, mjtNum dx, mjtNum* dy) {
 //   generalised: +f along x1, -f poly'(x2 - x2_0) along x2
 static void scalarEqualities(const mjModel* m, const mjData* d, const mjdiffModel* s,
                              mjtNum* qfrc) {
-  mjtNum k = s->opt.eq_stiffness, c = s->opt.eq_damping;
   for (int i = 0; i < m->neq; i++) {
     int type = m->eq_type[i];
     if (!compat_eqActive(m, d, i) || (type != mjEQ_JOINT && type != mjEQ_TENDON)) continue;
+    mjtNum k, c;
+    mjdiff_eqParams(s, i, 0, &k, &c);
     int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
     mjtNum x1, v1, x2 = 0, v2 = 0;
     if (type == mjEQ_JOINT) {
@@ -321,8 +351,8 @@ static void scalarEqualities(const mjModel* m, const mjData* d, const mjdiffMode
 // limit force on a scalar coordinate x with velocity v in [lo, hi]: > 0 pushes x up
 //   lower: f(k s(xl), -c s'(xl) v),  upper: -f(k s(xu), c s'(xu) v)
 //   xl = w - (x - lo), xu = w - (hi - x)
-static mjtNum limitForce(const mjdiffOptions* o, mjtNum x, mjtNum v, mjtNum lo, mjtNum hi) {
-  mjtNum k = o->limit_stiffness, w = o->limit_width, c = o->limit_damping;
+static mjtNum limitForce(const mjtNum law[EP_COUNT], mjtNum x, mjtNum v, mjtNum lo, mjtNum hi) {
+  mjtNum k = law[EP_STIFFNESS], w = law[EP_WIDTH], c = law[EP_DAMPING];
   mjtNum f = 0, ds, sx;
   mjtNum xl = w - (x - lo), xu = w - (hi - x);
   if (xl > 0) {
@@ -344,7 +374,7 @@ static mjtNum lossForce(mjtNum floss, mjtNum v, mjtNum speed) {
 }
 
 static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* s, mjtNum* qfrc) {
-  const mjdiffOptions* o = &s->opt;
+  mjtNum law[EP_COUNT];
 
   // joint limits
   if (!DISABLED(m, mjDSBL_LIMIT)) {
@@ -352,16 +382,17 @@ static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* 
       if (!m->jnt_limited[j]) continue;
       int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j];
       const mjtNum* range = m->jnt_range + 2 * j;
+      mjdiff_limitParams(s, 0, j, law);
       if (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE) {
-        qfrc[da] += limitForce(o, d->qpos[qa], d->qvel[da], range[0], range[1]);
+        qfrc[da] += limitForce(law, d->qpos[qa], d->qvel[da], range[0], range[1]);
       } else if (m->jnt_type[j] == mjJNT_BALL) {
         // angle theta = |axis-angle(q)|, upper limit only: torque -f axis (local frame)
         mjtNum r[3];
         mju_quat2Vel(r, d->qpos + qa, 1);
         mjtNum theta = mju_norm3(r);
-        if (theta <= 0 || o->limit_width - (range[1] - theta) <= 0) continue;
+        if (theta <= 0 || law[EP_WIDTH] - (range[1] - theta) <= 0) continue;
         mjtNum axis[3] = {r[0] / theta, r[1] / theta, r[2] / theta};
-        mjtNum f = -limitForce(o, theta, mju_dot3(axis, d->qvel + da), -mjMAXVAL, range[1]);
+        mjtNum f = -limitForce(law, theta, mju_dot3(axis, d->qvel + da), -mjMAXVAL, range[1]);
         for (int i = 0; i < 3; i++) qfrc[da + i] -= f * axis[i];
       }
     }
@@ -370,7 +401,8 @@ static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* 
     for (int i = 0; i < m->ntendon; i++) {
       if (!m->tendon_limited[i]) continue;
       const mjtNum* range = m->tendon_range + 2 * i;
-      mjtNum f = limitForce(o, d->ten_length[i], d->ten_velocity[i], range[0], range[1]);
+      mjdiff_limitParams(s, 1, i, law);
+      mjtNum f = limitForce(law, d->ten_length[i], d->ten_velocity[i], range[0], range[1]);
       if (f != 0) compat_addTendonForce(m, d, i, f, qfrc);
     }
   }
@@ -379,12 +411,13 @@ static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* 
   if (!DISABLED(m, mjDSBL_FRICTIONLOSS)) {
     for (int j = 0; j < m->nv; j++) {
       if (m->dof_frictionloss[j] > 0) {
-        qfrc[j] += lossForce(m->dof_frictionloss[j], d->qvel[j], o->frictionloss_speed);
+        qfrc[j] += lossForce(m->dof_frictionloss[j], d->qvel[j], mjdiff_lossSpeed(s, 0, j));
       }
     }
     for (int i = 0; i < m->ntendon; i++) {
       if (m->tendon_frictionloss[i] > 0) {
-        mjtNum f = lossForce(m->tendon_frictionloss[i], d->ten_velocity[i], o->frictionloss_speed);
+        mjtNum f = lossForce(m->tendon_frictionloss[i], d->ten_velocity[i],
+                             mjdiff_lossSpeed(s, 1, i));
         compat_addTendonForce(m, d, i, f, qfrc);
       }
     }

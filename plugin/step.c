@@ -237,6 +237,27 @@ static mjdiffStatus rk4(const mjModel* m, mjData* d, const mjdiffModel* s, char*
   return st;
 }
 
+// kinetic energy v'M v / 2 with the mass matrix of the last forward pass; tmp (nv) scratch
+static mjtNum kinetic(const mjModel* m, const mjData* d, const mjtNum* v, mjtNum* tmp) {
+  mj_mulM(m, d, tmp, v);
+  return 0.5 * mju_dot(v, tmp, m->nv);
+}
+
+// append the description of the most unstable smooth force to err (after its message)
+static void describeCulprit(const mjModel* m, const mjData* d, const mjdiffModel* s, char* err,
+                            int errsz) {
+  if (!err || errsz <= 0) return;
+  mjModel user;
+  const mjModel* mu = mjdiff_userModel(m, s, &user);
+  mjdiffStability w;
+  mjdiff_stability(mu, d, s, &w);
+  int len = (int)strlen(err);
+  if (len + 3 < errsz) {
+    snprintf(err + len, (size_t)(errsz - len), "; ");
+    mjdiff_describeStability(mu, &w, err + len + 2, errsz - len - 2);
+  }
+}
+
 mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                          int errsz) {
   if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
@@ -250,13 +271,64 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
 
   forwardCore(m, d, s, 0);
   st = checkAcc(m, d, err, errsz);
-  if (st != MJDIFF_OK) return st;
+  if (st != MJDIFF_OK) {
+    describeCulprit(m, d, s, err, errsz);
+    return st;
+  }
+
+  // the state before the step (restored if it diverges) and its kinetic energy
+  int nq = m->nq, nv = m->nv, na = m->na;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
+  mjtNum* tmp = compat_stackAllocNum(d, nv > 0 ? nv : 1);
+  mju_copy(x0, d->qpos, nq);
+  mju_copy(x0 + nq, d->qvel, nv);
+  mju_copy(x0 + nq + nv, d->act, na);
+  x0[nq + nv + na] = d->time;
+  mjtNum K0 = kinetic(m, d, d->qvel, tmp);
 
   if (m->opt.integrator == mjINT_RK4) {
-    return rk4(m, d, s, err, errsz);
+    st = rk4(m, d, s, err, errsz);
+  } else {
+    mjModel view = *m;
+    view.opt.disableflags |= COMPAT_DSBL_HARD;
+    mj_Euler(&view, d);
   }
-  mjModel view = *m;
-  view.opt.disableflags |= COMPAT_DSBL_HARD;
-  mj_Euler(&view, d);
-  return MJDIFF_OK;
+
+  // divergence: a non-finite state, or an energy gain with an unstable element (stability.c)
+  if (st == MJDIFF_OK) {
+    int bad = firstBad(d->qpos, nq), badv = firstBad(d->qvel, nv), bada = firstBad(d->act, na);
+    if (bad >= 0 || badv >= 0 || bada >= 0) {
+      st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the smooth step diverged at time %g: %s[%d] is not finite", x0[nq + nv + na],
+                        bad >= 0 ? "qpos" : badv >= 0 ? "qvel" : "act",
+                        bad >= 0 ? bad : badv >= 0 ? badv : bada);
+    } else {
+      mjtNum K1 = kinetic(m, d, d->qvel, tmp);
+      if (K1 > 4 * K0 + 1e-12) {
+        mjModel user;
+        mjdiffStability w;
+        mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, &w);
+        if (w.ratio > 1) {
+          st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                            "the smooth step diverged at time %g: kinetic energy %.3g -> %.3g J in "
+                            "one step", x0[nq + nv + na], K0, K1);
+        }
+      }
+    }
+    if (st != MJDIFF_OK) {
+      describeCulprit(m, d, s, err, errsz);
+      d->warning[mjWARN_BADQACC].number++;
+    }
+  } else {
+    describeCulprit(m, d, s, err, errsz);
+  }
+  if (st != MJDIFF_OK) {
+    mju_copy(d->qpos, x0, nq);
+    mju_copy(d->qvel, x0 + nq, nv);
+    mju_copy(d->act, x0 + nq + nv, na);
+    d->time = x0[nq + nv + na];
+  }
+  compat_stackFree(d, mark);
+  return st;
 }

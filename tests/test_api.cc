@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -251,6 +252,7 @@ const char* kParamNames[] = {
 };
 const bool kParamStrict[] = {true, false, true, true, true, true, false, true, true, true, false};
 const bool kParamGeom[] = {true, true, true, true, true, false, false, false, false, false, false};
+const bool kParamDerived[] = {true, true, true, true, false, true, true, true, true, true, true};
 
 // field i of kParamNames in o
 mjtNum* optField(mjdiffOptions* o, int i) {
@@ -376,13 +378,27 @@ ContactProbe probeContact(const mjModel* m, const mjdiffModel* s, double pen) {
   p.fn = f.force[0];
   p.dist = d->contact[0].dist;
   mjtNum w = -1;
-  EXPECT_EQ(mjdiff_getParam(s, "contact_width", &w, nullptr, 0), MJDIFF_OK);
+  EXPECT_EQ(mjdiff_getPairParam(s, "contact_width", d->contact[0].geom1, d->contact[0].geom2, &w,
+                                nullptr, 0), MJDIFF_OK);
   p.expected_k = f.force[0] / ramp(w - d->contact[0].dist, w);
   // at rest: no friction
   EXPECT_EQ(f.force[1], 0);
   EXPECT_EQ(f.force[2], 0);
   EXPECT_EQ(f.torque[0], 0);
   return p;
+}
+
+// the derived contact stiffness of the ball against the floor, from the documented formula
+// (README "Defaults", plugin/derive.c): MuJoCo's default solref (0.02, 1) and solimp (0.9, 0.95,
+// 0.001), omega = min(sqrt(k dbar / (1 - dbar)), 0.6 * 2 (sqrt(2) - 1) / h), K = omega^2 / A,
+// A = invweight0_t + rho^2 invweight0_r, rho = the ball's radius
+double derivedBallStiffness(const mjModel* m) {
+  double h = m->opt.timestep, tc = std::max(0.02, 2 * h), dmin = 0.9, dmax = 0.95;
+  double k = 1 / (dmax * dmax * tc * tc), dbar = 0.5 * (dmin + dmax);
+  double omega = std::min(std::sqrt(k * dbar / (1 - dbar)), 0.6 * 2 * (std::sqrt(2.0) - 1) / h);
+  int b = mj_name2id(m, mjOBJ_BODY, "ball");
+  double A = m->body_invweight0[2 * b] + 0.1 * 0.1 * m->body_invweight0[2 * b + 1];
+  return omega * omega / A;
 }
 
 TEST(Params, PairMixingRule) {
@@ -401,12 +417,13 @@ TEST(Params, PairMixingRule) {
                             numeric("mjdiff_contact_stiffness:floor", "8000"), 5500},
       {"ball explicit, default model-wide", numeric("mjdiff_contact_stiffness:ball", "3000"),
        3000},
-      {"default", numeric("mjdiff_enable", "1"), 1e4},
+      {"default: derived", numeric("mjdiff_enable", "1"), 0},
   };
-  for (const Case& c : cases) {
+  for (Case c : cases) {
     SCOPED_TRACE(c.what);
     ModelPtr m = load(ballXml(c.custom));
     ASSERT_TRUE(m);
+    if (c.k == 0) c.k = derivedBallStiffness(m.get());
     SmoothPtr s = makeSmooth(m.get());
     ASSERT_TRUE(s);
     ContactProbe p = probeContact(m.get(), s.get(), 5e-4);
@@ -451,14 +468,16 @@ TEST(Params, PairMixingRuleThroughSetParam) {
 }
 
 TEST(Params, PerGeomWidthMovesActivation) {
-  // the ball is 3 mm above the floor: no force with the 2 mm default, force with a 4 mm ball width
+  // the ball is 3 mm above the floor: no force with the 1 mm derived width, force with a 4 mm
+  // ball width
   ModelPtr m = load(ballXml(numeric("mjdiff_contact_width:ball", "0.004")));
   ASSERT_TRUE(m);
   SmoothPtr s = makeSmooth(m.get());
   ASSERT_TRUE(s);
   ContactProbe p = probeContact(m.get(), s.get(), -3e-3);
   ASSERT_GE(p.ncon, 1);
-  EXPECT_NEAR(p.fn, 1e4 * ramp(0.004 - p.dist, 0.004), 1e-9);
+  double k = derivedBallStiffness(m.get());
+  EXPECT_NEAR(p.fn, k * ramp(0.004 - p.dist, 0.004), 1e-9 * k);
   EXPECT_GT(p.fn, 0);
 
   ModelPtr m2 = load(ballXml(numeric("mjdiff_enable", "1")));
@@ -491,8 +510,10 @@ TEST(Errors, BadMjcfParameters) {
        {"contact_stiffness"}, {"2"}},
       {"two values per geom", numeric("mjdiff_contact_width:ball", "0.1 0.2"), MJDIFF_ERR_VALUE,
        {"contact_width"}, {"2"}},
-      {"negative", numeric("mjdiff_contact_stiffness", "-1"), MJDIFF_ERR_VALUE,
-       {"contact_stiffness"}, {"-1"}},
+      {"negative", numeric("mjdiff_contact_stiffness", "-2"), MJDIFF_ERR_VALUE,
+       {"contact_stiffness"}, {"-2"}},
+      {"derived spin speed", numeric("mjdiff_spin_speed", "-1"), MJDIFF_ERR_VALUE,
+       {"spin_speed"}, {"-1"}},
       {"negative per geom", numeric("mjdiff_contact_stiffness:ball", "-3"), MJDIFF_ERR_VALUE,
        {"contact_stiffness"}, {"-3"}},
       {"zero width", numeric("mjdiff_contact_width", "0"), MJDIFF_ERR_VALUE, {"contact_width"},
@@ -580,6 +601,7 @@ TEST(Errors, SetParamBadValues) {
                   {0, "0"}};
       for (const Bad& b : bads) {
         if (b.value == 0 && !kParamStrict[i]) continue;
+        if (b.value == MJDIFF_DERIVED && kParamDerived[i]) continue;  // -1: derive it
         SCOPED_TRACE(name + " = " + b.text);
         char err[1000] = "";
         EXPECT_EQ(mjdiff_setParam(s.get(), name.c_str(), b.value, err, sizeof(err)),
@@ -599,6 +621,20 @@ TEST(Errors, SetParamBadValues) {
         EXPECT_EQ(mjdiff_setParam(s.get(), name.c_str(), 0, nullptr, 0), MJDIFF_OK);
         EXPECT_EQ(mjdiff_setParam(s.get(), name.c_str(), v0, nullptr, 0), MJDIFF_OK);
       }
+      // MJDIFF_DERIVED returns a field to its derived values; a geom's field to the model-wide
+      if (kParamDerived[i]) {
+        EXPECT_EQ(mjdiff_setParam(s.get(), name.c_str(), MJDIFF_DERIVED, nullptr, 0), MJDIFF_OK);
+        mjtNum v = 0;
+        ASSERT_EQ(mjdiff_getParam(s.get(), name.c_str(), &v, nullptr, 0), MJDIFF_OK);
+        if (name.find(':') == std::string::npos) {
+          EXPECT_EQ(v, MJDIFF_DERIVED) << name;
+        } else if (i == 0) {
+          mjtNum wide = 0;  // model-wide 5000 in this model
+          ASSERT_EQ(mjdiff_getParam(s.get(), kParamNames[i], &wide, nullptr, 0), MJDIFF_OK);
+          EXPECT_EQ(v, wide) << name;
+        }
+        EXPECT_EQ(mjdiff_setParam(s.get(), name.c_str(), v0, nullptr, 0), MJDIFF_OK);
+      }
     }
   }
 }
@@ -607,7 +643,7 @@ TEST(Errors, BadOptions) {
   ModelPtr m = load(ballXml(""));
   ASSERT_TRUE(m);
   for (int i = 0; i < kNparam; i++) {
-    for (double bad : {-1.0, kNaN, kInf}) {
+    for (double bad : {-2.0, kNaN, kInf}) {
       SCOPED_TRACE(std::string(kParamNames[i]) + " = " + std::to_string(bad));
       mjdiffOptions opt;
       mjdiff_defaultOptions(&opt);
@@ -620,8 +656,8 @@ TEST(Errors, BadOptions) {
       EXPECT_EQ(mjdiff_makeModel(m.get(), &opt, &s, err, sizeof(err)), MJDIFF_ERR_VALUE);
       EXPECT_EQ(s, nullptr);
       EXPECT_TRUE(contains(err, kParamNames[i])) << err;
-      if (bad == -1.0) {
-        EXPECT_TRUE(mentionsNumber(err, "-1")) << err;
+      if (bad == -2.0) {
+        EXPECT_TRUE(mentionsNumber(err, "-2")) << err;
       }
       mjdiff_freeModel(s);
     }

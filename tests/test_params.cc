@@ -110,6 +110,29 @@ struct CheckResult {
 };
 
 // analytic against finite differences for the parameters named by names, at nsample states
+// model-wide fields the names select that the model derives per element get explicit values (the
+// former fixed defaults), as an MJCF that sets mjdiff_<field> would: only explicit model-wide
+// values are parameters
+void makeWideExplicit(mjdiffModel* s, const std::vector<const char*>& names) {
+  const struct {
+    const char* field;
+    double value;
+  } kWide[] = {{"contact_stiffness", 1e4}, {"contact_damping", 50},   {"contact_width", 2e-3},
+               {"friction_speed", 0.05},   {"limit_stiffness", 1e3}, {"limit_damping", 1},
+               {"limit_width", 0.01},      {"frictionloss_speed", 0.1}, {"eq_stiffness", 1e4},
+               {"eq_damping", 100}};
+  for (const char* name : names) {
+    for (const auto& w : kWide) {
+      if (std::string(name) != std::string("mjdiff:") + w.field) continue;
+      mjtNum v = 0;
+      ASSERT_EQ(mjdiff_getParam(s, w.field, &v, nullptr, 0), MJDIFF_OK);
+      if (v == MJDIFF_DERIVED) {
+        ASSERT_EQ(mjdiff_setParam(s, w.field, w.value, nullptr, 0), MJDIFF_OK);
+      }
+    }
+  }
+}
+
 CheckResult checkParams(const char* xml, const char* path, const std::vector<const char*>& names,
                         int nsample, int nwarm, double tol) {
   CheckResult res;
@@ -119,6 +142,7 @@ CheckResult checkParams(const char* xml, const char* path, const std::vector<con
   mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   mjdiffModel* s = sim.sim.s;
+  makeWideExplicit(s, names);
   Params P;
   char err[1000];
   EXPECT_EQ(mjdiff_makeParams(m, s, names.data(), (int)names.size(), &P.p, err, sizeof(err)),
@@ -373,6 +397,17 @@ TEST_P(ParamDerivModels, MatchesFiniteDifferences) {
   EXPECT_GT(r.withContact, 0);
 }
 
+// the humanoid with its derived contact values (no mjdiff numerics): per-geom contact fields of
+// the moving geoms (the static floor's are infinite and skipped) and friction, with the friction
+// speed scaled by the load (law.h)
+TEST(ParamDeriv, DerivedContactValues) {
+  CheckResult r = checkParams(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml",
+                              {"geom:*:contact_stiffness", "geom:*:contact_damping",
+                               "geom:*:friction_speed", "geom:*:friction", "body:*:mass"},
+                              10, 150, 1e-6);
+  EXPECT_GT(r.withContact, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ParamDerivModels,
                          ::testing::Values("arm_box.xml", "hopper.xml",
                                            "/usr/share/mujoco/model/humanoid/humanoid.xml"));
@@ -459,6 +494,7 @@ TEST(ParamDeriv, FilterActuatorActivation) {
 
 struct ParamNames : public ::testing::Test {
   Sim sim{nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml"};
+  void SetUp() override { makeWideExplicit(sim.sim.s, {"mjdiff:contact_stiffness"}); }
   mjdiffStatus make(std::vector<const char*> names, Params* P, std::string* msg = nullptr) {
     char err[1000] = "";
     mjdiffStatus st = mjdiff_makeParams(sim.sim.m, sim.sim.s, names.data(), (int)names.size(),
@@ -554,6 +590,11 @@ TEST_F(ParamNames, Errors) {
       {"joint:root:springref", MJDIFF_ERR_UNSUPPORTED, "joint:root:springref"},
       {"actuator:right_knee:dynprm", MJDIFF_ERR_UNSUPPORTED, "filter"},
       {"option:timestep", MJDIFF_ERR_UNSUPPORTED, "timestep"},
+      // derived per element (the fixture makes only contact_stiffness explicit)
+      {"mjdiff:limit_damping", MJDIFF_ERR_UNSUPPORTED, "mjdiff_limit_damping"},
+      {"mjdiff:contact_width", MJDIFF_ERR_UNSUPPORTED, "derives contact_width"},
+      // the static floor's derived contact damping is infinite
+      {"geom:floor:contact_damping", MJDIFF_ERR_UNSUPPORTED, "cannot move"},
   };
   for (const Case& c : cases) {
     Params P;

@@ -243,7 +243,8 @@ std::string InclineXml(const InclineSpec& p) {
 
 // Stick: with tan(theta) = 0.5 mu the regularised Coulomb law holds the box at the creep speed
 // where mu fn r(u) = m g sin(theta): u / sqrt(1 + u^2) = tan(theta) / mu = 1/2, so
-// v = v_s r / sqrt(1 - r^2) = v_s / sqrt(3).
+// v = v_e r / sqrt(1 - r^2) = v_e / sqrt(3), v_e = v_s + h A mu fn the load-scaled speed (law.h),
+// solved over the four corner contacts with their normal forces.
 // Chosen: mu = 0.5, v_s = friction_speed = 1 mm/s (predicted creep 0.577 mm/s), timestep 50 us.
 // Explicit friction is stable for v_s >~ 1.5 mu g dt = 0.37 mm/s; the box's yaw mode is three times
 // stiffer (corner contacts at radius sqrt(2) a against inertia 2/3 m a^2), which the 50 us step
@@ -254,14 +255,16 @@ TEST(Physics, InclineStick) {
   Sim sim(InclineXml(p));
   ASSERT_TRUE(sim.ok()) << sim.err();
   double ratio = std::tan(p.theta) / p.mu;
-  double creep_pred = p.friction_speed * ratio / std::sqrt(1 - ratio * ratio);
-  ASSERT_LT(creep_pred, 1e-3);
 
   // settle 0.5 s, then average the speed along the slope over 2 s
   ASSERT_EQ(sim.Steps(StepsFor(sim.m(), 0.5)), MJDIFF_OK) << sim.err();
   double x0 = sim.d()->qpos[0], t0 = sim.d()->time;
   ASSERT_EQ(sim.Steps(StepsFor(sim.m(), 2.0)), MJDIFF_OK) << sim.err();
   double creep = (sim.d()->qpos[0] - x0) / (sim.d()->time - t0);
+
+  // the explicit friction speed is used as given: v = v_s r / sqrt(1 - r^2)
+  double creep_pred = p.friction_speed * ratio / std::sqrt(1 - ratio * ratio);
+  ASSERT_LT(creep_pred, 1e-3);
 
   // the stick criterion: under 1 mm/s
   EXPECT_LT(std::fabs(creep), 1e-3);
@@ -270,6 +273,56 @@ TEST(Physics, InclineStick) {
   // sliding mode decays at ~mu g / v_s = 5000/s, the bounce at ~40/s), so a law of another shape
   // (u / (1 + |u|), tanh u, or mu applied to the wrong normal load) misses by more than 15%
   EXPECT_TRUE(RelNear(creep, creep_pred, 0.1));
+}
+
+// Stick with the derived friction speed (no mjdiff_friction_speed): the speed v_s = max(0.02,
+// 5 mu |g| h) is scaled by the load, v_e = v_s + h A mu fn (law.h), at a timestep where the scale
+// matters (5 ms). The creep v solves sum_i mu fn_i r(v / v_e,i) = m g sin(theta) over the four
+// corner contacts, A = invweight0_t + rho^2 invweight0_r of the box (rho its bounding radius).
+TEST(Physics, InclineStickDerivedSpeed) {
+  InclineSpec p;
+  p.theta = std::atan(0.5 * p.mu);
+  p.timestep = 5e-3;
+  std::string xml = InclineXml(p);
+  size_t at = xml.find("<numeric name=\"mjdiff_friction_speed\"");
+  ASSERT_NE(at, std::string::npos);
+  xml.erase(at, xml.find("/>", at) + 2 - at);
+  Sim sim(xml);
+  ASSERT_TRUE(sim.ok()) << sim.err();
+  ASSERT_EQ(sim.Steps(StepsFor(sim.m(), 1.0)), MJDIFF_OK) << sim.err();
+  double x0 = sim.d()->qpos[0], t0 = sim.d()->time;
+  ASSERT_EQ(sim.Steps(StepsFor(sim.m(), 2.0)), MJDIFF_OK) << sim.err();
+  double creep = (sim.d()->qpos[0] - x0) / (sim.d()->time - t0);
+
+  const mjModel* m = sim.m();
+  const mjData* d = sim.d();
+  int b = mj_name2id(m, mjOBJ_BODY, "box"), gb = mj_name2id(m, mjOBJ_GEOM, "box");
+  double rho = m->geom_rbound[gb];
+  double A = m->body_invweight0[2 * b] + rho * rho * m->body_invweight0[2 * b + 1];
+  std::vector<double> fn;
+  for (int i = 0; i < d->ncon; i++) {
+    mjdiffContactForce cf;
+    ASSERT_EQ(mjdiff_contactForce(m, d, sim.s(), i, &cf), MJDIFF_OK);
+    if (cf.force[0] > 0) fn.push_back(cf.force[0]);
+  }
+  ASSERT_EQ(fn.size(), 4u);
+  double vs = std::max(0.02, 5 * p.mu * GravityOf(m) * m->opt.timestep);
+  double load = GravityOf(m) * std::sin(p.theta), lo = 0, hi = 1;
+  for (int it = 0; it < 200; it++) {
+    double v = 0.5 * (lo + hi), f = 0;
+    for (double n : fn) {
+      double u = v / (vs + m->opt.timestep * A * p.mu * n);
+      f += p.mu * n * u / std::sqrt(1 + u * u);
+    }
+    (f > load ? hi : lo) = v;
+  }
+  double creep_pred = 0.5 * (lo + hi);
+  double ratio = std::tan(p.theta) / p.mu;
+  double creep_unscaled = vs * ratio / std::sqrt(1 - ratio * ratio);
+  ASSERT_GT(creep_pred, 1.1 * creep_unscaled) << "the load scaling must show in this case";
+
+  // 10%, as for the explicit speed; the unscaled law misses by more than the 10% the guard sets
+  EXPECT_TRUE(RelNear(creep, creep_pred, 0.1)) << "unscaled prediction " << creep_unscaled;
 }
 
 // Slide: with tan(theta) = 1.5 mu the box accelerates at g (sin(theta) - mu cos(theta)) once its
@@ -451,14 +504,15 @@ TEST(Physics, OnsetSmoothness) {
 
 //---------------------------------- 6. friction by condim -----------------------------------------
 
-std::string CondimXml(int condim) {
+// derived_speed: the friction speed is left to the smooth model (derived, then scaled by the load)
+std::string CondimXml(int condim, bool derived_speed = false) {
   return Format(R"(
 <mujoco>
   <custom>
     <numeric name="mjdiff_contact_stiffness" data="1e4"/>
     <numeric name="mjdiff_contact_damping" data="50"/>
     <numeric name="mjdiff_contact_width" data="2e-3"/>
-    <numeric name="mjdiff_friction_speed" data="0.05"/>
+    %s
     <numeric name="mjdiff_spin_speed" data="0.5"/>
   </custom>
   <worldbody>
@@ -469,6 +523,7 @@ std::string CondimXml(int condim) {
     </body>
   </worldbody>
 </mujoco>)",
+                derived_speed ? "" : "<numeric name=\"mjdiff_friction_speed\" data=\"0.05\"/>",
                 condim, condim);
 }
 
@@ -478,15 +533,17 @@ std::string CondimXml(int condim) {
 // evaluate the same closed form from the same state, differing only in the order of roundoff
 // (~1e-15); any wrong factor, sign, speed or missing component is O(1).
 TEST(Physics, FrictionCondim) {
-  const double k = 1e4, c = 50, w = 2e-3, vs = 0.05, ws = 0.5, radius = 0.1, tol = 1e-9;
+  const double k = 1e4, c = 50, w = 2e-3, ws = 0.5, radius = 0.1, tol = 1e-9;
   // two states: approaching (damping adds to the spring) and separating fast (the g^2 / (-4e)
   // branch)
   const double qvel_cases[2][6] = {{0.03, -0.02, -0.05, 0.3, -0.2, 0.4},
                                    {-0.04, 0.01, 0.4, -0.6, 0.25, -0.3}};
   for (int condim : {1, 3, 4, 6}) {
     for (const auto& qvel : qvel_cases) {
-      SCOPED_TRACE(Format("condim %d, vz = %g", condim, qvel[2]));
-      Sim sim(CondimXml(condim));
+     for (bool derived : {false, true}) {
+      SCOPED_TRACE(Format("condim %d, vz = %g, friction speed %s", condim, qvel[2],
+                          derived ? "derived" : "explicit"));
+      Sim sim(CondimXml(condim, derived));
       ASSERT_TRUE(sim.ok()) << sim.err();
       mjModel* m = sim.m();
       mjData* d = sim.d();
@@ -521,20 +578,29 @@ TEST(Physics, FrictionCondim) {
         }
       }
 
-      // expected: fn, then -fn mu u / sqrt(1 + |u|^2) for slip, spin and roll
+      // expected: fn, then -fn mu u / sqrt(1 + |u|^2) for slip, spin and roll, u = speed / v_e
+      // with the load-scaled speeds v_e = v + h A mu fn (law.h): A the ball's inverse inertia at
+      // its surface (translation plus radius^2 times rotation) or its rotational one
+      // (explicit speeds are used as given; derived: max(0.02, 5 mu |g| h), then scaled)
       double fn = Damped(k, c, w, w - con->dist, vc[0]);
+      double h = m->opt.timestep;
+      double vs = derived ? std::max(0.02, 5 * mu[0] * GravityOf(m) * h) : 0.05;
+      double At = derived ? m->body_invweight0[2] + radius * radius * m->body_invweight0[3] : 0;
+      double Ar = derived ? m->body_invweight0[3] : 0;
+      double vse = vs + h * At * mu[0] * fn, wse2 = ws + h * Ar * mu[2] * fn;
+      double wse3 = ws + h * Ar * mu[3] * fn;
       double exp_force[3] = {fn, 0, 0}, exp_torque[3] = {0, 0, 0};
       if (condim >= 3) {
-        double u1 = vc[1] / vs, u2 = vc[2] / vs, q = std::sqrt(1 + u1 * u1 + u2 * u2);
+        double u1 = vc[1] / vse, u2 = vc[2] / vse, q = std::sqrt(1 + u1 * u1 + u2 * u2);
         exp_force[1] = -fn * mu[0] * u1 / q;
         exp_force[2] = -fn * mu[1] * u2 / q;
       }
       if (condim >= 4) {
-        double u = wc[0] / ws;
+        double u = wc[0] / wse2;
         exp_torque[0] = -fn * mu[2] * u / std::sqrt(1 + u * u);
       }
       if (condim >= 6) {
-        double u1 = wc[1] / ws, u2 = wc[2] / ws, q = std::sqrt(1 + u1 * u1 + u2 * u2);
+        double u1 = wc[1] / wse3, u2 = wc[2] / wse3, q = std::sqrt(1 + u1 * u1 + u2 * u2);
         exp_torque[1] = -fn * mu[3] * u1 / q;
         exp_torque[2] = -fn * mu[4] * u2 / q;
       }
@@ -593,6 +659,7 @@ TEST(Physics, FrictionCondim) {
         EXPECT_NEAR(d->qfrc_passive[i], F[i], tol * fn) << "force " << i;
         EXPECT_NEAR(d->qfrc_passive[3 + i], Tb, tol * fn * radius) << "torque " << i;
       }
+     }
     }
   }
 }
@@ -1254,6 +1321,11 @@ TEST(Physics, TouchRestingBoxWeight) {
   Sim sim(Format(R"(
 <mujoco>
   <option timestep="0.002"/>
+  <custom>
+    <numeric name="mjdiff_contact_stiffness" data="1e4"/>
+    <numeric name="mjdiff_contact_damping" data="50"/>
+    <numeric name="mjdiff_contact_width" data="2e-3"/>
+  </custom>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1"/>
     <body name="box" pos="0 0 0.052">

@@ -28,7 +28,8 @@
 //
 // Parameters are read from the model's <custom> numerics named mjdiff_<field>; contact fields may be
 // set per geom with mjdiff_<field>:<geomname>. A pair of geoms uses the geom value that was set
-// explicitly; if both were, their mean; if neither, the model-wide value.
+// explicitly; if both were, their mean; if neither, the model-wide value, or, where that is
+// MJDIFF_DERIVED (the default), the value derived for the pair from the MJCF (plugin/derive.c).
 
 #ifndef MJDIFF_SMOOTH_H_
 #define MJDIFF_SMOOTH_H_
@@ -40,8 +41,15 @@
 extern "C" {
 #endif
 
+// A parameter value meaning "derived from the MJCF": per contact pair, limit and equality from
+// MuJoCo's own solref and solimp, the timestep and the element's effective mass (MuJoCo's
+// invweight0 at qpos0), fixed at make time (README, "Defaults"). The default of every field but
+// spin_speed.
+#define MJDIFF_DERIVED (-1.0)
+
 // Model-wide parameters of the smooth model. Units are SI; "rad" variants apply to hinge and ball
-// joints, "m" variants to slide joints and tendons.
+// joints, "m" variants to slide joints and tendons. Every field but spin_speed may be
+// MJDIFF_DERIVED.
 typedef struct mjdiffOptions_ {
   mjtNum contact_stiffness;    // normal stiffness k (N/m), > 0
   mjtNum contact_damping;      // normal damping c (N s/m), >= 0
@@ -68,7 +76,7 @@ typedef struct mjdiffContactForce_ {
 // read-only by every thread stepping that model.
 typedef struct mjdiffModel_ mjdiffModel;
 
-// Fill opt with the documented defaults (suitable for robots of 0.1 to 100 kg at 1 to 5 ms steps).
+// Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.
@@ -96,20 +104,30 @@ MJDIFF_API mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* 
 // Free a smooth model. NULL is a no-op.
 MJDIFF_API void mjdiff_freeModel(mjdiffModel* s);
 
-// Current model-wide parameters.
+// Current model-wide parameters (MJDIFF_DERIVED where derived per element).
 MJDIFF_API const mjdiffOptions* mjdiff_getOptions(const mjdiffModel* s);
 
 // Set one parameter by name, as in the MJCF: "contact_stiffness" (model-wide) or
-// "contact_stiffness:geomname" (one geom; contact fields only). Not thread-safe against a
-// concurrent step of the same model.
+// "contact_stiffness:geomname" (one geom; contact fields only). MJDIFF_DERIVED returns a
+// model-wide field to its derived values, and makes a geom's field follow the model-wide one
+// again. Not thread-safe against a concurrent step of the same model.
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value,
                                         char* err, int errsz);
 
-// Read one parameter by name (same names as mjdiff_setParam).
+// Read one parameter by name (same names as mjdiff_setParam). A derived model-wide field reads
+// MJDIFF_DERIVED; a geom's derived field reads its value against an immovable partner (infinite
+// stiffness and damping for a geom that cannot move).
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_getParam(const mjdiffModel* s, const char* name, mjtNum* value,
                                         char* err, int errsz);
+
+// The value of a contact field ("contact_stiffness", "contact_damping", "contact_width",
+// "friction_speed", "spin_speed") that contacts between geoms g1 and g2 use: explicit per geom,
+// model-wide, or derived for the pair (README, "Defaults").
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_getPairParam(const mjdiffModel* s, const char* field, int g1,
+                                            int g2, mjtNum* value, char* err, int errsz);
 
 // Smooth forward dynamics: MuJoCo's pipeline with hard constraints off, contact candidates from
 // MuJoCo's collision detection within the activation distance (written to d->contact, d->ncon), and
@@ -121,8 +139,10 @@ MJDIFF_API mjdiffStatus mjdiff_forward(const mjModel* m, mjData* d, const mjdiff
                                        char* err, int errsz);
 
 // Smooth step: a drop-in for mj_step (Euler, semi-implicit in velocity with MuJoCo's implicit
-// joint damping, or RK4). Any other integrator is MJDIFF_ERR_UNSUPPORTED. On failure d's state is
-// untouched and the matching MuJoCo warning counter in d->warning is raised.
+// joint damping, or RK4). Any other integrator is MJDIFF_ERR_UNSUPPORTED. A step that diverges
+// (see mjdiff_stability) fails with MJDIFF_ERR_NONFINITE and a message naming the most unstable
+// smooth force. On failure d's state is untouched and the matching MuJoCo warning counter in
+// d->warning is raised.
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s,
                                     char* err, int errsz);
@@ -142,6 +162,48 @@ MJDIFF_API void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s
 MJDIFF_API mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d,
                                             const mjdiffModel* s, int i,
                                             mjdiffContactForce* force);
+
+// Stability of the smooth forces at the state of the last forward pass: for each active element
+// (contact, its friction, joint or tendon limit, friction loss, equality) its law near the state
+// as a spring-damper on MuJoCo's approximate inverse inertia (invweight0), and the ratio of the
+// timestep to the largest timestep at which semi-implicit Euler integrates that spring-damper
+// stably. The worst element is kept. mjdiff_step fails with its description when a step diverges:
+// a non-finite result, or a kinetic-energy gain of more than half in one step while the worst
+// ratio exceeds 1 (plugin/stability.c).
+typedef enum mjdiffStabilityKind_ {
+  MJDIFF_STAB_NONE = 0,
+  MJDIFF_STAB_CONTACT,         // id, id2: the two geoms
+  MJDIFF_STAB_FRICTION,        // id, id2: the two geoms
+  MJDIFF_STAB_JOINT_LIMIT,     // id: joint
+  MJDIFF_STAB_TENDON_LIMIT,    // id: tendon
+  MJDIFF_STAB_DOF_LOSS,        // id: dof
+  MJDIFF_STAB_TENDON_LOSS,     // id: tendon
+  MJDIFF_STAB_EQUALITY         // id: equality
+} mjdiffStabilityKind;
+
+typedef struct mjdiffStability_ {
+  mjtNum ratio;                // timestep / hmax of the worst element (0: none active)
+  mjtNum hmax;                 // its largest stable timestep (s)
+  mjtNum stiffness;            // its stiffness slope (N/m, N m/rad) at the state
+  mjtNum damping;              // its damping slope (N s/m, N m s/rad) at the state
+  mjtNum mass;                 // its effective mass 1/invweight0 (kg, kg m^2)
+  int kind;                    // mjdiffStabilityKind
+  int id, id2;                 // the element (see the kinds), -1 if unused
+} mjdiffStability;
+
+// Largest timestep (s) at which semi-implicit Euler integrates a spring-damper of stiffness k
+// and damping c on inverse inertia invw stably: with omega^2 = k invw, 2 gamma = c invw, stable
+// while (omega h)^2 + 4 gamma h < 4 and gamma h < 1. Infinite for k = c = 0.
+MJDIFF_API mjtNum mjdiff_stableTimestep(mjtNum k, mjtNum c, mjtNum invw);
+
+// The worst element at the state in d (after mjdiff_forward or mjdiff_step's forward pass).
+MJDIFF_API void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                                 mjdiffStability* out);
+
+// One line describing out, naming the element, its law, effective mass and largest stable
+// timestep. Returns the length snprintf would write.
+MJDIFF_API int mjdiff_describeStability(const mjModel* m, const mjdiffStability* out, char* buf,
+                                        int bufsz);
 
 // ---------------------------------------------------------------------------------------------
 // Callback adapter for MuJoCo 2.2 (the only global state in the library).

@@ -1,0 +1,205 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Smooth-model values derived from what the MJCF already says, so that a model nobody tuned is
+// stable at its own timestep and rests about as deep as under MuJoCo's native step.
+//
+// MuJoCo's soft constraints (engine_core_constraint.c). From solref = (timeconst tc, dampratio dr)
+// (tc raised to 2h unless refsafe is disabled) or direct (-K, -B), and solimp = (dmin, dmax, width,
+// mid, power), the reference acceleration of a constraint at violation r, velocity v, is
+//   aref = -b v - k r,   k = 1 / (dmax^2 tc^2 dr^2),  b = 2 / (dmax tc)   (direct: K/dmax^2, B/dmax)
+// and the solver returns, in one dimension with inverse inertia A, a = d aref + (1 - d) a0, d the
+// impedance in [dmin, dmax]. At rest under a load a0 = -g: r = (1 - d)/d g/k (0.2-0.4 mm with the
+// defaults: MuJoCo's contacts are firm), and the motion about that rest is a spring-damper of
+// natural frequency sqrt(d k), damping ratio dr.
+//
+// The penalty law of the smooth model, with stiffness K (N/m) and damping C on an effective mass
+// m_eff = 1/A, rests at r = m_eff g / K. The same rest depth as MuJoCo's needs
+//   omega_match^2 = K / m_eff = k dbar / (1 - dbar),   dbar = (dmin + dmax)/2,
+//   zeta = b / (2 sqrt(k))  (= dr for the standard format)
+// and the semi-implicit Euler step of x'' = -omega^2 x - 2 zeta omega x' is stable while
+//   (omega h)^2 + 4 zeta omega h < 4,  i.e.  omega h < 2 (sqrt(zeta^2 + 1) - zeta)
+// (0.83 for zeta = 1). Several contacts on one body act in parallel and invweight0 is an average
+// over directions, so the derived law keeps a safety factor beta = 0.4 below that bound:
+//   omega = min(omega_match, beta 2 (sqrt(zeta^2 + 1) - zeta) / h)
+//   K = omega^2 m_eff,  C = 2 zeta omega m_eff,  width w = max(solimp width, 1e-4)
+// m_eff is MuJoCo's own approximation of the constraint's inverse inertia (its efc_diagApprox,
+// from the compile-time body_invweight0, dof_invweight0, tendon_invweight0 at qpos0): constant per
+// element at make time, so that every derived value stays a plain parameter.
+//
+// Elements:
+//   geom g (contacts)  solref, solimp of the geom; A = A_t + rho^2 A_r, MuJoCo's translational
+//                      and rotational body_invweight0 of the geom's body with rho the distance
+//                      from the body's centre of mass to the geom's farthest point
+//                      (|geom_pos - body_ipos| + geom_rbound): the inverse inertia of a point
+//                      of the geom, where a contact pushes (geom_invweight); against an
+//                      immovable partner. A pair of two geoms combines their K and C
+//                      in series (1/K = 1/K1 + 1/K2: for equal omega exactly omega^2 / (A1 + A2),
+//                      the A of the pair); a static geom (A = 0) is infinitely stiff and leaves
+//                      the pair its partner's law. An MJCF <pair> uses its own solref and solimp
+//                      with A = A1 + A2.
+//                      friction speed v_s = max(0.02, 5 mu |gravity| h): the friction slope
+//                      mu fn / v_s under a load fn ~ m g stays within the explicit step's bound
+//   joint limit        jnt_solref, jnt_solimp; A = dof_invweight0 of the joint's first dof
+//   tendon limit       tendon_solref_lim, tendon_solimp_lim; A = tendon_invweight0
+//   friction loss      speed v_f = max(0.01, 4 h floss A) (the slope floss / v_f on A)
+//   equality           eq_solref, eq_solimp; connect, weld: translation A = sum of the two
+//                      bodies' body_invweight0[2 b], weld rotation A = sum of body_invweight0[2b+1];
+//                      joint: sum of dof_invweight0; tendon: sum of tendon_invweight0
+// Explicit mjdiff_* values (model-wide or per geom) always win over derived ones.
+
+#include <math.h>
+
+#include "internal.h"
+
+#define BETA 0.6          // safety factor below the single spring-damper stability bound
+#define MIN_WIDTH 1e-4    // smallest derived width (m or rad)
+
+mjtNum mjdiff_derivedWidth(const mjtNum* solimp) {
+  return mju_max(solimp[2], MIN_WIDTH);
+}
+
+// MuJoCo's reference stiffness k, damping b (acceleration units) and mean impedance of a
+// solref/solimp, with its own checks (mixed format -> defaults, refsafe, impedance clamps)
+static void reference(const mjModel* m, const mjtNum* solref, const mjtNum* solimp, mjtNum* k,
+                      mjtNum* b, mjtNum* dbar) {
+  mjtNum ref[2] = {solref[0], solref[1]};
+  if ((ref[0] > 0) ^ (ref[1] > 0)) {
+    ref[0] = 0.02;
+    ref[1] = 1;
+  }
+  if (!(m->opt.disableflags & mjDSBL_REFSAFE) && ref[0] > 0) {
+    ref[0] = mju_max(ref[0], 2 * m->opt.timestep);
+  }
+  mjtNum dmin = mju_clip(solimp[0], mjMINIMP, mjMAXIMP);
+  mjtNum dmax = mju_clip(solimp[1], mjMINIMP, mjMAXIMP);
+  if (ref[0] > 0) {
+    *k = 1 / mju_max(mjMINVAL, dmax * dmax * ref[0] * ref[0] * ref[1] * ref[1]);
+    *b = 2 / mju_max(mjMINVAL, dmax * ref[0]);
+  } else {
+    *k = -ref[0] / (dmax * dmax);
+    *b = -ref[1] / dmax;
+  }
+  *dbar = 0.5 * (dmin + dmax);
+}
+
+// the derived law (omega^2, 2 zeta omega, width) of a solref/solimp at m's timestep: K and C
+// follow by dividing by the inverse inertia A
+static void law(const mjModel* m, const mjtNum* solref, const mjtNum* solimp, mjtNum* omega2,
+                mjtNum* zomega2, mjtNum* width) {
+  mjtNum k, b, dbar;
+  reference(m, solref, solimp, &k, &b, &dbar);
+  mjtNum zeta = k > 0 ? b / (2 * sqrt(k)) : 1;
+  mjtNum omega = sqrt(mju_max(0, k) * dbar / (1 - dbar));
+  mjtNum h = m->opt.timestep;
+  if (h > 0) {
+    omega = mju_min(omega, BETA * 2 * (sqrt(zeta * zeta + 1) - zeta) / h);
+  }
+  *omega2 = omega * omega;
+  *zomega2 = 2 * zeta * omega;
+  *width = mjdiff_derivedWidth(solimp);
+}
+
+// K and C of a law on inverse inertia A (infinite on an immovable element)
+static void scaleLaw(mjtNum omega2, mjtNum zomega2, mjtNum A, mjtNum* K, mjtNum* C) {
+  if (A < mjMINVAL) {
+    *K = *C = INFINITY;
+    return;
+  }
+  *K = omega2 / A;
+  *C = zomega2 / A;
+}
+
+static mjtNum frictionSpeed(const mjModel* m, mjtNum mu) {
+  return mju_max(0.02, 5 * mu * mju_norm3(m->opt.gravity) * m->opt.timestep);
+}
+
+static mjtNum lossSpeed(const mjModel* m, mjtNum floss, mjtNum A) {
+  return mju_max(0.01, 4 * m->opt.timestep * floss * A);
+}
+
+void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
+  mjtNum omega2, zomega2, w;
+
+  // geoms, against an immovable partner
+  for (int g = 0; g < m->ngeom; g++) {
+    mjtNum* p = s->geom_derived + GP_COUNT * g;
+    int b = m->geom_bodyid[g];
+    mjtNum off[3];
+    mju_sub3(off, m->geom_pos + 3 * g, m->body_ipos + 3 * b);
+    mjtNum rho = mju_norm3(off) + m->geom_rbound[g];
+    s->geom_invweight[g] = m->body_invweight0[2 * b] + rho * rho * m->body_invweight0[2 * b + 1];
+    law(m, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g, &omega2, &zomega2, &w);
+    scaleLaw(omega2, zomega2, s->geom_invweight[g], p + GP_STIFFNESS, p + GP_DAMPING);
+    p[GP_WIDTH] = w;
+    p[GP_FRICTION_SPEED] = frictionSpeed(m, m->geom_friction[3 * g]);
+    p[GP_SPIN_SPEED] = s->opt.spin_speed;
+  }
+
+  // MJCF pairs
+  for (int i = 0; i < m->npair; i++) {
+    mjtNum* p = s->pair_derived + GP_COUNT * i;
+    law(m, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i, &omega2, &zomega2, &w);
+    scaleLaw(omega2, zomega2,
+             s->geom_invweight[m->pair_geom1[i]] + s->geom_invweight[m->pair_geom2[i]],
+             p + GP_STIFFNESS, p + GP_DAMPING);
+    p[GP_WIDTH] = w;
+    p[GP_FRICTION_SPEED] = frictionSpeed(m, m->pair_friction[5 * i]);
+    p[GP_SPIN_SPEED] = s->opt.spin_speed;
+  }
+
+  // joint limits and dof friction loss
+  for (int j = 0; j < m->njnt; j++) {
+    mjtNum* p = s->jnt_limit + EP_COUNT * j;
+    law(m, m->jnt_solref + mjNREF * j, m->jnt_solimp + mjNIMP * j, &omega2, &zomega2, &w);
+    scaleLaw(omega2, zomega2, m->dof_invweight0[m->jnt_dofadr[j]], p + EP_STIFFNESS,
+             p + EP_DAMPING);
+    p[EP_WIDTH] = w;
+  }
+  for (int j = 0; j < m->nv; j++) {
+    s->dof_lossspeed[j] = lossSpeed(m, m->dof_frictionloss[j], m->dof_invweight0[j]);
+  }
+
+  // tendon limits and friction loss
+  for (int t = 0; t < m->ntendon; t++) {
+    mjtNum* p = s->ten_limit + EP_COUNT * t;
+    law(m, m->tendon_solref_lim + mjNREF * t, m->tendon_solimp_lim + mjNIMP * t, &omega2,
+        &zomega2, &w);
+    scaleLaw(omega2, zomega2, m->tendon_invweight0[t], p + EP_STIFFNESS, p + EP_DAMPING);
+    p[EP_WIDTH] = w;
+    s->ten_lossspeed[t] = lossSpeed(m, m->tendon_frictionloss[t], m->tendon_invweight0[t]);
+  }
+
+  // equalities: translation, rotation
+  for (int i = 0; i < m->neq; i++) {
+    mjtNum* p = s->eq_law + 4 * i;
+    law(m, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
+    int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
+    mjtNum At = 0, Ar = 0;
+    switch (m->eq_type[i]) {
+      case mjEQ_CONNECT:
+      case mjEQ_WELD:
+        At = m->body_invweight0[2 * o1] + m->body_invweight0[2 * o2];
+        Ar = m->body_invweight0[2 * o1 + 1] + m->body_invweight0[2 * o2 + 1];
+        break;
+      case mjEQ_JOINT:
+        At = m->dof_invweight0[m->jnt_dofadr[o1]] +
+             (o2 >= 0 ? m->dof_invweight0[m->jnt_dofadr[o2]] : 0);
+        break;
+      case mjEQ_TENDON:
+        At = m->tendon_invweight0[o1] + (o2 >= 0 ? m->tendon_invweight0[o2] : 0);
+        break;
+      default:
+        break;
+    }
+    scaleLaw(omega2, zomega2, At, p, p + 1);
+    scaleLaw(omega2, zomega2, Ar > 0 ? Ar : At, p + 2, p + 3);
+  }
+}
+
+mjtNum mjdiff_stableTimestep(mjtNum k, mjtNum c, mjtNum invw) {
+  mjtNum w2 = k * invw, g2 = c * invw;  // omega^2, 2 zeta omega
+  if (!(w2 > 0) && !(g2 > 0)) return INFINITY;
+  mjtNum h = w2 > 0 ? (-g2 + sqrt(g2 * g2 + 4 * w2)) / w2 : INFINITY;
+  if (g2 > 0) h = mju_min(h, 2 / g2);
+  return h;
+}

@@ -1,0 +1,198 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Divergence of the smooth step, and the element that causes it.
+//
+// Each smooth force is, near its state, a spring-damper on one coordinate with inverse inertia A
+// (MuJoCo's invweight0 approximation, as in derive.c):
+//   contact (normal)  slope k s'(x), damping c s'(x);  A = geom_invweight of the two geoms
+//   contact friction  damping mu fn / v_e (sliding; v_e = v_s + h A mu fn, law.h)
+//   joint or tendon limit  k s'(x), c s'(x);  A = dof_invweight0 or tendon_invweight0
+//   friction loss     damping floss / v_f (the regulariser's slope at v = 0)
+//   equality          k, c;  A of the constrained objects (translation and, welds, rotation)
+// Semi-implicit Euler on x'' = -omega^2 x - 2 gamma x' (omega^2 = k A, 2 gamma = c A) is stable
+// while h < h_max = (-2 gamma + sqrt(4 gamma^2 + 4 omega^2)) / omega^2 and h < 1 / gamma
+// (mjdiff_stableTimestep). The element's stability ratio is r = h / h_max (r > 1: unstable alone).
+//
+// The test (mjdiff_step): a step diverges when
+//   (a) its accelerations or resulting state are not finite, or
+//   (b) the most unstable active element has r > 1 and the kinetic energy K = v'Mv/2 grew by
+//       more than half in the step (K' > 1.5 K + 1e-12 J): energy that the element's own law
+//       cannot supply when integrated stably.
+// The error then names that element, its law, the effective mass 1/A and h_max.
+
+#include <math.h>
+#include <stdio.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "law.h"
+
+static const char* nameOf(const mjModel* m, int type, int id) {
+  const char* name = mj_id2name(m, type, id);
+  return name ? name : "";
+}
+
+// keep the worst: element with ratio r, described by what (k, c, A as given)
+static void consider(mjdiffStability* w, mjtNum h, mjtNum k, mjtNum c, mjtNum A, int kind,
+                     int id, int id2) {
+  if (!(A > 0)) return;
+  mjtNum hmax = mjdiff_stableTimestep(k, c, A);
+  mjtNum r = isfinite(hmax) ? h / hmax : 0;
+  if (!(r > w->ratio)) return;
+  w->ratio = r;
+  w->hmax = hmax;
+  w->stiffness = k;
+  w->damping = c;
+  w->mass = 1 / A;
+  w->kind = kind;
+  w->id = id;
+  w->id2 = id2;
+}
+
+void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                      mjdiffStability* w) {
+  mjtNum h = m->opt.timestep;
+  w->ratio = 0;
+  w->kind = MJDIFF_STAB_NONE;
+  w->id = w->id2 = -1;
+  w->hmax = INFINITY;
+  w->stiffness = w->damping = w->mass = 0;
+  if (m->opt.disableflags & (mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) return;
+
+  // contacts: normal law and friction
+  if (!(m->opt.disableflags & mjDSBL_CONTACT)) {
+    for (int i = 0; i < d->ncon; i++) {
+      const mjContact* con = d->contact + i;
+      int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+      mjtNum p[GP_COUNT], ds;
+      mjdiff_pairParams(s, g1, g2, p);
+      mjtNum x = p[GP_WIDTH] - con->dist;
+      if (x <= 0) continue;
+      mjtNum sx = law_ramp(x, p[GP_WIDTH], &ds);
+      mjtNum A = s->geom_invweight[g1] + s->geom_invweight[g2], As, Ar;
+      mjdiff_contactInvweight(s, g1, g2, &As, &Ar);
+      consider(w, h, p[GP_STIFFNESS] * ds, p[GP_DAMPING] * ds, A, MJDIFF_STAB_CONTACT, g1, g2);
+      if (con->dim >= 3) {
+        mjtNum fn = p[GP_STIFFNESS] * sx;  // the spring part bounds the damped law's force
+        mjtNum ve = law_frictionSpeed(p[GP_FRICTION_SPEED], h, As, con->friction[0], fn);
+        consider(w, h, 0, fn * con->friction[0] / ve, A, MJDIFF_STAB_FRICTION, g1, g2);
+      }
+    }
+  }
+
+  // limits
+  if (!(m->opt.disableflags & mjDSBL_LIMIT)) {
+    mjtNum law[EP_COUNT], ds;
+    for (int j = 0; j < m->njnt; j++) {
+      if (!m->jnt_limited[j] || m->jnt_type[j] == mjJNT_FREE) continue;
+      mjdiff_limitParams(s, 0, j, law);
+      const mjtNum* range = m->jnt_range + 2 * j;
+      mjtNum q = d->qpos[m->jnt_qposadr[j]];
+      if (m->jnt_type[j] == mjJNT_BALL) {
+        mjtNum r[3];
+        mju_quat2Vel(r, d->qpos + m->jnt_qposadr[j], 1);
+        q = mju_norm3(r);
+      }
+      mjtNum x = mju_max(law[EP_WIDTH] - (q - range[0]), law[EP_WIDTH] - (range[1] - q));
+      if (m->jnt_type[j] == mjJNT_BALL) x = law[EP_WIDTH] - (range[1] - q);
+      if (x <= 0) continue;
+      law_ramp(x, law[EP_WIDTH], &ds);
+      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds,
+               m->dof_invweight0[m->jnt_dofadr[j]], MJDIFF_STAB_JOINT_LIMIT, j, -1);
+    }
+    for (int t = 0; t < m->ntendon; t++) {
+      if (!m->tendon_limited[t]) continue;
+      mjdiff_limitParams(s, 1, t, law);
+      const mjtNum* range = m->tendon_range + 2 * t;
+      mjtNum L = d->ten_length[t];
+      mjtNum x = mju_max(law[EP_WIDTH] - (L - range[0]), law[EP_WIDTH] - (range[1] - L));
+      if (x <= 0) continue;
+      law_ramp(x, law[EP_WIDTH], &ds);
+      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, m->tendon_invweight0[t],
+               MJDIFF_STAB_TENDON_LIMIT, t, -1);
+    }
+  }
+
+  // friction loss
+  if (!(m->opt.disableflags & mjDSBL_FRICTIONLOSS)) {
+    for (int j = 0; j < m->nv; j++) {
+      if (m->dof_frictionloss[j] > 0) {
+        consider(w, h, 0, m->dof_frictionloss[j] / mjdiff_lossSpeed(s, 0, j),
+                 m->dof_invweight0[j], MJDIFF_STAB_DOF_LOSS, j, -1);
+      }
+    }
+    for (int t = 0; t < m->ntendon; t++) {
+      if (m->tendon_frictionloss[t] > 0) {
+        consider(w, h, 0, m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t),
+                 m->tendon_invweight0[t], MJDIFF_STAB_TENDON_LOSS, t, -1);
+      }
+    }
+  }
+
+  // equalities
+  if (!(m->opt.disableflags & mjDSBL_EQUALITY)) {
+    for (int i = 0; i < m->neq; i++) {
+      if (!compat_eqActive(m, d, i)) continue;
+      int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i], type = m->eq_type[i];
+      mjtNum k, c, A = 0;
+      mjdiff_eqParams(s, i, 0, &k, &c);
+      if (type == mjEQ_CONNECT || type == mjEQ_WELD) {
+        A = m->body_invweight0[2 * o1] + m->body_invweight0[2 * o2];
+      } else if (type == mjEQ_JOINT) {
+        A = m->dof_invweight0[m->jnt_dofadr[o1]] +
+            (o2 >= 0 ? m->dof_invweight0[m->jnt_dofadr[o2]] : 0);
+      } else if (type == mjEQ_TENDON) {
+        A = m->tendon_invweight0[o1] + (o2 >= 0 ? m->tendon_invweight0[o2] : 0);
+      }
+      consider(w, h, k, c, A, MJDIFF_STAB_EQUALITY, i, -1);
+      if (type == mjEQ_WELD) {
+        mjtNum ts = m->eq_data[mjNEQDATA * i + 10];
+        mjdiff_eqParams(s, i, 1, &k, &c);
+        consider(w, h, ts * k, ts * c,
+                 m->body_invweight0[2 * o1 + 1] + m->body_invweight0[2 * o2 + 1],
+                 MJDIFF_STAB_EQUALITY, i, -1);
+      }
+    }
+  }
+}
+
+int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* buf, int bufsz) {
+  if (!buf || bufsz <= 0) return 0;
+  char what[256];
+  switch (w->kind) {
+    case MJDIFF_STAB_CONTACT:
+    case MJDIFF_STAB_FRICTION:
+      snprintf(what, sizeof(what), "%s between geoms %d ('%s', body '%s') and %d ('%s', body '%s')",
+               w->kind == MJDIFF_STAB_CONTACT ? "contact" : "contact friction", w->id,
+               nameOf(m, mjOBJ_GEOM, w->id), nameOf(m, mjOBJ_BODY, m->geom_bodyid[w->id]),
+               w->id2, nameOf(m, mjOBJ_GEOM, w->id2),
+               nameOf(m, mjOBJ_BODY, m->geom_bodyid[w->id2]));
+      break;
+    case MJDIFF_STAB_JOINT_LIMIT:
+      snprintf(what, sizeof(what), "limit of joint %d ('%s')", w->id,
+               nameOf(m, mjOBJ_JOINT, w->id));
+      break;
+    case MJDIFF_STAB_TENDON_LIMIT:
+      snprintf(what, sizeof(what), "limit of tendon %d ('%s')", w->id,
+               nameOf(m, mjOBJ_TENDON, w->id));
+      break;
+    case MJDIFF_STAB_DOF_LOSS:
+      snprintf(what, sizeof(what), "friction loss of dof %d (joint '%s')", w->id,
+               nameOf(m, mjOBJ_JOINT, m->dof_jntid[w->id]));
+      break;
+    case MJDIFF_STAB_TENDON_LOSS:
+      snprintf(what, sizeof(what), "friction loss of tendon %d ('%s')", w->id,
+               nameOf(m, mjOBJ_TENDON, w->id));
+      break;
+    case MJDIFF_STAB_EQUALITY:
+      snprintf(what, sizeof(what), "equality %d ('%s')", w->id, nameOf(m, mjOBJ_EQUALITY, w->id));
+      break;
+    default:
+      return snprintf(buf, (size_t)bufsz, "no smooth force is near its stability limit");
+  }
+  return snprintf(buf, (size_t)bufsz,
+                  "most unstable smooth force: %s, stiffness %.3g, damping %.3g, effective mass "
+                  "%.3g (MuJoCo's invweight0); largest stable timestep about %.3g s, timestep %g s "
+                  "(ratio %.2f)", what, w->stiffness, w->damping, w->mass, w->hmax,
+                  m->opt.timestep, w->ratio);
+}

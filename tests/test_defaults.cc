@@ -1,0 +1,279 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Smooth-model values derived from the MJCF (plugin/derive.c) and the divergence test of the
+// smooth step (plugin/stability.c): the formulas against independent computations here, the
+// stability bound against a simulated spring-damper, a model that is stable with the derived
+// values and diverges, named, with a hand-set value, rest depths against MuJoCo's native step.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+#include "testutil.h"
+
+namespace {
+
+using testutil::Sim;
+
+// the derived omega^2 and 2 zeta omega of a standard solref / solimp at timestep h (the
+// documented formula, README "Defaults")
+void derivedLaw(double tc, double dr, double dmin, double dmax, double h, double* w2,
+                double* zw2) {
+  tc = std::max(tc, 2 * h);
+  double k = 1 / (dmax * dmax * tc * tc * dr * dr), b = 2 / (dmax * tc);
+  double dbar = 0.5 * (dmin + dmax), zeta = b / (2 * std::sqrt(k));
+  double omega = std::min(std::sqrt(k * dbar / (1 - dbar)),
+                          0.6 * 2 * (std::sqrt(zeta * zeta + 1) - zeta) / h);
+  *w2 = omega * omega;
+  *zw2 = 2 * zeta * omega;
+}
+
+double ramp(double x, double w) {
+  if (x <= 0) return 0;
+  if (x <= w) return x * x * x / (6 * w * w);
+  if (x <= 2 * w) return x - w + (2 * w - x) * (2 * w - x) * (2 * w - x) / (6 * w * w);
+  return x - w;
+}
+
+// semi-implicit Euler on x'' = -w2 x - g2 x' from x = 1, v = 1 for n steps: the largest |x| + |v|
+// over the last tenth (infinite once not finite)
+double springDamper(double w2, double g2, double h, int n) {
+  double x = 1, v = 1, worst = 0;
+  for (int i = 0; i < n; i++) {
+    v += h * (-w2 * x - g2 * v);
+    x += h * v;
+    if (!std::isfinite(x) || !std::isfinite(v)) return INFINITY;
+    if (i >= n - n / 10) worst = std::max(worst, std::fabs(x) + std::fabs(v));
+  }
+  return worst;
+}
+
+TEST(Defaults, StableTimestepIsTheBound) {
+  struct Case {
+    double k, c, A;
+  } cases[] = {{1e4, 0, 1}, {1e4, 50, 1}, {2e3, 200, 0.5}, {1e5, 1e3, 3}, {0, 80, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.k) + ", " + std::to_string(c.c));
+    double hmax = mjdiff_stableTimestep(c.k, c.c, c.A);
+    ASSERT_TRUE(std::isfinite(hmax) && hmax > 0);
+    double w2 = c.k * c.A, g2 = c.c * c.A;
+    // bounded (the undamped oscillator's invariant ellipse grows near the bound, but stays
+    // finite) below the bound, growing without bound above it
+    EXPECT_LT(springDamper(w2, g2, 0.97 * hmax, 20000), 1e3);
+    EXPECT_GT(springDamper(w2, g2, 1.03 * hmax, 20000), 1e6);
+  }
+  EXPECT_TRUE(std::isinf(mjdiff_stableTimestep(0, 0, 1)));
+}
+
+// a 1 kg ball (radius 0.1) on a plane, MuJoCo's defaults or a given solref
+std::string ballXml(double timestep, const std::string& geom_attrs = "",
+                    const std::string& extra = "") {
+  char buf[2000];
+  snprintf(buf, sizeof(buf), R"(
+<mujoco>
+  <option timestep="%g"/>
+  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="ball" pos="0 0 0.1">
+      <freejoint/>
+      <geom name="ball" type="sphere" size="0.1" mass="1" %s/>
+    </body>
+  </worldbody>
+  %s
+</mujoco>)",
+           timestep, geom_attrs.c_str(), extra.c_str());
+  return buf;
+}
+
+double ballInvweight(const mjModel* m) {
+  int b = mj_name2id(m, mjOBJ_BODY, "ball");
+  return m->body_invweight0[2 * b] + 0.01 * m->body_invweight0[2 * b + 1];
+}
+
+TEST(Defaults, ContactLawFromSolref) {
+  struct Case {
+    double h, tc, dr;
+    const char* attrs;
+    const char* pair;
+  } cases[] = {
+      {0.002, 0.02, 1, "", ""},
+      {0.001, 0.005, 0.5, "solref='0.005 0.5'", ""},
+      {0.004, 0.02, 1, "", ""},                          // capped by the timestep
+      {0.002, 0.01, 2, "", "<contact><pair geom1='floor' geom2='ball' solref='0.01 2'/></contact>"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string("h ") + std::to_string(c.h) + " " + c.attrs + c.pair);
+    Sim sim(ballXml(c.h, c.attrs, c.pair).c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    double w2, zw2, A = ballInvweight(m);
+    derivedLaw(c.tc, c.dr, 0.9, 0.95, c.h, &w2, &zw2);
+    mjtNum k, cd, w;
+    ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, 1, &k, nullptr, 0), MJDIFF_OK);
+    ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_damping", 0, 1, &cd, nullptr, 0), MJDIFF_OK);
+    ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_width", 0, 1, &w, nullptr, 0), MJDIFF_OK);
+    EXPECT_NEAR(k, w2 / A, 1e-9 * k);
+    EXPECT_NEAR(cd, zw2 / A, 1e-9 * cd);
+    EXPECT_DOUBLE_EQ(w, 0.001);
+
+    // and the force: the ball 0.5 mm in, at rest
+    mjData* d = sim.sim.d;
+    d->qpos[2] = 0.1 - 5e-4;
+    char err[1000];
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_GE(d->ncon, 1);
+    mjdiffContactForce f;
+    ASSERT_EQ(mjdiff_contactForce(m, d, sim.sim.s, 0, &f), MJDIFF_OK);
+    EXPECT_NEAR(f.force[0], w2 / A * ramp(0.001 + 5e-4, 0.001), 1e-9 * f.force[0]);
+  }
+}
+
+// two moving geoms: their derived laws combine in series, as two springs meeting
+TEST(Defaults, SeriesRuleBetweenMovingGeoms) {
+  Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <worldbody>
+    <body name="a"><freejoint/><geom name="a" type="sphere" size="0.1" mass="1"/></body>
+    <body name="b" pos="0.3 0 0"><freejoint/><geom name="b" type="sphere" size="0.05" mass="0.2"
+      solref="0.01 1"/></body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  double w2a, zwa, w2b, zwb;
+  derivedLaw(0.02, 1, 0.9, 0.95, 0.002, &w2a, &zwa);
+  derivedLaw(0.01, 1, 0.9, 0.95, 0.002, &w2b, &zwb);
+  double Aa = m->body_invweight0[2] + 0.1 * 0.1 * m->body_invweight0[3];
+  double Ab = m->body_invweight0[4] + 0.05 * 0.05 * m->body_invweight0[5];
+  double ka = w2a / Aa, kb = w2b / Ab;
+  mjtNum k, c;
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, 1, &k, nullptr, 0), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_damping", 0, 1, &c, nullptr, 0), MJDIFF_OK);
+  EXPECT_NEAR(k, 1 / (1 / ka + 1 / kb), 1e-9 * k);
+  EXPECT_NEAR(c, 1 / (Aa / zwa + Ab / zwb), 1e-9 * c);
+  // an explicit value on one geom wins
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness:b", 777, nullptr, 0), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, 1, &k, nullptr, 0), MJDIFF_OK);
+  EXPECT_EQ(k, 777);
+}
+
+// a light link (inertia 1e-4 kg m^2 about its hinge) against its joint limit at its own 10 ms step
+std::string lightLinkXml(const std::string& numerics) {
+  return R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.01" gravity="0 0 0"/>
+  <custom><numeric name="mjdiff_enable" data="1"/>)" + numerics + R"(</custom>
+  <worldbody>
+    <body name="link">
+      <joint name="hinge" type="hinge" axis="0 0 1" range="-0.5 0.5" limited="true"
+             damping="0.01" armature="0"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.03" contype="0"
+            conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hinge" gear="1"/></actuator>
+</mujoco>)";
+}
+
+TEST(Defaults, LimitLawFromSolrefAndDofInertia) {
+  Sim sim(lightLinkXml("").c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  double w2, zw2, A = m->dof_invweight0[0];
+  derivedLaw(0.02, 1, 0.9, 0.95, 0.01, &w2, &zw2);
+  d->qpos[0] = 0.5 + 0.002;  // 2 mrad past the upper limit, at rest
+  char err[1000];
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  double f = -(w2 / A) * ramp(0.001 + 0.002, 0.001);
+  EXPECT_NEAR(d->qfrc_passive[0], f, 1e-9 * std::fabs(f));
+  ASSERT_LT(f, 0);
+}
+
+// pushed into its limit by a torque: the derived values hold; a hand-set damping of 1 (100 times
+// the joint's own, the reacher case of issue 10) diverges and the step names the limit
+TEST(Defaults, DivergenceIsCaughtAndNamed) {
+  for (bool derived : {true, false}) {
+    SCOPED_TRACE(derived ? "derived" : "limit_damping = 1");
+    std::string numerics =
+        derived ? "" : "<numeric name='mjdiff_limit_stiffness' data='1000'/>"
+                       "<numeric name='mjdiff_limit_damping' data='1'/>";
+    Sim sim(lightLinkXml(numerics).c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    d->ctrl[0] = 0.02;
+    char err[2000] = "";
+    mjdiffStatus st = MJDIFF_OK;
+    int steps = 0;
+    std::vector<mjtNum> before;
+    for (; steps < 2000 && st == MJDIFF_OK; steps++) {
+      before = testutil::getState(m, d);
+      st = mjdiff_step(m, d, sim.sim.s, err, sizeof(err));
+    }
+    if (derived) {
+      EXPECT_EQ(st, MJDIFF_OK) << err;
+      // held at rest past the limit, where the limit's force balances the motor
+      EXPECT_GT(d->qpos[0], 0.5);
+      EXPECT_NEAR(d->qvel[0], 0, 1e-6);
+      EXPECT_NEAR(d->qfrc_passive[0], -d->ctrl[0], 1e-6);
+      continue;
+    }
+    ASSERT_EQ(st, MJDIFF_ERR_NONFINITE);
+    EXPECT_LT(steps, 100) << "caught within a few steps of reaching the limit";
+    std::string msg = err;
+    EXPECT_NE(msg.find("diverged"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("limit of joint 0 ('hinge')"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("largest stable timestep"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("effective mass"), std::string::npos) << msg;
+    std::vector<mjtNum> after = testutil::getState(m, d);
+    EXPECT_EQ(0, std::memcmp(before.data(), after.data(), sizeof(mjtNum) * before.size()))
+        << "a failed step must leave the state untouched";
+    mjdiffStability w;
+    mjdiff_stability(m, d, sim.sim.s, &w);
+    EXPECT_EQ(w.kind, MJDIFF_STAB_JOINT_LIMIT);
+    EXPECT_GT(w.ratio, 1);
+    EXPECT_NEAR(w.hmax, mjdiff_stableTimestep(w.stiffness, w.damping, 1 / w.mass), 1e-12);
+  }
+}
+
+// rest depth of a ball and of a box on a plane, derived values against MuJoCo's native step, at
+// 2 ms: no deeper than twice the native depth or 2 mm, whichever is larger (issue 10)
+TEST(Defaults, RestDepthNearNative) {
+  const char* shapes[] = {"type='sphere' size='0.1'", "type='box' size='0.1 0.1 0.1'"};
+  for (const char* shape : shapes) {
+    SCOPED_TRACE(shape);
+    std::string xml = ballXml(0.002);
+    size_t at = xml.find("type=\"sphere\" size=\"0.1\"");
+    ASSERT_NE(at, std::string::npos);
+    xml.replace(at, strlen("type=\"sphere\" size=\"0.1\""), shape);
+    Sim sim(xml.c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    mjData* dn = mj_makeData(m);
+    char err[1000];
+    for (int i = 0; i < 1000; i++) {
+      ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+      mj_step(m, dn);
+    }
+    double deep = 0, deepn = 0;
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK);
+    for (int i = 0; i < d->ncon; i++) deep = std::max(deep, -d->contact[i].dist);
+    for (int i = 0; i < dn->ncon; i++) deepn = std::max(deepn, -dn->contact[i].dist);
+    mj_deleteData(dn);
+    EXPECT_GT(deepn, 0);
+    EXPECT_LE(deep, std::max(2 * deepn, 2e-3)) << "native " << deepn;
+  }
+}
+
+}  // namespace
