@@ -648,6 +648,7 @@ int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
         scalarColumn(m, d, s, e, acc, hdamp, col);
         break;
     }
+    mjdiff_fluidParamColumn(m, d, e, col);  // density, viscosity, wind; box bodies' inertia
     for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
     if (DadotDp) {
       for (int r = 0; r < na; r++) DadotDp[(size_t)np * r + i] = adot[r];
