@@ -551,8 +551,8 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
 
 // col += J_b' [dT + (p - o) x dF + dp x F; dF] with dT = R dl_t, dF = R dl_f (dp, F nullable)
 static void addParamWrench(const mjModel* m, const mjData* d, int b, const mjtNum p[3],
-                           const mjtNum R[9], const mjtNum dl[6], const mjtNum* dp,
-                           const mjtNum* F, mjtNum* col) {
+                           const mjtNum R[9], const mjtNum dl[6], const mjtNum* dp, const mjtNum* F,
+                           mjtNum* col) {
   mjtNum dT[3], dF[3], r[3], c1[3], W[6];
   mju_mulMatVec(dT, R, dl, 3, 3);
   mju_mulMatVec(dF, R, dl + 3, 3, 3);
