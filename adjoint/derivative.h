@@ -81,7 +81,7 @@ MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
 // com quantities and cvel):
 //   mjdiff_fluidForce       qfrc (nv) = the generalised fluid force (what mj_passive adds)
 //   mjdiff_fluidDerivative  DfDq += d qfrc/dq (tangent dq), DfDv += d qfrc/dv (nv x nv each)
-// Use d's stack (about 33 nv + 6 nbody + ngeom numbers).
+// mjdiff_fluidDerivative uses d's stack (about 34 nv + 6 nbody numbers).
 MJDIFF_API void mjdiff_fluidForce(const mjModel* m, mjData* d, mjtNum* qfrc);
 MJDIFF_API void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv);
 

@@ -97,20 +97,18 @@ static int usesEllipsoid(const mjModel* m, int b) {
   return 0;
 }
 
-// the fluid elements of body b: geom ids of its ellipsoid elements in g (up to body_geomnum), or
-// g[0] = -1 for one inertia-box element; returns their number (0: no fluid force on b)
-static int elements(const mjModel* m, int b, int* g) {
+// the fluid elements of body b: n = elementCount(m, b) slots (0: no fluid force on b), slot e holds
+// the geom elementGeom(m, b, e) (-1: the body's one inertia-box element), or -2 for an unused slot
+// (an ellipsoid-model geom with interaction coefficient 0)
+static int elementCount(const mjModel* m, int b) {
   if (b <= 0 || m->body_mass[b] < mjMINVAL) return 0;
-  if (!usesEllipsoid(m, b)) {
-    g[0] = -1;
-    return 1;
-  }
-  int n = 0;
-  for (int j = 0; j < m->body_geomnum[b]; j++) {
-    int id = m->body_geomadr[b] + j;
-    if (m->geom_fluid[mjNFLUID * id] != 0) g[n++] = id;
-  }
-  return n;
+  return usesEllipsoid(m, b) ? m->body_geomnum[b] : 1;
+}
+
+static int elementGeom(const mjModel* m, int b, int e) {
+  if (!usesEllipsoid(m, b)) return -1;
+  int g = m->body_geomadr[b] + e;
+  return m->geom_fluid[mjNFLUID * g] != 0 ? g : -2;
 }
 
 // frame (p, R) of an element (geom -1: b's inertial frame)
@@ -380,23 +378,22 @@ static void localVel(const mjModel* m, const mjtNum V[6], const mjtNum p[3], con
 void mjdiff_fluidForce(const mjModel* m, mjData* d, mjtNum* qfrc) {
   mju_zero(qfrc, m->nv);
   if (!fluidActive(m)) return;
-  mjdiffStackMark mark = compat_stackMark(d);
-  int* g = (int*)compat_stackAllocNum(d, m->ngeom / 2 + 1);
   for (int b = 1; b < m->nbody; b++) {
-    int ne = elements(m, b, g);
+    int ne = elementCount(m, b);
     for (int e = 0; e < ne; e++) {
+      int geom = elementGeom(m, b, e);
+      if (geom == -2) continue;
       const mjtNum *p, *R;
-      elementFrame(d, b, g[e], &p, &R);
+      elementFrame(d, b, geom, &p, &R);
       mjtNum V[6], u[3], y[6], l[6], F[3], T[3];
       bodyVel(m, d, b, V);
       localVel(m, V, p, R, u, y);
-      elementLaw(m, b, g[e], m->opt.density, m->opt.viscosity, 1, y, l, NULL);
+      elementLaw(m, b, geom, m->opt.density, m->opt.viscosity, 1, y, l, NULL);
       mju_mulMatVec(T, R, l, 3, 3);
       mju_mulMatVec(F, R, l + 3, 3, 3);
       mj_applyFT(m, d, F, T, p, b, qfrc);
     }
   }
-  compat_stackFree(d, mark);
 }
 
 //---------------------------------- state derivative ---------------------------------------------
@@ -432,12 +429,11 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
   mjtNum* Wsub = compat_stackAllocNum(d, 6 * nbody);
   int* chain = (int*)compat_stackAllocNum(d, nv / 2 + 1);
   int* list = (int*)compat_stackAllocNum(d, nv / 2 + 1);
-  int* g = (int*)compat_stackAllocNum(d, m->ngeom / 2 + 1);
   mju_zero(Wsub, 6 * nbody);
   spatial_cdof0(m, d, cdof0);
 
   for (int b = 1; b < nbody; b++) {
-    int ne = elements(m, b, g);
+    int ne = elementCount(m, b);
     if (ne == 0) continue;
     int nc = 0;
     for (int j = spatial_chainLastDof(m, b); j >= 0; j = m->dof_parentid[j]) chain[nc++] = j;
@@ -448,11 +444,13 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
     bodyVelDq(m, d, cdof0, b, dV, list);
 
     for (int e = 0; e < ne; e++) {
+      int geom = elementGeom(m, b, e);
+      if (geom == -2) continue;
       const mjtNum *p, *R;
-      elementFrame(d, b, g[e], &p, &R);
+      elementFrame(d, b, geom, &p, &R);
       mjtNum u[3], y[6], l[6], D[36], T[3], F[3], W[6], t1[3];
       localVel(m, V, p, R, u, y);
-      elementLaw(m, b, g[e], m->opt.density, m->opt.viscosity, 1, y, l, D);
+      elementLaw(m, b, geom, m->opt.density, m->opt.viscosity, 1, y, l, D);
       mju_mulMatVec(T, R, l, 3, 3);
       mju_mulMatVec(F, R, l + 3, 3, 3);
       mju_cross(t1, p, F);
@@ -571,7 +569,7 @@ static void addParamWrench(const mjModel* m, const mjData* d, int b, const mjtNu
   }
 }
 
-void mjdiff_fluidParamColumn(const mjModel* m, mjData* d, const paramEntry* pe, mjtNum* col) {
+void mjdiff_fluidParamColumn(const mjModel* m, const mjData* d, const paramEntry* pe, mjtNum* col) {
   int kind = pe->kind;
   int inertial = kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS;
   if (kind != PK_DENSITY && kind != PK_VISCOSITY && kind != PK_WIND && !inertial) return;
@@ -580,25 +578,24 @@ void mjdiff_fluidParamColumn(const mjModel* m, mjData* d, const paramEntry* pe, 
   int on = m->opt.density > 0 || m->opt.viscosity > 0;
   if (!on && kind != PK_DENSITY && kind != PK_VISCOSITY) return;
 
-  mjdiffStackMark mark = compat_stackMark(d);
-  int* g = (int*)compat_stackAllocNum(d, m->ngeom / 2 + 1);
   for (int b = 1; b < m->nbody; b++) {
     if (inertial && b != pe->id) continue;
-    int ne = elements(m, b, g);
+    int ne = elementCount(m, b);
     for (int e = 0; e < ne; e++) {
-      if (inertial && g[e] >= 0) continue;  // ellipsoids do not depend on the inertia
+      int geom = elementGeom(m, b, e);
+      if (geom == -2 || (inertial && geom >= 0)) continue;  // ellipsoids: no inertia dependence
       const mjtNum *p, *R;
-      elementFrame(d, b, g[e], &p, &R);
+      elementFrame(d, b, geom, &p, &R);
       mjtNum V[6], u[3], y[6], l[6], D[36], dl[6], dy[6] = {0};
       bodyVel(m, d, b, V);
       localVel(m, V, p, R, u, y);
       if (kind == PK_DENSITY || kind == PK_VISCOSITY) {
         int dens = kind == PK_DENSITY;
-        elementLaw(m, b, g[e], dens ? 1 : 0, dens ? 0 : 1, 0, y, dl, NULL);
+        elementLaw(m, b, geom, dens ? 1 : 0, dens ? 0 : 1, 0, y, dl, NULL);
         addParamWrench(m, d, b, p, R, dl, NULL, NULL, col);
         continue;
       }
-      elementLaw(m, b, g[e], m->opt.density, m->opt.viscosity, 1, y, l, D);
+      elementLaw(m, b, geom, m->opt.density, m->opt.viscosity, 1, y, l, D);
       if (kind == PK_WIND) {
         // dy = [0; -R' e_k]
         for (int i = 0; i < 3; i++) dy[3 + i] = -R[3 * pe->comp + i];
@@ -632,5 +629,4 @@ void mjdiff_fluidParamColumn(const mjModel* m, mjData* d, const paramEntry* pe, 
       }
     }
   }
-  compat_stackFree(d, mark);
 }

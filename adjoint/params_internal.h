@@ -75,7 +75,8 @@ int mjdiff_geomParamField(int gp);
 
 // col (nv) += the derivative of the fluid forces (fluid_d.c) in parameter e: density, viscosity,
 // wind, and the mass, inertia and com of inertia-box bodies; nothing for other kinds. At the state
-// in d after the forward pass; uses d's stack.
-void mjdiff_fluidParamColumn(const mjModel* m, mjData* d, const paramEntry* e, mjtNum* col);
+// in d after the forward pass.
+void mjdiff_fluidParamColumn(const mjModel* m, const mjData* d, const paramEntry* e,
+                             mjtNum* col);
 
 #endif  // MJDIFF_PARAMS_INTERNAL_H_

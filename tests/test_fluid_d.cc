@@ -54,7 +54,8 @@ const char* kFreeBox = R"(
   <actuator><motor joint="t" gear="0.1" ctrlrange="-1 1" ctrllimited="true"/></actuator>
 </mujoco>)";
 
-// the ellipsoid model: a free body with two ellipsoid geoms (one off the body frame), a hinged
+// the ellipsoid model: a free body with two ellipsoid geoms (one off the body frame) and a geom
+// without fluid interaction (skipped: its body is on the ellipsoid model), a hinged
 // child with a capsule and a cylinder, and a third body on the inertia-box model
 const char* kEllipsoid = R"(
 <mujoco>
@@ -66,6 +67,7 @@ const char* kEllipsoid = R"(
       <geom type="ellipsoid" size="0.1 0.05 0.03" fluidshape="ellipsoid"/>
       <geom type="box" size="0.03 0.02 0.01" pos="0.05 0.02 0.01" euler="20 0 40"
             fluidshape="ellipsoid" fluidcoef="0.6 0.3 1.2 0.8 1.3"/>
+      <geom type="sphere" size="0.02" pos="0 0 0.04"/>
       <body name="b" pos="-0.1 0 0">
         <joint name="h" type="hinge" axis="0 1 1"/>
         <geom type="capsule" fromto="0 0 0 -0.15 0 0" size="0.02" fluidshape="ellipsoid"/>
