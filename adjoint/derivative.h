@@ -73,6 +73,18 @@ MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
                                               const struct mjdiffModel_* s, const mjContact* con,
                                               mjtNum* DfnDq, mjtNum* DfnDv);
 
+// ---------------------------------- fluid forces (fluid_d.c) -----------------------------------
+//
+// MuJoCo 2.2.2's fluid forces (mj_passive: the inertia-box model per body, the ellipsoid model per
+// geom of bodies with fluidshape="ellipsoid" geoms), nothing if opt.density and opt.viscosity are
+// both <= 0 or passive forces are disabled, at the state in d after the forward pass (kinematics,
+// com quantities and cvel):
+//   mjdiff_fluidForce       qfrc (nv) = the generalised fluid force (what mj_passive adds)
+//   mjdiff_fluidDerivative  DfDq += d qfrc/dq (tangent dq), DfDv += d qfrc/dv (nv x nv each)
+// mjdiff_fluidDerivative uses d's stack (about 34 nv + 6 nbody numbers).
+MJDIFF_API void mjdiff_fluidForce(const mjModel* m, mjData* d, mjtNum* qfrc);
+MJDIFF_API void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv);
+
 // ---------------------------------- model parameters (params_d.c) -------------------------------
 //
 // Derivatives of the continuous dynamics in the selected model parameters p (mjdiffParams, see

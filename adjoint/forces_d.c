@@ -838,6 +838,7 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
   passiveDeriv(m, d, sc.J2, DfDq, DfDv);
+  mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
   actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu);
 
   // smooth forces (plugin/smooth.c), under the same flags

@@ -104,9 +104,9 @@ static const fieldInfo kFields[] = {
   {"actuator", "dynprm", PK_ACT_DYNPRM, 1, 0, NULL},
   {"option", "gravity", PK_GRAVITY, 3, 0, NULL},
   {"option", "timestep", -1, 1, 0, "the timestep is not a model parameter of the dynamics"},
-  {"option", "density", -1, 1, 0, "fluid forces have no derivative yet"},
-  {"option", "viscosity", -1, 1, 0, "fluid forces have no derivative yet"},
-  {"option", "wind", -1, 3, 0, "fluid forces have no derivative yet"},
+  {"option", "density", PK_DENSITY, 1, 0, NULL},
+  {"option", "viscosity", PK_VISCOSITY, 1, 0, NULL},
+  {"option", "wind", PK_WIND, 3, 0, NULL},
   {"mjdiff", "contact_stiffness", PK_SMOOTH, 1, SF_CONTACT_STIFFNESS, NULL},
   {"mjdiff", "contact_damping", PK_SMOOTH, 1, SF_CONTACT_DAMPING, NULL},
   {"mjdiff", "contact_width", PK_SMOOTH, 1, SF_CONTACT_WIDTH, NULL},
@@ -517,6 +517,9 @@ static mjtNum* modelValue(const mjModel* m, const paramEntry* e) {
     case PK_ACT_BIASPRM: return m->actuator_biasprm + mjNBIAS * id + c;
     case PK_ACT_DYNPRM: return m->actuator_dynprm + mjNDYN * id;
     case PK_GRAVITY: return (mjtNum*)m->opt.gravity + c;
+    case PK_DENSITY: return (mjtNum*)&m->opt.density;
+    case PK_VISCOSITY: return (mjtNum*)&m->opt.viscosity;
+    case PK_WIND: return (mjtNum*)m->opt.wind + c;
     default: return NULL;
   }
 }
@@ -555,6 +558,8 @@ static int lowerBound(int kind) {
     case PK_TEN_DAMPING:
     case PK_TEN_FRICTIONLOSS:
     case PK_GEOM_FRICTION:
+    case PK_DENSITY:
+    case PK_VISCOSITY:
       return 0;
     default:
       return -1;

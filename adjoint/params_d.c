@@ -56,6 +56,8 @@
 //   gear G (joint or tendon transmission: moment = G a, L = G x, V = G xdot):
 //   dr/dG = a (force + G (f_L x + f_V xdot)),  f_L = p1 in + b1, f_V = p2 in + b2.
 //   Filter dynamics adot = (clamp(ctrl) - act) / tau:  dadot/dtau = -(clamp(ctrl) - act) / tau^2.
+// Fluid forces (MuJoCo's, in qfrc_passive): density, viscosity, wind, and the terms of the
+//   inertia-box bodies' mass, inertia and com, in fluid_d.c (mjdiff_fluidParamColumn).
 //
 // At a fixed state nothing moves, so no contact geometry Jacobian is needed: the function always
 // returns 0 (NaN columns if d's stack cannot hold the scratch).
@@ -659,6 +661,7 @@ int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
         scalarColumn(m, d, s, e, acc, hdamp, col);
         break;
     }
+    mjdiff_fluidParamColumn(m, d, e, col);  // density, viscosity, wind; box bodies' inertia
     for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
     if (DadotDp) {
       for (int r = 0; r < na; r++) DadotDp[(size_t)np * r + i] = adot[r];

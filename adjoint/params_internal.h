@@ -30,7 +30,10 @@ typedef enum paramKind_ {
   PK_ACT_BIASPRM,              // id: actuator, comp: 0..2
   PK_ACT_DYNPRM,               // id: actuator (filter), dynprm[0]
   PK_GRAVITY,                  // comp: 0..2
-  PK_SMOOTH                    // comp: smoothField (model-wide)
+  PK_SMOOTH,                   // comp: smoothField (model-wide)
+  PK_DENSITY,                  // opt.density
+  PK_VISCOSITY,                // opt.viscosity
+  PK_WIND                      // comp: 0..2
 } paramKind;
 
 // model-wide fields of the smooth model (mjdiffOptions), in the order of its declaration
@@ -69,5 +72,11 @@ int mjdiff_smoothFieldGeom(int field);
 
 // the smooth field of a per-geom parameter index (GP_*), or -1
 int mjdiff_geomParamField(int gp);
+
+// col (nv) += the derivative of the fluid forces (fluid_d.c) in parameter e: density, viscosity,
+// wind, and the mass, inertia and com of inertia-box bodies; nothing for other kinds. At the state
+// in d after the forward pass.
+void mjdiff_fluidParamColumn(const mjModel* m, const mjData* d, const paramEntry* e,
+                             mjtNum* col);
 
 #endif  // MJDIFF_PARAMS_INTERNAL_H_

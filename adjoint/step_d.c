@@ -297,11 +297,6 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
   if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
     return mjdiff_checkSupported(m, &s->opt, err, errsz);
   }
-  if (m->opt.density > 0 || m->opt.viscosity > 0) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "fluid forces (density %g, viscosity %g) have no derivative yet",
-                        m->opt.density, m->opt.viscosity);
-  }
   for (int i = 0; i < m->nu; i++) {
     const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
     name = name ? name : "";

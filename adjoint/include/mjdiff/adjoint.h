@@ -31,7 +31,7 @@ typedef struct mjdiffParams_ mjdiffParams;
 
 // Make the workspace (the only allocation). Fails with MJDIFF_ERR_UNSUPPORTED naming the feature
 // if the model holds something the derivatives do not cover: an integrator other than Euler or
-// RK4; fluid forces; muscle or user actuator dynamics, gain or bias; actuator transmissions other
+// RK4; muscle or user actuator dynamics, gain or bias; actuator transmissions other
 // than hinge/slide joints and fixed tendons; spatial tendons with stiffness, damping, limits,
 // friction loss, equalities or actuators; contacts between geom types without a geometry Jacobian
 // (ellipsoid, mesh, hfield, cylinder except against a plane); anisotropic pair friction. With p,

@@ -31,6 +31,9 @@
 //   actuator:A:biasprm           actuator_biasprm[0..2]
 //   actuator:A:dynprm            actuator_dynprm[0] of a filter actuator (time constant, s), > 0
 //   option:gravity               opt.gravity[3] (m/s^2)
+//   option:density               opt.density (kg/m^3), >= 0: MuJoCo's fluid forces
+//   option:viscosity             opt.viscosity (Pa s), >= 0
+//   option:wind                  opt.wind[3] (m/s)
 //   mjdiff:FIELD                 a model-wide smooth-model value: contact_stiffness,
 //                                contact_damping, contact_width, friction_speed, spin_speed,
 //                                limit_stiffness, limit_damping, limit_width, frictionloss_speed,
@@ -50,6 +53,9 @@
 // derivative goes to the geom whose value is used; on a tie each geom gets half (the mean of the
 // one-sided derivatives, what centered differences measure). Friction loss (joint, tendon) at
 // exactly 0 is off in the smooth model; its derivative there is the one-sided one from above.
+// So are density and viscosity at 0 (MuJoCo switches the fluid forces on above 0). The fluid
+// forces of bodies on MuJoCo's inertia-box model depend on the body's mass, inertia and com too;
+// those derivatives include them (bodies on the ellipsoid model: geom sizes only, not parameters).
 // The per-geom smooth values are differentiated as explicit values: if a geom follows the
 // model-wide value while a contact partner has an explicit one, setting it explicitly changes the
 // pair value (mean rule) -- write the current values back with mjdiff_setParamValues first.
