@@ -43,7 +43,27 @@ struct PairSpec {
   const char* geom2;
   int poses;    // random poses to draw
   double deep;  // deepest target distance (-)
+  const char* head = nullptr;  // MJCF before <worldbody> (assets, compiler options)
 };
+
+// inline meshes: a box (half sizes 0.3 0.2 0.1; vertices only, so MuJoCo builds its convex hull and
+// the vertex graph mjc_PlaneConvex walks), the same box with faces and convexhull="false" (no
+// graph: the engine's exhaustive vertex search) and an irregular 20-vertex polyhedron
+#define MESH_BOX_VERT                                                                           \
+  "-0.3 -0.2 -0.1  0.3 -0.2 -0.1  -0.3 0.2 -0.1  0.3 0.2 -0.1  -0.3 -0.2 0.1  0.3 -0.2 0.1  " \
+  "-0.3 0.2 0.1  0.3 0.2 0.1"
+const char* const kMeshBox = "<asset><mesh name=\"box\" vertex=\"" MESH_BOX_VERT "\"/></asset>";
+const char* const kMeshBoxNoHull =
+    "<compiler convexhull=\"false\"/><asset><mesh name=\"box\" vertex=\"" MESH_BOX_VERT
+    "\" face=\"0 2 3 0 3 1 4 5 7 4 7 6 0 1 5 0 5 4 2 6 7 2 7 3 0 4 6 0 6 2 1 3 7 1 7 5\"/></asset>";
+const char* const kMeshPoly =
+    "<asset><mesh name=\"poly\" vertex=\""
+    "0.0900 0.0000 0.1369 -0.1173 0.0716 0.1283 0.0170 -0.1292 0.1103 0.1409 0.1225 0.0990 "
+    "-0.2514 -0.0296 0.0841 0.2113 -0.0896 0.0631 -0.0676 0.1677 0.0487 -0.1407 -0.1806 0.0394 "
+    "0.2686 0.0654 0.0217 -0.2659 0.0732 0.0072 0.1364 -0.1944 -0.0081 0.0884 0.1878 -0.0224 "
+    "-0.2640 -0.1020 -0.0394 0.2735 -0.0401 -0.0523 -0.1573 0.1492 -0.0689 -0.0305 -0.1570 -0.0782 "
+    "0.1779 0.0999 -0.0995 -0.2092 0.0058 -0.1187 0.1124 -0.0746 -0.1279 -0.0045 0.0646 -0.1477"
+    "\"/></asset>";
 
 const PairSpec kPairs[] = {
     {"PlaneSphere", "type=\"plane\" size=\"2 2 0.1\"", "type=\"sphere\" size=\"0.3\"", 30, 0.15},
@@ -69,6 +89,16 @@ const PairSpec kPairs[] = {
     // determinant) show up
     {"BoxBoxDeep", "type=\"box\" size=\"0.3 0.4 0.5\"", "type=\"box\" size=\"0.25 0.35 0.2\"", 80,
      0.6},
+    // mjc_PlaneConvex: the ellipsoid's support point, a mesh's support vertex and up to two more
+    // vertices below the margin
+    {"PlaneEllipsoid", "type=\"plane\" size=\"2 2 0.1\"", "type=\"ellipsoid\" size=\"0.3 0.2 0.1\"",
+     60, 0.08},
+    {"PlaneMeshBox", "type=\"plane\" size=\"2 2 0.1\"", "type=\"mesh\" mesh=\"box\"", 60, 0.08,
+     kMeshBox},
+    {"PlaneMeshNoHull", "type=\"plane\" size=\"2 2 0.1\"", "type=\"mesh\" mesh=\"box\"", 40, 0.08,
+     kMeshBoxNoHull},
+    {"PlaneMeshPoly", "type=\"plane\" size=\"2 2 0.1\"", "type=\"mesh\" mesh=\"poly\"", 60, 0.1,
+     kMeshPoly},
 };
 
 // test names and failure messages show the pair's name
@@ -78,14 +108,16 @@ void PrintTo(const PairSpec& p, std::ostream* os) {
 
 const PairSpec& FindPair(const char* name) {
   for (const PairSpec& p : kPairs) {
-    if (std::strcmp(p.name, name) == 0) return p;
+    if (std::string(p.name) == name) return p;
   }
   return kPairs[0];
 }
 
 std::string PairXml(const PairSpec& p) {
   bool plane = std::strstr(p.geom1, "plane") != nullptr;
-  std::string xml = "<mujoco><size nconmax=\"200\"/><worldbody>";
+  std::string xml = "<mujoco><size nconmax=\"200\"/>";
+  if (p.head) xml += p.head;
+  xml += "<worldbody>";
   if (plane) {
     xml += std::string("<geom name=\"g1\" ") + p.geom1 + "/>";
   } else {
@@ -145,6 +177,11 @@ class PairSim {
   void SetPose(int g, const double pos[3], const double mat[9]) {
     mju_copy3(d_->geom_xpos + 3 * g, pos);
     mju_copy(d_->geom_xmat + 9 * g, mat, 9);
+  }
+
+  // geom g's size entry k (the collision reads m->geom_size through the view)
+  void SetSize(int g, int k, double v) {
+    m_->geom_size[3 * g + k] = v;
   }
 
  private:
@@ -398,6 +435,234 @@ INSTANTIATE_TEST_SUITE_P(Pairs, GeomJacobian, ::testing::ValuesIn(kPairs),
                            return std::string(info.param.name);
                          });
 
+// ---------------------------------- size Jacobian ----------------------------------------------
+
+// check every contact of the current poses: mjdiff_contactGeomSizeJacobian against central
+// differences in m->geom_size (both geoms, all three entries), the same matching and skipping
+// as CheckContacts
+void CheckSizes(PairSim& sim, PairStats* st) {
+  const mjModel* m = sim.model();
+  mjData* d = sim.data();
+  std::vector<mjContact> con = sim.Collide();
+  int ncon = static_cast<int>(con.size());
+  for (const mjContact& c : con) {
+    st->contacts++;
+    double Js[7 * 6];
+    if (mjdiff_contactGeomSizeJacobian(m, d, &c, Js) != 0) {
+      st->failed_calls++;
+      continue;
+    }
+    bool mesh = m->geom_type[c.geom2] == mjGEOM_MESH;
+    double jmax = 0;
+    for (double v : Js) jmax = std::max(jmax, std::fabs(v));
+    if (!mesh) {
+      EXPECT_GT(jmax, 0.1) << "size Jacobian is (nearly) zero";
+    }
+
+    double y0[7], fd[7 * 6];
+    ContactY(c, y0);
+    bool stable = true;
+    for (int col = 0; col < 6 && stable; col++) {
+      int g = col < 3 ? c.geom1 : c.geom2, k = col % 3;
+      double s0 = m->geom_size[3 * g + k], yp[7], ym[7];
+      sim.SetSize(g, k, s0 + kEps);
+      bool okp = MatchContact(sim, ncon, c.pos, yp);
+      sim.SetSize(g, k, s0 - kEps);
+      bool okm = MatchContact(sim, ncon, c.pos, ym);
+      sim.SetSize(g, k, s0);
+      if (!okp || !okm) {
+        stable = false;
+        st->skipped_count++;
+        break;
+      }
+      for (int i = 0; i < 7; i++) {
+        double slope_p = (yp[i] - y0[i]) / kEps, slope_m = (y0[i] - ym[i]) / kEps;
+        if (std::fabs(slope_p - slope_m) > 1e-3 * (1 + jmax)) stable = false;
+        fd[6 * i + col] = (yp[i] - ym[i]) / (2 * kEps);
+      }
+    }
+    if (!stable) {
+      st->skipped++;
+      continue;
+    }
+    double err = 0;
+    for (int i = 0; i < 7 * 6; i++) {
+      err = std::max(err, std::fabs(fd[i] - Js[i]));
+      if (fd[i] != Js[i]) st->differs = true;
+      // a mesh's size is no collision parameter: both exactly zero
+      if (mesh) {
+        EXPECT_EQ(Js[i], 0.0);
+        EXPECT_EQ(fd[i], 0.0);
+      }
+    }
+    err /= std::max(1.0, jmax);
+    st->checked++;
+    st->worst = std::max(st->worst, err);
+    EXPECT_LE(err, kTol) << "contact at dist " << c.dist;
+    if (err > kTol) {
+      for (int i = 0; i < 7; i++) {
+        std::string an, num;
+        for (int j = 0; j < 6; j++) {
+          char buf[64];
+          std::snprintf(buf, sizeof(buf), " %10.6f", Js[6 * i + j]);
+          an += buf;
+          std::snprintf(buf, sizeof(buf), " %10.6f", fd[6 * i + j]);
+          num += buf;
+        }
+        ADD_FAILURE() << "row " << i << "\n  Js " << an << "\n  fd " << num;
+      }
+    }
+  }
+}
+
+class GeomSizeJacobian : public ::testing::TestWithParam<PairSpec> {};
+
+TEST_P(GeomSizeJacobian, MatchesFiniteDifferences) {
+  const PairSpec& spec = GetParam();
+  PairSim sim(spec);
+  ASSERT_TRUE(sim.ok());
+  const mjModel* m = sim.model();
+  bool plane = m->geom_type[0] == mjGEOM_PLANE;
+  bool mesh = m->geom_type[1] == mjGEOM_MESH;
+  const double targets[] = {0.5 * kMargin, -0.01, -spec.deep / 3, -spec.deep};
+  std::mt19937_64 rng(4242);
+  PairStats st;
+  int attempts = 0;
+  while (st.poses < spec.poses && attempts < 20 * spec.poses) {
+    double target = targets[attempts++ % 4];
+    if (!RandomPose(sim, rng, plane, target)) continue;
+    st.poses++;
+    CheckSizes(sim, &st);
+  }
+  std::printf(
+      "%-15s sizes: poses %3d contacts %4d checked %4d skipped %3d (count %3d) errors %d "
+      "worst %.2e\n",
+      spec.name, st.poses, st.contacts, st.checked, st.skipped, st.skipped_count, st.failed_calls,
+      st.worst);
+  RecordProperty("worst_relative_error", std::to_string(st.worst));
+  EXPECT_GE(st.poses, 20);
+  EXPECT_EQ(st.failed_calls, 0);
+  EXPECT_GE(st.checked, 0.8 * st.contacts);
+  if (!mesh) {
+    EXPECT_TRUE(st.differs) << "analytic and finite-difference Jacobians are bit-identical";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, GeomSizeJacobian, ::testing::ValuesIn(kPairs),
+                         [](const ::testing::TestParamInfo<PairSpec>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// ---------------------------------- plane-convex hard cases ------------------------------------
+
+// plane at a random pose; geom 2 either at a random orientation or near-parallel: one of its six
+// principal orientations relative to the plane, yawed, then tilted by 1e-4 .. 1e-2 rad; along the
+// plane normal at the height where the smallest distance is target (bisection)
+bool PlanePose(PairSim& sim, std::mt19937_64& rng, bool parallel, double target) {
+  std::uniform_real_distribution<double> u01(0, 1);
+  double p1[3] = {u01(rng) - 0.5, u01(rng) - 0.5, u01(rng) - 0.5}, R1[9], R2[9];
+  RandomRotation(rng, R1);
+  if (parallel) {
+    const double faces[6][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0},
+                                {0, 1, 0, 1}, {0, 0, 1, 1}, {0, 1, 1, 0}};  // axis, angle/90deg
+    int f = static_cast<int>(6 * u01(rng)) % 6;
+    double qf[4] = {1, 0, 0, 0}, qy[4], qt[4], q[4], tmp[4], r[9];
+    double fa[3] = {faces[f][1], faces[f][2], faces[f][3]};
+    if (mju_norm3(fa) > 0) {
+      mju_normalize3(fa);
+      mju_axisAngle2Quat(qf, fa, f < 3 ? mjPI / 2 : mjPI);
+    }
+    double z[3] = {0, 0, 1}, ax[3] = {u01(rng) - 0.5, u01(rng) - 0.5, 0};
+    mju_normalize3(ax);
+    mju_axisAngle2Quat(qy, z, 2 * mjPI * u01(rng));
+    mju_axisAngle2Quat(qt, ax, std::pow(10.0, -4 + 2 * u01(rng)));
+    mju_mulQuat(tmp, qy, qt);
+    mju_mulQuat(q, tmp, qf);
+    mju_quat2Mat(r, q);
+    mju_mulMatMat(R2, R1, r, 3, 3, 3);
+  } else {
+    RandomRotation(rng, R2);
+  }
+  double n[3] = {R1[2], R1[5], R1[8]}, t1[3] = {R1[0], R1[3], R1[6]}, t2[3] = {R1[1], R1[4], R1[7]};
+  double base[3];
+  mju_copy3(base, p1);
+  mju_addToScl3(base, t1, u01(rng) - 0.5);
+  mju_addToScl3(base, t2, u01(rng) - 0.5);
+  sim.SetPose(0, p1, R1);
+  auto place = [&](double h) {
+    double p2[3];
+    mju_addScl3(p2, base, n, h);
+    sim.SetPose(1, p2, R2);
+  };
+  double lo = -0.5, hi = 1.5;
+  place(lo);
+  if (MinDist(sim) > target) return false;
+  for (int it = 0; it < 60; it++) {
+    double mid = 0.5 * (lo + hi);
+    place(mid);
+    if (MinDist(sim) > target) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  place(lo);
+  return MinDist(sim) < kMargin;
+}
+
+// near-parallel (shallow and deeper) and grazing (the smallest distance just inside the activation
+// margin) poses of the plane-convex pairs, pose and size Jacobians; the mesh specs also confirm
+// which vertex search the engine runs (vertex graph or exhaustive)
+TEST(GeomJacobianPlaneConvex, NearParallelAndGrazing) {
+  const char* names[] = {"PlaneEllipsoid", "PlaneMeshBox", "PlaneMeshNoHull", "PlaneMeshPoly"};
+  for (const char* name : names) {
+    const PairSpec& spec = FindPair(name);
+    PairSim sim(spec);
+    ASSERT_TRUE(sim.ok());
+    const mjModel* m = sim.model();
+    if (m->geom_type[1] == mjGEOM_MESH) {
+      int graph = m->mesh_graphadr[m->geom_dataid[1]];
+      if (std::strcmp(name, "PlaneMeshNoHull") == 0) {
+        EXPECT_LT(graph, 0) << "expected the exhaustive vertex search";
+      } else {
+        EXPECT_GE(graph, 0) << "expected a vertex graph";
+      }
+    }
+    std::mt19937_64 rng(99);
+    std::uniform_real_distribution<double> u01(0, 1);
+    PairStats pst, sst;
+    int poses[2] = {0, 0}, multi = 0;
+    for (int kind = 0; kind < 2; kind++) {
+      int attempts = 0;
+      while (poses[kind] < 40 && attempts++ < 400) {
+        double target = kind == 0 ? (attempts % 3 == 0 ? 0.5 * kMargin : -0.003 - 0.05 * u01(rng))
+                                  : kMargin * (0.9 + 0.099 * u01(rng));
+        if (!PlanePose(sim, rng, kind == 0 || u01(rng) < 0.5, target)) continue;
+        poses[kind]++;
+        if (sim.Collide().size() > 1) multi++;
+        CheckContacts(sim, &pst);
+        CheckSizes(sim, &sst);
+      }
+    }
+    std::printf(
+        "%-15s near-parallel %d grazing %d (multi-contact %d): pose checked %d/%d skipped %d "
+        "worst %.2e; size checked %d/%d worst %.2e\n",
+        name, poses[0], poses[1], multi, pst.checked, pst.contacts, pst.skipped, pst.worst,
+        sst.checked, sst.contacts, sst.worst);
+    EXPECT_EQ(poses[0], 40);
+    EXPECT_EQ(poses[1], 40);
+    EXPECT_EQ(pst.failed_calls + sst.failed_calls, 0);
+    EXPECT_GE(pst.checked, 0.8 * pst.contacts);
+    EXPECT_GE(sst.checked, 0.8 * sst.contacts);
+    EXPECT_TRUE(pst.differs);
+    if (m->geom_type[1] == mjGEOM_MESH) {
+      EXPECT_GT(multi, 20) << "the extra plane-mesh vertices were not exercised";
+    } else {
+      EXPECT_TRUE(sst.differs);
+    }
+  }
+}
+
 // sphere-box with the sphere's centre inside the box (the engine's dist is then -r whatever the
 // depth), and capsule-capsule with exactly parallel axes (the engine's end-against-segment branch;
 // only translations keep the axes parallel, so only those columns are differenced)
@@ -448,13 +713,15 @@ TEST(GeomJacobianCases, SphereInsideBoxAndParallelCapsules) {
   }
 }
 
-// the supported table: MuJoCo's closed-form pair functions, not its convex or height-field ones
+// the supported table: MuJoCo's closed-form pair functions and mjc_PlaneConvex, not its libccd or
+// height-field ones
 TEST(GeomJacobianTable, SupportedPairs) {
   const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},   {mjGEOM_PLANE, mjGEOM_CAPSULE},
                               {mjGEOM_PLANE, mjGEOM_CYLINDER}, {mjGEOM_PLANE, mjGEOM_BOX},
                               {mjGEOM_SPHERE, mjGEOM_SPHERE},  {mjGEOM_SPHERE, mjGEOM_CAPSULE},
                               {mjGEOM_SPHERE, mjGEOM_BOX},     {mjGEOM_CAPSULE, mjGEOM_CAPSULE},
-                              {mjGEOM_CAPSULE, mjGEOM_BOX},    {mjGEOM_BOX, mjGEOM_BOX}};
+                              {mjGEOM_CAPSULE, mjGEOM_BOX},    {mjGEOM_BOX, mjGEOM_BOX},
+                              {mjGEOM_PLANE, mjGEOM_ELLIPSOID}, {mjGEOM_PLANE, mjGEOM_MESH}};
   for (int t1 = 0; t1 < mjNGEOMTYPES; t1++) {
     for (int t2 = t1; t2 < mjNGEOMTYPES; t2++) {
       bool expect = false;
@@ -464,19 +731,20 @@ TEST(GeomJacobianTable, SupportedPairs) {
   }
 }
 
-// an unsupported pair (plane-ellipsoid, libccd) and a contact that is not the geoms' fail with -1
+// an unsupported pair (sphere-ellipsoid, libccd) and a contact that is not the geoms' fail with -1
 TEST(GeomJacobianTable, ErrorsAndInputs) {
-  PairSpec ell = {"PlaneEllipsoid", "type=\"plane\" size=\"2 2 0.1\"",
+  PairSpec ell = {"SphereEllipsoid", "type=\"sphere\" size=\"0.2\"",
                   "type=\"ellipsoid\" size=\"0.3 0.2 0.1\"", 1, 0.15};
   PairSim sim(ell);
   ASSERT_TRUE(sim.ok());
-  double p[3] = {0, 0, 0.05}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
+  double p[3] = {0, 0, 0.25}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
   sim.SetPose(0, zero, eye);
   sim.SetPose(1, p, eye);
   std::vector<mjContact> con = sim.Collide();
   ASSERT_FALSE(con.empty());
-  double J[7 * 12];
+  double J[7 * 12], Js[7 * 6];
   EXPECT_EQ(mjdiff_contactGeomJacobian(sim.model(), sim.data(), &con[0], J), -1);
+  EXPECT_EQ(mjdiff_contactGeomSizeJacobian(sim.model(), sim.data(), &con[0], Js), -1);
 
   // sphere on a plane: inputs untouched, repeatable; a displaced contact does not match
   PairSim sph(FindPair("PlaneSphere"));
@@ -499,8 +767,14 @@ TEST(GeomJacobianTable, ErrorsAndInputs) {
   EXPECT_DOUBLE_EQ(J[8], 1);
   EXPECT_DOUBLE_EQ(J[2], -1);
 
+  // and d dist / d radius = -1, the plane's sizes do not matter
+  ASSERT_EQ(mjdiff_contactGeomSizeJacobian(sph.model(), sph.data(), &con[0], Js), 0);
+  EXPECT_DOUBLE_EQ(Js[3], -1);
+  for (int k = 0; k < 3; k++) EXPECT_EQ(Js[k], 0.0);
+
   con[0].pos[0] += 0.5;
   EXPECT_EQ(mjdiff_contactGeomJacobian(sph.model(), sph.data(), &con[0], J), -1);
+  EXPECT_EQ(mjdiff_contactGeomSizeJacobian(sph.model(), sph.data(), &con[0], Js), -1);
 }
 
 }  // namespace
