@@ -1,14 +1,18 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // Contact geometry derivative: for one contact reported by MuJoCo 2.2.2's collision detection,
-// the Jacobian of y = (dist, n, pos) with respect to rigid motions z = (dx1, dth1, dx2, dth2) of
-// its two geoms, for the pair functions of the collision table that have closed forms
-// (engine_collision_primitive.c, engine_collision_box.c). Convex pairs (libccd: ellipsoid, mesh,
-// cylinder against anything but a plane) and height fields are not supported.
+// the Jacobian of y = (dist, n, pos) with respect to rigid motions (dx1, dth1, dx2, dth2) of its
+// two geoms and to their sizes (ds1, ds2: the geom_size rows), for the pair functions of the
+// collision table that have closed forms (engine_collision_primitive.c, engine_collision_box.c)
+// and for mjc_PlaneConvex (engine_collision_convex.c: plane-ellipsoid, plane-mesh). Other convex
+// pairs (libccd: ellipsoid, mesh, cylinder against anything but a plane) and height fields are not
+// supported here.
 //
 // Method. The pair function is evaluated again at the current poses with the engine's case logic
 // (which end, corner, edge or face produced a contact), every continuous quantity carrying its
-// Jacobian with respect to z (a 1 x 12 gradient or a 3 x 12 matrix). Of the candidate contacts
+// Jacobian with respect to z = (dx1, dth1, dx2, dth2, ds1, ds2) (a 1 x 18 gradient or a 3 x 18
+// matrix; mjdiff_contactGeomJacobian returns the 12 pose columns, mjdiff_contactGeomSizeJacobian
+// the 6 size columns: one evaluation, one code path). Of the candidate contacts
 // the function produces (margin filters mostly ignored: extra candidates do no harm; the margin,
 // includemargin + gap, is used where it changes the engine's choices), the one nearest to con in
 // (pos, dist, n) is differentiated; if none agrees with con to 1e-6 (relative to the geoms' size)
@@ -20,6 +24,14 @@
 //   dc = dx_i + dth_i x (c - p_i),    da = dth_i x a;
 // and coordinates in a frame F fixed to geom i, l = F'(v - p_i), as
 //   dl = F'(dv - dx_i - dth_i x (v - p_i)).
+// Sizes. Every size entry in the formulas below (r = s[0], h = s[1], a box's half sizes s[0..2],
+// signed +-s[k] at corners, edges and faces, the ellipsoid's S) is a tracked input with
+// d s_i[k] = ds_i[k]; poses do not move sizes and sizes do not move poses. The engine's case
+// decisions (clamps, nearest feature, margin tests) are taken on values, as for poses: the size
+// columns are the derivative within the frozen case. Entries a type does not read (a sphere's
+// s[1..2], every plane size: the plane pair functions treat the plane as unbounded) get zero
+// columns. A mesh geom's size is no collision parameter (mjc_PlaneConvex reads mesh_vert only):
+// zero columns. geom_rbound (broad phase; plane-mesh's vertex spacing threshold) is held fixed.
 // Elementary rules (applied to each formula below, in the order the engine evaluates it):
 //   d(a.b) = da.b + a.db,  d(a x b) = da x b + a x db,  d(a/b) = (da - (a/b) db)/b,
 //   d|v| = u.dv,  d(v/|v|) = (I - u u') dv/|v|  (u = v/|v|),  d|x| = sign(x) dx,
@@ -38,6 +50,24 @@
 // ---- pairs (geom1 has the lower mjtGeom type, as the engine orders them)
 // plane-sphere     P(p2, r2)
 // plane-capsule    P(p2 + h z2, r2) and P(p2 - h z2, r2), h = s2[1]; dc = dx2 + dth2 x (c - p2)
+// plane-ellipsoid  mjc_PlaneConvex: the support point of geom 2 along -n (mjccd_support with
+//                  margin 0), one contact P(x, 0):
+//                    d = R2'(-n),  w = S d  (S = diag(s2)),  u = w/|w|,  x = p2 + R2 S u
+//                    (x = p2 + R2 S^2 d/|S d|: the point of the surface |S^-1 R2'(x - p2)| = 1
+//                    farthest along -n)
+//                  dd = R2'((dth2 - dth1) x n)  [dn = dth1 x n, d(R2'v) = R2'(dv - dth2 x v)],
+//                  dw = S dd + dS d,  du = (I - u u') dw/|w|,
+//                  dx = dx2 + dth2 x (x - p2) + R2 (dS u + S du)
+//                  (the surface normal at x is -n, so n.R2 S du = 0: du moves pos along the
+//                  plane but not dist). Smooth everywhere: the ellipsoid is strictly convex.
+// plane-mesh       mjc_PlaneConvex: P(c, 0) at vertices c = p2 + R2 v (v the float mesh_vert,
+//                  fixed in geom 2's frame: dc = dx2 + dth2 x (c - p2)): the support vertex along
+//                  -n (hill climb on the hull graph mesh_graph, or an exhaustive search without
+//                  one) and at most 2 more (3 contacts in all), taken among the vertices with
+//                  dist < margin in the graph's neighbour order of the support vertex (without a
+//                  graph: all vertices in index order), skipping any nearer than 0.3 geom_rbound
+//                  to the first contact's pos. con is matched by value over all mesh vertices
+//                  (the vertex whose P(c, 0) is nearest to con); only that one is tracked.
 // plane-box        P(c, 0) at each corner c = p2 + R2 (+-s2) with n.(c - p2) <= 0 (4 kept at most)
 // plane-cylinder   a = +-z2 with n.a <= 0, w = (n.a) a - n, u = r w/|w| (towards the rim point
 //                  nearest the plane; u = r x2 if |w| < mjMINVAL), h = s2[1], d0 = n.(p2 - p1):
@@ -116,6 +146,29 @@
 //                    a corner P of box 2: e = the part of Pr(P)_xy outside [-lx, lx] x [-ly, ly],
 //                      dist = sign(P_z) sqrt(e'e + (P_z/r_z)^2), pos = (P + clamp(Pr(P)))/2
 //                  n = sg N; positions map to the world as p1 + F (w + hz e_z).
+//
+// Contact-set switches of plane-mesh (tests/test_geom_d.cc, GeomJacobianPlaneConvex.*; default
+// smooth model: k = 1e4 N/m, width w = 2 mm, at rest). The Jacobian above is that of a frozen set;
+// MuJoCo's set itself switches (its hard contacts jump the same way):
+//   appearance: every contact (ellipsoid support point, support vertex, further vertices) appears
+//     when its dist crosses the activation margin (mjdiff_collide raises geom_margin to
+//     contact_width), where the smooth force is zero with two derivatives. Measured lowering in
+//     1e-5 m steps (8 random orientations each of an ellipsoid, a box mesh, a 20-vertex polyhedron):
+//     worst force at appearance 1.3e-8 N (the ramp's bound k h^3 / (6 w^2) = 4.2e-7 N), worst
+//     |dist - width| 3.1e-6 m; no vertex was swapped out by the cap while lowering.
+//   cap: a box mesh (half sizes 0.3 0.2 0.1, rbound 0.374) 3 mm deep, flat: 4 corners carry 30 N
+//     each, the engine keeps 3. Rotated by +-1 mrad through flat (10 urad steps), the support
+//     vertex switches at theta = 0; where that changes the kept set the smooth torque jumps by one
+//     corner's force times the distance between the swapped corners: |dT| = 21.65 N m (diagonal,
+//     0.643 |F| rbound) with the hull graph, 18.03 N m (long edge, 0.535 |F| rbound) without one;
+//     |dF| 0.035 N, no more than the step-to-step change (the corners carry equal force there).
+//     About an axis where the graph keeps the same set there is no jump. Near flat the wrench
+//     misses one corner's share (a quarter of the load) whichever side.
+//   threshold: the box with its 4 bottom corners chamfered (twin vertices 0.085 m apart, under
+//     0.3 rbound = 0.11 m): the support's twin is never a contact though it carries 36 N; where the
+//     lower twin changes the twins trade places (36.2 N moved 0.085 m) together with a cap trade
+//     (32.3 N at one corner for 29.5 N at another): |dF| 2.79 N (3% of |F|), |dT| 22.7 N m
+//     (0.658 |F| rbound).
 //
 // All of this is evaluated by the tracked arithmetic below (value plus Jacobian, the rules above);
 // nothing is allocated. The model and data are only read.
