@@ -184,6 +184,35 @@
 
 //---------------------------------- tracked arithmetic --------------------------------------------
 
+// loops over gradient rows (n = NZ or 3 NZ), inline so that the compiler sees the fixed length
+static inline void gzero(mjtNum* r, int n) {
+  for (int i = 0; i < n; i++) r[i] = 0;
+}
+
+static inline void gcopy(mjtNum* r, const mjtNum* a, int n) {
+  for (int i = 0; i < n; i++) r[i] = a[i];
+}
+
+// r += a
+static inline void gadd(mjtNum* r, const mjtNum* a, int n) {
+  for (int i = 0; i < n; i++) r[i] += a[i];
+}
+
+// r -= a
+static inline void gsub(mjtNum* r, const mjtNum* a, int n) {
+  for (int i = 0; i < n; i++) r[i] -= a[i];
+}
+
+// r = c a
+static inline void gscl(mjtNum* r, const mjtNum* a, mjtNum c, int n) {
+  for (int i = 0; i < n; i++) r[i] = c * a[i];
+}
+
+// r += c a
+static inline void gaddscl(mjtNum* r, const mjtNum* a, mjtNum c, int n) {
+  for (int i = 0; i < n; i++) r[i] += c * a[i];
+}
+
 // scalar and its gradient (1 x NZ)
 typedef struct {
   mjtNum v;
@@ -199,7 +228,7 @@ typedef struct {
 static tnum tcon(mjtNum v) {
   tnum r;
   r.v = v;
-  mju_zero(r.g, NZ);
+  gzero(r.g, NZ);
   return r;
 }
 
@@ -212,13 +241,13 @@ static tnum tsize(mjtNum v, int col) {
 
 static tnum tadd(tnum a, tnum b) {
   a.v += b.v;
-  mju_addTo(a.g, b.g, NZ);
+  gadd(a.g, b.g, NZ);
   return a;
 }
 
 static tnum tsub(tnum a, tnum b) {
   a.v -= b.v;
-  mju_subFrom(a.g, b.g, NZ);
+  gsub(a.g, b.g, NZ);
   return a;
 }
 
@@ -231,7 +260,7 @@ static tnum taddc(tnum a, mjtNum c) {
 // a * c, c constant
 static tnum tscl(tnum a, mjtNum c) {
   a.v *= c;
-  mju_scl(a.g, a.g, c, NZ);
+  gscl(a.g, a.g, c, NZ);
   return a;
 }
 
@@ -243,8 +272,8 @@ static tnum tsgn(tnum a, int positive) {
 static tnum tmul(tnum a, tnum b) {
   tnum r;
   r.v = a.v * b.v;
-  mju_scl(r.g, a.g, b.v, NZ);
-  mju_addToScl(r.g, b.g, a.v, NZ);
+  gscl(r.g, a.g, b.v, NZ);
+  gaddscl(r.g, b.g, a.v, NZ);
   return r;
 }
 
@@ -252,9 +281,9 @@ static tnum tmul(tnum a, tnum b) {
 static tnum tdiv(tnum a, tnum b) {
   tnum r;
   r.v = a.v / b.v;
-  mju_scl(r.g, b.g, -r.v, NZ);
-  mju_addTo(r.g, a.g, NZ);
-  mju_scl(r.g, r.g, 1 / b.v, NZ);
+  gscl(r.g, b.g, -r.v, NZ);
+  gadd(r.g, a.g, NZ);
+  gscl(r.g, r.g, 1 / b.v, NZ);
   return r;
 }
 
@@ -263,9 +292,9 @@ static tnum tsqrt(tnum a) {
   tnum r;
   r.v = sqrt(a.v);
   if (r.v > 0) {
-    mju_scl(r.g, a.g, 0.5 / r.v, NZ);
+    gscl(r.g, a.g, 0.5 / r.v, NZ);
   } else {
-    mju_zero(r.g, NZ);
+    gzero(r.g, NZ);
   }
   return r;
 }
@@ -286,7 +315,7 @@ static tvec vcon(mjtNum x, mjtNum y, mjtNum z) {
   r.v[0] = x;
   r.v[1] = y;
   r.v[2] = z;
-  mju_zero(r.J, 3 * NZ);
+  gzero(r.J, 3 * NZ);
   return r;
 }
 
@@ -331,27 +360,27 @@ static tvec vdir(int slot, const mjtNum a[3]) {
 
 static tvec vadd(tvec a, const tvec* b) {
   mju_addTo3(a.v, b->v);
-  mju_addTo(a.J, b->J, 3 * NZ);
+  gadd(a.J, b->J, 3 * NZ);
   return a;
 }
 
 static tvec vsub(tvec a, const tvec* b) {
   mju_subFrom3(a.v, b->v);
-  mju_subFrom(a.J, b->J, 3 * NZ);
+  gsub(a.J, b->J, 3 * NZ);
   return a;
 }
 
 // a * c, c constant
 static tvec vsclc(tvec a, mjtNum c) {
   mju_scl3(a.v, a.v, c);
-  mju_scl(a.J, a.J, c, 3 * NZ);
+  gscl(a.J, a.J, c, 3 * NZ);
   return a;
 }
 
 // a * s: J = s J_a + a g_s'
 static tvec vscl(tvec a, const tnum* s) {
-  mju_scl(a.J, a.J, s->v, 3 * NZ);
-  for (int i = 0; i < 3; i++) mju_addToScl(a.J + i * NZ, s->g, a.v[i], NZ);
+  gscl(a.J, a.J, s->v, 3 * NZ);
+  for (int i = 0; i < 3; i++) gaddscl(a.J + i * NZ, s->g, a.v[i], NZ);
   mju_scl3(a.v, a.v, s->v);
   return a;
 }
@@ -365,17 +394,17 @@ static tvec vaddscl(tvec a, const tvec* b, const tnum* s) {
 // a + b * c, c constant
 static tvec vaddsclc(tvec a, const tvec* b, mjtNum c) {
   mju_addToScl3(a.v, b->v, c);
-  mju_addToScl(a.J, b->J, c, 3 * NZ);
+  gaddscl(a.J, b->J, c, 3 * NZ);
   return a;
 }
 
 static tnum vdot(const tvec* a, const tvec* b) {
   tnum r;
   r.v = mju_dot3(a->v, b->v);
-  mju_zero(r.g, NZ);
+  gzero(r.g, NZ);
   for (int i = 0; i < 3; i++) {
-    mju_addToScl(r.g, b->J + i * NZ, a->v[i], NZ);
-    mju_addToScl(r.g, a->J + i * NZ, b->v[i], NZ);
+    gaddscl(r.g, b->J + i * NZ, a->v[i], NZ);
+    gaddscl(r.g, a->J + i * NZ, b->v[i], NZ);
   }
   return r;
 }
@@ -384,13 +413,14 @@ static tnum vdot(const tvec* a, const tvec* b) {
 static tvec vcross(const tvec* a, const tvec* b) {
   tvec r;
   mju_cross(r.v, a->v, b->v);
-  for (int k = 0; k < NZ; k++) {
-    mjtNum da[3] = {a->J[k], a->J[NZ + k], a->J[2 * NZ + k]};
-    mjtNum db[3] = {b->J[k], b->J[NZ + k], b->J[2 * NZ + k]};
-    mjtNum t1[3], t2[3];
-    mju_cross(t1, da, b->v);
-    mju_cross(t2, a->v, db);
-    for (int i = 0; i < 3; i++) r.J[i * NZ + k] = t1[i] + t2[i];
+  for (int i = 0; i < 3; i++) {
+    int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+    const mjtNum *da1 = a->J + i1 * NZ, *da2 = a->J + i2 * NZ;
+    const mjtNum *db1 = b->J + i1 * NZ, *db2 = b->J + i2 * NZ;
+    mjtNum *ri = r.J + i * NZ, a1 = a->v[i1], a2 = a->v[i2], b1 = b->v[i1], b2 = b->v[i2];
+    for (int k = 0; k < NZ; k++) {
+      ri[k] = (da1[k] * b2 - da2[k] * b1) + (a1 * db2[k] - a2 * db1[k]);
+    }
   }
   return r;
 }
@@ -398,13 +428,13 @@ static tvec vcross(const tvec* a, const tvec* b) {
 static tnum vget(const tvec* a, int i) {
   tnum r;
   r.v = a->v[i];
-  mju_copy(r.g, a->J + i * NZ, NZ);
+  gcopy(r.g, a->J + i * NZ, NZ);
   return r;
 }
 
 static void vset(tvec* a, int i, const tnum* s) {
   a->v[i] = s->v;
-  mju_copy(a->J + i * NZ, s->g, NZ);
+  gcopy(a->J + i * NZ, s->g, NZ);
 }
 
 // |a|; no derivative at 0
@@ -455,14 +485,25 @@ typedef struct {
   tvec n, pos;
 } pairCtx;
 
-// offer a candidate contact; keep it if it is nearer to con than the best so far
-static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) {
+// squared mismatch of a candidate's values to con in (pos, n, dist)
+static mjtNum mismatch(const pairCtx* x, mjtNum dist, const mjtNum n[3], const mjtNum pos[3]) {
   const mjContact* con = x->con;
   mjtNum dp[3], dn[3];
-  mju_sub3(dp, pos->v, con->pos);
-  mju_sub3(dn, n->v, con->frame);
-  mjtNum dd = dist->v - con->dist;
-  mjtNum e = mju_dot3(dp, dp) + mju_dot3(dn, dn) + dd * dd;
+  mju_sub3(dp, pos, con->pos);
+  mju_sub3(dn, n, con->frame);
+  mjtNum dd = dist - con->dist;
+  return mju_dot3(dp, dp) + mju_dot3(dn, dn) + dd * dd;
+}
+
+// origin + sum_k f_k w_k on values (to skip tracking a candidate that cannot be con)
+static void worldValue(const tvec f[3], const mjtNum org[3], const mjtNum w[3], mjtNum r[3]) {
+  mju_copy3(r, org);
+  for (int k = 0; k < 3; k++) mju_addToScl3(r, f[k].v, w[k]);
+}
+
+// offer a candidate contact; keep it if it is nearer to con than the best so far
+static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) {
+  mjtNum e = mismatch(x, dist->v, n->v, pos->v);
   if (e < x->best) {
     x->best = e;
     x->dist = *dist;
@@ -514,15 +555,16 @@ static void planeCapsule(pairCtx* x) {
 }
 
 static void planeBox(pairCtx* x) {
+  // half-size axes s2[k] a2[k], tracked once
+  tvec h[3];
+  for (int k = 0; k < 3; k++) h[k] = vscl(x->a2[k], x->S2 + k);
   for (int i = 0; i < 8; i++) {
-    // corner offset R2 (+-s2) and its height over the centre
-    tvec o = vcon(0, 0, 0);
-    for (int k = 0; k < 3; k++) {
-      tnum sk = tsgn(x->S2[k], i & (1 << k));
-      o = vaddscl(o, x->a2 + k, &sk);
-    }
-    if (mju_dot3(o.v, x->a1[2].v) > 0) continue;
-    tvec c = vadd(x->p2, &o);
+    // corner offset R2 (+-s2) and its height over the centre (values first: most corners are up)
+    mjtNum ov[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) mju_addToScl3(ov, h[k].v, (i & (1 << k)) ? 1 : -1);
+    if (mju_dot3(ov, x->a1[2].v) > 0) continue;
+    tvec c = x->p2;
+    for (int k = 0; k < 3; k++) c = (i & (1 << k)) ? vadd(c, h + k) : vsub(c, h + k);
     tnum zero = tcon(0);
     planePoint(x, &c, &zero);
   }
@@ -1066,6 +1108,10 @@ static satResult separatingAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum
 // half the depth W_z as dist
 static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, const tnum* hz,
                         mjtNum nsg, const tvec* W) {
+  mjtNum wl[3] = {W->v[0], W->v[1], 0.5 * W->v[2] + hz->v}, pv[3], nv[3];
+  worldValue(f, pref->v, wl, pv);
+  mju_scl3(nv, f[2].v, nsg);
+  if (mismatch(x, 0.5 * W->v[2], nv, pv) >= x->best) return;
   tnum dist = tscl(vget(W, 2), 0.5);
   tvec posl = *W;
   tnum z = tadd(dist, *hz);
@@ -1165,6 +1211,10 @@ static void boxFace(pairCtx* x, int code) {
 // edge-case contact: position w (face coordinates) and distance
 static void edgeContact(pairCtx* x, const tvec f[3], const tnum* hz, const tvec* N, mjtNum sg,
                         tvec w, const tnum* dist) {
+  mjtNum wl[3] = {w.v[0], w.v[1], w.v[2] + hz->v}, pv[3], nv[3];
+  worldValue(f, x->p1.v, wl, pv);
+  mju_scl3(nv, N->v, sg);
+  if (mismatch(x, dist->v, nv, pv) >= x->best) return;
   vaddAt(&w, 2, hz, 1);
   tvec pos = toWorld(f, &x->p1, &w);
   tvec n = vsclc(*N, sg);
