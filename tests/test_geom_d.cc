@@ -16,6 +16,17 @@
 // or missing term in J is of order 1. Samples where the contact set changes within +-eps (the
 // count changes, the matched contact jumps, or the one-sided slopes differ: a case switch of the
 // pair function) are skipped and counted; at least 80% of the contacts must be checked.
+//
+// Sizes (mjdiff_contactGeomSizeJacobian): the same poses and matching, each of the six size
+// entries (m->geom_size of both geoms) perturbed by +-eps and the collision run again. A mesh's
+// size is no collision parameter: there both the Jacobian and the differences must be exactly 0.
+//
+// Plane-convex (mjc_PlaneConvex: ellipsoid, mesh with and without the vertex graph, inline
+// meshes): also near-parallel (tilts of 1e-4 .. 1e-2 rad from a face-down orientation) and grazing
+// (smallest distance in 0.9 .. 0.999 of the margin) poses; with the smooth model (mjdiff_collide,
+// mjdiff_contactForce) contacts must appear at the activation margin with zero force, and the
+// force and torque jumps where the engine's vertex cap or spacing threshold drops a vertex that
+// carries force are measured (figures in adjoint/geom_d.c's header).
 
 #include <gtest/gtest.h>
 
