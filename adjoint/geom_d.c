@@ -153,9 +153,9 @@
 //   appearance: every contact (ellipsoid support point, support vertex, further vertices) appears
 //     when its dist crosses the activation margin (mjdiff_collide raises geom_margin to
 //     contact_width), where the smooth force is zero with two derivatives. Measured lowering in
-//     1e-5 m steps (8 random orientations each of an ellipsoid, a box mesh, a 20-vertex polyhedron):
-//     worst force at appearance 1.3e-8 N (the ramp's bound k h^3 / (6 w^2) = 4.2e-7 N), worst
-//     |dist - width| 3.1e-6 m; no vertex was swapped out by the cap while lowering.
+//     1e-5 m steps (8 random orientations each of an ellipsoid, a box mesh, a 20-vertex
+//     polyhedron): worst force at appearance 1.3e-8 N (the ramp's bound k h^3 / (6 w^2) is
+//     4.2e-7 N), worst |dist - width| 3.1e-6 m; no vertex was swapped out by the cap while lowering.
 //   cap: a box mesh (half sizes 0.3 0.2 0.1, rbound 0.374) 3 mm deep, flat: 4 corners carry 30 N
 //     each, the engine keeps 3. Rotated by +-1 mrad through flat (10 urad steps), the support
 //     vertex switches at theta = 0; where that changes the kept set the smooth torque jumps by one
@@ -474,7 +474,7 @@ static tvec toWorld(const tvec f[3], const tvec* org, const tvec* w) {
 
 // one contact pair being differentiated: geom data in tracked form and the best candidate so far
 typedef struct {
-  const mjtNum* s1;      // sizes (values: the engine's case logic)
+  const mjtNum* s1;  // sizes (values: the engine's case logic)
   const mjtNum* s2;
   tnum S1[3], S2[3];     // sizes tracked (columns NPOSE + 0..2, NPOSE + 3..5)
   tvec p1, p2;           // origins
@@ -1106,8 +1106,8 @@ static satResult separatingAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum
 
 // face-case contact at incident point W (face coordinates, z from the face); the engine reports
 // half the depth W_z as dist
-static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, const tnum* hz,
-                        mjtNum nsg, const tvec* W) {
+static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, const tnum* hz, mjtNum nsg,
+                        const tvec* W) {
   mjtNum wl[3] = {W->v[0], W->v[1], 0.5 * W->v[2] + hz->v}, pv[3], nv[3];
   worldValue(f, pref->v, wl, pv);
   mju_scl3(nv, f[2].v, nsg);

@@ -62,7 +62,7 @@ struct PairSpec {
 // inline meshes: a box (half sizes 0.3 0.2 0.1; vertices only, so MuJoCo builds its convex hull and
 // the vertex graph mjc_PlaneConvex walks), the same box with faces and convexhull="false" (no
 // graph: the engine's exhaustive vertex search) and an irregular 20-vertex polyhedron
-#define MESH_BOX_VERT                                                                           \
+#define MESH_BOX_VERT                                                                         \
   "-0.3 -0.2 -0.1  0.3 -0.2 -0.1  -0.3 0.2 -0.1  0.3 0.2 -0.1  -0.3 -0.2 0.1  0.3 -0.2 0.1  " \
   "-0.3 0.2 0.1  0.3 0.2 0.1"
 const char* const kMeshBox = "<asset><mesh name=\"box\" vertex=\"" MESH_BOX_VERT "\"/></asset>";
@@ -81,8 +81,9 @@ const char* const kMeshPoly =
 // under the engine's plane-mesh spacing threshold 0.3 rbound (0.11)
 const char* const kMeshChamfer =
     "<asset><mesh name=\"chamfer\" vertex=\""
-    "0.3 0.14 -0.1  0.24 0.2 -0.1  -0.24 0.2 -0.1  -0.3 0.14 -0.1  -0.3 -0.14 -0.1  -0.24 -0.2 -0.1 "
-    "0.24 -0.2 -0.1  0.3 -0.14 -0.1  0.3 0.2 0.1  -0.3 0.2 0.1  -0.3 -0.2 0.1  0.3 -0.2 0.1"
+    "0.3 0.14 -0.1  0.24 0.2 -0.1  -0.24 0.2 -0.1  -0.3 0.14 -0.1  "
+    "-0.3 -0.14 -0.1  -0.24 -0.2 -0.1  0.24 -0.2 -0.1  0.3 -0.14 -0.1  "
+    "0.3 0.2 0.1  -0.3 0.2 0.1  -0.3 -0.2 0.1  0.3 -0.2 0.1"
     "\"/></asset>";
 
 const PairSpec kPairs[] = {
@@ -1013,12 +1014,16 @@ TEST(GeomJacobianPlaneConvex, PlaneMeshCapSwitchJump) {
 
 // The chamfered box (kMeshChamfer) tilted so that one pair of twin bottom vertices (0.085 m apart)
 // is lowest, 3 mm deep at its centre, then rotated by +-1 mrad so that the lower twin changes at
-// theta = 0: the engine skips any vertex nearer than 0.3 rbound to the first contact, so the twin of
-// the support vertex never is a contact though it carries force, and at the switch the twins trade
-// places (with the cap's choice of the two other contacts from the new support's neighbours).
+// theta = 0: the engine skips any vertex nearer than 0.3 rbound to the first contact, so the twin
+// of the support vertex never is a contact though it carries force, and at the switch the twins
+// trade places (with the cap's choice of the two other contacts from the new support's neighbours).
 TEST(GeomJacobianPlaneConvex, PlaneMeshThresholdSwitchJump) {
-  PairSpec spec = {"PlaneMeshChamfer", "type=\"plane\" size=\"2 2 0.1\"",
-                   "type=\"mesh\" mesh=\"chamfer\"", 1, 0.1, kMeshChamfer};
+  PairSpec spec = {"PlaneMeshChamfer",
+                   "type=\"plane\" size=\"2 2 0.1\"",
+                   "type=\"mesh\" mesh=\"chamfer\"",
+                   1,
+                   0.1,
+                   kMeshChamfer};
   testutil::Sim sim(ForceXml(spec).c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
@@ -1131,11 +1136,11 @@ TEST(GeomJacobianCases, SphereInsideBoxAndParallelCapsules) {
 // the supported table: MuJoCo's closed-form pair functions and mjc_PlaneConvex, not its libccd or
 // height-field ones
 TEST(GeomJacobianTable, SupportedPairs) {
-  const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},   {mjGEOM_PLANE, mjGEOM_CAPSULE},
-                              {mjGEOM_PLANE, mjGEOM_CYLINDER}, {mjGEOM_PLANE, mjGEOM_BOX},
-                              {mjGEOM_SPHERE, mjGEOM_SPHERE},  {mjGEOM_SPHERE, mjGEOM_CAPSULE},
-                              {mjGEOM_SPHERE, mjGEOM_BOX},     {mjGEOM_CAPSULE, mjGEOM_CAPSULE},
-                              {mjGEOM_CAPSULE, mjGEOM_BOX},    {mjGEOM_BOX, mjGEOM_BOX},
+  const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},    {mjGEOM_PLANE, mjGEOM_CAPSULE},
+                              {mjGEOM_PLANE, mjGEOM_CYLINDER},  {mjGEOM_PLANE, mjGEOM_BOX},
+                              {mjGEOM_SPHERE, mjGEOM_SPHERE},   {mjGEOM_SPHERE, mjGEOM_CAPSULE},
+                              {mjGEOM_SPHERE, mjGEOM_BOX},      {mjGEOM_CAPSULE, mjGEOM_CAPSULE},
+                              {mjGEOM_CAPSULE, mjGEOM_BOX},     {mjGEOM_BOX, mjGEOM_BOX},
                               {mjGEOM_PLANE, mjGEOM_ELLIPSOID}, {mjGEOM_PLANE, mjGEOM_MESH}};
   for (int t1 = 0; t1 < mjNGEOMTYPES; t1++) {
     for (int t2 = t1; t2 < mjNGEOMTYPES; t2++) {
