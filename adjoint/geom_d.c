@@ -155,7 +155,7 @@
 //     contact_width), where the smooth force is zero with two derivatives. Measured lowering in
 //     1e-5 m steps (8 random orientations each of an ellipsoid, a box mesh, a 20-vertex
 //     polyhedron): worst force at appearance 1.3e-8 N (the ramp's bound k h^3 / (6 w^2) is
-//     4.2e-7 N), worst |dist - width| 3.1e-6 m; no vertex was swapped out by the cap while lowering.
+//     4.2e-7 N), worst |dist - width| 3.1e-6 m; the cap swapped no vertex out while lowering.
 //   cap: a box mesh (half sizes 0.3 0.2 0.1, rbound 0.374) 3 mm deep, flat: 4 corners carry 30 N
 //     each, the engine keeps 3. Rotated by +-1 mrad through flat (10 urad steps), the support
 //     vertex switches at theta = 0; where that changes the kept set the smooth torque jumps by one
