@@ -1445,7 +1445,7 @@ static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, in
   } else if (t1 == mjGEOM_CAPSULE) {
     if (t2 == mjGEOM_CAPSULE) capsuleCapsule(x);
     if (t2 == mjGEOM_BOX) capsuleBox(x, contactMargin(m, con, g1, g2));
-  } else {
+  } else if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
     boxBox(x, p1, R1, p2, R2, contactMargin(m, con, g1, g2));
   }
 
