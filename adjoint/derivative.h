@@ -41,6 +41,17 @@ MJDIFF_API int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, con
 // Nonzero if contacts between geom types t1 <= t2 (mjtGeom) have a geometry Jacobian.
 MJDIFF_API int mjdiff_contactPairSupported(int t1, int t2);
 
+// The same contact's Jacobian in the two geoms' sizes (m->geom_size rows of g1 and g2)
+//   s = (size1[0..2], size2[0..2])
+// as Js (7 x 6, row-major), poses held fixed (geom_xpos, geom_xmat as in d). Entries a geom type
+// does not use (a sphere's size[1..2], a plane's sizes) are zero. For a mesh the size is not a
+// collision parameter (MuJoCo collides its vertices; geom_size only describes the compiled mesh):
+// its columns are zero. geom_rbound (bounding spheres for the broad phase and plane-mesh's
+// vertex spacing threshold) is held fixed. Returns 0, or -1 as mjdiff_contactGeomJacobian (same
+// matching; pairs: the closed-form ones and plane-ellipsoid, plane-mesh of geom_d.c).
+MJDIFF_API int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d,
+                                              const mjContact* con, mjtNum Js[7 * 6]);
+
 // ---------------------------------- rigid-body dynamics (rne_d.c) --------------------------------
 //
 // Derivatives of the inverse dynamics ID(q, v, a) = M(q) a + c(q, v), with c = qfrc_bias as mj_rne

@@ -1,14 +1,18 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // Contact geometry derivative: for one contact reported by MuJoCo 2.2.2's collision detection,
-// the Jacobian of y = (dist, n, pos) with respect to rigid motions z = (dx1, dth1, dx2, dth2) of
-// its two geoms, for the pair functions of the collision table that have closed forms
-// (engine_collision_primitive.c, engine_collision_box.c). Convex pairs (libccd: ellipsoid, mesh,
-// cylinder against anything but a plane) and height fields are not supported.
+// the Jacobian of y = (dist, n, pos) with respect to rigid motions (dx1, dth1, dx2, dth2) of its
+// two geoms and to their sizes (ds1, ds2: the geom_size rows), for the pair functions of the
+// collision table that have closed forms (engine_collision_primitive.c, engine_collision_box.c)
+// and for mjc_PlaneConvex (engine_collision_convex.c: plane-ellipsoid, plane-mesh). Other convex
+// pairs (libccd: ellipsoid, mesh, cylinder against anything but a plane) and height fields are not
+// supported here.
 //
 // Method. The pair function is evaluated again at the current poses with the engine's case logic
 // (which end, corner, edge or face produced a contact), every continuous quantity carrying its
-// Jacobian with respect to z (a 1 x 12 gradient or a 3 x 12 matrix). Of the candidate contacts
+// Jacobian with respect to z = (dx1, dth1, dx2, dth2, ds1, ds2) (a 1 x 18 gradient or a 3 x 18
+// matrix; mjdiff_contactGeomJacobian returns the 12 pose columns, mjdiff_contactGeomSizeJacobian
+// the 6 size columns: one evaluation, one code path). Of the candidate contacts
 // the function produces (margin filters mostly ignored: extra candidates do no harm; the margin,
 // includemargin + gap, is used where it changes the engine's choices), the one nearest to con in
 // (pos, dist, n) is differentiated; if none agrees with con to 1e-6 (relative to the geoms' size)
@@ -20,6 +24,14 @@
 //   dc = dx_i + dth_i x (c - p_i),    da = dth_i x a;
 // and coordinates in a frame F fixed to geom i, l = F'(v - p_i), as
 //   dl = F'(dv - dx_i - dth_i x (v - p_i)).
+// Sizes. Every size entry in the formulas below (r = s[0], h = s[1], a box's half sizes s[0..2],
+// signed +-s[k] at corners, edges and faces, the ellipsoid's S) is a tracked input with
+// d s_i[k] = ds_i[k]; poses do not move sizes and sizes do not move poses. The engine's case
+// decisions (clamps, nearest feature, margin tests) are taken on values, as for poses: the size
+// columns are the derivative within the frozen case. Entries a type does not read (a sphere's
+// s[1..2], every plane size: the plane pair functions treat the plane as unbounded) get zero
+// columns. A mesh geom's size is no collision parameter (mjc_PlaneConvex reads mesh_vert only):
+// zero columns. geom_rbound (broad phase; plane-mesh's vertex spacing threshold) is held fixed.
 // Elementary rules (applied to each formula below, in the order the engine evaluates it):
 //   d(a.b) = da.b + a.db,  d(a x b) = da x b + a x db,  d(a/b) = (da - (a/b) db)/b,
 //   d|v| = u.dv,  d(v/|v|) = (I - u u') dv/|v|  (u = v/|v|),  d|x| = sign(x) dx,
@@ -38,6 +50,24 @@
 // ---- pairs (geom1 has the lower mjtGeom type, as the engine orders them)
 // plane-sphere     P(p2, r2)
 // plane-capsule    P(p2 + h z2, r2) and P(p2 - h z2, r2), h = s2[1]; dc = dx2 + dth2 x (c - p2)
+// plane-ellipsoid  mjc_PlaneConvex: the support point of geom 2 along -n (mjccd_support with
+//                  margin 0), one contact P(x, 0):
+//                    d = R2'(-n),  w = S d  (S = diag(s2)),  u = w/|w|,  x = p2 + R2 S u
+//                    (x = p2 + R2 S^2 d/|S d|: the point of the surface |S^-1 R2'(x - p2)| = 1
+//                    farthest along -n)
+//                  dd = R2'((dth2 - dth1) x n)  [dn = dth1 x n, d(R2'v) = R2'(dv - dth2 x v)],
+//                  dw = S dd + dS d,  du = (I - u u') dw/|w|,
+//                  dx = dx2 + dth2 x (x - p2) + R2 (dS u + S du)
+//                  (the surface normal at x is -n, so n.R2 S du = 0: du moves pos along the
+//                  plane but not dist). Smooth everywhere: the ellipsoid is strictly convex.
+// plane-mesh       mjc_PlaneConvex: P(c, 0) at vertices c = p2 + R2 v (v the float mesh_vert,
+//                  fixed in geom 2's frame: dc = dx2 + dth2 x (c - p2)): the support vertex along
+//                  -n (hill climb on the hull graph mesh_graph, or an exhaustive search without
+//                  one) and at most 2 more (3 contacts in all), taken among the vertices with
+//                  dist < margin in the graph's neighbour order of the support vertex (without a
+//                  graph: all vertices in index order), skipping any nearer than 0.3 geom_rbound
+//                  to the first contact's pos. con is matched by value over all mesh vertices
+//                  (the vertex whose P(c, 0) is nearest to con); only that one is tracked.
 // plane-box        P(c, 0) at each corner c = p2 + R2 (+-s2) with n.(c - p2) <= 0 (4 kept at most)
 // plane-cylinder   a = +-z2 with n.a <= 0, w = (n.a) a - n, u = r w/|w| (towards the rim point
 //                  nearest the plane; u = r x2 if |w| < mjMINVAL), h = s2[1], d0 = n.(p2 - p1):
@@ -117,6 +147,29 @@
 //                      dist = sign(P_z) sqrt(e'e + (P_z/r_z)^2), pos = (P + clamp(Pr(P)))/2
 //                  n = sg N; positions map to the world as p1 + F (w + hz e_z).
 //
+// Contact-set switches of plane-mesh (tests/test_geom_d.cc, GeomJacobianPlaneConvex.*; default
+// smooth model: k = 1e4 N/m, width w = 2 mm, at rest). The Jacobian above is that of a frozen set;
+// MuJoCo's set itself switches (its hard contacts jump the same way):
+//   appearance: every contact (ellipsoid support point, support vertex, further vertices) appears
+//     when its dist crosses the activation margin (mjdiff_collide raises geom_margin to
+//     contact_width), where the smooth force is zero with two derivatives. Measured lowering in
+//     1e-5 m steps (8 random orientations each of an ellipsoid, a box mesh, a 20-vertex
+//     polyhedron): worst force at appearance 1.3e-8 N (the ramp's bound k h^3 / (6 w^2) is
+//     4.2e-7 N), worst |dist - width| 3.1e-6 m; the cap swapped no vertex out while lowering.
+//   cap: a box mesh (half sizes 0.3 0.2 0.1, rbound 0.374) 3 mm deep, flat: 4 corners carry 30 N
+//     each, the engine keeps 3. Rotated by +-1 mrad through flat (10 urad steps), the support
+//     vertex switches at theta = 0; where that changes the kept set the smooth torque jumps by one
+//     corner's force times the distance between the swapped corners: |dT| = 21.65 N m (diagonal,
+//     0.643 |F| rbound) with the hull graph, 18.03 N m (long edge, 0.535 |F| rbound) without one;
+//     |dF| 0.035 N, no more than the step-to-step change (the corners carry equal force there).
+//     About an axis where the graph keeps the same set there is no jump. Near flat the wrench
+//     misses one corner's share (a quarter of the load) whichever side.
+//   threshold: the box with its 4 bottom corners chamfered (twin vertices 0.085 m apart, under
+//     0.3 rbound = 0.11 m): the support's twin is never a contact though it carries 36 N; where the
+//     lower twin changes the twins trade places (36.2 N moved 0.085 m) together with a cap trade
+//     (32.3 N at one corner for 29.5 N at another): |dF| 2.79 N (3% of |F|), |dT| 22.7 N m
+//     (0.658 |F| rbound).
+//
 // All of this is evaluated by the tracked arithmetic below (value plus Jacobian, the rules above);
 // nothing is allocated. The model and data are only read.
 
@@ -126,9 +179,39 @@
 #include "compat.h"
 #include "derivative.h"
 
-#define NZ 12  // columns of z = (dx1, dth1, dx2, dth2)
+#define NZ 18     // columns of z = (dx1, dth1, dx2, dth2, ds1, ds2)
+#define NPOSE 12  // pose columns (dx1, dth1, dx2, dth2); sizes from column NPOSE on
 
 //---------------------------------- tracked arithmetic --------------------------------------------
+
+// loops over gradient rows (n = NZ or 3 NZ), inline so that the compiler sees the fixed length
+static inline void gzero(mjtNum* r, int n) {
+  for (int i = 0; i < n; i++) r[i] = 0;
+}
+
+static inline void gcopy(mjtNum* r, const mjtNum* a, int n) {
+  for (int i = 0; i < n; i++) r[i] = a[i];
+}
+
+// r += a
+static inline void gadd(mjtNum* r, const mjtNum* a, int n) {
+  for (int i = 0; i < n; i++) r[i] += a[i];
+}
+
+// r -= a
+static inline void gsub(mjtNum* r, const mjtNum* a, int n) {
+  for (int i = 0; i < n; i++) r[i] -= a[i];
+}
+
+// r = c a
+static inline void gscl(mjtNum* r, const mjtNum* a, mjtNum c, int n) {
+  for (int i = 0; i < n; i++) r[i] = c * a[i];
+}
+
+// r += c a
+static inline void gaddscl(mjtNum* r, const mjtNum* a, mjtNum c, int n) {
+  for (int i = 0; i < n; i++) r[i] += c * a[i];
+}
 
 // scalar and its gradient (1 x NZ)
 typedef struct {
@@ -145,19 +228,26 @@ typedef struct {
 static tnum tcon(mjtNum v) {
   tnum r;
   r.v = v;
-  mju_zero(r.g, NZ);
+  gzero(r.g, NZ);
+  return r;
+}
+
+// a geom size entry: value v, gradient e_col
+static tnum tsize(mjtNum v, int col) {
+  tnum r = tcon(v);
+  r.g[col] = 1;
   return r;
 }
 
 static tnum tadd(tnum a, tnum b) {
   a.v += b.v;
-  mju_addTo(a.g, b.g, NZ);
+  gadd(a.g, b.g, NZ);
   return a;
 }
 
 static tnum tsub(tnum a, tnum b) {
   a.v -= b.v;
-  mju_subFrom(a.g, b.g, NZ);
+  gsub(a.g, b.g, NZ);
   return a;
 }
 
@@ -170,15 +260,20 @@ static tnum taddc(tnum a, mjtNum c) {
 // a * c, c constant
 static tnum tscl(tnum a, mjtNum c) {
   a.v *= c;
-  mju_scl(a.g, a.g, c, NZ);
+  gscl(a.g, a.g, c, NZ);
   return a;
+}
+
+// a if positive, else -a (the engine's signed sizes)
+static tnum tsgn(tnum a, int positive) {
+  return positive ? a : tscl(a, -1);
 }
 
 static tnum tmul(tnum a, tnum b) {
   tnum r;
   r.v = a.v * b.v;
-  mju_scl(r.g, a.g, b.v, NZ);
-  mju_addToScl(r.g, b.g, a.v, NZ);
+  gscl(r.g, a.g, b.v, NZ);
+  gaddscl(r.g, b.g, a.v, NZ);
   return r;
 }
 
@@ -186,9 +281,9 @@ static tnum tmul(tnum a, tnum b) {
 static tnum tdiv(tnum a, tnum b) {
   tnum r;
   r.v = a.v / b.v;
-  mju_scl(r.g, b.g, -r.v, NZ);
-  mju_addTo(r.g, a.g, NZ);
-  mju_scl(r.g, r.g, 1 / b.v, NZ);
+  gscl(r.g, b.g, -r.v, NZ);
+  gadd(r.g, a.g, NZ);
+  gscl(r.g, r.g, 1 / b.v, NZ);
   return r;
 }
 
@@ -197,9 +292,9 @@ static tnum tsqrt(tnum a) {
   tnum r;
   r.v = sqrt(a.v);
   if (r.v > 0) {
-    mju_scl(r.g, a.g, 0.5 / r.v, NZ);
+    gscl(r.g, a.g, 0.5 / r.v, NZ);
   } else {
-    mju_zero(r.g, NZ);
+    gzero(r.g, NZ);
   }
   return r;
 }
@@ -220,7 +315,18 @@ static tvec vcon(mjtNum x, mjtNum y, mjtNum z) {
   r.v[0] = x;
   r.v[1] = y;
   r.v[2] = z;
-  mju_zero(r.J, 3 * NZ);
+  gzero(r.J, 3 * NZ);
+  return r;
+}
+
+static void vset(tvec* a, int i, const tnum* s);
+
+// (x, y, z) tracked
+static tvec vmake(const tnum* x, const tnum* y, const tnum* z) {
+  tvec r;
+  vset(&r, 0, x);
+  vset(&r, 1, y);
+  vset(&r, 2, z);
   return r;
 }
 
@@ -254,27 +360,27 @@ static tvec vdir(int slot, const mjtNum a[3]) {
 
 static tvec vadd(tvec a, const tvec* b) {
   mju_addTo3(a.v, b->v);
-  mju_addTo(a.J, b->J, 3 * NZ);
+  gadd(a.J, b->J, 3 * NZ);
   return a;
 }
 
 static tvec vsub(tvec a, const tvec* b) {
   mju_subFrom3(a.v, b->v);
-  mju_subFrom(a.J, b->J, 3 * NZ);
+  gsub(a.J, b->J, 3 * NZ);
   return a;
 }
 
 // a * c, c constant
 static tvec vsclc(tvec a, mjtNum c) {
   mju_scl3(a.v, a.v, c);
-  mju_scl(a.J, a.J, c, 3 * NZ);
+  gscl(a.J, a.J, c, 3 * NZ);
   return a;
 }
 
 // a * s: J = s J_a + a g_s'
 static tvec vscl(tvec a, const tnum* s) {
-  mju_scl(a.J, a.J, s->v, 3 * NZ);
-  for (int i = 0; i < 3; i++) mju_addToScl(a.J + i * NZ, s->g, a.v[i], NZ);
+  gscl(a.J, a.J, s->v, 3 * NZ);
+  for (int i = 0; i < 3; i++) gaddscl(a.J + i * NZ, s->g, a.v[i], NZ);
   mju_scl3(a.v, a.v, s->v);
   return a;
 }
@@ -288,17 +394,17 @@ static tvec vaddscl(tvec a, const tvec* b, const tnum* s) {
 // a + b * c, c constant
 static tvec vaddsclc(tvec a, const tvec* b, mjtNum c) {
   mju_addToScl3(a.v, b->v, c);
-  mju_addToScl(a.J, b->J, c, 3 * NZ);
+  gaddscl(a.J, b->J, c, 3 * NZ);
   return a;
 }
 
 static tnum vdot(const tvec* a, const tvec* b) {
   tnum r;
   r.v = mju_dot3(a->v, b->v);
-  mju_zero(r.g, NZ);
+  gzero(r.g, NZ);
   for (int i = 0; i < 3; i++) {
-    mju_addToScl(r.g, b->J + i * NZ, a->v[i], NZ);
-    mju_addToScl(r.g, a->J + i * NZ, b->v[i], NZ);
+    gaddscl(r.g, b->J + i * NZ, a->v[i], NZ);
+    gaddscl(r.g, a->J + i * NZ, b->v[i], NZ);
   }
   return r;
 }
@@ -307,13 +413,14 @@ static tnum vdot(const tvec* a, const tvec* b) {
 static tvec vcross(const tvec* a, const tvec* b) {
   tvec r;
   mju_cross(r.v, a->v, b->v);
-  for (int k = 0; k < NZ; k++) {
-    mjtNum da[3] = {a->J[k], a->J[NZ + k], a->J[2 * NZ + k]};
-    mjtNum db[3] = {b->J[k], b->J[NZ + k], b->J[2 * NZ + k]};
-    mjtNum t1[3], t2[3];
-    mju_cross(t1, da, b->v);
-    mju_cross(t2, a->v, db);
-    for (int i = 0; i < 3; i++) r.J[i * NZ + k] = t1[i] + t2[i];
+  for (int i = 0; i < 3; i++) {
+    int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+    const mjtNum *da1 = a->J + i1 * NZ, *da2 = a->J + i2 * NZ;
+    const mjtNum *db1 = b->J + i1 * NZ, *db2 = b->J + i2 * NZ;
+    mjtNum *ri = r.J + i * NZ, a1 = a->v[i1], a2 = a->v[i2], b1 = b->v[i1], b2 = b->v[i2];
+    for (int k = 0; k < NZ; k++) {
+      ri[k] = (da1[k] * b2 - da2[k] * b1) + (a1 * db2[k] - a2 * db1[k]);
+    }
   }
   return r;
 }
@@ -321,13 +428,13 @@ static tvec vcross(const tvec* a, const tvec* b) {
 static tnum vget(const tvec* a, int i) {
   tnum r;
   r.v = a->v[i];
-  mju_copy(r.g, a->J + i * NZ, NZ);
+  gcopy(r.g, a->J + i * NZ, NZ);
   return r;
 }
 
 static void vset(tvec* a, int i, const tnum* s) {
   a->v[i] = s->v;
-  mju_copy(a->J + i * NZ, s->g, NZ);
+  gcopy(a->J + i * NZ, s->g, NZ);
 }
 
 // |a|; no derivative at 0
@@ -367,8 +474,9 @@ static tvec toWorld(const tvec f[3], const tvec* org, const tvec* w) {
 
 // one contact pair being differentiated: geom data in tracked form and the best candidate so far
 typedef struct {
-  const mjtNum* s1;  // sizes
+  const mjtNum* s1;  // sizes (values: the engine's case logic)
   const mjtNum* s2;
+  tnum S1[3], S2[3];     // sizes tracked (columns NPOSE + 0..2, NPOSE + 3..5)
   tvec p1, p2;           // origins
   tvec a1[3], a2[3];     // axes (columns of geom_xmat)
   const mjContact* con;  // the contact to match
@@ -377,14 +485,25 @@ typedef struct {
   tvec n, pos;
 } pairCtx;
 
-// offer a candidate contact; keep it if it is nearer to con than the best so far
-static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) {
+// squared mismatch of a candidate's values to con in (pos, n, dist)
+static mjtNum mismatch(const pairCtx* x, mjtNum dist, const mjtNum n[3], const mjtNum pos[3]) {
   const mjContact* con = x->con;
   mjtNum dp[3], dn[3];
-  mju_sub3(dp, pos->v, con->pos);
-  mju_sub3(dn, n->v, con->frame);
-  mjtNum dd = dist->v - con->dist;
-  mjtNum e = mju_dot3(dp, dp) + mju_dot3(dn, dn) + dd * dd;
+  mju_sub3(dp, pos, con->pos);
+  mju_sub3(dn, n, con->frame);
+  mjtNum dd = dist - con->dist;
+  return mju_dot3(dp, dp) + mju_dot3(dn, dn) + dd * dd;
+}
+
+// origin + sum_k f_k w_k on values (to skip tracking a candidate that cannot be con)
+static void worldValue(const tvec f[3], const mjtNum org[3], const mjtNum w[3], mjtNum r[3]) {
+  mju_copy3(r, org);
+  for (int k = 0; k < 3; k++) mju_addToScl3(r, f[k].v, w[k]);
+}
+
+// offer a candidate contact; keep it if it is nearer to con than the best so far
+static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) {
+  mjtNum e = mismatch(x, dist->v, n->v, pos->v);
   if (e < x->best) {
     x->best = e;
     x->dist = *dist;
@@ -394,11 +513,12 @@ static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) 
 }
 
 // sphere-sphere kernel S(c1, r1, c2, r2)
-static void sphereSphere(pairCtx* x, const tvec* c1, mjtNum r1, const tvec* c2, mjtNum r2) {
+static void sphereSphere(pairCtx* x, const tvec* c1, const tnum* r1, const tvec* c2,
+                         const tnum* r2) {
   tvec dv = vsub(*c2, c1);
   tnum len;
   tvec n = vnormalize(&dv, &len);
-  tnum dist = taddc(len, -r1 - r2);
+  tnum dist = tsub(tsub(len, *r1), *r2);
 
   // coincident centres: n = z1 x z2 normalised, else (1, 0, 0)
   if (len.v < mjMINVAL) {
@@ -409,17 +529,17 @@ static void sphereSphere(pairCtx* x, const tvec* c1, mjtNum r1, const tvec* c2, 
   }
 
   // pos = c1 + n (r1 + dist/2)
-  tnum scl = taddc(tscl(dist, 0.5), r1);
+  tnum scl = tadd(tscl(dist, 0.5), *r1);
   tvec pos = vaddscl(*c1, &n, &scl);
   offer(x, &dist, &n, &pos);
 }
 
 // plane-point kernel P(c, r), plane = geom 1
-static void planePoint(pairCtx* x, const tvec* c, mjtNum r) {
+static void planePoint(pairCtx* x, const tvec* c, const tnum* r) {
   const tvec* n = x->a1 + 2;
   tvec rel = vsub(*c, &x->p1);
-  tnum dist = taddc(vdot(n, &rel), -r);
-  tnum scl = tscl(taddc(tscl(dist, 0.5), r), -1);
+  tnum dist = tsub(vdot(n, &rel), *r);
+  tnum scl = tscl(tadd(tscl(dist, 0.5), *r), -1);
   tvec pos = vaddscl(*c, n, &scl);
   offer(x, &dist, n, &pos);
 }
@@ -427,23 +547,26 @@ static void planePoint(pairCtx* x, const tvec* c, mjtNum r) {
 //---------------------------------- plane pairs ---------------------------------------------------
 
 static void planeCapsule(pairCtx* x) {
-  tvec A = vsclc(x->a2[2], x->s2[1]);
+  tvec A = vscl(x->a2[2], &x->S2[1]);
   tvec c = vadd(x->p2, &A);
-  planePoint(x, &c, x->s2[0]);
+  planePoint(x, &c, &x->S2[0]);
   c = vsub(x->p2, &A);
-  planePoint(x, &c, x->s2[0]);
+  planePoint(x, &c, &x->S2[0]);
 }
 
 static void planeBox(pairCtx* x) {
+  // half-size axes s2[k] a2[k], tracked once
+  tvec h[3];
+  for (int k = 0; k < 3; k++) h[k] = vscl(x->a2[k], x->S2 + k);
   for (int i = 0; i < 8; i++) {
-    // corner offset R2 (+-s2) and its height over the centre
-    tvec o = vcon(0, 0, 0);
-    for (int k = 0; k < 3; k++) {
-      o = vaddsclc(o, x->a2 + k, (i & (1 << k)) ? x->s2[k] : -x->s2[k]);
-    }
-    if (mju_dot3(o.v, x->a1[2].v) > 0) continue;
-    tvec c = vadd(x->p2, &o);
-    planePoint(x, &c, 0);
+    // corner offset R2 (+-s2) and its height over the centre (values first: most corners are up)
+    mjtNum ov[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) mju_addToScl3(ov, h[k].v, (i & (1 << k)) ? 1 : -1);
+    if (mju_dot3(ov, x->a1[2].v) > 0) continue;
+    tvec c = x->p2;
+    for (int k = 0; k < 3; k++) c = (i & (1 << k)) ? vadd(c, h + k) : vsub(c, h + k);
+    tnum zero = tcon(0);
+    planePoint(x, &c, &zero);
   }
 }
 
@@ -460,7 +583,7 @@ static void cylinderPoint(pairCtx* x, const tnum* d0, const tnum* hpa, const tnu
 
 static void planeCylinder(pairCtx* x) {
   const tvec* n = x->a1 + 2;
-  mjtNum r = x->s2[0], h = x->s2[1];
+  const tnum *r = x->S2, *h = x->S2 + 1;
 
   // axis towards the plane
   tvec a = x->a2[2];
@@ -476,10 +599,10 @@ static void planeCylinder(pairCtx* x) {
   tvec w = vsub(vscl(a, &na), n);
   tnum len;
   tvec u = vnormalize(&w, &len);
-  u = len.v >= mjMINVAL ? vsclc(u, r) : vsclc(x->a2[0], r);
+  u = len.v >= mjMINVAL ? vscl(u, r) : vscl(x->a2[0], r);
   tnum nu = vdot(&u, n);
-  tvec A = vsclc(a, h);
-  tnum hpa = tscl(na, h);
+  tvec A = vscl(a, h);
+  tnum hpa = tmul(na, *h);
 
   // rim points of the near and far disk
   tvec off = vadd(u, &A);
@@ -492,7 +615,8 @@ static void planeCylinder(pairCtx* x) {
   tvec ua = vcross(&u, &A);
   tnum ualen;
   tvec v = vnormalize(&ua, &ualen);
-  v = vsclc(v, r * sqrt(3.0) / 2);
+  tnum rv = tscl(*r, sqrt(3.0) / 2);
+  v = vscl(v, &rv);
   tvec base = vaddsclc(A, &u, -0.5);
   off = vadd(base, &v);
   cylinderPoint(x, &d0, &hpa, &nu, -0.5, &off);
@@ -500,14 +624,64 @@ static void planeCylinder(pairCtx* x) {
   cylinderPoint(x, &d0, &hpa, &nu, -0.5, &off);
 }
 
+// plane-ellipsoid: the support point x = p2 + R2 S u, u = S d/|S d|, d = R2'(-n), S = diag(s2),
+// as P(x, 0)
+static void planeEllipsoid(pairCtx* x) {
+  tvec mn = vsclc(x->a1[2], -1);
+  tvec dl = toLocal(x->a2, &mn);
+  tvec w, res;
+  for (int k = 0; k < 3; k++) {
+    tnum c = tmul(vget(&dl, k), x->S2[k]);
+    vset(&w, k, &c);
+  }
+  tnum len;
+  tvec u = vnormalize(&w, &len);
+  for (int k = 0; k < 3; k++) {
+    tnum c = tmul(vget(&u, k), x->S2[k]);
+    vset(&res, k, &c);
+  }
+  tvec c = toWorld(x->a2, &x->p2, &res);
+  tnum zero = tcon(0);
+  planePoint(x, &c, &zero);
+}
+
+// plane-mesh: the vertex v (geom-2 frame, float as stored) whose contact P(p2 + R2 v, 0) is nearest
+// to con, found on values; only that one is tracked
+static void planeMesh(pairCtx* x, const mjModel* m, int g, const mjtNum* p2, const mjtNum* R2) {
+  int id = m->geom_dataid[g];
+  if (id < 0) return;
+  const float* vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
+  const mjtNum* n = x->a1[2].v;
+  const mjContact* con = x->con;
+  mjtNum best = mjMAXVAL, cbest[3] = {0, 0, 0};
+  for (int i = 0; i < m->mesh_vertnum[id]; i++) {
+    mjtNum v[3] = {vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]}, c[3], dif[3], dp[3];
+    mju_rotVecMat(c, v, R2);
+    mju_addTo3(c, p2);
+    mju_sub3(dif, c, x->p1.v);
+    mjtNum dist = mju_dot3(n, dif);
+    mju_addScl3(dp, c, n, -0.5 * dist);
+    mju_subFrom3(dp, con->pos);
+    mjtNum e = mju_dot3(dp, dp) + (dist - con->dist) * (dist - con->dist);
+    if (e < best) {
+      best = e;
+      mju_copy3(cbest, c);
+    }
+  }
+  if (best == mjMAXVAL) return;
+  tvec c = vpoint(1, cbest, p2);
+  tnum zero = tcon(0);
+  planePoint(x, &c, &zero);
+}
+
 //---------------------------------- sphere and capsule pairs --------------------------------------
 
 static void sphereCapsule(pairCtx* x) {
-  tvec A = vsclc(x->a2[2], x->s2[1]);
+  tvec A = vscl(x->a2[2], &x->S2[1]);
   tvec rel = vsub(x->p1, &x->p2);
   tnum t = tclip1(tdiv(vdot(&A, &rel), vdot(&A, &A)));
   tvec c = vaddscl(x->p2, &A, &t);
-  sphereSphere(x, &x->p1, x->s1[0], &c, x->s2[0]);
+  sphereSphere(x, &x->p1, &x->S1[0], &c, &x->S2[0]);
 }
 
 // capsule-capsule contact at segment parameters (x1, x2)
@@ -515,7 +689,7 @@ static void segmentPair(pairCtx* x, const tvec* A1, const tnum* x1, const tvec* 
                         const tnum* x2) {
   tvec c1 = vaddscl(x->p1, A1, x1);
   tvec c2 = vaddscl(x->p2, A2, x2);
-  sphereSphere(x, &c1, x->s1[0], &c2, x->s2[0]);
+  sphereSphere(x, &c1, &x->S1[0], &c2, &x->S2[0]);
 }
 
 // 1-D optimum (num + sg*mb)/den
@@ -524,8 +698,8 @@ static tnum optimum1(const tnum* num, const tnum* mb, mjtNum sg, const tnum* den
 }
 
 static void capsuleCapsule(pairCtx* x) {
-  tvec A1 = vsclc(x->a1[2], x->s1[1]);
-  tvec A2 = vsclc(x->a2[2], x->s2[1]);
+  tvec A1 = vscl(x->a1[2], &x->S1[1]);
+  tvec A2 = vscl(x->a2[2], &x->S2[1]);
   tvec dif = vsub(x->p1, &x->p2);
   tnum ma = vdot(&A1, &A1);
   tnum mb = tscl(vdot(&A1, &A2), -1);
@@ -573,8 +747,9 @@ static void capsuleCapsule(pairCtx* x) {
 //---------------------------------- box pairs -----------------------------------------------------
 
 // sphere of radius r at C against box geom 2 (the engine's sphere-box, also used by capsule-box)
-static void sphereBox(pairCtx* x, const tvec* C, mjtNum r) {
+static void sphereBox(pairCtx* x, const tvec* C, const tnum* r) {
   const mjtNum* s = x->s2;
+  const tnum* S = x->S2;
   tvec rel = vsub(*C, &x->p2);
   tvec l = toLocal(x->a2, &rel);
 
@@ -582,18 +757,18 @@ static void sphereBox(pairCtx* x, const tvec* C, mjtNum r) {
   tvec q = l;
   for (int k = 0; k < 3; k++) {
     if (l.v[k] < -s[k] || l.v[k] > s[k]) {
-      tnum c = tcon(l.v[k] < -s[k] ? -s[k] : s[k]);
+      tnum c = tsgn(S[k], l.v[k] >= -s[k]);
       vset(&q, k, &c);
     }
   }
   tvec t = vsub(q, &l);
   tnum len;
   tvec tn = vnormalize(&t, &len);
-  tnum dist = taddc(len, -r);
+  tnum dist = tsub(len, *r);
 
   // centre outside: normal from C to the box, pos halfway between the box and the sphere surfaces
   if (len.v > mjMINVAL) {
-    tvec deep = vaddsclc(l, &tn, r);
+    tvec deep = vaddscl(l, &tn, r);
     tvec posl = vsclc(vadd(q, &deep), 0.5);
     tvec zero = vcon(0, 0, 0);
     tvec n = toWorld(x->a2, &zero, &tn);
@@ -615,11 +790,11 @@ static void sphereBox(pairCtx* x, const tvec* C, mjtNum r) {
   int j = face / 2;
   mjtNum sg = face % 2 ? 1 : -1;
   tnum lj = vget(&l, j);
-  tnum delta = tabs(taddc(tscl(lj, -1), sg * s[j]));
+  tnum delta = tabs(tadd(tscl(lj, -1), tscl(S[j], sg)));
   tvec n = vsclc(x->a2[j], -sg);
-  tnum scl = tscl(taddc(tscl(delta, -1), r), 0.5);
+  tnum scl = tscl(tsub(*r, delta), 0.5);
   tvec pos = vaddscl(*C, &n, &scl);
-  dist = tcon(-r);
+  dist = tscl(*r, -1);
   offer(x, &dist, &n, &pos);
 }
 
@@ -628,20 +803,22 @@ static mjtNum overValue(mjtNum c, mjtNum h) {
   return c / fabs(h);
 }
 
-// c / |h| tracked
-static tnum overTracked(mjtNum c, const tnum* h) {
-  return tdiv(tcon(c), tabs(*h));
+// 2 c / |h| tracked (c a tracked size)
+static tnum overTracked(const tnum* c, const tnum* h) {
+  return tdiv(tscl(*c, 2), tabs(*h));
 }
 
 static void capsuleBox(pairCtx* x, mjtNum margin) {
   const mjtNum* s = x->s2;
+  const tnum* S = x->S2;
   mjtNum r = x->s1[0], hl = x->s1[1];
+  const tnum *R = x->S1, *HL = x->S1 + 1;
 
   // capsule centre and half axis in the box frame
   tvec rel = vsub(x->p1, &x->p2);
   tvec pos = toLocal(x->a2, &rel);
   tvec axis = toLocal(x->a2, x->a1 + 2);
-  tvec half = vsclc(axis, hl);
+  tvec half = vscl(axis, HL);
   int axisdir = (half.v[0] > 0) + 2 * (half.v[1] > 0) + 4 * (half.v[2] > 0);
 
   // nearest feature: a capsule end against a face ...
@@ -673,14 +850,16 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
   for (int j = 0; j < 3; j++) {
     for (int i = 0; i < 8; i++) {
       if (i & (1 << j)) continue;
-      tvec k = vcon((i & 1 ? 1 : -1) * s[0], (i & 2 ? 1 : -1) * s[1], (i & 4 ? 1 : -1) * s[2]);
-      k.v[j] = 0;
+      tnum k0 = tsgn(S[0], i & 1), k1 = tsgn(S[1], i & 2), k2 = tsgn(S[2], i & 4);
+      tvec k = vmake(&k0, &k1, &k2);
+      tnum zero = tcon(0);
+      vset(&k, j, &zero);
       tvec dif = vsub(k, &pos);
-      tnum ma = tcon(s[j] * s[j]);
+      tnum ma = tmul(S[j], S[j]);
       tnum hj = vget(&half, j);
-      tnum mb = tscl(hj, -s[j]);
-      tnum mc = tcon(hl * hl);
-      tnum u = tscl(vget(&dif, j), -s[j]);
+      tnum mb = tscl(tmul(hj, S[j]), -1);
+      tnum mc = tmul(*HL, *HL);
+      tnum u = tscl(tmul(vget(&dif, j), S[j]), -1);
       tnum v = vdot(&half, &dif);
       tnum det = tsub(tmul(ma, mc), tmul(mb, mb));
       if (fabs(det.v) < mjMINVAL) continue;
@@ -750,7 +929,7 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
         second = de;
         if (overValue(2 * s[ax], half.v[ax]) < second.v) {
           tnum h = vget(&half, ax);
-          second = overTracked(2 * s[ax], &h);
+          second = overTracked(S + ax, &h);
         }
         second = tscl(second, mul);
       } else {
@@ -760,7 +939,7 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
           int axa = a ? ax2 : ax1;
           if (overValue(2 * s[axa], half.v[axa]) < second.v) {
             tnum h = vget(&half, axa);
-            second = overTracked(2 * s[axa], &h);
+            second = overTracked(S + axa, &h);
           }
         }
         second = tscl(second, -mul);
@@ -778,13 +957,13 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
       second = taddc(tscl(best, -mul), 1);
       if (overValue(2 * s[ax2], half.v[ax2]) < second.v) {
         tnum h = vget(&half, ax2);
-        second = overTracked(2 * s[ax2], &h);
+        second = overTracked(S + ax2, &h);
       }
       int same = ((axisdir & (1 << ax)) != 0) == ((c & (1 << ax2)) != 0);
       tnum e2 = taddc(tscl(boxpos, same ? -1 : 1), 1);
       if (s[ax] * e2.v / fabs(half.v[ax]) < second.v) {
         tnum h = vget(&half, ax);
-        second = tdiv(tscl(e2, s[ax]), tabs(h));
+        second = tdiv(tmul(e2, S[ax]), tabs(h));
       }
       second = tscl(second, mul);
       have2 = 1;
@@ -800,7 +979,7 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
         mjtNum e = (sd * s[i] - other.v[i]) / half.v[i] * mul;
         if (e > 0 && e < second.v) {
           tnum oi = vget(&other, i), hi = vget(&half, i);
-          second = tscl(tdiv(taddc(tscl(oi, -1), sd * s[i]), hi), mul);
+          second = tscl(tdiv(tadd(tscl(oi, -1), tscl(S[i], sd)), hi), mul);
         }
       }
     }
@@ -809,13 +988,13 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
   }
 
   // sphere-box at the first point and, if set, at the second
-  tvec A1 = vsclc(x->a1[2], hl);
+  tvec A1 = vscl(x->a1[2], HL);
   tvec C = vaddscl(x->p1, &A1, &best);
-  sphereBox(x, &C, r);
+  sphereBox(x, &C, R);
   if (have2 && second.v > -3) {
     tnum t = tadd(best, second);
     C = vaddscl(x->p1, &A1, &t);
-    sphereBox(x, &C, r);
+    sphereBox(x, &C, R);
   }
 }
 
@@ -826,12 +1005,27 @@ static const int kFaceIdx[6][3] = {{2, 1, 0}, {0, 2, 1}, {0, 1, 2},
 static const mjtNum kFaceSgn[6][3] = {{-1, 1, 1}, {1, -1, 1}, {1, 1, 1},
                                       {1, 1, -1}, {1, 1, -1}, {-1, 1, -1}};
 
-// face frame f (tracked, fixed to the box with axes ax) and half sizes hs of face q
-static void faceFrame(int q, const tvec ax[3], const mjtNum* size, tvec f[3], mjtNum hs[3]) {
+// face frame f (tracked, fixed to the box with axes ax) and half sizes hs (values) and HS
+// (tracked) of face q
+static void faceFrame(int q, const tvec ax[3], const mjtNum* size, const tnum* S, tvec f[3],
+                      mjtNum hs[3], tnum HS[3]) {
   for (int c = 0; c < 3; c++) {
     f[c] = vsclc(ax[kFaceIdx[q][c]], kFaceSgn[q][c]);
     hs[c] = size[kFaceIdx[q][c]];
+    HS[c] = S[kFaceIdx[q][c]];
   }
+}
+
+// v_k -= a (tracked)
+static void vsubAt(tvec* v, int k, const tnum* a) {
+  tnum c = tsub(vget(v, k), *a);
+  vset(v, k, &c);
+}
+
+// v_k += c a (tracked a)
+static void vaddAt(tvec* v, int k, const tnum* a, mjtNum c) {
+  tnum t = tadd(vget(v, k), tscl(*a, c));
+  vset(v, k, &t);
 }
 
 // the engine's separating-axis choice: code < 12 face (code % 6 face, code / 6 box 2), else edges
@@ -912,11 +1106,15 @@ static satResult separatingAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum
 
 // face-case contact at incident point W (face coordinates, z from the face); the engine reports
 // half the depth W_z as dist
-static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, mjtNum hz, mjtNum nsg,
+static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, const tnum* hz, mjtNum nsg,
                         const tvec* W) {
+  mjtNum wl[3] = {W->v[0], W->v[1], 0.5 * W->v[2] + hz->v}, pv[3], nv[3];
+  worldValue(f, pref->v, wl, pv);
+  mju_scl3(nv, f[2].v, nsg);
+  if (mismatch(x, 0.5 * W->v[2], nv, pv) >= x->best) return;
   tnum dist = tscl(vget(W, 2), 0.5);
   tvec posl = *W;
-  tnum z = taddc(dist, hz);
+  tnum z = tadd(dist, *hz);
   vset(&posl, 2, &z);
   tvec pos = toWorld(f, pref, &posl);
   tvec n = vsclc(f[2], nsg);
@@ -929,16 +1127,18 @@ static void boxFace(pairCtx* x, int code) {
   const tvec* pinc = ref2 ? &x->p1 : &x->p2;
   const tvec* aref = ref2 ? x->a2 : x->a1;
   const tvec* ainc = ref2 ? x->a1 : x->a2;
-  const mjtNum* sinc = ref2 ? x->s1 : x->s2;
+  const tnum* Sinc = ref2 ? x->S1 : x->S2;
   tvec f[3];
   mjtNum ss[3];
-  faceFrame(q1, aref, ref2 ? x->s2 : x->s1, f, ss);
-  mjtNum lx = ss[0], ly = ss[1], hz = ss[2], nsg = ref2 ? -1 : 1;
+  tnum SS[3];
+  faceFrame(q1, aref, ref2 ? x->s2 : x->s1, ref2 ? x->S2 : x->S1, f, ss, SS);
+  mjtNum lx = ss[0], ly = ss[1], nsg = ref2 ? -1 : 1;
+  const tnum* hz = SS + 2;
 
   // incident box in face coordinates
   tvec rel = vsub(*pinc, pref);
   tvec k = toLocal(f, &rel);
-  k.v[2] -= hz;
+  vsubAt(&k, 2, hz);
   tvec b[3];
   for (int i = 0; i < 3; i++) b[i] = toLocal(f, ainc + i);
 
@@ -948,12 +1148,14 @@ static void boxFace(pairCtx* x, int code) {
   tvec pts[6];
   pts[0] = k;
   for (int i = 0; i < 3; i++) {
-    pts[0] = vaddsclc(pts[0], b + i, (corner & (1 << i)) ? sinc[i] : -sinc[i]);
+    tnum si = tsgn(Sinc[i], corner & (1 << i));
+    pts[0] = vaddscl(pts[0], b + i, &si);
   }
   int m = 1;
   for (int i = 0; i < 3; i++) {
     if (fabs(b[i].v[2]) < 0.5) {
-      pts[m++] = vsclc(b[i], sinc[i] * ((corner & (1 << i)) ? -2 : 2));
+      tnum si = tscl(Sinc[i], (corner & (1 << i)) ? -2 : 2);
+      pts[m++] = vscl(b[i], &si);
     }
   }
   if (m > 1) pts[3] = vadd(pts[0], pts + 1);
@@ -975,7 +1177,7 @@ static void boxFace(pairCtx* x, int code) {
         mjtNum l = ss[q] * j;
         mjtNum t = (l - a) * (1 / bq);
         if (t < 0 || t > 1 || fabs(c + dd * t) > ss[1 - q]) continue;
-        tnum tt = tdiv(taddc(tscl(vget(st, q), -1), l), vget(dr, q));
+        tnum tt = tdiv(tadd(tscl(vget(st, q), -1), tscl(SS[q], j)), vget(dr, q));
         tvec W = vaddscl(*st, dr, &tt);
         faceContact(x, f, pref, hz, nsg, &W);
       }
@@ -987,14 +1189,13 @@ static void boxFace(pairCtx* x, int code) {
     tnum A = vget(pts + 1, 0), B = vget(pts + 2, 0), C = vget(pts + 1, 1), D = vget(pts + 2, 1);
     tnum det = tsub(tmul(A, D), tmul(B, C));
     for (int i = 0; i < 4; i++) {
-      mjtNum llx = i / 2 ? lx : -lx, lly = i % 2 ? ly : -ly;
-      tnum X = taddc(tscl(vget(pts, 0), -1), llx), Y = taddc(tscl(vget(pts, 1), -1), lly);
+      tnum llx = tsgn(SS[0], i / 2), lly = tsgn(SS[1], i % 2);
+      tnum X = tadd(tscl(vget(pts, 0), -1), llx), Y = tadd(tscl(vget(pts, 1), -1), lly);
       tnum u = tdiv(tsub(tmul(X, D), tmul(Y, B)), det);
       tnum v = tdiv(tsub(tmul(Y, A), tmul(X, C)), det);
       if (u.v <= 0 || v.v <= 0 || u.v >= 1 || v.v >= 1) continue;
       tnum z = tadd(tadd(vget(pts, 2), tmul(u, vget(pts + 1, 2))), tmul(v, vget(pts + 2, 2)));
-      tvec W = vcon(llx, lly, 0);
-      vset(&W, 2, &z);
+      tvec W = vmake(&llx, &lly, &z);
       faceContact(x, f, pref, hz, nsg, &W);
     }
   }
@@ -1008,16 +1209,20 @@ static void boxFace(pairCtx* x, int code) {
 }
 
 // edge-case contact: position w (face coordinates) and distance
-static void edgeContact(pairCtx* x, const tvec f[3], mjtNum hz, const tvec* N, mjtNum sg, tvec w,
-                        const tnum* dist) {
-  w.v[2] += hz;
+static void edgeContact(pairCtx* x, const tvec f[3], const tnum* hz, const tvec* N, mjtNum sg,
+                        tvec w, const tnum* dist) {
+  mjtNum wl[3] = {w.v[0], w.v[1], w.v[2] + hz->v}, pv[3], nv[3];
+  worldValue(f, x->p1.v, wl, pv);
+  mju_scl3(nv, N->v, sg);
+  if (mismatch(x, dist->v, nv, pv) >= x->best) return;
+  vaddAt(&w, 2, hz, 1);
   tvec pos = toWorld(f, &x->p1, &w);
   tvec n = vsclc(*N, sg);
   offer(x, dist, &n, &pos);
 }
 
 static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNum margin) {
-  const mjtNum* s2 = x->s2;
+  const tnum* S2 = x->S2;
   int q1 = (sat->code - 12) / 3, q2 = (sat->code - 12) % 3;
 
   // box-2 axes other than q2, the one most aligned with box-1 axis q1 first; likewise on box 1
@@ -1036,8 +1241,10 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
   // face frame on box 1, separating axis N (world) and r = F'N
   tvec f[3];
   mjtNum hs[3];
-  faceFrame(clface, x->a1, x->s1, f, hs);
-  mjtNum lx = hs[0], ly = hs[1], hz = hs[2], sg = sat->in ? -1 : 1;
+  tnum HS[3];
+  faceFrame(clface, x->a1, x->s1, x->S1, f, hs, HS);
+  mjtNum lx = hs[0], ly = hs[1], sg = sat->in ? -1 : 1;
+  const tnum* hz = HS + 2;
   tvec cr = vcross(x->a1 + q1, x->a2 + q2);
   tnum crlen;
   tvec N = vnormalize(&cr, &crlen);
@@ -1048,15 +1255,17 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
   // box-2 face corners P0..P3 in face coordinates and their projections along N
   tvec rel = vsub(x->p2, &x->p1);
   tvec k = toLocal(f, &rel);
-  k.v[2] -= hz;
+  vsubAt(&k, 2, hz);
   tvec b[3];
   for (int i = 0; i < 3; i++) b[i] = toLocal(f, x->a2 + i);
   mjtNum sg1 = (sat->cle2 & (1 << ax1)) ? 1 : -1, sg2 = (sat->cle2 & (1 << ax2)) ? 1 : -1;
   tvec P[4], Pr[4];
   for (int i = 0; i < 4; i++) {
-    P[i] = vaddsclc(k, b + ax1, s2[ax1] * sg1 * (i < 2 ? 1 : -1));
-    P[i] = vaddsclc(P[i], b + ax2, s2[ax2] * sg2);
-    P[i] = vaddsclc(P[i], b + q2, i % 2 ? -s2[q2] : s2[q2]);
+    tnum c1 = tscl(S2[ax1], sg1 * (i < 2 ? 1 : -1)), c2 = tscl(S2[ax2], sg2);
+    tnum c3 = tsgn(S2[q2], i % 2 == 0);
+    P[i] = vaddscl(k, b + ax1, &c1);
+    P[i] = vaddscl(P[i], b + ax2, &c2);
+    P[i] = vaddscl(P[i], b + q2, &c3);
     tnum h = tscl(tdiv(vget(P + i, 2), rz), -1);
     Pr[i] = vaddscl(P[i], &rn, &h);
   }
@@ -1079,13 +1288,13 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
         mjtNum l = hs[q] * j;
         mjtNum t = (l - a) * (1 / bq);
         if (t < 0 || t > 1 || fabs(c + dd * t) > hs[1 - q]) continue;
-        tnum tt = tdiv(taddc(tscl(vget(ls + i, q), -1), l), vget(ld[i], q));
+        tnum tt = tdiv(tadd(tscl(vget(ls + i, q), -1), tscl(HS[q], j)), vget(ld[i], q));
         tnum c2 = tadd(vget(ls + i, 1 - q), tmul(vget(ld[i], 1 - q), tt));
         tvec U = vaddscl(us[i], ud[i], &tt);
         if ((us[i].v[2] + ud[i]->v[2] * t) * sg / rn.v[2] > margin) continue;
         nl++;
         tvec w = vsclc(U, 0.5);
-        w.v[q] += 0.5 * l;
+        vaddAt(&w, q, HS + q, 0.5 * j);
         tnum wc = tadd(vget(&w, 1 - q), tscl(c2, 0.5));
         vset(&w, 1 - q, &wc);
         tnum dist = tscl(tdiv(vget(&U, 2), rz), sg);
@@ -1101,8 +1310,8 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
   tnum den = tsub(tmul(A, D), tmul(B, C));
   int nf = 0;
   for (int i = 0; i < 4; i++) {
-    mjtNum llx = i / 2 ? lx : -lx, lly = i % 2 ? ly : -ly;
-    tnum X = taddc(tscl(vget(Pr, 0), -1), llx), Y = taddc(tscl(vget(Pr, 1), -1), lly);
+    tnum llx = tsgn(HS[0], i / 2), lly = tsgn(HS[1], i % 2), zero = tcon(0);
+    tnum X = tadd(tscl(vget(Pr, 0), -1), llx), Y = tadd(tscl(vget(Pr, 1), -1), lly);
     tnum u = tdiv(tsub(tmul(X, D), tmul(Y, B)), den);
     tnum v = tdiv(tsub(tmul(Y, A), tmul(X, C)), den);
     int uout = u.v < 0 || u.v > 1, vout = v.v < 0 || v.v > 1;
@@ -1111,7 +1320,7 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
     if (vout) v = tcon(v.v < 0 ? 0 : 1);
     tvec T = vaddscl(P[0], &u1, &u);
     T = vaddscl(T, &u2, &v);
-    tvec Cf = vcon(llx, lly, 0);
+    tvec Cf = vmake(&llx, &lly, &zero);
     tvec df = vsub(Cf, &T);
     den = vdot(&df, &df);
     if (T.v[2] > 0 && den.v > margin * margin) continue;
@@ -1131,10 +1340,10 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
     for (int j = 0; j < 2; j++) {
       tnum pj = vget(Pr + i, j);
       if (pj.v < -hs[j] || pj.v > hs[j]) {
-        mjtNum lim = pj.v < -hs[j] ? -hs[j] : hs[j];
-        tnum e = taddc(pj, -lim);
+        tnum lim = tsgn(HS[j], pj.v >= -hs[j]);
+        tnum e = tsub(pj, lim);
         c1 = tadd(c1, tmul(e, e));
-        w.v[j] += 0.5 * lim;
+        vaddAt(&w, j, &lim, 0.5);
       } else {
         tnum wj = tadd(vget(&w, j), tscl(pj, 0.5));
         vset(&w, j, &wj);
@@ -1169,7 +1378,7 @@ int mjdiff_contactPairSupported(int t1, int t2) {
   switch (t1) {
     case mjGEOM_PLANE:
       return t2 == mjGEOM_SPHERE || t2 == mjGEOM_CAPSULE || t2 == mjGEOM_CYLINDER ||
-             t2 == mjGEOM_BOX;
+             t2 == mjGEOM_BOX || t2 == mjGEOM_ELLIPSOID || t2 == mjGEOM_MESH;
     case mjGEOM_SPHERE:
       return t2 == mjGEOM_SPHERE || t2 == mjGEOM_CAPSULE || t2 == mjGEOM_BOX;
     case mjGEOM_CAPSULE:
@@ -1196,52 +1405,86 @@ static mjtNum contactMargin(const mjModel* m, const mjContact* con, int g1, int 
   return con->includemargin + gap;
 }
 
-int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
-                               mjtNum J[7 * 12]) {
-  mju_zero(J, 7 * NZ);
-  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
-  if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
+// the contact con of geoms g1, g2 (a supported pair, t1 <= t2) tracked in z: 0, or -1 if no
+// candidate of the pair function reproduces it
+static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, int g1, int g2,
+                     pairCtx* x) {
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
-  if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
 
   // the two geoms in tracked form
   const mjtNum *p1 = d->geom_xpos + 3 * g1, *R1 = d->geom_xmat + 9 * g1;
   const mjtNum *p2 = d->geom_xpos + 3 * g2, *R2 = d->geom_xmat + 9 * g2;
-  pairCtx x;
-  x.s1 = m->geom_size + 3 * g1;
-  x.s2 = m->geom_size + 3 * g2;
-  x.p1 = vpoint(0, p1, p1);
-  x.p2 = vpoint(1, p2, p2);
+  x->s1 = m->geom_size + 3 * g1;
+  x->s2 = m->geom_size + 3 * g2;
+  for (int k = 0; k < 3; k++) {
+    x->S1[k] = tsize(x->s1[k], NPOSE + k);
+    x->S2[k] = tsize(x->s2[k], NPOSE + 3 + k);
+  }
+  x->p1 = vpoint(0, p1, p1);
+  x->p2 = vpoint(1, p2, p2);
   for (int k = 0; k < 3; k++) {
     mjtNum c1[3] = {R1[k], R1[3 + k], R1[6 + k]}, c2[3] = {R2[k], R2[3 + k], R2[6 + k]};
-    x.a1[k] = vdir(0, c1);
-    x.a2[k] = vdir(1, c2);
+    x->a1[k] = vdir(0, c1);
+    x->a2[k] = vdir(1, c2);
   }
-  x.con = con;
-  x.best = mjMAXVAL;
+  x->con = con;
+  x->best = mjMAXVAL;
 
   // candidates of the engine's pair function
   if (t1 == mjGEOM_PLANE) {
-    if (t2 == mjGEOM_SPHERE) planePoint(&x, &x.p2, x.s2[0]);
-    if (t2 == mjGEOM_CAPSULE) planeCapsule(&x);
-    if (t2 == mjGEOM_CYLINDER) planeCylinder(&x);
-    if (t2 == mjGEOM_BOX) planeBox(&x);
+    if (t2 == mjGEOM_SPHERE) planePoint(x, &x->p2, x->S2);
+    if (t2 == mjGEOM_CAPSULE) planeCapsule(x);
+    if (t2 == mjGEOM_ELLIPSOID) planeEllipsoid(x);
+    if (t2 == mjGEOM_CYLINDER) planeCylinder(x);
+    if (t2 == mjGEOM_BOX) planeBox(x);
+    if (t2 == mjGEOM_MESH) planeMesh(x, m, g2, p2, R2);
   } else if (t1 == mjGEOM_SPHERE) {
-    if (t2 == mjGEOM_SPHERE) sphereSphere(&x, &x.p1, x.s1[0], &x.p2, x.s2[0]);
-    if (t2 == mjGEOM_CAPSULE) sphereCapsule(&x);
-    if (t2 == mjGEOM_BOX) sphereBox(&x, &x.p1, x.s1[0]);
+    if (t2 == mjGEOM_SPHERE) sphereSphere(x, &x->p1, x->S1, &x->p2, x->S2);
+    if (t2 == mjGEOM_CAPSULE) sphereCapsule(x);
+    if (t2 == mjGEOM_BOX) sphereBox(x, &x->p1, x->S1);
   } else if (t1 == mjGEOM_CAPSULE) {
-    if (t2 == mjGEOM_CAPSULE) capsuleCapsule(&x);
-    if (t2 == mjGEOM_BOX) capsuleBox(&x, contactMargin(m, con, g1, g2));
-  } else {
-    boxBox(&x, p1, R1, p2, R2, contactMargin(m, con, g1, g2));
+    if (t2 == mjGEOM_CAPSULE) capsuleCapsule(x);
+    if (t2 == mjGEOM_BOX) capsuleBox(x, contactMargin(m, con, g1, g2));
+  } else if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
+    boxBox(x, p1, R1, p2, R2, contactMargin(m, con, g1, g2));
   }
 
   // the nearest candidate must be con
   mjtNum tol = 1e-6 * (1 + m->geom_rbound[g1] + m->geom_rbound[g2]);
-  if (!(x.best <= tol * tol)) return -1;
-  mju_copy(J, x.dist.g, NZ);
-  mju_copy(J + NZ, x.n.J, 3 * NZ);
-  mju_copy(J + 4 * NZ, x.pos.J, 3 * NZ);
+  return x->best <= tol * tol ? 0 : -1;
+}
+
+// columns c0 .. c0 + nc - 1 of the tracked y = (dist, n, pos) into Y (7 x nc)
+static void copyColumns(const pairCtx* x, int c0, int nc, mjtNum* Y) {
+  mju_copy(Y, x->dist.g + c0, nc);
+  for (int i = 0; i < 3; i++) {
+    mju_copy(Y + (1 + i) * nc, x->n.J + i * NZ + c0, nc);
+    mju_copy(Y + (4 + i) * nc, x->pos.J + i * NZ + c0, nc);
+  }
+}
+
+int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
+                               mjtNum J[7 * 12]) {
+  mju_zero(J, 7 * NPOSE);
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
+  int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
+  pairCtx x;
+  if (trackPair(m, d, con, g1, g2, &x)) return -1;
+  copyColumns(&x, 0, NPOSE, J);
+  return 0;
+}
+
+int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d, const mjContact* con,
+                                   mjtNum Js[7 * 6]) {
+  mju_zero(Js, 7 * 6);
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
+  int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
+  pairCtx x;
+  if (trackPair(m, d, con, g1, g2, &x)) return -1;
+  copyColumns(&x, NPOSE, 6, Js);
   return 0;
 }

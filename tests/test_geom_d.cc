@@ -16,10 +16,22 @@
 // or missing term in J is of order 1. Samples where the contact set changes within +-eps (the
 // count changes, the matched contact jumps, or the one-sided slopes differ: a case switch of the
 // pair function) are skipped and counted; at least 80% of the contacts must be checked.
+//
+// Sizes (mjdiff_contactGeomSizeJacobian): the same poses and matching, each of the six size
+// entries (m->geom_size of both geoms) perturbed by +-eps and the collision run again. A mesh's
+// size is no collision parameter: there both the Jacobian and the differences must be exactly 0.
+//
+// Plane-convex (mjc_PlaneConvex: ellipsoid, mesh with and without the vertex graph, inline
+// meshes): also near-parallel (tilts of 1e-4 .. 1e-2 rad from a face-down orientation) and grazing
+// (smallest distance in 0.9 .. 0.999 of the margin) poses; with the smooth model (mjdiff_collide,
+// mjdiff_contactForce) contacts must appear at the activation margin with zero force, and the
+// force and torque jumps where the engine's vertex cap or spacing threshold drops a vertex that
+// carries force are measured (figures in adjoint/geom_d.c's header).
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +42,7 @@
 
 #include "../adjoint/derivative.h"
 #include "shim.h"
+#include "testutil.h"
 
 namespace {
 
@@ -43,7 +56,35 @@ struct PairSpec {
   const char* geom2;
   int poses;    // random poses to draw
   double deep;  // deepest target distance (-)
+  const char* head = nullptr;  // MJCF before <worldbody> (assets, compiler options)
 };
+
+// inline meshes: a box (half sizes 0.3 0.2 0.1; vertices only, so MuJoCo builds its convex hull and
+// the vertex graph mjc_PlaneConvex walks), the same box with faces and convexhull="false" (no
+// graph: the engine's exhaustive vertex search) and an irregular 20-vertex polyhedron
+#define MESH_BOX_VERT                                                                         \
+  "-0.3 -0.2 -0.1  0.3 -0.2 -0.1  -0.3 0.2 -0.1  0.3 0.2 -0.1  -0.3 -0.2 0.1  0.3 -0.2 0.1  " \
+  "-0.3 0.2 0.1  0.3 0.2 0.1"
+const char* const kMeshBox = "<asset><mesh name=\"box\" vertex=\"" MESH_BOX_VERT "\"/></asset>";
+const char* const kMeshBoxNoHull =
+    "<compiler convexhull=\"false\"/><asset><mesh name=\"box\" vertex=\"" MESH_BOX_VERT
+    "\" face=\"0 2 3 0 3 1 4 5 7 4 7 6 0 1 5 0 5 4 2 6 7 2 7 3 0 4 6 0 6 2 1 3 7 1 7 5\"/></asset>";
+const char* const kMeshPoly =
+    "<asset><mesh name=\"poly\" vertex=\""
+    "0.0900 0.0000 0.1369 -0.1173 0.0716 0.1283 0.0170 -0.1292 0.1103 0.1409 0.1225 0.0990 "
+    "-0.2514 -0.0296 0.0841 0.2113 -0.0896 0.0631 -0.0676 0.1677 0.0487 -0.1407 -0.1806 0.0394 "
+    "0.2686 0.0654 0.0217 -0.2659 0.0732 0.0072 0.1364 -0.1944 -0.0081 0.0884 0.1878 -0.0224 "
+    "-0.2640 -0.1020 -0.0394 0.2735 -0.0401 -0.0523 -0.1573 0.1492 -0.0689 -0.0305 -0.1570 -0.0782 "
+    "0.1779 0.0999 -0.0995 -0.2092 0.0058 -0.1187 0.1124 -0.0746 -0.1279 -0.0045 0.0646 -0.1477"
+    "\"/></asset>";
+// the box with its four bottom corners cut by 0.06 along both edges: twin vertices 0.085 apart,
+// under the engine's plane-mesh spacing threshold 0.3 rbound (0.11)
+const char* const kMeshChamfer =
+    "<asset><mesh name=\"chamfer\" vertex=\""
+    "0.3 0.14 -0.1  0.24 0.2 -0.1  -0.24 0.2 -0.1  -0.3 0.14 -0.1  "
+    "-0.3 -0.14 -0.1  -0.24 -0.2 -0.1  0.24 -0.2 -0.1  0.3 -0.14 -0.1  "
+    "0.3 0.2 0.1  -0.3 0.2 0.1  -0.3 -0.2 0.1  0.3 -0.2 0.1"
+    "\"/></asset>";
 
 const PairSpec kPairs[] = {
     {"PlaneSphere", "type=\"plane\" size=\"2 2 0.1\"", "type=\"sphere\" size=\"0.3\"", 30, 0.15},
@@ -69,6 +110,16 @@ const PairSpec kPairs[] = {
     // determinant) show up
     {"BoxBoxDeep", "type=\"box\" size=\"0.3 0.4 0.5\"", "type=\"box\" size=\"0.25 0.35 0.2\"", 80,
      0.6},
+    // mjc_PlaneConvex: the ellipsoid's support point, a mesh's support vertex and up to two more
+    // vertices below the margin
+    {"PlaneEllipsoid", "type=\"plane\" size=\"2 2 0.1\"", "type=\"ellipsoid\" size=\"0.3 0.2 0.1\"",
+     60, 0.08},
+    {"PlaneMeshBox", "type=\"plane\" size=\"2 2 0.1\"", "type=\"mesh\" mesh=\"box\"", 60, 0.08,
+     kMeshBox},
+    {"PlaneMeshNoHull", "type=\"plane\" size=\"2 2 0.1\"", "type=\"mesh\" mesh=\"box\"", 40, 0.08,
+     kMeshBoxNoHull},
+    {"PlaneMeshPoly", "type=\"plane\" size=\"2 2 0.1\"", "type=\"mesh\" mesh=\"poly\"", 60, 0.1,
+     kMeshPoly},
 };
 
 // test names and failure messages show the pair's name
@@ -78,14 +129,16 @@ void PrintTo(const PairSpec& p, std::ostream* os) {
 
 const PairSpec& FindPair(const char* name) {
   for (const PairSpec& p : kPairs) {
-    if (std::strcmp(p.name, name) == 0) return p;
+    if (std::string(p.name) == name) return p;
   }
   return kPairs[0];
 }
 
 std::string PairXml(const PairSpec& p) {
   bool plane = std::strstr(p.geom1, "plane") != nullptr;
-  std::string xml = "<mujoco><size nconmax=\"200\"/><worldbody>";
+  std::string xml = "<mujoco><size nconmax=\"200\"/>";
+  if (p.head) xml += p.head;
+  xml += "<worldbody>";
   if (plane) {
     xml += std::string("<geom name=\"g1\" ") + p.geom1 + "/>";
   } else {
@@ -145,6 +198,11 @@ class PairSim {
   void SetPose(int g, const double pos[3], const double mat[9]) {
     mju_copy3(d_->geom_xpos + 3 * g, pos);
     mju_copy(d_->geom_xmat + 9 * g, mat, 9);
+  }
+
+  // geom g's size entry k (the collision reads m->geom_size through the view)
+  void SetSize(int g, int k, double v) {
+    m_->geom_size[3 * g + k] = v;
   }
 
  private:
@@ -398,6 +456,633 @@ INSTANTIATE_TEST_SUITE_P(Pairs, GeomJacobian, ::testing::ValuesIn(kPairs),
                            return std::string(info.param.name);
                          });
 
+// ---------------------------------- size Jacobian ----------------------------------------------
+
+// check every contact of the current poses: mjdiff_contactGeomSizeJacobian against central
+// differences in m->geom_size (both geoms, all three entries), the same matching and skipping
+// as CheckContacts
+void CheckSizes(PairSim& sim, PairStats* st) {
+  const mjModel* m = sim.model();
+  mjData* d = sim.data();
+  std::vector<mjContact> con = sim.Collide();
+  int ncon = static_cast<int>(con.size());
+  for (const mjContact& c : con) {
+    st->contacts++;
+    double Js[7 * 6];
+    if (mjdiff_contactGeomSizeJacobian(m, d, &c, Js) != 0) {
+      st->failed_calls++;
+      continue;
+    }
+    bool mesh = m->geom_type[c.geom2] == mjGEOM_MESH;
+    double jmax = 0;
+    for (double v : Js) jmax = std::max(jmax, std::fabs(v));
+    if (!mesh) {
+      EXPECT_GT(jmax, 0.1) << "size Jacobian is (nearly) zero";
+    }
+
+    double y0[7], fd[7 * 6];
+    ContactY(c, y0);
+    bool stable = true;
+    for (int col = 0; col < 6 && stable; col++) {
+      int g = col < 3 ? c.geom1 : c.geom2, k = col % 3;
+      double s0 = m->geom_size[3 * g + k], yp[7], ym[7];
+      sim.SetSize(g, k, s0 + kEps);
+      bool okp = MatchContact(sim, ncon, c.pos, yp);
+      sim.SetSize(g, k, s0 - kEps);
+      bool okm = MatchContact(sim, ncon, c.pos, ym);
+      sim.SetSize(g, k, s0);
+      if (!okp || !okm) {
+        stable = false;
+        st->skipped_count++;
+        break;
+      }
+      for (int i = 0; i < 7; i++) {
+        double slope_p = (yp[i] - y0[i]) / kEps, slope_m = (y0[i] - ym[i]) / kEps;
+        if (std::fabs(slope_p - slope_m) > 1e-3 * (1 + jmax)) stable = false;
+        fd[6 * i + col] = (yp[i] - ym[i]) / (2 * kEps);
+      }
+    }
+    if (!stable) {
+      st->skipped++;
+      continue;
+    }
+    double err = 0;
+    for (int i = 0; i < 7 * 6; i++) {
+      err = std::max(err, std::fabs(fd[i] - Js[i]));
+      if (fd[i] != Js[i]) st->differs = true;
+      // a mesh's size is no collision parameter: both exactly zero
+      if (mesh) {
+        EXPECT_EQ(Js[i], 0.0);
+        EXPECT_EQ(fd[i], 0.0);
+      }
+    }
+    err /= std::max(1.0, jmax);
+    st->checked++;
+    st->worst = std::max(st->worst, err);
+    EXPECT_LE(err, kTol) << "contact at dist " << c.dist;
+    if (err > kTol) {
+      for (int i = 0; i < 7; i++) {
+        std::string an, num;
+        for (int j = 0; j < 6; j++) {
+          char buf[64];
+          std::snprintf(buf, sizeof(buf), " %10.6f", Js[6 * i + j]);
+          an += buf;
+          std::snprintf(buf, sizeof(buf), " %10.6f", fd[6 * i + j]);
+          num += buf;
+        }
+        ADD_FAILURE() << "row " << i << "\n  Js " << an << "\n  fd " << num;
+      }
+    }
+  }
+}
+
+class GeomSizeJacobian : public ::testing::TestWithParam<PairSpec> {};
+
+TEST_P(GeomSizeJacobian, MatchesFiniteDifferences) {
+  const PairSpec& spec = GetParam();
+  PairSim sim(spec);
+  ASSERT_TRUE(sim.ok());
+  const mjModel* m = sim.model();
+  bool plane = m->geom_type[0] == mjGEOM_PLANE;
+  bool mesh = m->geom_type[1] == mjGEOM_MESH;
+  const double targets[] = {0.5 * kMargin, -0.01, -spec.deep / 3, -spec.deep};
+  std::mt19937_64 rng(4242);
+  PairStats st;
+  int attempts = 0;
+  while (st.poses < spec.poses && attempts < 20 * spec.poses) {
+    double target = targets[attempts++ % 4];
+    if (!RandomPose(sim, rng, plane, target)) continue;
+    st.poses++;
+    CheckSizes(sim, &st);
+  }
+  std::printf(
+      "%-15s sizes: poses %3d contacts %4d checked %4d skipped %3d (count %3d) errors %d "
+      "worst %.2e\n",
+      spec.name, st.poses, st.contacts, st.checked, st.skipped, st.skipped_count, st.failed_calls,
+      st.worst);
+  RecordProperty("worst_relative_error", std::to_string(st.worst));
+  EXPECT_GE(st.poses, 20);
+  EXPECT_EQ(st.failed_calls, 0);
+  EXPECT_GE(st.checked, 0.8 * st.contacts);
+  if (!mesh) {
+    EXPECT_TRUE(st.differs) << "analytic and finite-difference Jacobians are bit-identical";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, GeomSizeJacobian, ::testing::ValuesIn(kPairs),
+                         [](const ::testing::TestParamInfo<PairSpec>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// ---------------------------------- plane-convex hard cases ------------------------------------
+
+// plane at a random pose; geom 2 either at a random orientation or near-parallel: one of its six
+// principal orientations relative to the plane, yawed, then tilted by 1e-4 .. 1e-2 rad; along the
+// plane normal at the height where the smallest distance is target (bisection)
+bool PlanePose(PairSim& sim, std::mt19937_64& rng, bool parallel, double target) {
+  std::uniform_real_distribution<double> u01(0, 1);
+  double p1[3] = {u01(rng) - 0.5, u01(rng) - 0.5, u01(rng) - 0.5}, R1[9], R2[9];
+  RandomRotation(rng, R1);
+  if (parallel) {
+    const double faces[6][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0},
+                                {0, 1, 0, 1}, {0, 0, 1, 1}, {0, 1, 1, 0}};  // axis, angle/90deg
+    int f = static_cast<int>(6 * u01(rng)) % 6;
+    double qf[4] = {1, 0, 0, 0}, qy[4], qt[4], q[4], tmp[4], r[9];
+    double fa[3] = {faces[f][1], faces[f][2], faces[f][3]};
+    if (mju_norm3(fa) > 0) {
+      mju_normalize3(fa);
+      mju_axisAngle2Quat(qf, fa, f < 3 ? mjPI / 2 : mjPI);
+    }
+    double z[3] = {0, 0, 1}, ax[3] = {u01(rng) - 0.5, u01(rng) - 0.5, 0};
+    mju_normalize3(ax);
+    mju_axisAngle2Quat(qy, z, 2 * mjPI * u01(rng));
+    mju_axisAngle2Quat(qt, ax, std::pow(10.0, -4 + 2 * u01(rng)));
+    mju_mulQuat(tmp, qy, qt);
+    mju_mulQuat(q, tmp, qf);
+    mju_quat2Mat(r, q);
+    mju_mulMatMat(R2, R1, r, 3, 3, 3);
+  } else {
+    RandomRotation(rng, R2);
+  }
+  double n[3] = {R1[2], R1[5], R1[8]}, t1[3] = {R1[0], R1[3], R1[6]}, t2[3] = {R1[1], R1[4], R1[7]};
+  double base[3];
+  mju_copy3(base, p1);
+  mju_addToScl3(base, t1, u01(rng) - 0.5);
+  mju_addToScl3(base, t2, u01(rng) - 0.5);
+  sim.SetPose(0, p1, R1);
+  auto place = [&](double h) {
+    double p2[3];
+    mju_addScl3(p2, base, n, h);
+    sim.SetPose(1, p2, R2);
+  };
+  double lo = -0.5, hi = 1.5;
+  place(lo);
+  if (MinDist(sim) > target) return false;
+  for (int it = 0; it < 60; it++) {
+    double mid = 0.5 * (lo + hi);
+    place(mid);
+    if (MinDist(sim) > target) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  place(lo);
+  return MinDist(sim) < kMargin;
+}
+
+// near-parallel (shallow and deeper) and grazing (the smallest distance just inside the activation
+// margin) poses of the plane-convex pairs, pose and size Jacobians; the mesh specs also confirm
+// which vertex search the engine runs (vertex graph or exhaustive)
+TEST(GeomJacobianPlaneConvex, NearParallelAndGrazing) {
+  const char* names[] = {"PlaneEllipsoid", "PlaneMeshBox", "PlaneMeshNoHull", "PlaneMeshPoly"};
+  for (const char* name : names) {
+    const PairSpec& spec = FindPair(name);
+    PairSim sim(spec);
+    ASSERT_TRUE(sim.ok());
+    const mjModel* m = sim.model();
+    if (m->geom_type[1] == mjGEOM_MESH) {
+      int graph = m->mesh_graphadr[m->geom_dataid[1]];
+      if (std::strcmp(name, "PlaneMeshNoHull") == 0) {
+        EXPECT_LT(graph, 0) << "expected the exhaustive vertex search";
+      } else {
+        EXPECT_GE(graph, 0) << "expected a vertex graph";
+      }
+    }
+    std::mt19937_64 rng(99);
+    std::uniform_real_distribution<double> u01(0, 1);
+    PairStats pst, sst;
+    int poses[2] = {0, 0}, multi = 0;
+    for (int kind = 0; kind < 2; kind++) {
+      int attempts = 0;
+      while (poses[kind] < 40 && attempts++ < 400) {
+        double target = kind == 0 ? (attempts % 3 == 0 ? 0.5 * kMargin : -0.003 - 0.05 * u01(rng))
+                                  : kMargin * (0.9 + 0.099 * u01(rng));
+        if (!PlanePose(sim, rng, kind == 0 || u01(rng) < 0.5, target)) continue;
+        poses[kind]++;
+        if (sim.Collide().size() > 1) multi++;
+        CheckContacts(sim, &pst);
+        CheckSizes(sim, &sst);
+      }
+    }
+    std::printf(
+        "%-15s near-parallel %d grazing %d (multi-contact %d): pose checked %d/%d skipped %d "
+        "worst %.2e; size checked %d/%d worst %.2e\n",
+        name, poses[0], poses[1], multi, pst.checked, pst.contacts, pst.skipped, pst.worst,
+        sst.checked, sst.contacts, sst.worst);
+    EXPECT_EQ(poses[0], 40);
+    EXPECT_EQ(poses[1], 40);
+    EXPECT_EQ(pst.failed_calls + sst.failed_calls, 0);
+    EXPECT_GE(pst.checked, 0.8 * pst.contacts);
+    EXPECT_GE(sst.checked, 0.8 * sst.contacts);
+    EXPECT_TRUE(pst.differs);
+    if (m->geom_type[1] == mjGEOM_MESH) {
+      EXPECT_GT(multi, 20) << "the extra plane-mesh vertices were not exercised";
+    } else {
+      EXPECT_TRUE(sst.differs);
+    }
+  }
+}
+
+// ---------------------------------- plane-convex contact sets and the smooth force -------------
+
+// total smooth wrench on geom 1 (the convex geom; geom 0 the plane) about its centre, from the
+// contacts mjdiff_collide finds at the geom poses set in d (velocities zero)
+struct ConSample {
+  double pos[3];
+  double dist;
+  double fn;
+};
+struct WrenchSample {
+  double F[3] = {0, 0, 0}, T[3] = {0, 0, 0};
+  std::vector<ConSample> con;
+  int below = 0;  // mesh vertices within the activation margin (what the contacts could be)
+};
+
+WrenchSample MeasureWrench(shimSim* sim) {
+  const mjModel* m = sim->m;
+  mjData* d = sim->d;
+  WrenchSample w;
+  mjdiff_collide(m, d, sim->s);
+  const double* p2 = d->geom_xpos + 3;
+  for (int i = 0; i < d->ncon; i++) {
+    mjdiffContactForce f;
+    EXPECT_EQ(mjdiff_contactForce(m, d, sim->s, i, &f), MJDIFF_OK);
+    const mjContact& c = d->contact[i];
+    double Fw[3], r[3], t[3];
+    for (int k = 0; k < 3; k++) {
+      Fw[k] = f.force[0] * c.frame[k] + f.force[1] * c.frame[3 + k] + f.force[2] * c.frame[6 + k];
+    }
+    mju_sub3(r, c.pos, p2);
+    mju_cross(t, r, Fw);
+    mju_addTo3(w.F, Fw);
+    mju_addTo3(w.T, t);
+    ConSample cs;
+    mju_copy3(cs.pos, c.pos);
+    cs.dist = c.dist;
+    cs.fn = f.force[0];
+    w.con.push_back(cs);
+  }
+  if (m->geom_type[1] == mjGEOM_MESH) {
+    int id = m->geom_dataid[1];
+    const float* vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
+    double width;
+    char err[200];
+    EXPECT_EQ(mjdiff_getParam(sim->s, "contact_width", &width, err, sizeof(err)), MJDIFF_OK);
+    for (int i = 0; i < m->mesh_vertnum[id]; i++) {
+      double v[3] = {vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]}, x[3];
+      mju_rotVecMat(x, v, d->geom_xmat + 9);
+      mju_addTo3(x, p2);
+      if (x[2] - d->geom_xpos[2] <= width) w.below++;
+    }
+  }
+  return w;
+}
+
+// a plane (identity pose) and spec's geom 2 on a free body, with the smooth model's defaults
+std::string ForceXml(const PairSpec& spec) {
+  std::string xml = "<mujoco>";
+  if (spec.head) xml += spec.head;
+  xml += std::string("<worldbody><geom type=\"plane\" size=\"2 2 0.1\"/><body><freejoint/><geom ") +
+         spec.geom2 + "/></body></worldbody></mujoco>";
+  return xml;
+}
+
+// rotation taking geom 1's local axis of smallest extent (over its mesh vertices, or its sizes)
+// to world z, the next (cyclically) to x: the geom lies on its largest face; the lowest local z
+// over the vertices (or -size) returned in *zmin
+void LyingPose(const mjModel* m, double R0[9], double* zmin) {
+  double ext[3] = {0, 0, 0};
+  std::vector<std::array<double, 3>> pts;
+  if (m->geom_type[1] == mjGEOM_MESH) {
+    int id = m->geom_dataid[1];
+    const float* vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
+    for (int i = 0; i < m->mesh_vertnum[id]; i++) {
+      pts.push_back({vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]});
+    }
+  } else {
+    const mjtNum* s = m->geom_size + 3;
+    for (int k = 0; k < 3; k++) {
+      std::array<double, 3> a = {0, 0, 0};
+      a[static_cast<size_t>(k)] = s[k];
+      pts.push_back(a);
+    }
+  }
+  for (const auto& p : pts) {
+    for (int k = 0; k < 3; k++) ext[k] = std::max(ext[k], std::fabs(p[static_cast<size_t>(k)]));
+  }
+  int up = static_cast<int>(std::min_element(ext, ext + 3) - ext);
+  mju_zero(R0, 9);
+  R0[3 * 2 + up] = 1;
+  R0[3 * 0 + (up + 1) % 3] = 1;
+  R0[3 * 1 + (up + 2) % 3] = 1;
+  *zmin = m->geom_type[1] == mjGEOM_MESH ? 1e10 : -ext[up];
+  for (const auto& p : pts) {
+    if (m->geom_type[1] == mjGEOM_MESH) *zmin = std::min(*zmin, p[static_cast<size_t>(up)]);
+  }
+}
+
+// a contact of b not within 1e-3 of any contact of a
+bool IsNew(const WrenchSample& a, const ConSample& c) {
+  for (const ConSample& o : a.con) {
+    if (mju_dist3(o.pos, c.pos) < 1e-3) return false;
+  }
+  return true;
+}
+
+// Lowering a convex geom onto the plane in steps of 1e-5 m (random orientations): every contact
+// appears at the activation margin (dist within one step of contact_width) with the smooth ramp's
+// force there (at most k h^3 / (6 w^2) for a step h); for the ellipsoid (one smooth contact) the
+// force never jumps. For meshes the engine's cap can swap a contact that carries force for a new
+// one as a further vertex enters the margin; those swaps are counted and reported.
+TEST(GeomJacobianPlaneConvex, ContactsAppearAtMarginWithZeroForce) {
+  const char* names[] = {"PlaneEllipsoid", "PlaneMeshBox", "PlaneMeshPoly"};
+  const double h = 1e-5;
+  for (const char* name : names) {
+    const PairSpec& spec = FindPair(name);
+    testutil::Sim sim(ForceXml(spec).c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    shimSim* ss = &sim.sim;
+    double k, w;
+    char err[200];
+    ASSERT_EQ(mjdiff_getParam(ss->s, "contact_stiffness", &k, err, sizeof(err)), MJDIFF_OK);
+    ASSERT_EQ(mjdiff_getParam(ss->s, "contact_width", &w, err, sizeof(err)), MJDIFF_OK);
+    mj_kinematics(ss->m, ss->d);
+    std::mt19937_64 rng(5);
+    int appeared = 0, swaps = 0, orientations = 0;
+    double worst_fn = 0, worst_dist = 0, swap_fn = 0;
+    for (int o = 0; o < 8; o++) {
+      double R2[9], p2[3] = {0, 0, 1};
+      RandomRotation(rng, R2);
+      mju_copy(ss->d->geom_xmat + 9, R2, 9);
+      mju_copy3(ss->d->geom_xpos + 3, p2);
+      // lowest point of the geom below its centre: start 0.5 mm outside the margin
+      const mjModel* m = ss->m;
+      double low = 0;
+      if (m->geom_type[1] == mjGEOM_MESH) {
+        int id = m->geom_dataid[1];
+        const float* vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
+        for (int i = 0; i < m->mesh_vertnum[id]; i++) {
+          double v[3] = {vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]}, x[3];
+          mju_rotVecMat(x, v, R2);
+          low = std::min(low, x[2]);
+        }
+      } else {
+        double sz = 0;  // ellipsoid: |S R2' e_z|
+        for (int j = 0; j < 3; j++) sz += std::pow(m->geom_size[3 + j] * R2[6 + j], 2);
+        low = -std::sqrt(sz);
+      }
+      p2[2] = -low + w + 5e-4;
+      orientations++;
+      WrenchSample prev;
+      mju_copy3(ss->d->geom_xpos + 3, p2);
+      prev = MeasureWrench(ss);
+      EXPECT_TRUE(prev.con.empty());
+      for (int step = 0; step < 600; step++) {  // 6 mm down: to 3.5 mm deep
+        p2[2] -= h;
+        mju_copy3(ss->d->geom_xpos + 3, p2);
+        WrenchSample cur = MeasureWrench(ss);
+        for (const ConSample& c : cur.con) {
+          if (!IsNew(prev, c)) continue;
+          bool swap = false;
+          for (const ConSample& o2 : prev.con) swap = swap || IsNew(cur, o2);
+          if (swap) {
+            // a contact left while this one appeared (the engine's vertex cap)
+            swaps++;
+            for (const ConSample& o2 : prev.con) {
+              if (IsNew(cur, o2)) swap_fn = std::max(swap_fn, o2.fn);
+            }
+          }
+          appeared++;
+          worst_fn = std::max(worst_fn, c.fn);
+          worst_dist = std::max(worst_dist, std::fabs(c.dist - w));
+        }
+        // contacts only leave when another appears (lowering never lifts a vertex)
+        for (const ConSample& c : prev.con) {
+          bool gone = IsNew(cur, c), added = false;
+          for (const ConSample& n : cur.con) added = added || IsNew(prev, n);
+          EXPECT_TRUE(!gone || added) << name << " contact left without a swap";
+        }
+        prev = cur;
+      }
+    }
+    double bound = k * h * h * h / (6 * w * w);
+    std::printf(
+        "%-15s orientations %d contacts appeared %d: worst fn at appearance %.2e N (bound %.2e), "
+        "worst |dist - width| %.2e m; cap swaps %d, largest force dropped %.3f N\n",
+        name, orientations, appeared, worst_fn, bound, worst_dist, swaps, swap_fn);
+    EXPECT_GE(appeared, orientations);
+    EXPECT_LE(worst_fn, bound * (1 + 1e-6));
+    EXPECT_LE(worst_dist, h * (1 + 1e-6));
+    if (ss->m->geom_type[1] == mjGEOM_ELLIPSOID) {
+      EXPECT_EQ(swaps, 0);
+    }
+  }
+}
+
+// the wrench along a slow rotation of geom 1, lying on its largest face with its centre depth below
+// touching, first tilted by th0 about the horizontal axis a0 (NULL: none), then rotated about the
+// horizontal axis a through its centre by theta in [-thmax, thmax] (n + 1 samples): the largest
+// step-to-step change of F and T and the medians
+struct SweepResult {
+  double jumpF = 0, jumpT = 0, theta = 0;  // largest changes, at theta
+  double medF = 0, medT = 0;               // median changes
+  double F = 0;                            // |F| at theta = 0
+  int nconMin = 100, nconMax = 0, belowMin = 100;
+  std::vector<ConSample> left, added;  // contacts that left and appeared at the largest jump
+};
+
+SweepResult Sweep(shimSim* ss, const double axis[3], const double* a0, double th0, double depth,
+                  double thmax, int n) {
+  const mjModel* m = ss->m;
+  mjData* d = ss->d;
+  mj_kinematics(m, d);
+  double R0[9], zmin;
+  LyingPose(m, R0, &zmin);
+  if (a0) {
+    double q0[4], Rq0[9], tmp[9];
+    mju_axisAngle2Quat(q0, a0, th0);
+    mju_quat2Mat(Rq0, q0);
+    mju_mulMatMat(tmp, Rq0, R0, 3, 3, 3);
+    mju_copy(R0, tmp, 9);
+  }
+  double p2[3] = {0.01, -0.02, -zmin - depth};
+  SweepResult r;
+  std::vector<double> dF, dT;
+  WrenchSample prev;
+  for (int i = 0; i <= n; i++) {
+    double th = -thmax + 2 * thmax * i / n, q[4], Rq[9], R2[9];
+    mju_axisAngle2Quat(q, axis, th);
+    mju_quat2Mat(Rq, q);
+    mju_mulMatMat(R2, Rq, R0, 3, 3, 3);
+    mju_copy(d->geom_xmat + 9, R2, 9);
+    mju_copy3(d->geom_xpos + 3, p2);
+    WrenchSample cur = MeasureWrench(ss);
+    int ncon = static_cast<int>(cur.con.size());
+    r.nconMin = std::min(r.nconMin, ncon);
+    r.nconMax = std::max(r.nconMax, ncon);
+    r.belowMin = std::min(r.belowMin, cur.below);
+    if (2 * i == n) r.F = mju_norm3(cur.F);
+    if (i > 0) {
+      double a[3], b[3];
+      mju_sub3(a, cur.F, prev.F);
+      mju_sub3(b, cur.T, prev.T);
+      dF.push_back(mju_norm3(a));
+      dT.push_back(mju_norm3(b));
+      if (dT.back() > r.jumpT) {
+        r.jumpT = dT.back();
+        r.theta = th;
+        r.left.clear();
+        r.added.clear();
+        for (const ConSample& c : prev.con) {
+          if (IsNew(cur, c)) r.left.push_back(c);
+        }
+        for (const ConSample& c : cur.con) {
+          if (IsNew(prev, c)) r.added.push_back(c);
+        }
+      }
+      r.jumpF = std::max(r.jumpF, dF.back());
+    }
+    prev = cur;
+  }
+  std::sort(dF.begin(), dF.end());
+  std::sort(dT.begin(), dT.end());
+  r.medF = dF[dF.size() / 2];
+  r.medT = dT[dT.size() / 2];
+  return r;
+}
+
+void PrintSweep(const char* name, const char* what, const SweepResult& r, double rb) {
+  std::printf(
+      "%-15s %s: ncon %d..%d, vertices in margin >= %d; |F| %.2f N; largest step change |dF| "
+      "%.3f N (median %.2e), |dT| %.3f N m at theta %.1e (median %.2e) = %.3f |F| rbound\n",
+      name, what, r.nconMin, r.nconMax, r.belowMin, r.F, r.jumpF, r.medF, r.jumpT, r.theta, r.medT,
+      r.jumpT / (r.F * rb));
+}
+
+// A mesh box (half sizes 0.3 0.2 0.1, rbound 0.374) lying 3 mm deep on the plane (default smooth
+// model: k = 1e4 N/m, so 30 N a corner), rotated by +-1 mrad through flat in steps of 10 urad about
+// a horizontal axis at angle phi: its 4 bottom corners carry force throughout, the engine keeps 3
+// (the support vertex, then the first 2 below the margin in its search order: the support's
+// neighbours on the hull graph, or all vertices in index order without a graph) and the support
+// vertex changes at theta = 0 between the two corners of one diagonal. Where that changes the
+// dropped corner, the smooth torque jumps (30 N times the distance between the swapped corners);
+// where it does not (graph order), the wrench stays continuous. The measured figures are in
+// geom_d.c's header. The ellipsoid, one smooth contact, is the control.
+TEST(GeomJacobianPlaneConvex, PlaneMeshCapSwitchJump) {
+  const char* names[] = {"PlaneMeshBox", "PlaneMeshNoHull", "PlaneEllipsoid"};
+  for (const char* name : names) {
+    const PairSpec& spec = FindPair(name);
+    testutil::Sim sim(ForceXml(spec).c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    bool mesh = sim.sim.m->geom_type[1] == mjGEOM_MESH;
+    double rb = sim.sim.m->geom_rbound[1];
+    int jumps = 0;
+    for (double phi : {0.4, -0.4}) {
+      double axis[3] = {std::cos(phi), std::sin(phi), 0};
+      SweepResult r = Sweep(&sim.sim, axis, nullptr, 0, 3e-3, 1e-3, 200);
+      char what[32];
+      std::snprintf(what, sizeof(what), "phi %+.1f", phi);
+      PrintSweep(name, what, r, rb);
+      if (mesh) {
+        EXPECT_EQ(r.nconMax, 3);
+        EXPECT_GE(r.belowMin, 4);  // a corner that carries force is always left out
+        bool jump = r.jumpT > 100 * r.medT;
+        jumps += jump;
+        if (jump) {
+          // at the switch: one corner's force (|F| / 3) times the distance between the swapped
+          // corners (an edge, 0.4 or 0.6 m, or the diagonal, 0.721 m)
+          EXPECT_LT(std::fabs(r.theta), 2e-5);
+          double lever = r.jumpT / (r.F / 3), near = 1;
+          for (double e : {0.4, 0.6, std::sqrt(0.52)}) near = std::min(near, std::fabs(lever - e));
+          EXPECT_LT(near, 0.01) << "lever " << lever;
+          EXPECT_LT(r.jumpF, 3 * r.medF + 1e-12);  // equal corner forces at the switch
+        } else {
+          EXPECT_LT(r.jumpT, 3 * r.medT);
+        }
+      } else {
+        EXPECT_EQ(r.nconMax, 1);
+        EXPECT_LT(r.jumpT, 3 * r.medT + 1e-12);
+        EXPECT_LT(r.jumpF, 3 * r.medF + 1e-12);
+      }
+    }
+    if (mesh) {
+      EXPECT_GE(jumps, 1) << name;
+    }
+  }
+}
+
+// The chamfered box (kMeshChamfer) tilted so that one pair of twin bottom vertices (0.085 m apart)
+// is lowest, 3 mm deep at its centre, then rotated by +-1 mrad so that the lower twin changes at
+// theta = 0: the engine skips any vertex nearer than 0.3 rbound to the first contact, so the twin
+// of the support vertex never is a contact though it carries force, and at the switch the twins
+// trade places (with the cap's choice of the two other contacts from the new support's neighbours).
+TEST(GeomJacobianPlaneConvex, PlaneMeshThresholdSwitchJump) {
+  PairSpec spec = {"PlaneMeshChamfer",
+                   "type=\"plane\" size=\"2 2 0.1\"",
+                   "type=\"mesh\" mesh=\"chamfer\"",
+                   1,
+                   0.1,
+                   kMeshChamfer};
+  testutil::Sim sim(ForceXml(spec).c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  double R0[9], zmin;
+  LyingPose(m, R0, &zmin);
+
+  // the closest pair of bottom vertices (world, at R0)
+  int id = m->geom_dataid[1];
+  const float* vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
+  std::vector<std::array<double, 3>> bottom;
+  for (int i = 0; i < m->mesh_vertnum[id]; i++) {
+    double v[3] = {vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]}, x[3];
+    mju_rotVecMat(x, v, R0);
+    if (x[2] < zmin + 1e-6) bottom.push_back({x[0], x[1], x[2]});
+  }
+  ASSERT_EQ(bottom.size(), 8u);
+  double best = 1e10, t[3] = {0, 0, 0}, mid[3] = {0, 0, 0};
+  for (size_t i = 0; i < bottom.size(); i++) {
+    for (size_t j = i + 1; j < bottom.size(); j++) {
+      double dd = mju_dist3(bottom[i].data(), bottom[j].data());
+      if (dd < best) {
+        best = dd;
+        mju_sub3(t, bottom[j].data(), bottom[i].data());
+        mju_add3(mid, bottom[j].data(), bottom[i].data());
+      }
+    }
+  }
+  double rb = m->geom_rbound[1];
+  EXPECT_LT(best, 0.3 * rb);
+  mju_normalize3(t);
+  double u[3] = {-t[1], t[0], 0};  // outward, perpendicular to the twins
+  if (mju_dot3(u, mid) < 0) mju_scl3(u, u, -1);
+  double a0[3] = {-u[1], u[0], 0}, a[3] = {-t[1], t[0], 0};
+  SweepResult r = Sweep(&sim.sim, a, a0, 2e-3, 3e-3, 1e-3, 200);
+  PrintSweep("PlaneMeshChamfer", "twins", r, rb);
+  EXPECT_EQ(r.nconMax, 3);
+  EXPECT_GE(r.belowMin, 8);  // every bottom vertex carries force
+  EXPECT_GT(r.jumpT, 100 * r.medT);
+  EXPECT_LT(std::fabs(r.theta), 2e-5);
+
+  // the trades at the switch: a contact that left within 0.3 rbound of one that appeared is the
+  // twin (the threshold), others are the cap's choice
+  int twin = 0, cap = 0;
+  for (const ConSample& l : r.left) {
+    bool near = false;
+    for (const ConSample& a2 : r.added) near = near || mju_dist3(l.pos, a2.pos) < 0.3 * rb;
+    twin += near;
+    cap += !near;
+    std::printf("  %s trade: fn %.2f N left at (%.3f %.3f)\n", near ? "twin" : "cap ", l.fn,
+                l.pos[0], l.pos[1]);
+    EXPECT_GT(l.fn, 20) << "the dropped vertex carries force";
+  }
+  for (const ConSample& a2 : r.added) {
+    std::printf("  appeared: fn %.2f N at (%.3f %.3f)\n", a2.fn, a2.pos[0], a2.pos[1]);
+  }
+  EXPECT_EQ(twin, 1);
+  EXPECT_EQ(static_cast<int>(r.left.size()), static_cast<int>(r.added.size()));
+}
+
 // sphere-box with the sphere's centre inside the box (the engine's dist is then -r whatever the
 // depth), and capsule-capsule with exactly parallel axes (the engine's end-against-segment branch;
 // only translations keep the axes parallel, so only those columns are differenced)
@@ -448,13 +1133,15 @@ TEST(GeomJacobianCases, SphereInsideBoxAndParallelCapsules) {
   }
 }
 
-// the supported table: MuJoCo's closed-form pair functions, not its convex or height-field ones
+// the supported table: MuJoCo's closed-form pair functions and mjc_PlaneConvex, not its libccd or
+// height-field ones
 TEST(GeomJacobianTable, SupportedPairs) {
-  const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},   {mjGEOM_PLANE, mjGEOM_CAPSULE},
-                              {mjGEOM_PLANE, mjGEOM_CYLINDER}, {mjGEOM_PLANE, mjGEOM_BOX},
-                              {mjGEOM_SPHERE, mjGEOM_SPHERE},  {mjGEOM_SPHERE, mjGEOM_CAPSULE},
-                              {mjGEOM_SPHERE, mjGEOM_BOX},     {mjGEOM_CAPSULE, mjGEOM_CAPSULE},
-                              {mjGEOM_CAPSULE, mjGEOM_BOX},    {mjGEOM_BOX, mjGEOM_BOX}};
+  const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},    {mjGEOM_PLANE, mjGEOM_CAPSULE},
+                              {mjGEOM_PLANE, mjGEOM_CYLINDER},  {mjGEOM_PLANE, mjGEOM_BOX},
+                              {mjGEOM_SPHERE, mjGEOM_SPHERE},   {mjGEOM_SPHERE, mjGEOM_CAPSULE},
+                              {mjGEOM_SPHERE, mjGEOM_BOX},      {mjGEOM_CAPSULE, mjGEOM_CAPSULE},
+                              {mjGEOM_CAPSULE, mjGEOM_BOX},     {mjGEOM_BOX, mjGEOM_BOX},
+                              {mjGEOM_PLANE, mjGEOM_ELLIPSOID}, {mjGEOM_PLANE, mjGEOM_MESH}};
   for (int t1 = 0; t1 < mjNGEOMTYPES; t1++) {
     for (int t2 = t1; t2 < mjNGEOMTYPES; t2++) {
       bool expect = false;
@@ -464,19 +1151,20 @@ TEST(GeomJacobianTable, SupportedPairs) {
   }
 }
 
-// an unsupported pair (plane-ellipsoid, libccd) and a contact that is not the geoms' fail with -1
+// an unsupported pair (sphere-ellipsoid, libccd) and a contact that is not the geoms' fail with -1
 TEST(GeomJacobianTable, ErrorsAndInputs) {
-  PairSpec ell = {"PlaneEllipsoid", "type=\"plane\" size=\"2 2 0.1\"",
+  PairSpec ell = {"SphereEllipsoid", "type=\"sphere\" size=\"0.2\"",
                   "type=\"ellipsoid\" size=\"0.3 0.2 0.1\"", 1, 0.15};
   PairSim sim(ell);
   ASSERT_TRUE(sim.ok());
-  double p[3] = {0, 0, 0.05}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
+  double p[3] = {0, 0, 0.25}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
   sim.SetPose(0, zero, eye);
   sim.SetPose(1, p, eye);
   std::vector<mjContact> con = sim.Collide();
   ASSERT_FALSE(con.empty());
-  double J[7 * 12];
+  double J[7 * 12], Js[7 * 6];
   EXPECT_EQ(mjdiff_contactGeomJacobian(sim.model(), sim.data(), &con[0], J), -1);
+  EXPECT_EQ(mjdiff_contactGeomSizeJacobian(sim.model(), sim.data(), &con[0], Js), -1);
 
   // sphere on a plane: inputs untouched, repeatable; a displaced contact does not match
   PairSim sph(FindPair("PlaneSphere"));
@@ -499,8 +1187,14 @@ TEST(GeomJacobianTable, ErrorsAndInputs) {
   EXPECT_DOUBLE_EQ(J[8], 1);
   EXPECT_DOUBLE_EQ(J[2], -1);
 
+  // and d dist / d radius = -1, the plane's sizes do not matter
+  ASSERT_EQ(mjdiff_contactGeomSizeJacobian(sph.model(), sph.data(), &con[0], Js), 0);
+  EXPECT_DOUBLE_EQ(Js[3], -1);
+  for (int k = 0; k < 3; k++) EXPECT_EQ(Js[k], 0.0);
+
   con[0].pos[0] += 0.5;
   EXPECT_EQ(mjdiff_contactGeomJacobian(sph.model(), sph.data(), &con[0], J), -1);
+  EXPECT_EQ(mjdiff_contactGeomSizeJacobian(sph.model(), sph.data(), &con[0], Js), -1);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 # Smoke test of the step-derivative tools:
 #   1. mjdiff-check --states 5 on models/arm_box.xml passes (exit 0) and its --json is valid;
 #   2. mjdiff-check on a model the step derivatives do not cover (an ellipsoid that can touch a
-#      plane) exits 1 with the library's message naming the geom and the missing derivative;
+#      height field) exits 1 with the library's message naming the geom and the missing derivative;
 #      on an implicit-integrator model exits 1 naming the integrator;
 #   3. mjdiff-check --bogus and a missing model are usage errors (exit 2); --help exits 0;
 #   4. mjdiff-bench-step --rounds 1 models/cartpole.xml --json prints valid JSON with the
@@ -71,8 +71,11 @@ note "mjdiff-check arm_box.xml: ok"
 # 2. unsupported features: the library's message, exit 1
 cat >"$TMP/ellipsoid.xml" <<'EOF'
 <mujoco>
+  <asset>
+    <hfield name="terrain" nrow="4" ncol="4" size="2 2 0.1 0.1"/>
+  </asset>
   <worldbody>
-    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <geom name="floor" type="hfield" hfield="terrain"/>
     <body pos="0 0 0.3">
       <freejoint/>
       <geom name="egg" type="ellipsoid" size="0.1 0.15 0.2" mass="1"/>
@@ -81,15 +84,16 @@ cat >"$TMP/ellipsoid.xml" <<'EOF'
 </mujoco>
 EOF
 run "$CHECK" --states 5 "$TMP/ellipsoid.xml"
-[[ $RC -eq 1 ]] || fail "mjdiff-check on an ellipsoid on a plane: exit $RC, expected 1; $ERR"
+[[ $RC -eq 1 ]] || fail "mjdiff-check on an ellipsoid on a height field: exit $RC, expected 1; $ERR"
 grep -q "MJDIFF_ERR_UNSUPPORTED" <<<"$ERR" || fail "ellipsoid: no MJDIFF_ERR_UNSUPPORTED: $ERR"
 grep -q "'egg'" <<<"$ERR" || fail "ellipsoid: the message does not name the geom: $ERR"
 grep -q "geometry derivative" <<<"$ERR" ||
   fail "ellipsoid: the message does not name the missing derivative: $ERR"
-note "mjdiff-check on an ellipsoid touching a plane: exit 1, $ERR"
+note "mjdiff-check on an ellipsoid touching a height field: exit 1, $ERR"
 
 sed -e 's|<worldbody>|<option integrator="implicit"/>\n  <worldbody>|' \
     -e 's|type="ellipsoid" size="0.1 0.15 0.2"|type="sphere" size="0.1"|' \
+    -e 's|type="hfield" hfield="terrain"|type="plane" size="2 2 0.1"|' \
     "$TMP/ellipsoid.xml" >"$TMP/implicit.xml"
 run "$CHECK" --states 5 "$TMP/implicit.xml"
 [[ $RC -eq 1 ]] || fail "mjdiff-check on an implicit-integrator model: exit $RC, expected 1; $ERR"
