@@ -6,7 +6,8 @@
 // through a VFS: "defaults").
 //
 //   x0 = keyframe 0, else qpos0; h = the model's timestep; every run starts at x0.
-//   rest run (zero controls, --rest seconds, R steps), per mode:
+//   rest run (--rest seconds, R steps; the controls held at x0's: keyframe 0's ctrl, zero without
+//   a keyframe, so that position servos hold the keyframe's pose), per mode:
 //     pen_k    = max_i -dist_i over the contacts of step k (the deepest penetration; negative
 //                when the smooth model holds a body just above a surface, inside its width)
 //     pen      = mean of pen_k over the last 20% of the steps that have contacts (mm)
@@ -108,8 +109,9 @@ static void usage(void) {
       "defaults (the MJCF text with its <numeric name=\"mjdiff_...\"> elements removed, loaded\n"
       "through a VFS: 'defaults'; identical to 'written' for models without such numerics).\n"
       "Per model and smooth mode:\n"
-      "  pen        resting penetration: mean over the last 20%% of a zero-control rest run of\n"
-      "             the deepest contact's -dist (mm), native and smooth ('-': no contact)\n"
+      "  pen        resting penetration: mean over the last 20%% of a rest run (the controls of\n"
+      "             keyframe 0, zero without one) of the deepest contact's -dist (mm; negative:\n"
+      "             held inside the smooth contact width), native and smooth ('-': no contact)\n"
       "  Fn rms     RMS difference of the total contact normal force per step over a 0.5 s\n"
       "             control run (N; native from mj_contactForce), beside the native mean\n"
       "  dev        largest body-position difference after 0.1 s and 0.5 s of that run (mm)\n"
@@ -119,7 +121,7 @@ static void usage(void) {
       "|qvel| exceeds 1000: ran away).\n"
       "\n"
       "Options:\n"
-      "  --rest S        length of the zero-control rest run, seconds (default 2)\n"
+      "  --rest S        length of the rest run, seconds (default 2)\n"
       "  --controls K    control run: smooth (seeded sinusoids inside ctrlrange) or zero\n"
       "                  (default smooth)\n"
       "  --seed N        seed of the controls' phases (default 1)\n"
@@ -360,10 +362,11 @@ static double deepest(const mjData* d) {
   return pen;
 }
 
-// the rest run: zero controls for R steps; fills pen_mm, ncon_rest, drift; 0 if it failed
+// the rest run: R steps with the controls of the initial state (keyframe 0's ctrl, else zero);
+// fills pen_mm, ncon_rest, drift; 0 if it failed
 static int restRun(const mjModel* m, mjData* d, const mjdiffModel* s, long R, mode* out) {
   tool_resetState(m, d);
-  mju_zero(d->ctrl, m->nu);
+  if (m->nkey == 0) mju_zero(d->ctrl, m->nu);
   long tail0 = R - (long)ceil(TAIL * (double)R);
   double pen = 0, ncon = 0, e0 = 0, elast = 0, emax = 0;
   long npen = 0, ntail = 0;
