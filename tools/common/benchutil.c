@@ -6,6 +6,7 @@
 
 #include "toolutil.h"
 
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,37 @@ void tool_bundledModels(const char* tool, const char* const* bundled, int nbundl
     if (!model[*nmodel]) break;
     strcpy(model[(*nmodel)++], path);
   }
+}
+
+int tool_globPaths(const char* pattern, char*** list, int* n) {
+  glob_t g;
+  memset(&g, 0, sizeof(g));
+  int rc = glob(pattern, 0, NULL, &g);
+  if (rc == GLOB_NOMATCH) {
+    globfree(&g);
+    return 1;
+  }
+  if (rc != 0) {
+    globfree(&g);
+    return rc != GLOB_NOSPACE;
+  }
+  char** grown = realloc(*list, sizeof(char*) * ((size_t)*n + g.gl_pathc + 1));
+  if (!grown) {
+    globfree(&g);
+    return 0;
+  }
+  *list = grown;
+  for (size_t i = 0; i < g.gl_pathc; i++) {
+    char* p = malloc(strlen(g.gl_pathv[i]) + 1);
+    if (!p) {
+      globfree(&g);
+      return 0;
+    }
+    strcpy(p, g.gl_pathv[i]);
+    (*list)[(*n)++] = p;
+  }
+  globfree(&g);
+  return 1;
 }
 
 void tool_baseName(const char* path, char* name, size_t n) {

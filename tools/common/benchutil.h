@@ -29,6 +29,10 @@ void tool_modelDir(const char* probe, char* dir, size_t n);
 void tool_bundledModels(const char* tool, const char* const* bundled, int nbundled, char** model,
                         int* nmodel);
 
+// append to *list (*n entries, grown with realloc) the paths matching the glob pattern, sorted,
+// each malloc'd; 0 if out of memory (no match is not an error)
+int tool_globPaths(const char* pattern, char*** list, int* n);
+
 // out = a/b; 0 if it does not fit in n chars
 int tool_joinPath(char* out, size_t n, const char* a, const char* b);
 

@@ -112,6 +112,53 @@ mjModel* tool_loadModel(const char* path, char* err, int errsz) {
   return m;
 }
 
+char* tool_readFile(const char* path, long* size, char* err, int errsz) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, (size_t)errsz, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  char* buf = NULL;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)n + 1);
+  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    snprintf(err, (size_t)errsz, "%s: cannot read", path);
+    free(buf);
+    fclose(f);
+    return NULL;
+  }
+  fclose(f);
+  buf[n] = 0;
+  if (size) *size = n;
+  return buf;
+}
+
+mjModel* tool_loadXMLText(const char* path, const char* text, long size, char* err, int errsz) {
+  if (size <= 0 || size > 0x7fffffffL) {
+    snprintf(err, (size_t)errsz, "%s: empty or too large model text", path);
+    return NULL;
+  }
+  mjVFS* vfs = malloc(sizeof(mjVFS));  // ~2 MB of file names: not on the stack
+  if (!vfs) {
+    snprintf(err, (size_t)errsz, "%s: out of memory", path);
+    return NULL;
+  }
+  mj_defaultVFS(vfs);
+  mjModel* m = NULL;
+  char msg[800] = "";
+  if (mj_makeEmptyFileVFS(vfs, path, (int)size) != 0) {
+    snprintf(msg, sizeof(msg), "cannot add the model text to a VFS");
+  } else {
+    memcpy(vfs->filedata[vfs->nfile - 1], text, (size_t)size);
+    m = mj_loadXML(path, vfs, msg, sizeof(msg));
+  }
+  mj_deleteVFS(vfs);
+  free(vfs);
+  if (!m) snprintf(err, (size_t)errsz, "%s: %s", path, msg);
+  return m;
+}
+
 void tool_jsonString(FILE* f, const char* s) {
   fputc('"', f);
   for (; *s; s++) {

@@ -56,6 +56,15 @@ volatile int* tool_interruptFlag(void);
 // load an MJCF or MJB model; NULL with a message naming the file on failure
 mjModel* tool_loadModel(const char* path, char* err, int errsz);
 
+// the whole file at path as a NUL-terminated malloc'd string (*size its length without the NUL);
+// NULL with a message naming the file on failure
+char* tool_readFile(const char* path, long* size, char* err, int errsz);
+
+// compile MJCF text as if it were the file at path: the text goes through a MuJoCo VFS under that
+// file's name, so includes and assets still resolve relative to path's directory (from disk);
+// NULL with a message naming the file on failure
+mjModel* tool_loadXMLText(const char* path, const char* text, long size, char* err, int errsz);
+
 // JSON string with escapes
 void tool_jsonString(FILE* f, const char* s);
 
