@@ -740,8 +740,12 @@ WrenchSample MeasureWrench(shimSim* sim) {
 }
 
 // a plane (identity pose) and spec's geom 2 on a free body, with the smooth model's defaults
+// (the contact values fixed explicitly, as the switch figures below were measured with them)
 std::string ForceXml(const PairSpec& spec) {
-  std::string xml = "<mujoco>";
+  std::string xml = "<mujoco><custom><numeric name=\"mjdiff_contact_stiffness\" data=\"1e4\"/>"
+                    "<numeric name=\"mjdiff_contact_damping\" data=\"50\"/>"
+                    "<numeric name=\"mjdiff_contact_width\" data=\"2e-3\"/>"
+                    "<numeric name=\"mjdiff_friction_speed\" data=\"0.05\"/></custom>";
   if (spec.head) xml += spec.head;
   xml += std::string("<worldbody><geom type=\"plane\" size=\"2 2 0.1\"/><body><freejoint/><geom ") +
          spec.geom2 + "/></body></worldbody></mujoco>";
