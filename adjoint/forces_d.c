@@ -36,6 +36,10 @@
 // Actuators (hinge/slide joint or fixed-tendon transmission: constant moment G, length G q):
 //   force = clamp(gain(L, V) in + bias(L, V)), in = clamp(ctrl) or act
 //   df = G' (force_L G dq + force_V G dv + force_in din)
+// Spatial tendons (springs, dampers, limits, friction loss, equalities, actuator transmissions with
+// moment gear J(q)): the same laws on the tendon length, through tendon_d.c, which adds the
+// derivative of J(q)' F in q (the length's Hessian). Its failure (an inside wrap) is reported as
+// -1 - ncon - t.
 
 #include <math.h>
 #include <string.h>
@@ -686,11 +690,19 @@ static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjdiffOption
   }
 }
 
+// the force f(L, Ldot) on spatial tendon t with partials fx, fv (tendon_d.c); failures in *status
+static void spatialTendon(const mjModel* m, mjData* d, int t, mjtNum f, mjtNum fx, mjtNum fv,
+                          mjtNum* DfDq, mjtNum* DfDv, int* status) {
+  mjtNum dF[2] = {fx, fv};
+  int bad = mjdiff_tendonForceDerivative(m, d, 1, &t, &f, dF, DfDq, DfDv);
+  if (bad && !*status) *status = -1 - d->ncon - t;
+}
+
 //---------------------------------- MuJoCo passive forces and actuators --------------------------
 
 // joint springs and dof dampers (tendon springs and dampers through fixed tendons)
-static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum* DfDq,
-                         mjtNum* DfDv) {
+static void passiveDeriv(const mjModel* m, mjData* d, mjtNum* row, mjtNum* DfDq, mjtNum* DfDv,
+                         int* status) {
   int nv = m->nv;
   if (DISABLED(m, mjDSBL_PASSIVE)) return;
   for (int j = 0; j < m->njnt; j++) {
@@ -716,14 +728,21 @@ static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum*
   for (int i = 0; i < nv; i++) DfDv[nv * i + i] -= m->dof_damping[i];
   for (int t = 0; t < m->ntendon; t++) {
     if (m->tendon_stiffness[t] == 0 && m->tendon_damping[t] == 0) continue;
+    if (mjdiff_tendonSpatial(m, t)) {
+      mjtNum k = m->tendon_stiffness[t], b = m->tendon_damping[t];
+      mjtNum f = -k * (d->ten_length[t] - m->tendon_lengthspring[t]) - b * d->ten_velocity[t];
+      spatialTendon(m, d, t, f, -k, -b, DfDq, DfDv, status);
+      continue;
+    }
     addScalarDeriv(m, d, t, -1, -m->tendon_stiffness[t], -m->tendon_damping[t], row, DfDq,
                    DfDv);
   }
 }
 
 // actuator forces through constant moments (hinge/slide joints, fixed tendons)
-static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNum* DfDv,
-                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu) {
+static void actuatorDeriv(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv,
+                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu,
+                          int* status) {
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
@@ -764,10 +783,19 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
       if (force <= fr[0] || force >= fr[1]) fL = fV = fin = 0;
     }
 
+    // spatial tendon: moment = gear J(q), the tendon force gear force (tendon_d.c)
+    int spatial = m->actuator_trntype[i] == mjTRN_TENDON &&
+                  mjdiff_tendonSpatial(m, m->actuator_trnid[2 * i]);
+    if (spatial) {
+      mjtNum gear = m->actuator_gear[6 * i];
+      spatialTendon(m, d, m->actuator_trnid[2 * i], gear * d->actuator_force[i],
+                    gear * gear * fL, gear * gear * fV, DfDq, DfDv, status);
+    }
+
     // df = moment' (fL moment dq + fV moment dv + fin din)
     for (int r = 0; r < nv; r++) {
       if (moment[r] == 0) continue;
-      for (int c = 0; c < nv; c++) {
+      for (int c = 0; c < nv && !spatial; c++) {
         if (moment[c] == 0) continue;
         DfDq[nv * r + c] += moment[r] * fL * moment[c];
         DfDv[nv * r + c] += moment[r] * fV * moment[c];
@@ -823,8 +851,8 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
   spatial_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
-  passiveDeriv(m, d, sc.J2, DfDq, DfDv);
-  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu);
+  passiveDeriv(m, d, sc.J2, DfDq, DfDv, &status);
+  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, &status);
 
   // smooth forces (plugin/smooth.c), under the same flags
   if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
@@ -868,6 +896,16 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         mjtNum f_x1 = -k, f_x2 = k * dp + c * ddp * v2, f_v1 = -c, f_v2 = c * dp;
         mjtNum g_x2 = -(f_x2 * dp + f * ddp), g_x1 = -f_x1 * dp, g_v1 = -f_v1 * dp,
                g_v2 = -f_v2 * dp;
+        if (tendon && (mjdiff_tendonSpatial(m, o1) || (o2 >= 0 && mjdiff_tendonSpatial(m, o2)))) {
+          int ts[2] = {o1, o2}, n = o2 >= 0 ? 2 : 1;
+          mjtNum F[2] = {f, -f * dp}, dF2[8] = {f_x1, f_x2, f_v1, f_v2, g_x1, g_x2, g_v1, g_v2};
+          mjtNum dF1[2] = {f_x1, f_v1};
+          if (mjdiff_tendonForceDerivative(m, d, n, ts, F, n == 2 ? dF2 : dF1, DfDq, DfDv) &&
+              !status) {
+            status = -1 - d->ncon - o1;
+          }
+          continue;
+        }
         // coordinate rows a1, a2: dof unit vectors or fixed-tendon Jacobian rows
         mjtNum* a1 = sc.J1;
         mjtNum* a2 = sc.J1 + nv;
@@ -908,7 +946,12 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         if (!m->tendon_limited[t]) continue;
         mjtNum fx, fv;
         const mjtNum* range = m->tendon_range + 2 * t;
-        limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
+        mjtNum f = limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx,
+                              &fv);
+        if (mjdiff_tendonSpatial(m, t)) {
+          if (f != 0 || fx != 0 || fv != 0) spatialTendon(m, d, t, f, fx, fv, DfDq, DfDv, &status);
+          continue;
+        }
         if (fx != 0 || fv != 0) addScalarDeriv(m, d, t, -1, fx, fv, sc.J2, DfDq, DfDv);
       }
     }
@@ -922,6 +965,12 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         if (m->tendon_frictionloss[t] > 0) {
           mjtNum fv = lossDeriv(m->tendon_frictionloss[t], d->ten_velocity[t],
                                 o->frictionloss_speed);
+          if (mjdiff_tendonSpatial(m, t)) {
+            mjtNum u = d->ten_velocity[t] / o->frictionloss_speed, r;
+            law_regular(&r, &u, 1);
+            spatialTendon(m, d, t, -m->tendon_frictionloss[t] * r, 0, fv, DfDq, DfDv, &status);
+            continue;
+          }
           addScalarDeriv(m, d, t, -1, 0, fv, sc.J2, NULL, DfDv);
         }
       }

@@ -323,32 +323,12 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     if (trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) {
       ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
     } else if (trn == mjTRN_TENDON) {
-      ok = 1;
-      for (int w = 0; w < m->tendon_num[id]; w++) {
-        ok &= m->wrap_type[m->tendon_adr[id] + w] == mjWRAP_JOINT;
-      }
+      ok = 1;  // fixed and spatial tendons (tendon_d.c)
     }
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): only hinge/slide joint and fixed-tendon "
+                          "actuator %d ('%s'): only hinge/slide joint and tendon "
                           "transmissions have derivatives", i, name);
-    }
-  }
-  for (int t = 0; t < m->ntendon; t++) {
-    int fixed = 1, used = m->tendon_stiffness[t] > 0 || m->tendon_damping[t] > 0 ||
-                          m->tendon_limited[t] || m->tendon_frictionloss[t] > 0;
-    for (int w = 0; w < m->tendon_num[t]; w++) {
-      fixed &= m->wrap_type[m->tendon_adr[t] + w] == mjWRAP_JOINT;
-    }
-    for (int i = 0; i < m->neq; i++) {
-      used |= m->eq_type[i] == mjEQ_TENDON && (m->eq_obj1id[i] == t || m->eq_obj2id[i] == t);
-    }
-    if (!fixed && used) {
-      const char* name = mj_id2name(m, mjOBJ_TENDON, t);
-      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "tendon %d ('%s'): spatial tendons with stiffness, damping, limits, "
-                          "friction loss or equalities have no derivative yet", t,
-                          name ? name : "");
     }
   }
   // contact pairs that can occur (MuJoCo's own filters: contype/conaffinity, weld, parent,
@@ -782,6 +762,12 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "sensor %d ('%s', type %d) has no "
                       "derivative", w->badSensor, name ? name : "",
                       m->sensor_type[w->badSensor]);
+  }
+  if (st == MJDIFF_OK && w->badContact >= d->ncon) {  // a tendon (tendon_d.c)
+    int t = w->badContact - d->ncon;
+    const char* name = mj_id2name(m, mjOBJ_TENDON, t);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): an inside wrap (side "
+                      "site inside the wrapping geom) has no derivative", t, name ? name : "");
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {
     const mjContact* con = d->contact + w->badContact;
