@@ -42,7 +42,7 @@ const char* kWrap = R"(
   <worldbody>
     <site name="w0" pos="0 0 1.5"/>
     <site name="w1" pos="0.6 -0.3 0.9"/>
-    <geom name="wsph" type="sphere" pos="0.35 0.15 1.35" size="0.08"/>
+    <geom name="wsph" type="sphere" pos="0.3 0.2 1.35" size="0.15"/>
     <geom name="wcyl" type="cylinder" pos="0.5 -0.15 1.0" size="0.06 0.2" euler="0 1.2 0.3"/>
     <site name="wside" pos="0.3 0.4 1.3"/>
     <body name="a" pos="0 0 1">
@@ -54,12 +54,12 @@ const char* kWrap = R"(
         <joint name="bb" type="ball"/>
         <geom name="sph" type="sphere" size="0.06" pos="0.15 0 0" mass="0.3"/>
         <site name="b0" pos="0.3 0.02 0.01"/>
-        <site name="bside" pos="0.15 0 0.2"/>
+        <site name="bside" pos="0.15 0 0.5"/>
         <site name="bcentre" pos="0.15 0 0"/>
         <body name="c" pos="0.3 0 0">
           <joint name="sc" type="slide" axis="1 0 0"/>
           <joint name="hc" type="hinge" axis="0 0 1"/>
-          <geom name="cyl" type="cylinder" size="0.05 0.1" pos="0.1 0 0" euler="1.5707963 0 0"
+          <geom name="cyl" type="cylinder" size="0.08 0.1" pos="0.1 0 0" euler="1.5707963 0 0"
                 mass="0.2"/>
           <site name="c0" pos="0.25 0.03 0.02"/>
           <site name="cside" pos="0.1 0 0.2"/>
@@ -157,9 +157,10 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
   mjData* d = sim.sim.d;
   int nv = m->nv, inside = mj_name2id(m, mjOBJ_TENDON, "inside");
   unsigned long long seed = 777;
-  const int nsample = 60;
+  const int nsample = 200;
   const double tol = 1e-6;
   std::vector<int> compared(m->ntendon), wrapped(m->ntendon), straight(m->ntendon);
+  std::vector<int> refused(m->ntendon);
   std::vector<double> worstJ(m->ntendon), worstH(m->ntendon);
   double worstMj = 0;
   int insideRefused = 0;
@@ -185,6 +186,7 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
         EXPECT_GT(wn, 2) << "tendon " << t;
         EXPECT_NE(m->wrap_prm[m->tendon_adr[t] + 1], -1) << "tendon " << t;
         insideRefused++;
+        refused[t]++;
         continue;
       }
       ASSERT_EQ(st, 0) << "tendon " << t;
@@ -192,22 +194,6 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
       // against MuJoCo's own length and Jacobian
       compat_tendonRow(m, d, t, row.data());
       EXPECT_NEAR(L, d->ten_length[t], 1e-10) << "tendon " << t << " sample " << k;
-      if (std::fabs(L - d->ten_length[t]) > 1e-10) {
-        for (int w = 0; w < d->ten_wrapnum[t]; w++) {
-          int i = d->ten_wrapadr[t] + w;
-          printf("obj %d  %.6f %.6f %.6f\n", d->wrap_obj[i], d->wrap_xpos[3*i], d->wrap_xpos[3*i+1], d->wrap_xpos[3*i+2]);
-        }
-        int g = mj_name2id(m, mjOBJ_GEOM, "cyl");
-        const mjtNum* R = d->geom_xmat + 9 * g; const mjtNum* c = d->geom_xpos + 3 * g;
-        for (int w = 0; w < d->ten_wrapnum[t]; w++) {
-          int i = d->ten_wrapadr[t] + w; mjtNum tmp[3], l[3];
-          mju_sub3(tmp, d->wrap_xpos + 3 * i, c); mju_mulMatTVec(l, R, tmp, 3, 3);
-          printf("local %.6f %.6f %.6f\n", l[0], l[1], l[2]);
-        }
-        int sd = mj_name2id(m, mjOBJ_SITE, "cside"); mjtNum tmp[3], l[3];
-        mju_sub3(tmp, d->site_xpos + 3 * sd, c); mju_mulMatTVec(l, R, tmp, 3, 3);
-        printf("side local %.6f %.6f %.6f\n", l[0], l[1], l[2]);
-      }
       double e = relErr(J, row, 1);
       worstMj = std::fmax(worstMj, e);
       EXPECT_LE(e, 1e-10) << "tendon " << t << " sample " << k;
@@ -255,15 +241,16 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
   for (int t = 0; t < m->ntendon; t++) {
     if (t == inside) continue;
     std::cout << mj_id2name(m, mjOBJ_TENDON, t) << ": compared " << compared[t] << "/" << nsample
-              << " (" << wrapped[t] << " wrapped, " << straight[t] << " straight), worst J "
-              << worstJ[t] << ", H " << worstH[t] << "\n";
-    EXPECT_GE(compared[t], (int)(0.8 * nsample)) << "tendon " << t;
+              << " (" << wrapped[t] << " wrapped, " << straight[t] << " straight; " << refused[t]
+              << " inside wraps refused), worst J " << worstJ[t] << ", H " << worstH[t] << "\n";
+    EXPECT_GE(compared[t], (int)(0.8 * (nsample - refused[t]))) << "tendon " << t;
+    EXPECT_LE(refused[t], nsample / 4) << "tendon " << t;
   }
   // every wrap seen both active and inactive
-  for (const char* name : {"sphere_side", "sphere_world", "cyl", "cyl_side", "world_wraps"}) {
+  for (const char* name : {"sphere_side", "sphere_world", "cyl", "cyl_side"}) {
     int t = mj_name2id(m, mjOBJ_TENDON, name);
-    EXPECT_GE(wrapped[t], 5) << name;
-    EXPECT_GE(straight[t], 5) << name;
+    EXPECT_GE(wrapped[t], 3) << name;
+    EXPECT_GE(straight[t], 3) << name;
   }
   EXPECT_GT(insideRefused, 0);
 }
@@ -299,9 +286,9 @@ TEST(TendonDeriv, ForceDerivativeAgainstFiniteDifferences) {
                      {mj_name2id(m, mjOBJ_TENDON, "pulley"), mj_name2id(m, mjOBJ_TENDON, "world_wraps")},
                      {mj_name2id(m, mjOBJ_TENDON, "cyl_side"), mj_name2id(m, mjOBJ_TENDON, "sphere_world")}};
   unsigned long long seed = 99;
-  int compared = 0, total = 0;
+  int compared = 0, total = 0, refused = 0;
   double worst = 0;
-  for (int k = 0; k < 20; k++) {
+  for (int k = 0; k < 30; k++) {
     randomConfig(m, d, &seed);
     std::vector<mjtNum> qpos(d->qpos, d->qpos + m->nq), qvel(d->qvel, d->qvel + nv);
     for (auto& p : pairs) {
@@ -316,7 +303,11 @@ TEST(TendonDeriv, ForceDerivativeAgainstFiniteDifferences) {
       twoForces(L, V, F, dF);
       int wn[2] = {d->ten_wrapnum[p[0]], d->ten_wrapnum[p[1]]};
       std::vector<mjtNum> Dq(nv * nv, 0), Dv(nv * nv, 0);
-      ASSERT_EQ(0, mjdiff_tendonForceDerivative(m, d, 2, p, F, dF, Dq.data(), Dv.data()));
+      if (mjdiff_tendonForceDerivative(m, d, 2, p, F, dF, Dq.data(), Dv.data())) {
+        EXPECT_TRUE(wn[0] > 2 || wn[1] > 2);  // only an (inside) wrap can fail
+        refused++;
+        continue;
+      }
 
       // Richardson differences in qpos (tangent) and qvel
       bool stable = true;
@@ -356,9 +347,10 @@ TEST(TendonDeriv, ForceDerivativeAgainstFiniteDifferences) {
       EXPECT_NE(0, std::memcmp(Dq.data(), Fq[0].data(), Dq.size() * sizeof(mjtNum)));
     }
   }
-  std::cout << "tendon forces: compared " << compared << "/" << total << ", worst relative error "
-            << worst << "\n";
-  EXPECT_GE(compared, (int)(0.8 * total));
+  std::cout << "tendon forces: compared " << compared << "/" << total << " (" << refused
+            << " inside wraps refused), worst relative error " << worst << "\n";
+  EXPECT_LE(refused, total / 4);
+  EXPECT_GE(compared, (int)(0.8 * (total - refused)));
 }
 
 //---------------------------------- step Jacobians -----------------------------------------------
@@ -433,7 +425,7 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
 // step Jacobians at nsample states near random trajectories; taut: number of compared states
 // where tendon `tendon` is at or past the start of its upper limit's ramp
 void checkStep(const char* xml, const char* path, int nsample, double tol, int nwarm,
-               int tendon = -1, int* taut = nullptr) {
+               int tendon = -1, int* taut = nullptr, bool seekTaut = false) {
   StepSim sim(xml, path);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
@@ -447,16 +439,22 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
   if (taut) *taut = 0;
   for (int k = 0; k < nsample; k++) {
     testutil::simulateRandom(m, d, s, &seed, nwarm + 7 * k);
+    // a taut string wanted: step on (same controls) until the tendon is on its upper limit
+    for (int i = 0; seekTaut && i < 2000; i++) {
+      if (d->ten_length[tendon] > m->tendon_range[2 * tendon + 1] - 0.004) break;
+      if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
+    }
     testutil::perturbVelocities(m, d, &seed, 0.3, 0.1);
     shim_randomCtrl(m, d, &seed);
     mjdiff_forward(m, d, s, err, sizeof(err));
     testutil::ctrlInsideRange(m, d);
     std::vector<mjtNum> state = testutil::getState(m, d);
     std::vector<mjtNum> A(ndx * ndx), B(ndx * (nu > 0 ? nu : 1));
+    double width = mjdiff_getOptions(s)->limit_width;
     ASSERT_EQ(mjdiff_stepJacobian(m, d, s, sim.w, A.data(), B.data(), nullptr, err, sizeof(err)),
               MJDIFF_OK) << err;
-    bool isTaut = tendon >= 0 && d->ten_length[tendon] >
-                                     m->tendon_range[2 * tendon + 1] - 0.005;
+    bool isTaut = tendon >= 0 && (d->ten_length[tendon] > m->tendon_range[2 * tendon + 1] - width ||
+                                  d->ten_length[tendon] < m->tendon_range[2 * tendon] + width);
     std::vector<mjtNum> J(ndx * ncol);
     for (int r = 0; r < ndx; r++) {
       for (int c = 0; c < ndx; c++) J[ncol * r + c] = A[ndx * r + c];
@@ -476,7 +474,7 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
   }
   std::cout << (path ? path : "inline") << ": compared " << compared << "/" << nsample
             << ", worst relative error " << worst;
-  if (taut) std::cout << ", string taut in " << *taut;
+  if (taut) std::cout << ", tendon limit active in " << *taut;
   std::cout << "\n";
   EXPECT_GE(compared, (int)(0.8 * nsample));
 }
@@ -508,7 +506,7 @@ const char* kForces = R"(
         <joint name="bb" type="ball"/>
         <geom name="sph" type="sphere" size="0.06" pos="0.15 0 0" mass="0.3"/>
         <site name="b0" pos="0.3 0.02 0.01"/>
-        <site name="bside" pos="0.15 0 0.2"/>
+        <site name="bside" pos="0.15 0 0.5"/>
         <body name="c" pos="0.3 0 0">
           <joint name="sc" type="slide" axis="1 0 0"/>
           <joint name="hc" type="hinge" axis="0 0 1"/>
@@ -550,13 +548,15 @@ const char* kForces = R"(
 </mujoco>)";
 
 TEST(TendonStep, EveryForceEuler) {
-  checkStep(kForces, nullptr, 15, 1e-6, 40);
+  int active = 0;
+  checkStep(kForces, nullptr, 30, 1e-6, 40, 1, &active);
+  EXPECT_GE(active, 3);  // the cylinder-wrapped tendon's limit
 }
 
 TEST(TendonStep, EveryForceRK4) {
   std::string xml = kForces;
   xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkStep(xml.c_str(), nullptr, 10, 1e-6, 40);
+  checkStep(xml.c_str(), nullptr, 20, 1e-6, 40);
 }
 
 TEST(TendonStep, BallCupStringTaut) {
@@ -566,8 +566,8 @@ TEST(TendonStep, BallCupStringTaut) {
   int string = mj_name2id(probe.sim.m, mjOBJ_TENDON, "string");
   ASSERT_GE(string, 0);
   int taut = 0;
-  checkStep(nullptr, path.c_str(), 20, 1e-6, 150, string, &taut);
-  EXPECT_GE(taut, 10);
+  checkStep(nullptr, path.c_str(), 30, 1e-6, 150, string, &taut, true);
+  EXPECT_GE(taut, 24);
 }
 
 // an inside wrap that is active is reported by the step derivative, naming the tendon
