@@ -766,8 +766,11 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   if (st == MJDIFF_OK && w->badContact >= d->ncon) {  // a tendon (tendon_d.c)
     int t = w->badContact - d->ncon;
     const char* name = mj_id2name(m, mjOBJ_TENDON, t);
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): an inside wrap (side "
-                      "site inside the wrapping geom) has no derivative", t, name ? name : "");
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t,
+                      name ? name : "",
+                      mjdiff_tendonDerivative(m, d, t, NULL, NULL, NULL) == -1 ?
+                      "an inside wrap (side site inside the wrapping geom) has no derivative" :
+                      "d's stack is too small for the tendon's derivative (raise nstack)");
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {
     const mjContact* con = d->contact + w->badContact;

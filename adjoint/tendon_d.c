@@ -419,6 +419,8 @@ int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNum* L, mjtNu
     return 0;
   }
 
+  // scratch: cdof0, Jx, D, E (6 nv each), J, the movers' bytes, list, chain masks
+  if (compat_stackSpace(d) < 26 * nv + nv * nv / 8 + nv / 2 + 8) return -2;
   mjdiffStackMark mark = compat_stackMark(d);
   ctx c;
   c.m = m;
@@ -489,13 +491,15 @@ int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNum* L, mjtNu
 int mjdiff_tendonForceDerivative(const mjModel* m, mjData* d, int n, const int* tendon,
                                  const mjtNum* F, const mjtNum* dF, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv, status = 0;
+  if (compat_stackSpace(d) < 4 * nv + 2 * nv * nv) return -2;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* J = compat_stackAllocNum(d, 2 * nv);
   mjtNum* H = compat_stackAllocNum(d, 2 * nv * nv);
   mjtNum* vH = compat_stackAllocNum(d, 2 * nv);
   for (int a = 0; a < n; a++) {
     mjtNum* Ha = H + nv * nv * a;
-    if (mjdiff_tendonDerivative(m, d, tendon[a], NULL, J + nv * a, Ha)) status = -1;
+    int st = mjdiff_tendonDerivative(m, d, tendon[a], NULL, J + nv * a, Ha);
+    if (st && !status) status = st;
     // qvel' H_a
     for (int k = 0; k < nv; k++) {
       mjtNum v = 0;

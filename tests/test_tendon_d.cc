@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -568,6 +569,28 @@ TEST(TendonStep, BallCupStringTaut) {
   int taut = 0;
   checkStep(nullptr, path.c_str(), 30, 1e-6, 150, string, &taut, true);
   EXPECT_GE(taut, 24);
+}
+
+// MuJoCo's arm26 (cylinder wraps with and without side sites, two wraps on one tendon) with its
+// muscles (no derivative yet) replaced by affine actuators on the same tendons: force
+// 30 u - 200 (L - 0.3) - 2 Ldot, and a spring and damper on every tendon
+TEST(TendonStep, Arm26AffineActuators) {
+  const char* path = "/usr/share/mujoco/model/tendon_arm/arm26.xml";
+  FILE* f = std::fopen(path, "rb");
+  ASSERT_NE(f, nullptr) << path;
+  std::string xml;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) xml.append(buf, n);
+  std::fclose(f);
+  for (size_t at; (at = xml.find("<muscle name=")) != std::string::npos;) {
+    xml.replace(at, 7, "<general gainprm=\"30\" biastype=\"affine\" biasprm=\"60 -200 -2\"");
+  }
+  xml.replace(xml.find("<muscle ctrllimited"), 7, "<general");
+  for (size_t at = 0; (at = xml.find("<spatial name=", at)) != std::string::npos; at += 8) {
+    xml.replace(at, 8, "<spatial stiffness=\"5\" damping=\"0.5\"");
+  }
+  xml.replace(xml.find("nstack=\"200\""), 12, "nstack=\"20000\"");
+  checkStep(xml.c_str(), nullptr, 30, 1e-6, 100);
 }
 
 // an inside wrap that is active is reported by the step derivative, naming the tendon
