@@ -85,6 +85,10 @@ MJDIFF_API int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNu
                                        mjtNum* H);
 MJDIFF_API int mjdiff_tendonSpatial(const mjModel* m, int t);
 
+// Rates of tendon t for sensors: J (nv) = dL/dq, vH (nv) = d Ldot/dq = qvel' H (0 for a fixed
+// tendon). Returns as mjdiff_tendonDerivative. Nullable: J, vH.
+MJDIFF_API int mjdiff_tendonRates(const mjModel* m, mjData* d, int t, mjtNum* J, mjtNum* vH);
+
 // Derivatives of the generalised force qfrc = sum_a J_a' F_a of forces F (n) on the lengths of
 // tendons tendon (n, n <= 2), with partials dF (n x 2n: row a = dF_a/d(L_1..L_n, Ldot_1..Ldot_n)):
 // DfDq += d qfrc/dq (through F, Ldot = J qvel and J(q)), DfDv += d qfrc/dv. Uses d's stack.

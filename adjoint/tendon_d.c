@@ -530,3 +530,21 @@ int mjdiff_tendonForceDerivative(const mjModel* m, mjData* d, int n, const int* 
   compat_stackFree(d, mark);
   return status;
 }
+
+int mjdiff_tendonRates(const mjModel* m, mjData* d, int t, mjtNum* J, mjtNum* vH) {
+  int nv = m->nv;
+  if (vH) mju_zero(vH, nv);
+  if (!vH || !mjdiff_tendonSpatial(m, t)) return mjdiff_tendonDerivative(m, d, t, NULL, J, NULL);
+  if (compat_stackSpace(d) < nv * nv) {
+    if (J) mju_zero(J, nv);
+    return -2;
+  }
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* H = compat_stackAllocNum(d, nv * nv);
+  int status = mjdiff_tendonDerivative(m, d, t, NULL, J, H);
+  for (int k = 0; k < nv; k++) {
+    for (int i = 0; i < nv; i++) vH[k] += d->qvel[i] * H[nv * i + k];
+  }
+  compat_stackFree(d, mark);
+  return status;
+}
