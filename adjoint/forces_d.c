@@ -38,8 +38,8 @@
 //   df = G' (force_L G dq + force_V G dv + force_in din)
 // Spatial tendons (springs, dampers, limits, friction loss, equalities, actuator transmissions with
 // moment gear J(q)): the same laws on the tendon length, through tendon_d.c, which adds the
-// derivative of J(q)' F in q (the length's Hessian). Its failure (an inside wrap) is reported as
-// -1 - ncon - t.
+// derivative of J(q)' F in q (the length's Hessian). Its failure (an inside wrap without a
+// touching point, too small a stack) is reported as -1 - ncon - t.
 
 #include <math.h>
 #include <string.h>

@@ -769,7 +769,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t,
                       name ? name : "",
                       mjdiff_tendonDerivative(m, d, t, NULL, NULL, NULL) == -1 ?
-                      "an inside wrap (side site inside the wrapping geom) has no derivative" :
+                      "an inside wrap (side site inside the wrapping geom) without a touching point" :
                       "d's stack is too small for the tendon's derivative (raise nstack)");
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {

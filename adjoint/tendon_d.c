@@ -59,9 +59,20 @@
 //   d qfrc / dv = sum_a J_a' sum_b F_a,vb J_b
 // (d Ldot_b / dq_k = sum_i qvel_i H_b,ik).
 //
-// Not covered: MuJoCo's inside wrap (a side site inside the geom: the path touches the surface at
-// one point found by Newton's method) returns -1; degenerate wraps (sites at the geom's centre,
-// p0 parallel to p1) are not treated.
+// Inside wrap (mju_wrap's wrap_inside: the side site projects inside the circle). The path touches
+// the circle (sphere: the great circle in the plane of p0, p1) at one point t, where the two
+// straight parts make equal angles with the radius: t makes S = |q0 - t| + |q1 - t| stationary
+// over the surface (q_j = p_j, sphere; the xy projections, cylinder, then G = sqrt(S^2 + dz^2)).
+// MuJoCo finds t by Newton's method to a tolerance of 1e-6; we refine it to rounding (Newton on
+// the in-plane angle th from MuJoCo's t) and use the envelope theorem with the surface
+// coordinates y = (th, and for the sphere the out-of-plane angle ph; t_th = n x t, t_ph = r n,
+// t_yy = -t, t_thph = 0 at ph = 0, n the plane's normal; u_j = (q_j - t) / l_j, P_j = E - u_j u_j',
+// E the identity of the plane (sphere: 3D)):
+//   S_y = -sum_j u_j . t_y,  S_yy = sum_j (t_y' P_j t_y / l_j + u_j . t),  S_thph = 0
+//   grad_qj S = u_j,  H_jk S = delta_jk P_j / l_j - sum_y (P_j t_y)(P_k t_y)' / (l_j l_k S_yy)
+// (H = S_qq - S_qy S_yy^-1 S_yq). A t that Newton moves by more than 1e-4 rad (MuJoCo's fallback
+// when it finds no touching point) is refused (-1).
+// Not treated: degenerate wraps (sites at the geom's centre, p0 parallel to p1).
 
 #include <math.h>
 #include <string.h>
@@ -329,8 +340,98 @@ static int wrapBranch(int type, const mjtNum p0[3], const mjtNum p1[3], const mj
   return miss[0] <= miss[1] ? 1 : -1;
 }
 
+// inside wrap: G(p0, p1) with gradient (6) and Hessian (6 x 6) from MuJoCo's touching point t
+// (local); returns 0, or -1 if t is not (near) a stationary point
+static int insideLength(int type, const mjtNum p0[3], const mjtNum p1[3], const mjtNum t0[3],
+                        mjtNum r, mjtNum* len, mjtNum grad[6], mjtNum hess[36]) {
+  int sphere = type == mjWRAP_SPHERE;
+  mjtNum q[2][3], n[3] = {0, 0, 1}, t[3], E[9] = {1, 0, 0, 0, 1, 0, 0, 0, sphere};
+  for (int i = 0; i < 3; i++) {
+    q[0][i] = i < 2 || sphere ? p0[i] : 0;
+    q[1][i] = i < 2 || sphere ? p1[i] : 0;
+    t[i] = i < 2 || sphere ? t0[i] : 0;
+  }
+  if (sphere) {
+    mju_cross(n, q[0], q[1]);
+    if (mju_normalize3(n) < mjMINVAL) return -1;
+    mju_addToScl3(t, n, -mju_dot3(t, n));  // into the plane
+  }
+  mju_scl3(t, t, r / mju_norm3(t));
+
+  // Newton on the in-plane angle
+  mjtNum u[2][3], l[2], tth[3], moved = 0, Sth = 0, Sthth = 1;
+  for (int it = 0; it < 8; it++) {
+    mju_cross(tth, n, t);
+    Sth = 0;
+    Sthth = 0;
+    for (int j = 0; j < 2; j++) {
+      mju_sub3(u[j], q[j], t);
+      l[j] = mju_normalize3(u[j]);
+      if (l[j] < mjMINVAL) return -1;
+      mjtNum ut = mju_dot3(u[j], tth);
+      Sth -= ut;
+      Sthth += (mju_dot3(tth, tth) - ut * ut) / l[j] + mju_dot3(u[j], t);
+    }
+    if (Sthth <= 0) return -1;
+    mjtNum dth = -Sth / Sthth;
+    if (it == 7 || fabs(dth) < 1e-15) break;
+    moved += dth;
+    mjtNum tn[3];
+    for (int i = 0; i < 3; i++) tn[i] = cos(dth) * t[i] + sin(dth) * tth[i];
+    mju_copy3(t, tn);
+  }
+  if (fabs(moved) > 1e-4 || fabs(Sth) > 1e-10 * (l[0] + l[1])) return -1;
+
+  // S, its gradient and Hessian in q (6)
+  mjtNum S = l[0] + l[1], gS[6], HS[36], ty[2][3], Syy[2], P[2][9], Pt[2][2][3];
+  int ny = sphere ? 2 : 1;
+  mju_copy3(ty[0], tth);
+  mju_scl3(ty[1], n, r);
+  for (int j = 0; j < 2; j++) {
+    for (int a = 0; a < 3; a++) {
+      gS[3 * j + a] = u[j][a];
+      for (int b = 0; b < 3; b++) P[j][3 * a + b] = E[3 * a + b] - u[j][a] * u[j][b];
+    }
+  }
+  for (int y = 0; y < ny; y++) {
+    Syy[y] = 0;
+    for (int j = 0; j < 2; j++) {
+      mju_mulMatVec(Pt[y][j], P[j], ty[y], 3, 3);
+      Syy[y] += mju_dot3(ty[y], Pt[y][j]) / l[j] + mju_dot3(u[j], t);
+    }
+    if (Syy[y] <= 0) return -1;
+  }
+  for (int A = 0; A < 6; A++) {
+    for (int B = 0; B < 6; B++) {
+      int j = A / 3, a = A % 3, k = B / 3, b = B % 3;
+      mjtNum v = j == k ? P[j][3 * a + b] / l[j] : 0;
+      for (int y = 0; y < ny; y++) v -= Pt[y][j][a] * Pt[y][k][b] / (l[j] * l[k] * Syy[y]);
+      HS[6 * A + B] = v;
+    }
+  }
+  if (sphere) {
+    *len = S;
+    mju_copy(grad, gS, 6);
+    mju_copy(hess, HS, 36);
+    return 0;
+  }
+
+  // cylinder: G = sqrt(S^2 + dz^2)
+  mjtNum dz = p1[2] - p0[2], gz[6] = {0, 0, -1, 0, 0, 1};
+  mjtNum G = sqrt(S * S + dz * dz);
+  for (int a = 0; a < 6; a++) grad[a] = (S * gS[a] + dz * gz[a]) / G;
+  for (int a = 0; a < 6; a++) {
+    for (int b = 0; b < 6; b++) {
+      hess[6 * a + b] =
+          (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
+    }
+  }
+  *len = G;
+  return 0;
+}
+
 // the sites s (2 x 3) around geom g with tangent points t (2 x 3, world); 0, or -1 for an
-// inside wrap; *len: the piece's length
+// inside wrap without a touching point; *len: the piece's length
 static int wrapPiece(ctx* c, const mjData* d, const mjtNum s[6], const int b[2], int g, int type,
                      int side, const mjtNum t[6], mjtNum dv, mjtNum* len) {
   const mjModel* m = c->m;
@@ -346,6 +447,7 @@ static int wrapPiece(ctx* c, const mjData* d, const mjtNum s[6], const int b[2],
   }
 
   // inside wrap: the side site's projection inside the circle
+  int inside = 0;
   if (side >= 0) {
     mjtNum sl[3], sd[2];
     mju_sub3(tmp, d->site_xpos + 3 * side, xpos);
@@ -364,13 +466,17 @@ static int wrapPiece(ctx* c, const mjData* d, const mjtNum s[6], const int b[2],
       sd[0] = sl[0];
       sd[1] = sl[1];
     }
-    if (sqrt(sd[0] * sd[0] + sd[1] * sd[1]) < r) return -1;
+    inside = sqrt(sd[0] * sd[0] + sd[1] * sd[1]) < r;
   }
 
-  mjtNum off;
-  int sgn = wrapBranch(type, p, p + 3, tl, r, &off);
   mjtNum gl[6], Hl[36], gw[6], W[36], RH[36];
-  *len = wrapLength(type, p, p + 3, r, sgn, off, gl, Hl);
+  if (inside) {
+    if (insideLength(type, p, p + 3, tl, r, len, gl, Hl)) return -1;
+  } else {
+    mjtNum off;
+    int sgn = wrapBranch(type, p, p + 3, tl, r, &off);
+    *len = wrapLength(type, p, p + 3, r, sgn, off, gl, Hl);
+  }
 
   // world: g_j = R gl_j, W = blkdiag(R) Hl blkdiag(R)'
   for (int j = 0; j < 2; j++) {

@@ -46,8 +46,9 @@ MJDIFF_API void mjdiff_freeStepDeriv(mjdiffStepDeriv* w);
 // Full Jacobians of one smooth step at the state in d (qpos, qvel, act, ctrl, time).
 // d's state is left bit for bit as it was; its derived quantities (kinematics, contacts, qacc,
 // ...) are those of the smooth forward pass at that state (the documented scratch).
-// Fails with MJDIFF_ERR_UNSUPPORTED at a state where a tendon's wrap is an inside wrap (side site
-// inside the wrapping geom) or d's stack is too small for a tendon's derivative.
+// Fails with MJDIFF_ERR_UNSUPPORTED at a state where a tendon's inside wrap (side site inside the
+// wrapping geom) has no touching point (MuJoCo's fallback) or d's stack is too small for a
+// tendon's derivative.
 // Nullable: A, B, P, err.
 MJDIFF_API mjdiffStatus mjdiff_stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
                                             mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, mjtNum* P,
