@@ -62,6 +62,7 @@ struct mjdiffStepDeriv_ {
   mjtNum* tmp2;                // (ndx + nu) scratch
   int badContact;              // first contact without a geometry Jacobian in this call, or -1
   int badSensor;               // first sensor without a derivative in this call, or -1
+  int badTendon, tendonCause;  // first tendon without a derivative (tendon_d.c), or -1; its code
   size_t bytes;                // memory held
   mjtNum* DsDx;                // (nsensordata x (ndx + nu)), (nsensordata x nv) sensor derivatives
   mjtNum* DsDacc;
@@ -205,7 +206,12 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
 
   int bad = mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa,
                                    w->DadotDu);
-  if (bad && w->badContact < 0) w->badContact = -1 - bad;
+  if (bad && -1 - bad >= d->ncon && w->badTendon < 0) {  // a tendon: its cause at this state
+    w->badTendon = -1 - bad - d->ncon;
+    w->tendonCause = mjdiff_tendonDerivative(m, d, w->badTendon, NULL, NULL, NULL);
+  } else if (bad && -1 - bad < d->ncon && w->badContact < 0) {
+    w->badContact = -1 - bad;
+  }
   mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
 
   for (int r = 0; r < nv; r++) {
@@ -735,6 +741,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   mjdiff_saveState(m, d, w->state);
   w->badContact = -1;
   w->badSensor = -1;
+  w->badTendon = -1;
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
     int ndx = w->ndx, ncol = ndx + w->nin;
@@ -763,12 +770,11 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                       "derivative", w->badSensor, name ? name : "",
                       m->sensor_type[w->badSensor]);
   }
-  if (st == MJDIFF_OK && w->badContact >= d->ncon) {  // a tendon (tendon_d.c)
-    int t = w->badContact - d->ncon;
+  if (st == MJDIFF_OK && w->badTendon >= 0) {
+    int t = w->badTendon;
     const char* name = mj_id2name(m, mjOBJ_TENDON, t);
     st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t,
-                      name ? name : "",
-                      mjdiff_tendonDerivative(m, d, t, NULL, NULL, NULL) == -1 ?
+                      name ? name : "", w->tendonCause == -1 ?
                       "an inside wrap (side site inside the wrapping geom) without a touching point" :
                       "d's stack is too small for the tendon's derivative (raise nstack)");
   }

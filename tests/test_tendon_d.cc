@@ -599,6 +599,20 @@ TEST(TendonStep, Arm26AffineActuators) {
   for (size_t at = 0; (at = xml.find("<spatial name=", at)) != std::string::npos; at += 8) {
     xml.replace(at, 8, "<spatial stiffness=\"5\" damping=\"0.5\"");
   }
+  // with the model's own nstack (200 numbers) the tendon derivative does not fit: reported
+  {
+    StepSim small(xml.c_str());
+    ASSERT_TRUE(small.ok) << small.sim.err;
+    const mjModel* m = small.sim.m;
+    int ndx = 2 * m->nv + m->na;
+    std::vector<mjtNum> A(ndx * ndx), B(ndx * m->nu);
+    char err[1000] = "";
+    EXPECT_EQ(MJDIFF_ERR_UNSUPPORTED, mjdiff_stepJacobian(m, small.sim.d, small.sim.s, small.w,
+                                                          A.data(), B.data(), nullptr, err,
+                                                          sizeof(err)));
+    EXPECT_NE(std::string(err).find("tendon 0 ('SF'): d's stack is too small"), std::string::npos)
+        << err;
+  }
   xml.replace(xml.find("nstack=\"200\""), 12, "nstack=\"20000\"");
   checkStep(xml.c_str(), nullptr, 30, 1e-6, 100);
 }
