@@ -435,8 +435,11 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
 
 // step Jacobians at nsample states near random trajectories; taut: number of compared states
 // where tendon `tendon` is at or past the start of its upper limit's ramp
+// (key >= 0: the states are keyframe key after nwarm + k steps with the joint motors holding the
+// arm against gravity, velocities perturbed by 0.05; *withContact counts the compared states with contacts)
 void checkStep(const char* xml, const char* path, int nsample, double tol, int nwarm,
-               int tendon = -1, int* taut = nullptr, bool seekTaut = false) {
+               int tendon = -1, int* taut = nullptr, bool seekTaut = false, int key = -1,
+               int* withContact = nullptr) {
   StepSim sim(xml, path);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
@@ -449,16 +452,30 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
   char err[1000];
   if (taut) *taut = 0;
   for (int k = 0; k < nsample; k++) {
-    testutil::simulateRandom(m, d, s, &seed, nwarm + 7 * k);
+    if (key >= 0) {
+      mj_resetDataKeyframe(m, d, key);
+      for (int i = 0; i < nwarm + k; i++) {
+        // joint motors hold the arm against gravity: ctrl = qfrc_bias / gear
+        for (int u = 0; u < nu; u++) {
+          if (m->actuator_trntype[u] != mjTRN_JOINT) continue;
+          int dof = m->jnt_dofadr[m->actuator_trnid[2 * u]];
+          d->ctrl[u] = d->qfrc_bias[dof] / m->actuator_gear[6 * u];
+        }
+        mjdiff_step(m, d, s, err, sizeof(err));
+      }
+    } else {
+      testutil::simulateRandom(m, d, s, &seed, nwarm + 7 * k);
+    }
     // a taut string wanted: step on (same controls) until the tendon is on its upper limit
     for (int i = 0; seekTaut && i < 2000; i++) {
       if (d->ten_length[tendon] > m->tendon_range[2 * tendon + 1] - 0.004) break;
       if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
     }
-    testutil::perturbVelocities(m, d, &seed, 0.3, 0.1);
+    testutil::perturbVelocities(m, d, &seed, key >= 0 ? 0.05 : 0.3, 0.1);
     shim_randomCtrl(m, d, &seed);
     mjdiff_forward(m, d, s, err, sizeof(err));
     testutil::ctrlInsideRange(m, d);
+    int ncon = d->ncon;
     std::vector<mjtNum> state = testutil::getState(m, d);
     std::vector<mjtNum> A(ndx * ndx), B(ndx * (nu > 0 ? nu : 1));
     double width = mjdiff_getOptions(s)->limit_width;
@@ -478,6 +495,7 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
     if (blockError(m, F1, F2) > tol) continue;
     compared++;
     if (taut && isTaut) (*taut)++;
+    if (withContact && ncon > 0) (*withContact)++;
     double e = blockError(m, J, F1);
     worst = std::fmax(worst, e);
     EXPECT_LE(e, tol) << "sample " << k << " ncon " << d->ncon;
@@ -579,6 +597,14 @@ TEST(TendonStep, BallCupStringTaut) {
   int taut = 0;
   checkStep(nullptr, path.c_str(), 30, 1e-6, 150, string, &taut, true);
   EXPECT_GE(taut, 24);
+}
+
+// the ball resting in the cup (keyframe "caught"): ball-cup contacts, the string slack
+TEST(TendonStep, BallCupCaught) {
+  std::string path = shim_modelPath("ball_cup.xml");
+  int contact = 0;
+  checkStep(nullptr, path.c_str(), 20, 1e-6, 20, -1, nullptr, false, 1, &contact);
+  EXPECT_GE(contact, 16);
 }
 
 // MuJoCo's arm26 (cylinder wraps with and without side sites, two wraps on one tendon) with its
