@@ -740,9 +740,8 @@ static void passiveDeriv(const mjModel* m, mjData* d, mjtNum* row, mjtNum* DfDq,
 }
 
 // actuator forces through constant moments (hinge/slide joints, fixed tendons)
-static void actuatorDeriv(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv,
-                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu,
-                          int* status) {
+static void actuatorDeriv(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa,
+                          mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu, int* status) {
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
@@ -784,12 +783,12 @@ static void actuatorDeriv(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfD
     }
 
     // spatial tendon: moment = gear J(q), the tendon force gear force (tendon_d.c)
-    int spatial = m->actuator_trntype[i] == mjTRN_TENDON &&
-                  mjdiff_tendonSpatial(m, m->actuator_trnid[2 * i]);
+    int spatial =
+        m->actuator_trntype[i] == mjTRN_TENDON && mjdiff_tendonSpatial(m, m->actuator_trnid[2 * i]);
     if (spatial) {
       mjtNum gear = m->actuator_gear[6 * i];
-      spatialTendon(m, d, m->actuator_trnid[2 * i], gear * d->actuator_force[i],
-                    gear * gear * fL, gear * gear * fV, DfDq, DfDv, status);
+      spatialTendon(m, d, m->actuator_trnid[2 * i], gear * d->actuator_force[i], gear * gear * fL,
+                    gear * gear * fV, DfDq, DfDv, status);
     }
 
     // df = moment' (fL moment dq + fV moment dv + fin din)
@@ -946,8 +945,8 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         if (!m->tendon_limited[t]) continue;
         mjtNum fx, fv;
         const mjtNum* range = m->tendon_range + 2 * t;
-        mjtNum f = limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx,
-                              &fv);
+        mjtNum f =
+            limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
         if (mjdiff_tendonSpatial(m, t)) {
           if (f != 0 || fx != 0 || fv != 0) spatialTendon(m, d, t, f, fx, fv, DfDq, DfDv, &status);
           continue;

@@ -573,8 +573,8 @@ static void setX(output* out, int row, int col, mjtNum v) {
 
 // tendon t's rates into one row: q columns += sq J + sv qvel' H, v columns += vJ J (tendon_d.c);
 // returns 0, or nonzero if d's stack is too small or the tendon has no derivative
-static int tendonRow(const mjModel* m, mjData* d, output* out, int t, int row, mjtNum sq,
-                     mjtNum sv, mjtNum vJ) {
+static int tendonRow(const mjModel* m, mjData* d, output* out, int t, int row, mjtNum sq, mjtNum sv,
+                     mjtNum vJ) {
   int nv = m->nv;
   if (!out->DsDx) return 0;
   if (compat_stackSpace(d) < 2 * nv) return -1;

@@ -334,7 +334,8 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
                           "actuator %d ('%s'): only hinge/slide joint and tendon "
-                          "transmissions have derivatives", i, name);
+                          "transmissions have derivatives",
+                          i, name);
     }
   }
   // contact pairs that can occur (MuJoCo's own filters: contype/conaffinity, weld, parent,
@@ -773,10 +774,11 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   if (st == MJDIFF_OK && w->badTendon >= 0) {
     int t = w->badTendon;
     const char* name = mj_id2name(m, mjOBJ_TENDON, t);
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t,
-                      name ? name : "", w->tendonCause == -1 ?
-                      "an inside wrap (side site inside the wrapping geom) without a touching point" :
-                      "d's stack is too small for the tendon's derivative (raise nstack)");
+    st = mjdiff_error(
+        err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t, name ? name : "",
+        w->tendonCause == -1
+            ? "an inside wrap (side site inside the wrapping geom) without a touching point"
+            : "d's stack is too small for the tendon's derivative (raise nstack)");
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {
     const mjContact* con = d->contact + w->badContact;

@@ -85,8 +85,8 @@
 
 // h(p0, p1) in dimension n (2 or 3) with its gradient (2n) and Hessian (2n x 2n), psi = sgn alpha
 // + off
-static mjtNum circleLength(int n, const mjtNum* p0, const mjtNum* p1, mjtNum r, int sgn,
-                           mjtNum off, mjtNum* grad, mjtNum* hess) {
+static mjtNum circleLength(int n, const mjtNum* p0, const mjtNum* p1, mjtNum r, int sgn, mjtNum off,
+                           mjtNum* grad, mjtNum* hess) {
   int N = 2 * n;
   const mjtNum* p[2] = {p0, p1};
   mjtNum rho[2], ell[2], e[2][3] = {{0}}, P[2][9] = {{0}};
@@ -173,8 +173,7 @@ static mjtNum wrapLength(int type, const mjtNum p0[3], const mjtNum p1[3], mjtNu
   for (int a = 0; a < 6; a++) grad[a] = (S * gS[a] + dz * gz[a]) / G;
   for (int a = 0; a < 6; a++) {
     for (int b = 0; b < 6; b++) {
-      hess[6 * a + b] =
-          (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
+      hess[6 * a + b] = (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
     }
   }
   return G;
@@ -212,8 +211,8 @@ static void pointJac(const ctx* c, const unsigned char* mask, const mjtNum x[3],
 }
 
 // (*): d J_B(x)_i / dq_k for B's chain mask, x moving with Jx (3 x nv)
-static void pointJacDq(const ctx* c, const unsigned char* mask, const mjtNum x[3],
-                       const mjtNum* Jx, int i, int k, mjtNum out[3]) {
+static void pointJacDq(const ctx* c, const unsigned char* mask, const mjtNum x[3], const mjtNum* Jx,
+                       int i, int k, mjtNum out[3]) {
   int nv = c->m->nv;
   mju_zero3(out);
   if (!mask[i]) return;
@@ -314,8 +313,8 @@ static mjtNum straightPiece(ctx* c, const mjtNum s[6], const int b[2], mjtNum dv
 }
 
 // the wrap's branch psi = sgn alpha + *off (returns sgn) from the tangent points t (2 x 3, local)
-static int wrapBranch(int type, const mjtNum p0[3], const mjtNum p1[3], const mjtNum t[6],
-                      mjtNum r, mjtNum* off) {
+static int wrapBranch(int type, const mjtNum p0[3], const mjtNum p1[3], const mjtNum t[6], mjtNum r,
+                      mjtNum* off) {
   int n = type == mjWRAP_SPHERE ? 3 : 2;
   mjtNum rho0 = 0, rho1 = 0, c = 0, ct = 0, nt0 = 0, nt1 = 0;
   for (int i = 0; i < n; i++) {
@@ -335,7 +334,8 @@ static int wrapBranch(int type, const mjtNum p0[3], const mjtNum p1[3], const mj
   // 2 pi - alpha - a01; MuJoCo's arc is beta or 2 pi - beta
   mjtNum offPlus = alpha - a01 < 0 ? 2 * mjPI : 0;
   mjtNum arc[2] = {alpha - a01 + offPlus, 2 * mjPI - alpha - a01}, miss[2];
-  for (int i = 0; i < 2; i++) miss[i] = mju_min(fabs(arc[i] - beta), fabs(arc[i] - 2 * mjPI + beta));
+  for (int i = 0; i < 2; i++)
+    miss[i] = mju_min(fabs(arc[i] - beta), fabs(arc[i] - 2 * mjPI + beta));
   *off = miss[0] <= miss[1] ? offPlus : 2 * mjPI;
   return miss[0] <= miss[1] ? 1 : -1;
 }
@@ -422,8 +422,7 @@ static int insideLength(int type, const mjtNum p0[3], const mjtNum p1[3], const 
   for (int a = 0; a < 6; a++) grad[a] = (S * gS[a] + dz * gz[a]) / G;
   for (int a = 0; a < 6; a++) {
     for (int b = 0; b < 6; b++) {
-      hess[6 * a + b] =
-          (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
+      hess[6 * a + b] = (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
     }
   }
   *len = G;
@@ -509,8 +508,7 @@ int mjdiff_tendonSpatial(const mjModel* m, int t) {
   return m->tendon_num[t] > 0 && m->wrap_type[m->tendon_adr[t]] != mjWRAP_JOINT;
 }
 
-int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNum* L, mjtNum* J,
-                            mjtNum* H) {
+int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNum* L, mjtNum* J, mjtNum* H) {
   int nv = m->nv, adr = m->tendon_adr[t], num = m->tendon_num[t];
   mjtNum len = 0;
   if (J) mju_zero(J, nv);

@@ -15,6 +15,7 @@
 // (e, 2e) and (2e, 4e) disagree by more than the tolerance; at least 80% must be compared.
 
 #include <gtest/gtest.h>
+#include <mjdiff/adjoint.h>
 
 #include <cmath>
 #include <cstdio>
@@ -22,10 +23,8 @@
 #include <string>
 #include <vector>
 
-#include <mjdiff/adjoint.h>
-
-#include "compat.h"
 #include "../adjoint/derivative.h"
+#include "compat.h"
 #include "shim.h"
 #include "testutil.h"
 
@@ -271,8 +270,8 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
 void twoForces(const mjtNum* L, const mjtNum* V, mjtNum F[2], mjtNum dF[8]) {
   F[0] = -3 * (L[0] - 0.5) - 0.7 * V[0] + 0.2 * L[1] * V[0];
   F[1] = 1.5 * L[0] * L[1] - 0.3 * V[1] + 0.1 * V[0] * V[1];
-  mjtNum d[8] = {-3, 0.2 * V[0], -0.7 + 0.2 * L[1], 0,
-                 1.5 * L[1], 1.5 * L[0], 0.1 * V[1], -0.3 + 0.1 * V[0]};
+  mjtNum d[8] = {-3,         0.2 * V[0], -0.7 + 0.2 * L[1], 0,
+                 1.5 * L[1], 1.5 * L[0], 0.1 * V[1],        -0.3 + 0.1 * V[0]};
   if (dF) std::memcpy(dF, d, sizeof(d));
 }
 
@@ -293,9 +292,10 @@ TEST(TendonDeriv, ForceDerivativeAgainstFiniteDifferences) {
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   int nv = m->nv;
-  int pairs[3][2] = {{mj_name2id(m, mjOBJ_TENDON, "sphere_side"), mj_name2id(m, mjOBJ_TENDON, "cyl")},
-                     {mj_name2id(m, mjOBJ_TENDON, "pulley"), mj_name2id(m, mjOBJ_TENDON, "world_wraps")},
-                     {mj_name2id(m, mjOBJ_TENDON, "cyl_side"), mj_name2id(m, mjOBJ_TENDON, "sphere_world")}};
+  int pairs[3][2] = {
+      {mj_name2id(m, mjOBJ_TENDON, "sphere_side"), mj_name2id(m, mjOBJ_TENDON, "cyl")},
+      {mj_name2id(m, mjOBJ_TENDON, "pulley"), mj_name2id(m, mjOBJ_TENDON, "world_wraps")},
+      {mj_name2id(m, mjOBJ_TENDON, "cyl_side"), mj_name2id(m, mjOBJ_TENDON, "sphere_world")}};
   unsigned long long seed = 99;
   int compared = 0, total = 0, refused = 0;
   double worst = 0;
@@ -436,7 +436,8 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
 // step Jacobians at nsample states near random trajectories; taut: number of compared states
 // where tendon `tendon` is at or past the start of its upper limit's ramp
 // (key >= 0: the states are keyframe key after nwarm + k steps with the joint motors holding the
-// arm against gravity, velocities perturbed by 0.05; *withContact counts the compared states with contacts)
+// arm against gravity, velocities perturbed by 0.05; *withContact counts the compared states with
+// contacts)
 void checkStep(const char* xml, const char* path, int nsample, double tol, int nwarm,
                int tendon = -1, int* taut = nullptr, bool seekTaut = false, int key = -1,
                int* withContact = nullptr) {
@@ -480,7 +481,8 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
     std::vector<mjtNum> A(ndx * ndx), B(ndx * (nu > 0 ? nu : 1));
     double width = mjdiff_getOptions(s)->limit_width;
     ASSERT_EQ(mjdiff_stepJacobian(m, d, s, sim.w, A.data(), B.data(), nullptr, err, sizeof(err)),
-              MJDIFF_OK) << err;
+              MJDIFF_OK)
+        << err;
     bool isTaut = tendon >= 0 && (d->ten_length[tendon] > m->tendon_range[2 * tendon + 1] - width ||
                                   d->ten_length[tendon] < m->tendon_range[2 * tendon] + width);
     std::vector<mjtNum> J(ndx * ncol);
@@ -633,9 +635,9 @@ TEST(TendonStep, Arm26AffineActuators) {
     int ndx = 2 * m->nv + m->na;
     std::vector<mjtNum> A(ndx * ndx), B(ndx * m->nu);
     char err[1000] = "";
-    EXPECT_EQ(MJDIFF_ERR_UNSUPPORTED, mjdiff_stepJacobian(m, small.sim.d, small.sim.s, small.w,
-                                                          A.data(), B.data(), nullptr, err,
-                                                          sizeof(err)));
+    EXPECT_EQ(MJDIFF_ERR_UNSUPPORTED,
+              mjdiff_stepJacobian(m, small.sim.d, small.sim.s, small.w, A.data(), B.data(), nullptr,
+                                  err, sizeof(err)));
     EXPECT_NE(std::string(err).find("tendon 0 ('SF'): d's stack is too small"), std::string::npos)
         << err;
   }
