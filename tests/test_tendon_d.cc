@@ -198,6 +198,19 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
       }
       ASSERT_EQ(st, 0) << "tendon " << t;
 
+      // deterministic, d's stack and MuJoCo's tendon quantities left as they were
+      {
+        std::vector<mjtNum> J2(nv), H2(nv * nv), len0(d->ten_length, d->ten_length + m->ntendon);
+        mjtNum L2;
+        int pstack = d->pstack;
+        EXPECT_EQ(st, mjdiff_tendonDerivative(m, d, t, &L2, J2.data(), H2.data()));
+        EXPECT_EQ(pstack, d->pstack);
+        EXPECT_EQ(0, std::memcmp(&L, &L2, sizeof(L)));
+        EXPECT_EQ(0, std::memcmp(J.data(), J2.data(), nv * sizeof(mjtNum)));
+        EXPECT_EQ(0, std::memcmp(H.data(), H2.data(), nv * nv * sizeof(mjtNum)));
+        EXPECT_EQ(0, std::memcmp(len0.data(), d->ten_length, m->ntendon * sizeof(mjtNum)));
+      }
+
       // against MuJoCo's own length and Jacobian (inside wraps: MuJoCo's touching point is
       // converged to 1e-6 in its equation, ours to rounding)
       compat_tendonRow(m, d, t, row.data());
