@@ -690,19 +690,19 @@ static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjdiffOption
   }
 }
 
-// the force f(L, Ldot) on spatial tendon t with partials fx, fv (tendon_d.c); failures in *status
-static void spatialTendon(const mjModel* m, mjData* d, int t, mjtNum f, mjtNum fx, mjtNum fv,
-                          mjtNum* DfDq, mjtNum* DfDv, int* status) {
-  mjtNum dF[2] = {fx, fv};
-  int bad = mjdiff_tendonForceDerivative(m, d, 1, &t, &f, dF, DfDq, DfDv);
-  if (bad && !*status) *status = -1 - d->ncon - t;
+// the force f(L, Ldot) on spatial tendon t with partials fx, fv, summed per tendon in tf
+// (3 x ntendon: F, F_L, F_V) for one call of tendon_d.c per tendon at the end
+static void spatialTendon(int t, mjtNum f, mjtNum fx, mjtNum fv, mjtNum* tf) {
+  tf[3 * t] += f;
+  tf[3 * t + 1] += fx;
+  tf[3 * t + 2] += fv;
 }
 
 //---------------------------------- MuJoCo passive forces and actuators --------------------------
 
 // joint springs and dof dampers (tendon springs and dampers through fixed tendons)
-static void passiveDeriv(const mjModel* m, mjData* d, mjtNum* row, mjtNum* DfDq, mjtNum* DfDv,
-                         int* status) {
+static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum* DfDq,
+                         mjtNum* DfDv, mjtNum* tf) {
   int nv = m->nv;
   if (DISABLED(m, mjDSBL_PASSIVE)) return;
   for (int j = 0; j < m->njnt; j++) {
@@ -731,7 +731,7 @@ static void passiveDeriv(const mjModel* m, mjData* d, mjtNum* row, mjtNum* DfDq,
     if (mjdiff_tendonSpatial(m, t)) {
       mjtNum k = m->tendon_stiffness[t], b = m->tendon_damping[t];
       mjtNum f = -k * (d->ten_length[t] - m->tendon_lengthspring[t]) - b * d->ten_velocity[t];
-      spatialTendon(m, d, t, f, -k, -b, DfDq, DfDv, status);
+      spatialTendon(t, f, -k, -b, tf);
       continue;
     }
     addScalarDeriv(m, d, t, -1, -m->tendon_stiffness[t], -m->tendon_damping[t], row, DfDq,
@@ -740,8 +740,9 @@ static void passiveDeriv(const mjModel* m, mjData* d, mjtNum* row, mjtNum* DfDq,
 }
 
 // actuator forces through constant moments (hinge/slide joints, fixed tendons)
-static void actuatorDeriv(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa,
-                          mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu, int* status) {
+static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNum* DfDv,
+                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu,
+                          mjtNum* tf) {
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
@@ -787,8 +788,8 @@ static void actuatorDeriv(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfD
         m->actuator_trntype[i] == mjTRN_TENDON && mjdiff_tendonSpatial(m, m->actuator_trnid[2 * i]);
     if (spatial) {
       mjtNum gear = m->actuator_gear[6 * i];
-      spatialTendon(m, d, m->actuator_trnid[2 * i], gear * d->actuator_force[i], gear * gear * fL,
-                    gear * gear * fV, DfDq, DfDv, status);
+      spatialTendon(m->actuator_trnid[2 * i], gear * d->actuator_force[i], gear * gear * fL,
+                    gear * gear * fV, tf);
     }
 
     // df = moment' (fL moment dq + fV moment dv + fin din)
@@ -850,8 +851,10 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
   spatial_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
-  passiveDeriv(m, d, sc.J2, DfDq, DfDv, &status);
-  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, &status);
+  mjtNum* tf = compat_stackAllocNum(d, 3 * m->ntendon + 1);  // spatial tendons' F, F_L, F_V
+  mju_zero(tf, 3 * m->ntendon);
+  passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
+  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
 
   // smooth forces (plugin/smooth.c), under the same flags
   if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
@@ -948,7 +951,7 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         mjtNum f =
             limitDeriv(o, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
         if (mjdiff_tendonSpatial(m, t)) {
-          if (f != 0 || fx != 0 || fv != 0) spatialTendon(m, d, t, f, fx, fv, DfDq, DfDv, &status);
+          spatialTendon(t, f, fx, fv, tf);
           continue;
         }
         if (fx != 0 || fv != 0) addScalarDeriv(m, d, t, -1, fx, fv, sc.J2, DfDq, DfDv);
@@ -967,7 +970,7 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
           if (mjdiff_tendonSpatial(m, t)) {
             mjtNum u = d->ten_velocity[t] / o->frictionloss_speed, r;
             law_regular(&r, &u, 1);
-            spatialTendon(m, d, t, -m->tendon_frictionloss[t] * r, 0, fv, DfDq, DfDv, &status);
+            spatialTendon(t, -m->tendon_frictionloss[t] * r, 0, fv, tf);
             continue;
           }
           addScalarDeriv(m, d, t, -1, 0, fv, sc.J2, NULL, DfDv);
@@ -997,6 +1000,15 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
       for (int r = 0; r < 3; r++) dWq[nv * r + kk] = t1[r];
     }
     addWrenchDeriv(m, &sc, 0, b, W, dWq, NULL, DfDq, DfDv);
+  }
+
+  // spatial tendons: d(J' F)/dq, dv of the summed scalar forces, one Hessian per tendon
+  for (int t = 0; t < m->ntendon; t++) {
+    if (tf[3 * t] == 0 && tf[3 * t + 1] == 0 && tf[3 * t + 2] == 0) continue;
+    if (mjdiff_tendonForceDerivative(m, d, 1, &t, tf + 3 * t, tf + 3 * t + 1, DfDq, DfDv) &&
+        !status) {
+      status = -1 - d->ncon - t;
+    }
   }
 
   addWrenchJacobianTerm(m, &sc, DfDq);
