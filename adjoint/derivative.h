@@ -95,6 +95,31 @@ MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
 // mjdiff_fluidDerivative uses d's stack (about 34 nv + 6 nbody numbers).
 MJDIFF_API void mjdiff_fluidForce(const mjModel* m, mjData* d, mjtNum* qfrc);
 MJDIFF_API void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv);
+// ---------------------------------- tendons (tendon_d.c) ----------------------------------------
+//
+// Length L, Jacobian J (nv; dL/dq in the tangent dq) and H (nv x nv; H[nv i + k] = dJ_i/dq_k) of
+// tendon t at the state in d (positions computed, mj_tendon run: spatial tendons read MuJoCo's
+// wrap points). Fixed tendons: H = 0. Uses d's stack. Returns 0, -1 if an inside wrap of the
+// tendon (side site inside the geom) has no touching point (MuJoCo's fallback; outputs then
+// incomplete), or -2 if d's stack is too small (outputs zero).
+// Nullable: L, J, H. mjdiff_tendonSpatial: nonzero if tendon t is spatial.
+MJDIFF_API int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNum* L, mjtNum* J,
+                                       mjtNum* H);
+MJDIFF_API int mjdiff_tendonSpatial(const mjModel* m, int t);
+
+// Rates of tendon t for sensors: J (nv) = dL/dq, vH (nv) = d Ldot/dq = qvel' H (0 for a fixed
+// tendon). Returns as mjdiff_tendonDerivative. Nullable: J, vH.
+MJDIFF_API int mjdiff_tendonRates(const mjModel* m, mjData* d, int t, mjtNum* J, mjtNum* vH);
+
+// Derivatives of the generalised force qfrc = sum_a J_a' F_a of forces F (n) on the lengths of
+// tendons tendon (n, n <= 2), with partials dF (n x 2n: row a = dF_a/d(L_1..L_n, Ldot_1..Ldot_n)):
+// DfDq += d qfrc/dq (through F, Ldot = J qvel and J(q)), DfDv += d qfrc/dv. Uses d's stack.
+// Returns 0, -1 if an inside wrap has no touching point, -2 if d's stack is too small (nothing
+// added).
+// Nullable: DfDq, DfDv.
+MJDIFF_API int mjdiff_tendonForceDerivative(const mjModel* m, mjData* d, int n, const int* tendon,
+                                            const mjtNum* F, const mjtNum* dF, mjtNum* DfDq,
+                                            mjtNum* DfDv);
 
 // ---------------------------------- model parameters (params_d.c) -------------------------------
 //

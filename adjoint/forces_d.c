@@ -39,6 +39,10 @@
 // Actuators (hinge/slide joint or fixed-tendon transmission: constant moment G, length G q):
 //   force = clamp(gain(L, V) in + bias(L, V)), in = clamp(ctrl) or act
 //   df = G' (force_L G dq + force_V G dv + force_in din)
+// Spatial tendons (springs, dampers, limits, friction loss, equalities, actuator transmissions with
+// moment gear J(q)): the same laws on the tendon length, through tendon_d.c, which adds the
+// derivative of J(q)' F in q (the length's Hessian). Its failure (an inside wrap without a
+// touching point, too small a stack) is reported as -1 - ncon - t.
 
 #include <math.h>
 #include <string.h>
@@ -700,11 +704,19 @@ static void ballLimitDeriv(const mjModel* m, const mjData* d, const mjtNum law[E
   }
 }
 
+// the force f(L, Ldot) on spatial tendon t with partials fx, fv, summed per tendon in tf
+// (3 x ntendon: F, F_L, F_V) for one call of tendon_d.c per tendon at the end
+static void spatialTendon(int t, mjtNum f, mjtNum fx, mjtNum fv, mjtNum* tf) {
+  tf[3 * t] += f;
+  tf[3 * t + 1] += fx;
+  tf[3 * t + 2] += fv;
+}
+
 //---------------------------------- MuJoCo passive forces and actuators --------------------------
 
 // joint springs and dof dampers (tendon springs and dampers through fixed tendons)
 static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum* DfDq,
-                         mjtNum* DfDv) {
+                         mjtNum* DfDv, mjtNum* tf) {
   int nv = m->nv;
   if (DISABLED(m, mjDSBL_PASSIVE)) return;
   for (int j = 0; j < m->njnt; j++) {
@@ -730,6 +742,12 @@ static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum*
   for (int i = 0; i < nv; i++) DfDv[nv * i + i] -= m->dof_damping[i];
   for (int t = 0; t < m->ntendon; t++) {
     if (m->tendon_stiffness[t] == 0 && m->tendon_damping[t] == 0) continue;
+    if (mjdiff_tendonSpatial(m, t)) {
+      mjtNum k = m->tendon_stiffness[t], b = m->tendon_damping[t];
+      mjtNum f = -k * (d->ten_length[t] - m->tendon_lengthspring[t]) - b * d->ten_velocity[t];
+      spatialTendon(t, f, -k, -b, tf);
+      continue;
+    }
     addScalarDeriv(m, d, t, -1, -m->tendon_stiffness[t], -m->tendon_damping[t], row, DfDq,
                    DfDv);
   }
@@ -737,7 +755,8 @@ static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum*
 
 // actuator forces through constant moments (hinge/slide joints, fixed tendons)
 static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNum* DfDv,
-                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu) {
+                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu,
+                          mjtNum* tf) {
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
@@ -778,10 +797,19 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
       if (force <= fr[0] || force >= fr[1]) fL = fV = fin = 0;
     }
 
+    // spatial tendon: moment = gear J(q), the tendon force gear force (tendon_d.c)
+    int spatial =
+        m->actuator_trntype[i] == mjTRN_TENDON && mjdiff_tendonSpatial(m, m->actuator_trnid[2 * i]);
+    if (spatial) {
+      mjtNum gear = m->actuator_gear[6 * i];
+      spatialTendon(m->actuator_trnid[2 * i], gear * d->actuator_force[i], gear * gear * fL,
+                    gear * gear * fV, tf);
+    }
+
     // df = moment' (fL moment dq + fV moment dv + fin din)
     for (int r = 0; r < nv; r++) {
       if (moment[r] == 0) continue;
-      for (int c = 0; c < nv; c++) {
+      for (int c = 0; c < nv && !spatial; c++) {
         if (moment[c] == 0) continue;
         DfDq[nv * r + c] += moment[r] * fL * moment[c];
         DfDv[nv * r + c] += moment[r] * fV * moment[c];
@@ -837,9 +865,11 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
   spatial_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
-  passiveDeriv(m, d, sc.J2, DfDq, DfDv);
+  mjtNum* tf = compat_stackAllocNum(d, 3 * m->ntendon + 1);  // spatial tendons' F, F_L, F_V
+  mju_zero(tf, 3 * m->ntendon);
+  passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
   mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
-  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu);
+  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
 
   // smooth forces (plugin/smooth.c), under the same flags
   if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
@@ -883,6 +913,16 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         mjtNum f_x1 = -k, f_x2 = k * dp + c * ddp * v2, f_v1 = -c, f_v2 = c * dp;
         mjtNum g_x2 = -(f_x2 * dp + f * ddp), g_x1 = -f_x1 * dp, g_v1 = -f_v1 * dp,
                g_v2 = -f_v2 * dp;
+        if (tendon && (mjdiff_tendonSpatial(m, o1) || (o2 >= 0 && mjdiff_tendonSpatial(m, o2)))) {
+          int ts[2] = {o1, o2}, n = o2 >= 0 ? 2 : 1;
+          mjtNum F[2] = {f, -f * dp}, dF2[8] = {f_x1, f_x2, f_v1, f_v2, g_x1, g_x2, g_v1, g_v2};
+          mjtNum dF1[2] = {f_x1, f_v1};
+          if (mjdiff_tendonForceDerivative(m, d, n, ts, F, n == 2 ? dF2 : dF1, DfDq, DfDv) &&
+              !status) {
+            status = -1 - d->ncon - o1;
+          }
+          continue;
+        }
         // coordinate rows a1, a2: dof unit vectors or fixed-tendon Jacobian rows
         mjtNum* a1 = sc.J1;
         mjtNum* a2 = sc.J1 + nv;
@@ -926,7 +966,12 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         mjtNum fx, fv, law[EP_COUNT];
         const mjtNum* range = m->tendon_range + 2 * t;
         mjdiff_limitParams(s, 1, t, law);
-        limitDeriv(law, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
+        mjtNum f =
+            limitDeriv(law, d->ten_length[t], d->ten_velocity[t], range[0], range[1], &fx, &fv);
+        if (mjdiff_tendonSpatial(m, t)) {
+          spatialTendon(t, f, fx, fv, tf);
+          continue;
+        }
         if (fx != 0 || fv != 0) addScalarDeriv(m, d, t, -1, fx, fv, sc.J2, DfDq, DfDv);
       }
     }
@@ -941,6 +986,12 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
         if (m->tendon_frictionloss[t] > 0) {
           mjtNum fv = lossDeriv(m->tendon_frictionloss[t], d->ten_velocity[t],
                                 mjdiff_lossSpeed(s, 1, t));
+          if (mjdiff_tendonSpatial(m, t)) {
+            mjtNum u = d->ten_velocity[t] / mjdiff_lossSpeed(s, 1, t), r;
+            law_regular(&r, &u, 1);
+            spatialTendon(t, -m->tendon_frictionloss[t] * r, 0, fv, tf);
+            continue;
+          }
           addScalarDeriv(m, d, t, -1, 0, fv, sc.J2, NULL, DfDv);
         }
       }
@@ -968,6 +1019,15 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
       for (int r = 0; r < 3; r++) dWq[nv * r + kk] = t1[r];
     }
     addWrenchDeriv(m, &sc, 0, b, W, dWq, NULL, DfDq, DfDv);
+  }
+
+  // spatial tendons: d(J' F)/dq, dv of the summed scalar forces, one Hessian per tendon
+  for (int t = 0; t < m->ntendon; t++) {
+    if (tf[3 * t] == 0 && tf[3 * t + 1] == 0 && tf[3 * t + 2] == 0) continue;
+    if (mjdiff_tendonForceDerivative(m, d, 1, &t, tf + 3 * t, tf + 3 * t + 1, DfDq, DfDv) &&
+        !status) {
+      status = -1 - d->ncon - t;
+    }
   }
 
   addWrenchJacobianTerm(m, &sc, DfDq);

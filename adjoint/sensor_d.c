@@ -18,11 +18,15 @@
 //   jointpos      s = qpos[jnt]  (hinge, slide)              ds/dq = e_dof
 //   jointvel      s = qvel[dof]                              ds/dv = e_dof
 //   actuatorpos   s = L = gear q_jnt or gear ten_length      ds/dq = moment (constant for a
-//                 hinge/slide joint or a fixed tendon, the transmissions supported)
+//                 hinge/slide joint or a fixed tendon; gear J(q) for a spatial tendon)
 //   actuatorvel   s = moment . v                             ds/dv = moment
+//                 (spatial tendon: ds/dq = gear qvel' H, H = dJ/dq of tendon_d.c)
+//   tendonpos     s = L                                      ds/dq = J
+//   tendonvel     s = J v                                    ds/dv = J, ds/dq = qvel' H
 //   actuatorfrc   s = clamp(g(L, V) in + b(L, V)), in = clamp(ctrl) or act (stateful), g, b
 //                 fixed or affine:  ds = (g_L in + b_L) moment dq + (g_V in + b_V) moment dv
 //                 + g din (din = dctrl inside ctrlrange, 0 outside); 0 while the force clamps
+//                 (spatial tendon: + (g_V in + b_V) gear qvel' H dq)
 //   framepos      s = R_r' y, y = p_o - p_r    ds/dq = R_r'(Jp_o - Jp_r + [y]x dth_r)
 //   framequat     s = conj(q_r) q_o            ds = 1/2 conj(q_r) [0; dth_o - dth_r] q_o
 //   framelinvel   s = R_r'(v_po - v_pr + (p_o - p_r) x w_r)  (mj_objectVelocity, relative)
@@ -215,7 +219,7 @@ static int frameObjectSupported(const mjModel* m, int type, int id) {
   }
 }
 
-// actuator transmission with a constant moment: hinge/slide joint or fixed tendon
+// actuator transmission with a derivative: hinge/slide joint or tendon (spatial: tendonRows)
 static int constantMoment(const mjModel* m, int i) {
   int id = m->actuator_trnid[2 * i];
   switch (m->actuator_trntype[i]) {
@@ -223,10 +227,7 @@ static int constantMoment(const mjModel* m, int i) {
     case mjTRN_JOINTINPARENT:
       return m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
     case mjTRN_TENDON:
-      for (int w = m->tendon_adr[id]; w < m->tendon_adr[id] + m->tendon_num[id]; w++) {
-        if (m->wrap_type[w] != mjWRAP_JOINT) return 0;
-      }
-      return 1;
+      return 1;  // fixed: constant; spatial: through tendon_d.c
     default:
       return 0;
   }
@@ -239,6 +240,9 @@ int mjdiff_sensorSupported(const mjModel* m, int i) {
     case mjSENS_JOINTPOS:
     case mjSENS_JOINTVEL:
       return m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
+    case mjSENS_TENDONPOS:
+    case mjSENS_TENDONVEL:
+      return 1;
     case mjSENS_ACTUATORPOS:
     case mjSENS_ACTUATORVEL:
       return constantMoment(m, id);
@@ -567,12 +571,31 @@ static void setX(output* out, int row, int col, mjtNum v) {
   if (out->DsDx) out->DsDx[(size_t)out->ncol * row + col] = v;
 }
 
+// tendon t's rates into one row: q columns += sq J + sv qvel' H, v columns += vJ J (tendon_d.c);
+// returns 0, or nonzero if d's stack is too small or the tendon has no derivative
+static int tendonRow(const mjModel* m, mjData* d, output* out, int t, int row, mjtNum sq, mjtNum sv,
+                     mjtNum vJ) {
+  int nv = m->nv;
+  if (!out->DsDx) return 0;
+  if (compat_stackSpace(d) < 2 * nv) return -1;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* J = compat_stackAllocNum(d, 2 * nv);
+  int st = mjdiff_tendonRates(m, d, t, J, sv != 0 ? J + nv : NULL);
+  mjtNum* r = out->DsDx + (size_t)out->ncol * row;
+  for (int k = 0; k < nv && !st; k++) {
+    r[k] += sq * J[k] + (sv != 0 ? sv * J[nv + k] : 0);
+    r[nv + k] += vJ * J[k];
+  }
+  compat_stackFree(d, mark);
+  return st;
+}
+
 //---------------------------------- sensors -------------------------------------------------------
 
 // actuator force and its partials (rows: one)
-static void actuatorForce(const mjModel* m, const mjData* d, output* out, int i, int row) {
+static int actuatorForce(const mjModel* m, mjData* d, output* out, int i, int row) {
   int nv = m->nv, nu = m->nu, na = m->na;
-  if (DISABLED(m, mjDSBL_ACTUATION)) return;
+  if (DISABLED(m, mjDSBL_ACTUATION)) return 0;
   const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
   const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
   const mjtNum* moment = d->actuator_moment + (size_t)nv * i;
@@ -581,7 +604,7 @@ static void actuatorForce(const mjModel* m, const mjData* d, output* out, int i,
   // clamped force: zero derivative
   if (m->actuator_forcelimited[i]) {
     const mjtNum* fr = m->actuator_forcerange + 2 * i;
-    if (d->actuator_force[i] <= fr[0] || d->actuator_force[i] >= fr[1]) return;
+    if (d->actuator_force[i] <= fr[0] || d->actuator_force[i] >= fr[1]) return 0;
   }
 
   // input: clamped control (slope 1 inside the range) or activation
@@ -615,6 +638,11 @@ static void actuatorForce(const mjModel* m, const mjData* d, output* out, int i,
   } else {
     setX(out, row, 2 * nv + na + i, g * din);
   }
+  int t = m->actuator_trnid[2 * i];
+  if (m->actuator_trntype[i] == mjTRN_TENDON && mjdiff_tendonSpatial(m, t) && fV != 0) {
+    return tendonRow(m, d, out, t, row, 0, fV * m->actuator_gear[6 * i], 0);
+  }
+  return 0;
 }
 
 // framequat: ds = 1/2 conj(q_r) [0; dth_o - dth_r] q_o
@@ -975,11 +1003,22 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
       case mjSENS_ACTUATORVEL: {
         int off = m->sensor_type[i] == mjSENS_ACTUATORVEL ? nv : 0;
         for (int k = 0; k < nv; k++) setX(&out, adr, off + k, d->actuator_moment[nv * id + k]);
+        int t = m->actuator_trnid[2 * id];
+        if (off && m->actuator_trntype[id] == mjTRN_TENDON && mjdiff_tendonSpatial(m, t) &&
+            tendonRow(m, d, &out, t, adr, 0, m->actuator_gear[6 * id], 0) && !status) {
+          status = -1 - i;
+        }
         break;
       }
       case mjSENS_ACTUATORFRC:
-        actuatorForce(m, d, &out, id, adr);
+        if (actuatorForce(m, d, &out, id, adr) && !status) status = -1 - i;
         break;
+      case mjSENS_TENDONPOS:
+      case mjSENS_TENDONVEL: {
+        int vel = m->sensor_type[i] == mjSENS_TENDONVEL;
+        if (tendonRow(m, d, &out, id, adr, !vel, vel, vel) && !status) status = -1 - i;
+        break;
+      }
       case mjSENS_FRAMEQUAT:
         frameQuat(m, d, &w, &out, i);
         break;

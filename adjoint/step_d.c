@@ -62,6 +62,7 @@ struct mjdiffStepDeriv_ {
   mjtNum* tmp2;                // (ndx + nu) scratch
   int badContact;              // first contact without a geometry Jacobian in this call, or -1
   int badSensor;               // first sensor without a derivative in this call, or -1
+  int badTendon, tendonCause;  // first tendon without a derivative (tendon_d.c), or -1; its code
   size_t bytes;                // memory held
   mjtNum* DsDx;                // (nsensordata x (ndx + nu)), (nsensordata x nv) sensor derivatives
   mjtNum* DsDacc;
@@ -205,7 +206,12 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
 
   int bad = mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa,
                                    w->DadotDu);
-  if (bad && w->badContact < 0) w->badContact = -1 - bad;
+  if (bad && -1 - bad >= d->ncon && w->badTendon < 0) {  // a tendon: its cause at this state
+    w->badTendon = -1 - bad - d->ncon;
+    w->tendonCause = mjdiff_tendonDerivative(m, d, w->badTendon, NULL, NULL, NULL);
+  } else if (bad && -1 - bad < d->ncon && w->badContact < 0) {
+    w->badContact = -1 - bad;
+  }
   mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
 
   for (int r = 0; r < nv; r++) {
@@ -318,32 +324,13 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     if (trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) {
       ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
     } else if (trn == mjTRN_TENDON) {
-      ok = 1;
-      for (int w = 0; w < m->tendon_num[id]; w++) {
-        ok &= m->wrap_type[m->tendon_adr[id] + w] == mjWRAP_JOINT;
-      }
+      ok = 1;  // fixed and spatial tendons (tendon_d.c)
     }
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): only hinge/slide joint and fixed-tendon "
-                          "transmissions have derivatives", i, name);
-    }
-  }
-  for (int t = 0; t < m->ntendon; t++) {
-    int fixed = 1, used = m->tendon_stiffness[t] > 0 || m->tendon_damping[t] > 0 ||
-                          m->tendon_limited[t] || m->tendon_frictionloss[t] > 0;
-    for (int w = 0; w < m->tendon_num[t]; w++) {
-      fixed &= m->wrap_type[m->tendon_adr[t] + w] == mjWRAP_JOINT;
-    }
-    for (int i = 0; i < m->neq; i++) {
-      used |= m->eq_type[i] == mjEQ_TENDON && (m->eq_obj1id[i] == t || m->eq_obj2id[i] == t);
-    }
-    if (!fixed && used) {
-      const char* name = mj_id2name(m, mjOBJ_TENDON, t);
-      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "tendon %d ('%s'): spatial tendons with stiffness, damping, limits, "
-                          "friction loss or equalities have no derivative yet", t,
-                          name ? name : "");
+                          "actuator %d ('%s'): only hinge/slide joint and tendon "
+                          "transmissions have derivatives",
+                          i, name);
     }
   }
   // contact pairs that can occur (MuJoCo's own filters: contype/conaffinity, weld, parent,
@@ -750,6 +737,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   mjdiff_saveState(m, d, w->state);
   w->badContact = -1;
   w->badSensor = -1;
+  w->badTendon = -1;
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
     int ndx = w->ndx, ncol = ndx + w->nin;
@@ -777,6 +765,15 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "sensor %d ('%s', type %d) has no "
                       "derivative", w->badSensor, name ? name : "",
                       m->sensor_type[w->badSensor]);
+  }
+  if (st == MJDIFF_OK && w->badTendon >= 0) {
+    int t = w->badTendon;
+    const char* name = mj_id2name(m, mjOBJ_TENDON, t);
+    st = mjdiff_error(
+        err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t, name ? name : "",
+        w->tendonCause == -1
+            ? "an inside wrap (side site inside the wrapping geom) without a touching point"
+            : "d's stack is too small for the tendon's derivative (raise nstack)");
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {
     const mjContact* con = d->contact + w->badContact;

@@ -355,6 +355,65 @@ TEST(ParamDeriv, MixedJointsActuatorsEqualities) {
               12, 60, 1e-6);
 }
 
+// spatial tendons (sphere wrap with a side site, cylinder wrap, a pulley): their stiffness,
+// damping, friction loss, and the gear, gain and bias of actuators on them
+TEST(ParamDeriv, SpatialTendons) {
+  const char* xml = R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/><site size="0.01"/>
+    <joint damping="0.05" armature="0.01"/></default>
+  <custom><numeric name="mjdiff_limit_stiffness" data="300"/>
+    <numeric name="mjdiff_limit_width" data="0.05"/></custom>
+  <worldbody>
+    <site name="w0" pos="0 0 1.5"/>
+    <body name="a" pos="0 0 1">
+      <joint name="ha" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <site name="a0" pos="0.1 0.05 0"/>
+      <site name="a1" pos="0.3 0 0.08"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="bb" type="ball"/>
+        <geom name="sph" type="sphere" size="0.06" pos="0.15 0 0" mass="0.3"/>
+        <site name="b0" pos="0.3 0.02 0.01"/>
+        <site name="bside" pos="0.15 0 0.5"/>
+        <body name="c" pos="0.3 0 0">
+          <joint name="hc" type="hinge" axis="0 0 1"/>
+          <geom name="cyl" type="cylinder" size="0.05 0.1" pos="0.1 0 0" euler="1.5707963 0 0"
+                mass="0.2"/>
+          <site name="c0" pos="0.25 0.03 0.02"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <spatial name="sphere" stiffness="20" damping="0.5" frictionloss="0.2">
+      <site site="a0"/><geom geom="sph" sidesite="bside"/><site site="c0"/>
+    </spatial>
+    <spatial name="cylinder" limited="true" range="0.2 0.5" stiffness="5" damping="0.1">
+      <site site="b0"/><geom geom="cyl"/><site site="w0"/>
+    </spatial>
+    <spatial name="pulley" frictionloss="0.1">
+      <site site="w0"/><site site="a0"/><site site="b0"/>
+      <pulley divisor="2"/>
+      <site site="a1"/><site site="c0"/>
+    </spatial>
+  </tendon>
+  <actuator>
+    <motor name="m" tendon="cylinder" gear="2" ctrlrange="-1 1" ctrllimited="true"/>
+    <position name="p" tendon="pulley" kp="10" ctrlrange="0 1" ctrllimited="true"/>
+    <general name="g" tendon="sphere" gainprm="2 1 0.5" gaintype="affine" biastype="affine"
+             biasprm="0.1 -3 -0.2" ctrlrange="-1 1" ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+  CheckResult r = checkParams(xml, nullptr,
+                              {"tendon:*:stiffness", "tendon:*:damping", "tendon:*:frictionloss",
+                               "actuator:*:gear", "actuator:*:gainprm", "actuator:*:biasprm"},
+                              12, 40, 1e-6);
+  EXPECT_GT(r.compared, 0);
+}
+
 TEST(ParamDeriv, Contacts) {
   CheckResult r = checkParams(
       kContacts, nullptr,

@@ -31,9 +31,8 @@ typedef struct mjdiffParams_ mjdiffParams;
 
 // Make the workspace (the only allocation). Fails with MJDIFF_ERR_UNSUPPORTED naming the feature
 // if the model holds something the derivatives do not cover: an integrator other than Euler or
-// RK4; muscle or user actuator dynamics, gain or bias; actuator transmissions other
-// than hinge/slide joints and fixed tendons; spatial tendons with stiffness, damping, limits,
-// friction loss, equalities or actuators; contacts between geom types without a geometry Jacobian
+// RK4; muscle or user actuator dynamics, gain or bias; actuator transmissions other than
+// hinge/slide joints and tendons; contacts between geom types without a geometry Jacobian
 // (ellipsoid, mesh, hfield, cylinder except against a plane); anisotropic pair friction. With p,
 // the derivatives also cover those model parameters (p must outlive the workspace).
 // Nullable: p, err.
@@ -47,6 +46,9 @@ MJDIFF_API void mjdiff_freeStepDeriv(mjdiffStepDeriv* w);
 // Full Jacobians of one smooth step at the state in d (qpos, qvel, act, ctrl, time).
 // d's state is left bit for bit as it was; its derived quantities (kinematics, contacts, qacc,
 // ...) are those of the smooth forward pass at that state (the documented scratch).
+// Fails with MJDIFF_ERR_UNSUPPORTED at a state where a tendon's inside wrap (side site inside the
+// wrapping geom) has no touching point (MuJoCo's fallback) or d's stack is too small for a
+// tendon's derivative.
 // Nullable: A, B, P, err.
 MJDIFF_API mjdiffStatus mjdiff_stepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
                                             mjdiffStepDeriv* w, mjtNum* A, mjtNum* B, mjtNum* P,
@@ -81,8 +83,8 @@ MJDIFF_API mjdiffStatus mjdiff_sensorVJP(const mjModel* m, mjData* d, const mjdi
                                          mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_param,
                                          char* err, int errsz);
 
-// Nonzero if sensor i of m has a derivative (jointpos, jointvel, actuatorpos, actuatorvel,
-// actuatorfrc, framepos, framequat, framelinvel, frameangvel, subtreecom, velocimeter, gyro,
+// Nonzero if sensor i of m has a derivative (jointpos, jointvel, tendonpos, tendonvel,
+// actuatorpos, actuatorvel, actuatorfrc, framepos, framequat, framelinvel, frameangvel, subtreecom, velocimeter, gyro,
 // accelerometer, force, torque, touch; with the restrictions of adjoint/sensor_d.c).
 MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
 

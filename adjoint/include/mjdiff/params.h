@@ -26,7 +26,7 @@
 //   geom:G:contact_stiffness     the smooth model's per-geom contact values (also contact_damping,
 //                                contact_width, friction_speed, spin_speed); setting one marks it
 //                                explicit for G (see <mjdiff/smooth.h> for the pair rule)
-//   actuator:A:gear              actuator_gear[0] (hinge/slide joint or fixed-tendon transmission)
+//   actuator:A:gear              actuator_gear[0] (hinge/slide joint or tendon transmission)
 //   actuator:A:gainprm           actuator_gainprm[0..2] ("actuator:A:gainprm[1]" selects one)
 //   actuator:A:biasprm           actuator_biasprm[0..2]
 //   actuator:A:dynprm            actuator_dynprm[0] of a filter actuator (time constant, s), > 0
