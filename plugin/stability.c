@@ -15,9 +15,10 @@
 //
 // The test (mjdiff_step): a step diverges when
 //   (a) its accelerations or resulting state are not finite, or
-//   (b) the most unstable active element has r > 1 and the kinetic energy K = v'Mv/2 grew by
-//       more than half in the step (K' > 1.5 K + 1e-12 J): energy that the element's own law
-//       cannot supply when integrated stably.
+//   (b) the most unstable active element has r > 1 and the kinetic energy K = v'Mv/2 more than
+//       quadrupled in the step, beyond the scale of slow motion (K' > 4 K + M / 2 (1 m/s)^2, M
+//       the model's total mass): a velocity doubling that the element's law cannot supply when
+//       integrated stably. Slower growth runs on until (a) or until the motion slows.
 // The error then names that element, its law, the effective mass 1/A and h_max.
 
 #include <math.h>

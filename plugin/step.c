@@ -305,7 +305,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
                         bad >= 0 ? bad : badv >= 0 ? badv : bada);
     } else {
       mjtNum K1 = kinetic(m, d, d->qvel, tmp);
-      if (K1 > 4 * K0 + 1e-12) {
+      if (K1 > 4 * K0 + 0.5 * m->body_subtreemass[0]) {  // growth past (1 m/s)^2 per kg
         mjModel user;
         mjdiffStability w;
         mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, &w);

@@ -168,8 +168,9 @@ MJDIFF_API mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d,
 // as a spring-damper on MuJoCo's approximate inverse inertia (invweight0), and the ratio of the
 // timestep to the largest timestep at which semi-implicit Euler integrates that spring-damper
 // stably. The worst element is kept. mjdiff_step fails with its description when a step diverges:
-// a non-finite result, or a kinetic-energy gain of more than half in one step while the worst
-// ratio exceeds 1 (plugin/stability.c).
+// a non-finite result, or the kinetic energy more than quadrupling in one step (past the scale
+// of slow motion, half the total mass times (1 m/s)^2) while the worst ratio exceeds 1
+// (plugin/stability.c).
 typedef enum mjdiffStabilityKind_ {
   MJDIFF_STAB_NONE = 0,
   MJDIFF_STAB_CONTACT,         // id, id2: the two geoms
