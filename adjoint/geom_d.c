@@ -124,6 +124,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "convex.h"
 #include "derivative.h"
 
 #define NZ 12  // columns of z = (dx1, dth1, dx2, dth2)
@@ -1166,6 +1167,7 @@ int mjdiff_contactPairSupported(int t1, int t2) {
     t1 = t2;
     t2 = t;
   }
+  if (mjdiff_convexPair(t1, t2)) return 1;  // exact convex geometry (convex_d.c)
   switch (t1) {
     case mjGEOM_PLANE:
       return t2 == mjGEOM_SPHERE || t2 == mjGEOM_CAPSULE || t2 == mjGEOM_CYLINDER ||
@@ -1202,6 +1204,7 @@ int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContac
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (mjdiff_convexPair(t1, t2)) return mjdiff_convexGeomJacobian(m, d, con, J);
   if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
 
   // the two geoms in tracked form

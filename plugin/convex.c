@@ -1,0 +1,1165 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Exact contact geometry for the geom pairs MuJoCo 2.2.2 collides with mjc_Convex (libccd MPR,
+// whose depth and direction are approximate): sphere, capsule, ellipsoid, cylinder, box and mesh
+// (its convex hull, m->mesh_graph) against each other as the collision table sends them.
+//
+// Problem. h_i(u) = max_{x in G_i} u.x the support function of geom i (world), s_i(u) its
+// maximiser (support point). The signed distance
+//   phi = max_{|u| = 1} sigma(u),   sigma(u) = -h1(u) - h2(-u)
+// is the distance when the geoms are apart and minus the penetration depth (minimum translation)
+// when they overlap. At the optimum the witness points x1 = s1(u), x2 = s2(-u) satisfy
+//   x2 - x1 = phi u                                                            (1)
+// u is the contact normal (from geom 1 to geom 2), pos = (x1 + x2)/2 (MuJoCo's convention).
+//
+// Global stage. D = G2 - G1 (Minkowski difference, support s_D(v) = s2(v) - s1(-v)). GJK gives the
+// point of D nearest the origin when they are apart (u0 = v/|v|); when the origin is inside D, EPA
+// expands a polytope inside D towards its boundary and gives the face nearest the origin, normal n
+// (u0 = -n). Both are exact in finitely many steps for polytopes and approximate (stopped after a
+// fixed number of iterations) for curved geoms; they choose the right basin.
+//
+// Local stage (exact). Near its witness point each geom is described by a feature:
+//   x_i = c_i(dir_i) + E_i a_i,   dir_1 = u, dir_2 = -u
+// c_i smooth in the support direction with Jacobian H_i = dc_i/ddir (symmetric, H_i dir = 0), E_i
+// (3 x k_i) the feature's flat directions (scaled by its extent), a_i within the feature's bounds:
+//   sphere       c = p + r dir, H = r (I - dir dir'), k = 0
+//   ellipsoid    c = p + R S q / |S v| ... : v = R' dir, c = p + R S^2 v/|S v|,
+//                H = R S (I - q q') S R' / |S v|, q = S v/|S v|, k = 0
+//   capsule      segment (|dir.z| small): c = p + r dir, E = h z; end cap: c = p +- h z + r dir;
+//                H = r (I - dir dir')
+//   cylinder     cap face: c = p +- h z, E = r (x, y), H = 0; side line: c = p + r rho, E = h z;
+//                rim: c = p +- h z + r rho; rho = P dir/|P dir|, P = I - z z',
+//                H = r (P - rho rho')/|P dir|
+//   box          per axis: flat (E column s_j x_j) or at the side sign(dir.x_j) s_j; H = 0
+//   mesh hull    the hull vertices within tolerance of the support value: a vertex, an edge
+//                (c its midpoint, E half its length along it) or a face polygon (c the vertex mean,
+//                E an orthonormal pair times the polygon's radius); H = 0
+// With the features fixed, (1) and the normal conditions form the square system in
+// y = (u (3), a1 (k1), a2 (k2), phi):
+//   F1 = c2(-u) + E2 a2 - c1(u) - E1 a1 - phi u = 0     (3)
+//   F2 = E1' u = 0 (k1),  F3 = E2' u = 0 (k2),  F4 = (u'u - 1)/2 = 0
+// with Jacobian (the matrix of mjdiff_convexSystem)
+//   M = [ -(H1 + H2 + phi I)  -E1  E2  -u ]
+//       [  E1'                 0    0   0 ]
+//       [  E2'                 0    0   0 ]
+//       [  u'                  0    0   0 ]
+// solved by Newton (u renormalised after each step). An active set keeps the features right: a
+// witness outside its feature's bounds moves to the bounding feature (box axis to its side,
+// capsule segment to its end, cylinder cap disk to the rim, side line to a rim, mesh face to the
+// nearest boundary edge or vertex, mesh edge to its end), and a feature that is no longer the
+// support at the new u (u.x1 < h1(u)) is identified again. Features are identified at u0 with a
+// ladder of tolerances (1e-10 .. 1e-2 of the geoms' size); every candidate that converges and
+// verifies with the true support functions (|sigma(u) - phi|, |x2 - x1 - phi u|, the witnesses in
+// their support sets, all within 1e-9 of the size) is kept, and the largest phi wins.
+//
+// Degenerate features (face-face or edge-face parallel, parallel edges: the witness points are not
+// unique, M is singular in a): the minimum-norm solution in the extent-scaled a (mjdiff_convexSolve,
+// least squares with singular values under 1e-9 of the largest dropped) is the choice; it puts the
+// witness near the centre of the smaller feature (a box resting on a large mesh face touches under
+// the box's face centre). Documented, deterministic, and differentiated the same way.
+//
+// Nothing is allocated; MuJoCo's mesh hull (mesh_graph) is read from the model.
+
+#include "convex.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "compat.h"
+
+#define GJK_ITER 96
+#define EPA_ITER 96
+#define EPA_MAXV (EPA_ITER + 8)
+#define EPA_MAXF (2 * EPA_MAXV + 8)
+#define NEWTON_ITER 60
+#define ACTIVE_ITER 24
+
+//---------------------------------- small helpers -------------------------------------------------
+
+static mjtNum sgn(mjtNum x) {
+  return x >= 0 ? 1 : -1;
+}
+
+// column j of R (axis j of the geom in the world)
+static void axis(const mjtNum* R, int j, mjtNum a[3]) {
+  a[0] = R[j];
+  a[1] = R[3 + j];
+  a[2] = R[6 + j];
+}
+
+// H += s a b'
+static void addOuter(mjtNum H[9], const mjtNum a[3], const mjtNum b[3], mjtNum s) {
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) H[3 * i + j] += s * a[i] * b[j];
+  }
+}
+
+static void meshVert(const cvxGeom* g, int i, mjtNum v[3]) {
+  const float* p = g->vert + 3 * (g->vid ? g->vid[i] : i);
+  mjtNum l[3] = {p[0], p[1], p[2]};
+  mju_rotVecMat(v, l, g->mat);
+  mju_addTo3(v, g->pos);
+}
+
+//---------------------------------- geoms and support maps ----------------------------------------
+
+int mjdiff_convexPair(int t1, int t2) {
+  if (t1 > t2) {
+    int t = t1;
+    t1 = t2;
+    t2 = t;
+  }
+  switch (t1) {
+    case mjGEOM_SPHERE:
+    case mjGEOM_CAPSULE:
+      return t2 == mjGEOM_ELLIPSOID || t2 == mjGEOM_CYLINDER || t2 == mjGEOM_MESH;
+    case mjGEOM_ELLIPSOID:
+    case mjGEOM_CYLINDER:
+      return t2 == mjGEOM_ELLIPSOID || t2 == mjGEOM_CYLINDER || t2 == mjGEOM_BOX ||
+             t2 == mjGEOM_MESH;
+    case mjGEOM_BOX:
+    case mjGEOM_MESH:
+      return t2 == mjGEOM_MESH;
+    default:
+      return 0;
+  }
+}
+
+int mjdiff_convexGeom(const mjModel* m, const mjData* d, int g, cvxGeom* geom) {
+  memset(geom, 0, sizeof(*geom));
+  int type = m->geom_type[g];
+  if (type != mjGEOM_SPHERE && type != mjGEOM_CAPSULE && type != mjGEOM_ELLIPSOID &&
+      type != mjGEOM_CYLINDER && type != mjGEOM_BOX && type != mjGEOM_MESH) {
+    return -1;
+  }
+  geom->type = type;
+  mju_copy3(geom->pos, d->geom_xpos + 3 * g);
+  mju_copy(geom->mat, d->geom_xmat + 9 * g, 9);
+  mju_copy3(geom->size, m->geom_size + 3 * g);
+  if (type == mjGEOM_MESH) {
+    int id = m->geom_dataid[g];
+    if (id < 0) return -1;
+    geom->vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
+    int adr = m->mesh_graphadr[id];
+    if (adr >= 0) {
+      geom->nvert = m->mesh_graph[adr];
+      geom->vid = m->mesh_graph + adr + 2 + geom->nvert;
+    } else {
+      geom->nvert = m->mesh_vertnum[id];
+    }
+    if (geom->nvert < 1) return -1;
+  }
+  geom->scale = m->geom_rbound[g] > 0 ? m->geom_rbound[g]
+                                      : mju_max(geom->size[0], mju_max(geom->size[1],
+                                                                        geom->size[2]));
+  return 0;
+}
+
+void mjdiff_convexSupport(const cvxGeom* g, const mjtNum dir[3], mjtNum s[3]) {
+  mjtNum l[3], r[3] = {0, 0, 0};
+  const mjtNum* sz = g->size;
+  mju_rotVecMatT(l, dir, g->mat);
+  switch (g->type) {
+    case mjGEOM_SPHERE:
+      mju_scl3(r, l, sz[0]);
+      break;
+    case mjGEOM_CAPSULE:
+      mju_scl3(r, l, sz[0]);
+      r[2] += sgn(l[2]) * sz[1];
+      break;
+    case mjGEOM_ELLIPSOID: {
+      mjtNum q[3] = {l[0] * sz[0], l[1] * sz[1], l[2] * sz[2]};
+      mjtNum nq = mju_norm3(q);
+      for (int i = 0; i < 3; i++) r[i] = sz[i] * q[i] / nq;
+      break;
+    }
+    case mjGEOM_CYLINDER: {
+      mjtNum t = sqrt(l[0] * l[0] + l[1] * l[1]);
+      if (t > 0) {
+        r[0] = sz[0] * l[0] / t;
+        r[1] = sz[0] * l[1] / t;
+      }
+      r[2] = sgn(l[2]) * sz[1];
+      break;
+    }
+    case mjGEOM_BOX:
+      for (int i = 0; i < 3; i++) r[i] = sgn(l[i]) * sz[i];
+      break;
+    case mjGEOM_MESH: {
+      mjtNum best = -mjMAXVAL;
+      for (int i = 0; i < g->nvert; i++) {
+        const float* p = g->vert + 3 * (g->vid ? g->vid[i] : i);
+        mjtNum v = l[0] * p[0] + l[1] * p[1] + l[2] * p[2];
+        if (v > best) {
+          best = v;
+          r[0] = p[0];
+          r[1] = p[1];
+          r[2] = p[2];
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  mju_rotVecMat(s, r, g->mat);
+  mju_addTo3(s, g->pos);
+}
+
+// support of D = G2 - G1 in direction v: s2(v) - s1(-v)
+static void supportD(const cvxGeom* g1, const cvxGeom* g2, const mjtNum v[3], mjtNum w[3]) {
+  mjtNum n[3], s1[3], s2[3], vn[3];
+  mju_copy3(vn, v);
+  mju_normalize3(vn);
+  mju_scl3(n, vn, -1);
+  mjdiff_convexSupport(g2, vn, s2);
+  mjdiff_convexSupport(g1, n, s1);
+  mju_sub3(w, s2, s1);
+}
+
+// sigma(u) = -h1(u) - h2(-u)
+static mjtNum sigmaOf(const cvxGeom* g1, const cvxGeom* g2, const mjtNum u[3]) {
+  mjtNum n[3], s1[3], s2[3];
+  mju_scl3(n, u, -1);
+  mjdiff_convexSupport(g1, u, s1);
+  mjdiff_convexSupport(g2, n, s2);
+  return mju_dot3(u, s2) - mju_dot3(u, s1);
+}
+
+//---------------------------------- GJK -----------------------------------------------------------
+
+// nearest point to the origin of the hull of P[0..n-1] by enumeration of the faces: the affine
+// projection of every subset with positive barycentric coordinates, nearest kept (the hull's
+// nearest point is such a projection). Keeps the subset in P; returns its size, v the point.
+static int nearestSimplex(mjtNum P[4][3], int n, mjtNum v[3]) {
+  mjtNum best = mjMAXVAL, bv[3] = {0, 0, 0};
+  int bmask = 1;
+  for (int mask = 1; mask < (1 << n); mask++) {
+    int idx[4], k = 0;
+    for (int i = 0; i < n; i++) {
+      if (mask & (1 << i)) idx[k++] = i;
+    }
+    // v = P0 + sum_j mu_j (P_j - P0): G mu = -D' P0
+    mjtNum Dm[3][3], G[9], rhs[3], mu[3] = {0, 0, 0};
+    const mjtNum* P0 = P[idx[0]];
+    for (int j = 1; j < k; j++) mju_sub3(Dm[j - 1], P[idx[j]], P0);
+    int ok = 1;
+    if (k > 1) {
+      int q = k - 1;
+      for (int a = 0; a < q; a++) {
+        rhs[a] = -mju_dot3(Dm[a], P0);
+        for (int b = 0; b < q; b++) G[q * a + b] = mju_dot3(Dm[a], Dm[b]);
+      }
+      // Gaussian elimination with partial pivoting
+      mjtNum scale = 0;
+      for (int a = 0; a < q; a++) scale = mju_max(scale, G[q * a + a]);
+      for (int c = 0; c < q && ok; c++) {
+        int piv = c;
+        for (int r = c + 1; r < q; r++) {
+          if (fabs(G[q * r + c]) > fabs(G[q * piv + c])) piv = r;
+        }
+        if (fabs(G[q * piv + c]) <= 1e-13 * scale) {
+          ok = 0;
+          break;
+        }
+        if (piv != c) {
+          for (int b = 0; b < q; b++) {
+            mjtNum t = G[q * c + b];
+            G[q * c + b] = G[q * piv + b];
+            G[q * piv + b] = t;
+          }
+          mjtNum t = rhs[c];
+          rhs[c] = rhs[piv];
+          rhs[piv] = t;
+        }
+        for (int r = c + 1; r < q; r++) {
+          mjtNum f = G[q * r + c] / G[q * c + c];
+          for (int b = c; b < q; b++) G[q * r + b] -= f * G[q * c + b];
+          rhs[r] -= f * rhs[c];
+        }
+      }
+      if (!ok) continue;
+      for (int c = q - 1; c >= 0; c--) {
+        mjtNum s = rhs[c];
+        for (int b = c + 1; b < q; b++) s -= G[q * c + b] * mu[b];
+        mu[c] = s / G[q * c + c];
+      }
+      mjtNum l0 = 1;
+      for (int a = 0; a < q; a++) {
+        l0 -= mu[a];
+        if (mu[a] <= 0) ok = 0;
+      }
+      if (l0 <= 0) ok = 0;
+      if (!ok) continue;
+    }
+    mjtNum x[3];
+    mju_copy3(x, P0);
+    for (int j = 0; j < k - 1; j++) mju_addToScl3(x, Dm[j], mu[j]);
+    mjtNum d2 = mju_dot3(x, x);
+    if (d2 < best) {
+      best = d2;
+      mju_copy3(bv, x);
+      bmask = mask;
+    }
+  }
+  mjtNum Q[4][3];
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (bmask & (1 << i)) mju_copy3(Q[k++], P[i]);
+  }
+  for (int i = 0; i < k; i++) mju_copy3(P[i], Q[i]);
+  mju_copy3(v, bv);
+  return k;
+}
+
+// GJK: 1 with u0 (unit, geom 1 to geom 2) if apart, 0 if the origin is in D (P, *n the simplex)
+static int gjk(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum u0[3], mjtNum P[4][3],
+               int* n) {
+  mjtNum v[3];
+  mju_sub3(v, g2->pos, g1->pos);
+  if (mju_norm3(v) < 1e-12 * L) v[0] = 1;
+  supportD(g1, g2, v, P[0]);
+  int k = 1;
+  mju_copy3(v, P[0]);
+  for (int it = 0; it < GJK_ITER; it++) {
+    mjtNum nv = mju_norm3(v);
+    if (nv <= 1e-12 * L) break;
+    mjtNum w[3], mv[3];
+    mju_scl3(mv, v, -1);
+    supportD(g1, g2, mv, w);
+    // dist in [v.w/|v|, |v|]
+    if (nv - mju_dot3(v, w) / nv <= 1e-13 * L) {
+      mju_scl3(u0, v, 1 / nv);
+      *n = k;
+      return 1;
+    }
+    int dup = 0;
+    for (int i = 0; i < k; i++) dup = dup || mju_dist3(w, P[i]) <= 1e-14 * L;
+    if (dup) {
+      mju_scl3(u0, v, 1 / nv);
+      *n = k;
+      return 1;
+    }
+    mju_copy3(P[k++], w);
+    k = nearestSimplex(P, k, v);
+    if (k == 4) break;
+  }
+  mjtNum nv = mju_norm3(v);
+  *n = k;
+  if (k < 4 && nv > 1e-12 * L) {
+    mju_scl3(u0, v, 1 / nv);
+    return 1;
+  }
+  return 0;
+}
+
+//---------------------------------- EPA -----------------------------------------------------------
+
+typedef struct {
+  int v[3];
+  mjtNum n[3];
+  mjtNum dist;
+  int alive;
+} epaFace;
+
+// face (a, b, c) with outward normal (away from the interior point o)
+static void epaMake(epaFace* f, mjtNum V[][3], int a, int b, int c, const mjtNum o[3]) {
+  mjtNum e1[3], e2[3], n[3];
+  mju_sub3(e1, V[b], V[a]);
+  mju_sub3(e2, V[c], V[a]);
+  mju_cross(n, e1, e2);
+  mjtNum len = mju_norm3(n), off[3];
+  f->alive = 1;
+  f->v[0] = a;
+  f->v[1] = b;
+  f->v[2] = c;
+  if (len <= 0) {
+    mju_zero3(f->n);
+    f->dist = mjMAXVAL;
+    return;
+  }
+  mju_scl3(n, n, 1 / len);
+  mju_sub3(off, V[a], o);
+  if (mju_dot3(n, off) < 0) {
+    mju_scl3(n, n, -1);
+    f->v[1] = c;
+    f->v[2] = b;
+  }
+  mju_copy3(f->n, n);
+  f->dist = mju_dot3(n, V[a]);
+}
+
+// complete the simplex to a tetrahedron around the origin; 0 if D is flat
+static int epaStart(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum P[4][3], int n) {
+  static const mjtNum ax[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  while (n < 4) {
+    int added = 0;
+    if (n == 1) {
+      for (int k = 0; k < 6 && !added; k++) {
+        mjtNum dir[3], w[3];
+        mju_scl3(dir, ax[k / 2], k % 2 ? -1 : 1);
+        supportD(g1, g2, dir, w);
+        if (mju_dist3(w, P[0]) > 1e-9 * L) {
+          mju_copy3(P[n++], w);
+          added = 1;
+        }
+      }
+    } else if (n == 2) {
+      mjtNum e[3];
+      mju_sub3(e, P[1], P[0]);
+      mju_normalize3(e);
+      for (int k = 0; k < 6 && !added; k++) {
+        mjtNum dir[3], w[3], r[3];
+        mju_cross(dir, e, ax[k / 2]);
+        if (mju_norm3(dir) < 0.1) continue;
+        mju_scl3(dir, dir, k % 2 ? -1 : 1);
+        supportD(g1, g2, dir, w);
+        mju_sub3(r, w, P[0]);
+        mju_addToScl3(r, e, -mju_dot3(r, e));
+        if (mju_norm3(r) > 1e-9 * L) {
+          mju_copy3(P[n++], w);
+          added = 1;
+        }
+      }
+    } else {
+      mjtNum e1[3], e2[3], nr[3];
+      mju_sub3(e1, P[1], P[0]);
+      mju_sub3(e2, P[2], P[0]);
+      mju_cross(nr, e1, e2);
+      mju_normalize3(nr);
+      mjtNum s = -mju_dot3(nr, P[0]) >= 0 ? 1 : -1;
+      for (int k = 0; k < 2 && !added; k++) {
+        mjtNum dir[3], w[3], r[3];
+        mju_scl3(dir, nr, k ? -s : s);
+        supportD(g1, g2, dir, w);
+        mju_sub3(r, w, P[0]);
+        if (fabs(mju_dot3(r, nr)) > 1e-9 * L) {
+          mju_copy3(P[n++], w);
+          added = 1;
+        }
+      }
+    }
+    if (!added) return 0;
+  }
+  return 1;
+}
+
+// EPA from the tetrahedron P: u0 = -n of the boundary face nearest the origin; 0 on failure
+static int epa(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum P[4][3], mjtNum u0[3]) {
+  mjtNum V[EPA_MAXV][3], o[3] = {0, 0, 0};
+  epaFace F[EPA_MAXF];
+  int nv = 4, nf = 0;
+  for (int i = 0; i < 4; i++) {
+    mju_copy3(V[i], P[i]);
+    mju_addToScl3(o, P[i], 0.25);
+  }
+  epaMake(F + nf++, V, 0, 1, 2, o);
+  epaMake(F + nf++, V, 0, 1, 3, o);
+  epaMake(F + nf++, V, 0, 2, 3, o);
+  epaMake(F + nf++, V, 1, 2, 3, o);
+  int best = -1;
+  for (int it = 0; it < EPA_ITER; it++) {
+    best = -1;
+    for (int i = 0; i < nf; i++) {
+      if (F[i].alive && F[i].dist < mjMAXVAL && (best < 0 || F[i].dist < F[best].dist)) best = i;
+    }
+    if (best < 0) return 0;
+    mjtNum w[3];
+    supportD(g1, g2, F[best].n, w);
+    if (mju_dot3(F[best].n, w) - F[best].dist <= 1e-13 * L || nv >= EPA_MAXV) break;
+
+    // remove the faces w sees; the horizon: their edges not shared by two removed faces
+    int edges[3 * EPA_MAXF][2], ne = 0;
+    for (int i = 0; i < nf; i++) {
+      if (!F[i].alive) continue;
+      mjtNum r[3];
+      mju_sub3(r, w, V[F[i].v[0]]);
+      if (F[i].dist < mjMAXVAL && mju_dot3(F[i].n, r) <= 1e-14 * L) continue;
+      F[i].alive = 0;
+      for (int e = 0; e < 3; e++) {
+        int a = F[i].v[e], b = F[i].v[(e + 1) % 3], found = -1;
+        for (int j = 0; j < ne; j++) {
+          if (edges[j][0] == b && edges[j][1] == a) found = j;
+        }
+        if (found >= 0) {
+          edges[found][0] = edges[ne - 1][0];
+          edges[found][1] = edges[ne - 1][1];
+          ne--;
+        } else {
+          edges[ne][0] = a;
+          edges[ne][1] = b;
+          ne++;
+        }
+      }
+    }
+    // compact the face list, then add the new faces
+    int k = 0;
+    for (int i = 0; i < nf; i++) {
+      if (F[i].alive) F[k++] = F[i];
+    }
+    nf = k;
+    if (nf + ne > EPA_MAXF) break;
+    mju_copy3(V[nv], w);
+    for (int j = 0; j < ne; j++) epaMake(F + nf++, V, edges[j][0], edges[j][1], nv, o);
+    nv++;
+  }
+  best = -1;
+  for (int i = 0; i < nf; i++) {
+    if (F[i].alive && F[i].dist < mjMAXVAL && (best < 0 || F[i].dist < F[best].dist)) best = i;
+  }
+  if (best < 0) return 0;
+  mju_scl3(u0, F[best].n, -1);
+  return 1;
+}
+
+//---------------------------------- features ------------------------------------------------------
+
+// mesh face: order the feature's vertices around their mean in the plane (e1, e2)
+static void orderPolygon(const cvxGeom* g, const cvxFeature* f, int* ord, const mjtNum c[3],
+                         const mjtNum e1[3], const mjtNum e2[3]) {
+  mjtNum ang[CVX_MAXFACE];
+  for (int i = 0; i < f->nv; i++) ord[i] = f->v[i];
+  for (int i = 0; i < f->nv; i++) {
+    mjtNum v[3];
+    meshVert(g, ord[i], v);
+    mju_subFrom3(v, c);
+    ang[i] = atan2(mju_dot3(v, e2), mju_dot3(v, e1));
+  }
+  for (int i = 1; i < f->nv; i++) {
+    for (int j = i; j > 0 && ang[j] < ang[j - 1]; j--) {
+      mjtNum t = ang[j];
+      ang[j] = ang[j - 1];
+      ang[j - 1] = t;
+      int s = ord[j];
+      ord[j] = ord[j - 1];
+      ord[j - 1] = s;
+    }
+  }
+}
+
+// identify the feature of g in the support direction dir with tolerance tol (support-value
+// difference); 0 if the mesh face has too many vertices
+static int identify(const cvxGeom* g, const mjtNum dir[3], mjtNum tol, cvxFeature* f) {
+  memset(f, 0, sizeof(*f));
+  mjtNum l[3];
+  const mjtNum* sz = g->size;
+  mju_rotVecMatT(l, dir, g->mat);
+  switch (g->type) {
+    case mjGEOM_CAPSULE:
+      f->mode[0] = 2 * sz[1] * fabs(l[2]) <= tol ? 0 : (int)sgn(l[2]);
+      break;
+    case mjGEOM_CYLINDER: {
+      mjtNum t = sqrt(l[0] * l[0] + l[1] * l[1]);
+      if (2 * sz[0] * t <= tol) {
+        f->mode[0] = 2 * (int)sgn(l[2]);
+      } else if (2 * sz[1] * fabs(l[2]) <= tol) {
+        f->mode[0] = 0;
+      } else {
+        f->mode[0] = (int)sgn(l[2]);
+      }
+      break;
+    }
+    case mjGEOM_BOX:
+      for (int i = 0; i < 3; i++) f->mode[i] = 2 * sz[i] * fabs(l[i]) <= tol ? 0 : (int)sgn(l[i]);
+      if (!f->mode[0] && !f->mode[1] && !f->mode[2]) return 0;
+      break;
+    case mjGEOM_MESH: {
+      mjtNum h = -mjMAXVAL, v[3];
+      for (int i = 0; i < g->nvert; i++) {
+        meshVert(g, i, v);
+        h = mju_max(h, mju_dot3(dir, v));
+      }
+      for (int i = 0; i < g->nvert; i++) {
+        meshVert(g, i, v);
+        if (mju_dot3(dir, v) >= h - tol) {
+          if (f->nv >= CVX_MAXFACE) return 0;
+          f->v[f->nv++] = i;
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return 1;
+}
+
+// mesh feature geometry: reduce the vertex set to its affine dimension (vertex, edge or face)
+// and set c, E; 0 if degenerate
+static int meshFeature(const cvxGeom* g, cvxFeature* f) {
+  mjtNum c[3] = {0, 0, 0}, v[3], w[3];
+  mjtNum tiny = 1e-9 * g->scale;
+  f->k = 0;
+  // vertices in ascending order: the basis E does not depend on the order they were found in
+  for (int i = 1; i < f->nv; i++) {
+    for (int j = i; j > 0 && f->v[j] < f->v[j - 1]; j--) {
+      int t = f->v[j];
+      f->v[j] = f->v[j - 1];
+      f->v[j - 1] = t;
+    }
+  }
+  if (f->nv == 1) {
+    meshVert(g, f->v[0], f->c);
+    return 1;
+  }
+  // the farthest pair: the edge direction
+  int ia = 0, ib = 0;
+  mjtNum dmax = 0;
+  for (int i = 0; i < f->nv; i++) {
+    meshVert(g, f->v[i], v);
+    for (int j = i + 1; j < f->nv; j++) {
+      meshVert(g, f->v[j], w);
+      mjtNum dd = mju_dist3(v, w);
+      if (dd > dmax) {
+        dmax = dd;
+        ia = i;
+        ib = j;
+      }
+    }
+  }
+  if (dmax <= tiny) {
+    f->nv = 1;
+    meshVert(g, f->v[0], f->c);
+    return 1;
+  }
+  mjtNum A[3], B[3], e1[3], e2[3];
+  meshVert(g, f->v[ia], A);
+  meshVert(g, f->v[ib], B);
+  mju_sub3(e1, B, A);
+  mju_normalize3(e1);
+  mjtNum off = 0;
+  for (int i = 0; i < f->nv; i++) {
+    meshVert(g, f->v[i], v);
+    mju_subFrom3(v, A);
+    mju_addToScl3(v, e1, -mju_dot3(v, e1));
+    if (mju_norm3(v) > off) {
+      off = mju_norm3(v);
+      mju_copy3(e2, v);
+    }
+  }
+  if (off <= tiny) {
+    // edge: its two ends
+    int a = f->v[ia], b = f->v[ib];
+    f->nv = 2;
+    f->v[0] = a;
+    f->v[1] = b;
+    mju_add3(f->c, A, B);
+    mju_scl3(f->c, f->c, 0.5);
+    f->k = 1;
+    mju_scl3(f->E, e1, dmax / 2);
+    return 1;
+  }
+  mju_normalize3(e2);
+  for (int i = 0; i < f->nv; i++) {
+    meshVert(g, f->v[i], v);
+    mju_addToScl3(c, v, 1.0 / f->nv);
+  }
+  mjtNum ext = 0;
+  for (int i = 0; i < f->nv; i++) {
+    meshVert(g, f->v[i], v);
+    ext = mju_max(ext, mju_dist3(v, c));
+  }
+  mju_copy3(f->c, c);
+  f->k = 2;
+  mju_scl3(f->E, e1, ext);
+  mju_scl3(f->E + 3, e2, ext);
+  return 1;
+}
+
+// c, H, E of the feature (its modes fixed) in the support direction dir
+static int evalFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f) {
+  const mjtNum* sz = g->size;
+  const mjtNum* p = g->pos;
+  mjtNum z[3], l[3];
+  mju_zero(f->H, 9);
+  f->k = 0;
+  axis(g->mat, 2, z);
+  mju_rotVecMatT(l, dir, g->mat);
+  switch (g->type) {
+    case mjGEOM_SPHERE:
+    case mjGEOM_CAPSULE: {
+      mjtNum I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+      mju_copy(f->H, I, 9);
+      addOuter(f->H, dir, dir, -1);
+      mju_scl(f->H, f->H, sz[0], 9);
+      mju_addScl3(f->c, p, dir, sz[0]);
+      if (g->type == mjGEOM_CAPSULE) {
+        if (f->mode[0] == 0) {
+          f->k = 1;
+          mju_scl3(f->E, z, sz[1]);
+        } else {
+          mju_addToScl3(f->c, z, f->mode[0] * sz[1]);
+        }
+      }
+      return 1;
+    }
+    case mjGEOM_ELLIPSOID: {
+      mjtNum q[3] = {sz[0] * l[0], sz[1] * l[1], sz[2] * l[2]}, nq = mju_norm3(q);
+      mju_scl3(q, q, 1 / nq);
+      mjtNum cl[3] = {sz[0] * q[0], sz[1] * q[1], sz[2] * q[2]}, Hl[9], T[9];
+      mju_rotVecMat(f->c, cl, g->mat);
+      mju_addTo3(f->c, p);
+      for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) Hl[3 * i + j] = sz[i] * ((i == j) - q[i] * q[j]) * sz[j] / nq;
+      }
+      mju_mulMatMat(T, g->mat, Hl, 3, 3, 3);
+      mju_mulMatMatT(f->H, T, g->mat, 3, 3, 3);
+      return 1;
+    }
+    case mjGEOM_CYLINDER: {
+      int md = f->mode[0];
+      mju_copy3(f->c, p);
+      if (md == 2 || md == -2) {
+        mjtNum x[3], y[3];
+        axis(g->mat, 0, x);
+        axis(g->mat, 1, y);
+        mju_addToScl3(f->c, z, (md > 0 ? 1 : -1) * sz[1]);
+        f->k = 2;
+        mju_scl3(f->E, x, sz[0]);
+        mju_scl3(f->E + 3, y, sz[0]);
+        return 1;
+      }
+      mjtNum pd[3];
+      mju_addScl3(pd, dir, z, -mju_dot3(dir, z));
+      mjtNum t = mju_norm3(pd);
+      if (t <= 1e-14) return 0;
+      mjtNum rho[3];
+      mju_scl3(rho, pd, 1 / t);
+      mju_addToScl3(f->c, rho, sz[0]);
+      mjtNum I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+      mju_copy(f->H, I, 9);
+      addOuter(f->H, z, z, -1);
+      addOuter(f->H, rho, rho, -1);
+      mju_scl(f->H, f->H, sz[0] / t, 9);
+      if (md == 0) {
+        f->k = 1;
+        mju_scl3(f->E, z, sz[1]);
+      } else {
+        mju_addToScl3(f->c, z, md * sz[1]);
+      }
+      return 1;
+    }
+    case mjGEOM_BOX:
+      mju_copy3(f->c, p);
+      for (int i = 0; i < 3; i++) {
+        mjtNum a[3];
+        axis(g->mat, i, a);
+        if (f->mode[i]) {
+          mju_addToScl3(f->c, a, f->mode[i] * sz[i]);
+        } else if (f->k < 2) {
+          mju_scl3(f->E + 3 * f->k++, a, sz[i]);
+        } else {
+          return 0;
+        }
+      }
+      return 1;
+    case mjGEOM_MESH:
+      return meshFeature(g, f);
+    default:
+      return 0;
+  }
+}
+
+// nearest point of the segment [A, B] to X: parameter in [0, 1]
+static mjtNum segParam(const mjtNum A[2], const mjtNum B[2], const mjtNum X[2]) {
+  mjtNum e[2] = {B[0] - A[0], B[1] - A[1]}, r[2] = {X[0] - A[0], X[1] - A[1]};
+  mjtNum ee = e[0] * e[0] + e[1] * e[1];
+  mjtNum t = ee > 0 ? (e[0] * r[0] + e[1] * r[1]) / ee : 0;
+  return t < 0 ? 0 : (t > 1 ? 1 : t);
+}
+
+// witness within the feature's bounds? If not, move the feature to the bounding one (1 returned;
+// *tilt set if the support direction must leave an exact axis first)
+static int adjustFeature(const cvxGeom* g, cvxFeature* f, mjtNum tilt[3]) {
+  const mjtNum lim = 1 + 1e-9;
+  mju_zero3(tilt);
+  switch (g->type) {
+    case mjGEOM_CAPSULE:
+      if (f->mode[0] == 0 && fabs(f->a[0]) > lim) {
+        f->mode[0] = (int)sgn(f->a[0]);
+        return 1;
+      }
+      return 0;
+    case mjGEOM_CYLINDER:
+      if (f->mode[0] == 0 && fabs(f->a[0]) > lim) {
+        f->mode[0] = (int)sgn(f->a[0]);
+        return 1;
+      }
+      if ((f->mode[0] == 2 || f->mode[0] == -2) &&
+          f->a[0] * f->a[0] + f->a[1] * f->a[1] > lim * lim) {
+        // to the rim in the direction of the witness: tilt the support direction towards it
+        mjtNum na = sqrt(f->a[0] * f->a[0] + f->a[1] * f->a[1]);
+        for (int i = 0; i < 3; i++) {
+          tilt[i] = (f->E[i] * f->a[0] + f->E[3 + i] * f->a[1]) / (na * g->size[0]);
+        }
+        f->mode[0] /= 2;
+        return 1;
+      }
+      return 0;
+    case mjGEOM_BOX: {
+      int j = 0, changed = 0;
+      for (int i = 0; i < 3; i++) {
+        if (f->mode[i]) continue;
+        if (fabs(f->a[j]) > lim) {
+          f->mode[i] = (int)sgn(f->a[j]);
+          changed = 1;
+        }
+        j++;
+      }
+      return changed;
+    }
+    case mjGEOM_MESH:
+      if (f->nv == 2 && fabs(f->a[0]) > lim) {
+        f->v[0] = f->a[0] > 0 ? f->v[1] : f->v[0];
+        f->nv = 1;
+        return 1;
+      }
+      if (f->nv >= 3) {
+        // polygon in the coordinates a (E columns scaled by the extent)
+        mjtNum Q[CVX_MAXFACE][2], X[2] = {f->a[0], f->a[1]};
+        mjtNum e1[3], e2[3];
+        mju_copy3(e1, f->E);
+        mju_copy3(e2, f->E + 3);
+        mjtNum n1 = mju_normalize3(e1);
+        mju_normalize3(e2);
+        int inside = 1, ord[CVX_MAXFACE];
+        orderPolygon(g, f, ord, f->c, e1, e2);
+        for (int i = 0; i < f->nv; i++) {
+          mjtNum v[3];
+          meshVert(g, ord[i], v);
+          mju_subFrom3(v, f->c);
+          Q[i][0] = mju_dot3(v, e1) / n1;
+          Q[i][1] = mju_dot3(v, e2) / n1;
+        }
+        for (int i = 0; i < f->nv; i++) {
+          const mjtNum *A = Q[i], *B = Q[(i + 1) % f->nv];
+          mjtNum cr = (B[0] - A[0]) * (X[1] - A[1]) - (B[1] - A[1]) * (X[0] - A[0]);
+          mjtNum len = sqrt((B[0] - A[0]) * (B[0] - A[0]) + (B[1] - A[1]) * (B[1] - A[1]));
+          if (cr < -1e-9 * len) inside = 0;
+        }
+        if (inside) return 0;
+        // nearest boundary point: an edge interior or a vertex
+        mjtNum best = mjMAXVAL, bt = 0;
+        int bi = 0;
+        for (int i = 0; i < f->nv; i++) {
+          const mjtNum *A = Q[i], *B = Q[(i + 1) % f->nv];
+          mjtNum t = segParam(A, B, X);
+          mjtNum P[2] = {A[0] + t * (B[0] - A[0]) - X[0], A[1] + t * (B[1] - A[1]) - X[1]};
+          mjtNum d2 = P[0] * P[0] + P[1] * P[1];
+          if (d2 < best) {
+            best = d2;
+            bi = i;
+            bt = t;
+          }
+        }
+        int a = ord[bi], b = ord[(bi + 1) % f->nv];
+        if (bt <= 0 || bt >= 1) {
+          f->v[0] = bt <= 0 ? a : b;
+          f->nv = 1;
+        } else {
+          f->v[0] = a;
+          f->v[1] = b;
+          f->nv = 2;
+        }
+        return 1;
+      }
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+//---------------------------------- the optimality system -----------------------------------------
+
+int mjdiff_convexSystem(const cvxResult* r, mjtNum* M) {
+  int k1 = r->f1.k, k2 = r->f2.k, n = 4 + k1 + k2;
+  mju_zero(M, n * n);
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) {
+      M[n * i + j] = -(r->f1.H[3 * i + j] + r->f2.H[3 * i + j]) - (i == j) * r->phi;
+    }
+    for (int j = 0; j < k1; j++) {
+      M[n * i + 3 + j] = -r->f1.E[3 * j + i];
+      M[n * (3 + j) + i] = r->f1.E[3 * j + i];
+    }
+    for (int j = 0; j < k2; j++) {
+      M[n * i + 3 + k1 + j] = r->f2.E[3 * j + i];
+      M[n * (3 + k1 + j) + i] = r->f2.E[3 * j + i];
+    }
+    M[n * i + n - 1] = -r->u[i];
+    M[n * (n - 1) + i] = r->u[i];
+  }
+  return n;
+}
+
+// symmetric eigen decomposition A = V diag(w) V' (cyclic Jacobi), n <= 8; A overwritten
+static void jacobiEig(mjtNum* A, int n, mjtNum* V, mjtNum* w) {
+  mju_zero(V, n * n);
+  for (int i = 0; i < n; i++) V[n * i + i] = 1;
+  for (int sweep = 0; sweep < 60; sweep++) {
+    mjtNum off = 0, tot = 0;
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < n; j++) {
+        tot += A[n * i + j] * A[n * i + j];
+        if (i != j) off += A[n * i + j] * A[n * i + j];
+      }
+    }
+    if (off <= 1e-32 * tot || off == 0) break;
+    for (int p = 0; p < n; p++) {
+      for (int q = p + 1; q < n; q++) {
+        mjtNum apq = A[n * p + q];
+        if (apq == 0) continue;
+        mjtNum theta = (A[n * q + q] - A[n * p + p]) / (2 * apq);
+        mjtNum t = sgn(theta) / (fabs(theta) + sqrt(theta * theta + 1));
+        mjtNum c = 1 / sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < n; k++) {
+          mjtNum akp = A[n * k + p], akq = A[n * k + q];
+          A[n * k + p] = c * akp - s * akq;
+          A[n * k + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < n; k++) {
+          mjtNum apk = A[n * p + k], aqk = A[n * q + k];
+          A[n * p + k] = c * apk - s * aqk;
+          A[n * q + k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < n; k++) {
+          mjtNum vkp = V[n * k + p], vkq = V[n * k + q];
+          V[n * k + p] = c * vkp - s * vkq;
+          V[n * k + q] = s * vkp + c * vkq;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < n; i++) w[i] = A[n * i + i];
+}
+
+void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs) {
+  // y = V diag(1/w) V' M' b over the eigenpairs of M'M with w > (1e-9)^2 max w
+  mjtNum A[64], V[64], w[8], T[8 * 12];
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      mjtNum s = 0;
+      for (int k = 0; k < n; k++) s += M[n * k + i] * M[n * k + j];
+      A[n * i + j] = s;
+    }
+  }
+  jacobiEig(A, n, V, w);
+  mjtNum wmax = 0;
+  for (int i = 0; i < n; i++) wmax = mju_max(wmax, w[i]);
+  for (int c0 = 0; c0 < nrhs; c0 += 12) {
+    int nc = nrhs - c0 < 12 ? nrhs - c0 : 12;
+    // T = V' M' b
+    for (int i = 0; i < n; i++) {
+      for (int c = 0; c < nc; c++) {
+        mjtNum s = 0;
+        for (int k = 0; k < n; k++) {
+          mjtNum mb = 0;
+          for (int l = 0; l < n; l++) mb += M[n * l + k] * b[nrhs * l + c0 + c];
+          s += V[n * k + i] * mb;
+        }
+        T[nc * i + c] = w[i] > 1e-18 * wmax ? s / w[i] : 0;
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      for (int c = 0; c < nc; c++) {
+        mjtNum s = 0;
+        for (int k = 0; k < n; k++) s += V[n * i + k] * T[nc * k + c];
+        b[nrhs * i + c0 + c] = s;
+      }
+    }
+  }
+}
+
+//---------------------------------- local solve ---------------------------------------------------
+
+// witness points from the features: x_i = c_i + E_i a_i
+static void witnesses(cvxResult* r) {
+  mju_copy3(r->x1, r->f1.c);
+  mju_copy3(r->x2, r->f2.c);
+  for (int j = 0; j < r->f1.k; j++) mju_addToScl3(r->x1, r->f1.E + 3 * j, r->f1.a[j]);
+  for (int j = 0; j < r->f2.k; j++) mju_addToScl3(r->x2, r->f2.E + 3 * j, r->f2.a[j]);
+}
+
+// Newton on the system with the features' modes fixed; 0 if a feature cannot be evaluated
+static int newton(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r, mjtNum L) {
+  for (int it = 0; it < NEWTON_ITER; it++) {
+    mjtNum mu[3];
+    mju_scl3(mu, r->u, -1);
+    if (!evalFeature(g1, r->u, &r->f1) || !evalFeature(g2, mu, &r->f2)) return 0;
+    if (it == 0) {
+      r->f1.a[0] = r->f1.a[1] = r->f2.a[0] = r->f2.a[1] = 0;
+      r->phi = mju_dot3(r->u, r->f2.c) - mju_dot3(r->u, r->f1.c);
+    }
+    witnesses(r);
+    mjtNum M[64], y[8];
+    int n = mjdiff_convexSystem(r, M), k1 = r->f1.k, k2 = r->f2.k;
+    for (int i = 0; i < 3; i++) y[i] = -(r->x2[i] - r->x1[i] - r->phi * r->u[i]);
+    for (int j = 0; j < k1; j++) y[3 + j] = -mju_dot3(r->f1.E + 3 * j, r->u);
+    for (int j = 0; j < k2; j++) y[3 + k1 + j] = -mju_dot3(r->f2.E + 3 * j, r->u);
+    y[n - 1] = 0;
+    mjtNum res = 0;
+    for (int i = 0; i < n; i++) res = mju_max(res, fabs(y[i]));
+    r->residual = res;
+    mjdiff_convexSolve(M, n, y, 1);
+    mjtNum du = mju_norm3(y);
+    mjtNum step = du > 0.3 ? 0.3 / du : 1;
+    for (int i = 0; i < 3; i++) r->u[i] += step * y[i];
+    mju_normalize3(r->u);
+    for (int j = 0; j < k1; j++) r->f1.a[j] += step * y[3 + j];
+    for (int j = 0; j < k2; j++) r->f2.a[j] += step * y[3 + k1 + j];
+    r->phi += step * y[n - 1];
+    if (du <= 1e-15 && res <= 1e-14 * L) break;
+  }
+  // final evaluation at the converged u
+  mjtNum mu[3];
+  mju_scl3(mu, r->u, -1);
+  mjtNum a1[2] = {r->f1.a[0], r->f1.a[1]}, a2[2] = {r->f2.a[0], r->f2.a[1]};
+  if (!evalFeature(g1, r->u, &r->f1) || !evalFeature(g2, mu, &r->f2)) return 0;
+  r->f1.a[0] = a1[0];
+  r->f1.a[1] = a1[1];
+  r->f2.a[0] = a2[0];
+  r->f2.a[1] = a2[1];
+  witnesses(r);
+  return 1;
+}
+
+// resolution of a geom's surface: mesh vertices are single precision, so a hull face is flat only
+// to about its float rounding (4e-7 of the mesh's size is allowed); exact for the others
+static mjtNum flatTol(const cvxGeom* g) {
+  return g->type == mjGEOM_MESH ? 4e-7 * g->scale : 0;
+}
+
+// does the solution verify with the true support functions?
+static int verify(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r, mjtNum L) {
+  mjtNum mu[3], s1[3], s2[3], d[3];
+  mju_scl3(mu, r->u, -1);
+  mjdiff_convexSupport(g1, r->u, s1);
+  mjdiff_convexSupport(g2, mu, s2);
+  mjtNum h1 = mju_dot3(r->u, s1), h2 = -mju_dot3(r->u, s2);
+  mju_sub3(d, r->x2, r->x1);
+  mju_addToScl3(d, r->u, -r->phi);
+  mjtNum res = mju_norm3(d);
+  res = mju_max(res, fabs(r->phi + h1 + h2));
+  res = mju_max(res, h1 - mju_dot3(r->u, r->x1));
+  res = mju_max(res, h2 + mju_dot3(r->u, r->x2));
+  r->residual = res;
+  return res <= 1e-9 * L + flatTol(g1) + flatTol(g2);
+}
+
+// features of the solution still the support at u? (else identify them again at u)
+static int stillSupport(const cvxGeom* g, const mjtNum dir[3], const mjtNum x[3], mjtNum L) {
+  mjtNum s[3];
+  mjdiff_convexSupport(g, dir, s);
+  return mju_dot3(dir, s) - mju_dot3(dir, x) <= 1e-10 * L + flatTol(g);
+}
+
+// one candidate from u0 with identification tolerance tol; 1 if it verifies
+static int polish(const cvxGeom* g1, const cvxGeom* g2, const mjtNum u0[3], mjtNum tol, mjtNum L,
+                  cvxResult* r) {
+  memset(r, 0, sizeof(*r));
+  mju_copy3(r->u, u0);
+  mjtNum mu[3];
+  mju_scl3(mu, u0, -1);
+  if (!identify(g1, u0, tol, &r->f1) || !identify(g2, mu, tol, &r->f2)) return 0;
+  for (int outer = 0; outer < ACTIVE_ITER; outer++) {
+    if (!newton(g1, g2, r, L)) return 0;
+    mjtNum t1[3], t2[3];
+    int c1 = adjustFeature(g1, &r->f1, t1), c2 = adjustFeature(g2, &r->f2, t2);
+    if (c1 || c2) {
+      mju_addToScl3(r->u, t1, 1e-3);
+      mju_addToScl3(r->u, t2, -1e-3);
+      mju_normalize3(r->u);
+      continue;
+    }
+    mju_scl3(mu, r->u, -1);
+    int ok1 = stillSupport(g1, r->u, r->x1, L), ok2 = stillSupport(g2, mu, r->x2, L);
+    if (ok1 && ok2) return verify(g1, g2, r, L);
+    if (!ok1 && !identify(g1, r->u, tol, &r->f1)) return 0;
+    if (!ok2 && !identify(g2, mu, tol, &r->f2)) return 0;
+  }
+  return 0;
+}
+
+int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r) {
+  mjtNum L = g1->scale + g2->scale, u0[3], P[4][3];
+  int n = 0;
+  if (!gjk(g1, g2, L, u0, P, &n)) {
+    if (!epaStart(g1, g2, L, P, n) || !epa(g1, g2, L, P, u0)) {
+      mju_sub3(u0, g2->pos, g1->pos);
+      if (mju_normalize3(u0) < mjMINVAL) u0[0] = 1;
+    }
+  }
+  mjtNum phi0 = sigmaOf(g1, g2, u0);
+
+  // candidates over a ladder of identification tolerances: the verified one with the largest phi
+  static const mjtNum ladder[] = {1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2};
+  int found = 0;
+  for (int i = 0; i < (int)(sizeof(ladder) / sizeof(ladder[0])); i++) {
+    cvxResult c;
+    int okp = polish(g1, g2, u0, ladder[i] * L, L, &c);
+    if (!okp) continue;
+    if (c.phi < phi0 - 1e-9 * L) continue;
+    if (!found || c.phi > r->phi + 1e-12 * L) *r = c;
+    found = 1;
+  }
+  if (found) return 0;
+
+  // not verified: the global estimate
+  memset(r, 0, sizeof(*r));
+  mju_copy3(r->u, u0);
+  r->phi = phi0;
+  mjtNum mu[3];
+  mju_scl3(mu, u0, -1);
+  mjdiff_convexSupport(g1, u0, r->x1);
+  mjdiff_convexSupport(g2, mu, r->x2);
+  r->residual = mjMAXVAL;
+  return -1;
+}
+
+//---------------------------------- contacts ------------------------------------------------------
+
+// the contact frame MuJoCo 2.2.2 builds from a normal n (mju_makeFrame with no tangent given, not
+// exported by the library): t1 = e_y, or e_z if |n_y| >= 1/2, made orthogonal to n and normalised;
+// t2 = n x t1
+static void contactFrame(mjtNum frame[9], const mjtNum n[3]) {
+  mju_zero(frame, 9);
+  mju_copy3(frame, n);
+  mju_normalize3(frame);
+  if (frame[1] < 0.5 && frame[1] > -0.5) {
+    frame[4] = 1;
+  } else {
+    frame[5] = 1;
+  }
+  mju_addToScl3(frame + 3, frame, -mju_dot3(frame, frame + 3));
+  mju_normalize3(frame + 3);
+  mju_cross(frame + 6, frame, frame + 3);
+}
+
+void mjdiff_convexContacts(const mjModel* m, mjData* d) {
+  int k = 0;
+  for (int i = 0; i < d->ncon; i++) {
+    mjContact* con = d->contact + i;
+    int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+    int convex = mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2]);
+
+    // one contact per convex pair: drop multi-CCD extras (same pair as the previous kept)
+    if (convex && k > 0) {
+      const mjContact* prev = d->contact + k - 1;
+      if (compat_contactGeom1(prev) == g1 && compat_contactGeom2(prev) == g2) continue;
+    }
+    if (convex) {
+      cvxGeom a, b;
+      cvxResult r;
+      if (!mjdiff_convexGeom(m, d, g1, &a) && !mjdiff_convexGeom(m, d, g2, &b) &&
+          !mjdiff_convexDistance(&a, &b, &r)) {
+        con->dist = r.phi;
+        for (int j = 0; j < 3; j++) con->pos[j] = 0.5 * (r.x1[j] + r.x2[j]);
+        contactFrame(con->frame, r.u);
+        con->exclude = con->dist < con->includemargin ? 0 : 1;
+      }
+    }
+    if (k != i) d->contact[k] = *con;
+    k++;
+  }
+  d->ncon = k;
+}

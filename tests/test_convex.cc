@@ -1,0 +1,368 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Exact convex-pair geometry (plugin/convex.c) and its Jacobian (adjoint/convex_d.c).
+//
+// Forward. For every pair MuJoCo 2.2.2 sends to mjc_Convex, random relative poses at target
+// signed distances (apart, grazing, shallow and deep penetration; random and near-aligned
+// orientations). The solution phi must be the maximum of sigma(u) = -h1(u) - h2(-u): an
+// independent brute force (sigma at 4000 Fibonacci directions, then a compass search on the sphere
+// from the best 4, steps shrinking to 1e-12) may not exceed phi by more than 1e-10 of the size and
+// must come within 1e-7 of it; the witness points satisfy x2 - x1 = phi u to 1e-9. MuJoCo's own
+// MPR distance (mj_collision) agrees with phi to MPR's accuracy (5% of the size; MPR's depth is
+// approximate, that is why this exists).
+//
+// Jacobian. Central differences of the forward solve under rigid perturbations of each geom
+// (translate, or rotate by exp([+-eps e_k]x) on the left about the geom's origin), eps = 1e-6,
+// y = (dist, n, pos); relative error max|J_fd - J| / max(1, max|J|) <= 1e-6. Central differences
+// of a smooth map err by eps^2 |y'''| (~1e-12 here) plus roundoff ~1e-15/eps (1e-9), while a wrong
+// term is O(1). Samples where an active feature switches within +-eps are skipped and counted (at
+// least 80% checked per pair); the face-face, edge-face and parallel-edge cases (degenerate) are
+// checked for translations only (rotations break the degeneracy: the distance has a kink there).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <mjdiff/adjoint.h>
+
+#include "../adjoint/derivative.h"
+#include "../plugin/convex.h"
+#include "shim.h"
+#include "testutil.h"
+
+namespace {
+
+using testutil::uniform;
+
+// an irregular convex polyhedron (14 vertices) and a box as meshes
+const char* kAssets = R"(
+  <asset>
+    <mesh name="poly" vertex="0.31 0.02 0.05  -0.28 0.06 -0.03  0.04 0.33 0.01  -0.02 -0.29 0.06
+                              0.03 0.05 0.27  0.01 -0.04 -0.32  0.2 0.19 0.17  -0.18 0.2 -0.16
+                              0.17 -0.21 -0.18  -0.19 -0.17 0.2  0.22 -0.15 0.19  -0.2 0.16 0.18
+                              0.16 0.22 -0.2  -0.17 -0.2 -0.19"/>
+    <mesh name="mbox" vertex="-0.3 -0.2 -0.25  0.3 -0.2 -0.25  -0.3 0.2 -0.25  0.3 0.2 -0.25
+                              -0.3 -0.2 0.25  0.3 -0.2 0.25  -0.3 0.2 0.25  0.3 0.2 0.25"/>
+  </asset>)";
+
+struct PairSpec {
+  const char* name;
+  const char* geom1;
+  const char* geom2;
+};
+
+const PairSpec kPairs[] = {
+    {"SphereEllipsoid", "type=\"sphere\" size=\"0.25\"", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\""},
+    {"SphereCylinder", "type=\"sphere\" size=\"0.25\"", "type=\"cylinder\" size=\"0.2 0.3\""},
+    {"SphereMesh", "type=\"sphere\" size=\"0.25\"", "type=\"mesh\" mesh=\"poly\""},
+    {"CapsuleEllipsoid", "type=\"capsule\" size=\"0.15 0.3\"",
+     "type=\"ellipsoid\" size=\"0.3 0.2 0.15\""},
+    {"CapsuleCylinder", "type=\"capsule\" size=\"0.15 0.3\"", "type=\"cylinder\" size=\"0.2 0.3\""},
+    {"CapsuleMesh", "type=\"capsule\" size=\"0.15 0.3\"", "type=\"mesh\" mesh=\"poly\""},
+    {"EllipsoidEllipsoid", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"",
+     "type=\"ellipsoid\" size=\"0.25 0.15 0.2\""},
+    {"EllipsoidCylinder", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"",
+     "type=\"cylinder\" size=\"0.2 0.3\""},
+    {"EllipsoidBox", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"", "type=\"box\" size=\"0.3 0.2 0.25\""},
+    {"EllipsoidMesh", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"", "type=\"mesh\" mesh=\"poly\""},
+    {"CylinderCylinder", "type=\"cylinder\" size=\"0.2 0.3\"", "type=\"cylinder\" size=\"0.15 0.25\""},
+    {"CylinderBox", "type=\"cylinder\" size=\"0.2 0.3\"", "type=\"box\" size=\"0.3 0.2 0.25\""},
+    {"CylinderMesh", "type=\"cylinder\" size=\"0.2 0.3\"", "type=\"mesh\" mesh=\"poly\""},
+    {"BoxMesh", "type=\"box\" size=\"0.3 0.2 0.25\"", "type=\"mesh\" mesh=\"poly\""},
+    {"BoxMeshBox", "type=\"box\" size=\"0.3 0.2 0.25\"", "type=\"mesh\" mesh=\"mbox\""},
+    {"MeshMesh", "type=\"mesh\" mesh=\"poly\"", "type=\"mesh\" mesh=\"mbox\""},
+};
+
+void PrintTo(const PairSpec& p, std::ostream* os) {
+  *os << p.name;
+}
+
+std::string pairXml(const PairSpec& p) {
+  std::string xml = "<mujoco><option gravity=\"0 0 0\"/>";
+  xml += kAssets;
+  xml += "<worldbody><body name=\"b1\"><freejoint/><geom name=\"g1\" " + std::string(p.geom1) +
+         " margin=\"1\"/></body><body name=\"b2\" pos=\"1 0 0\"><freejoint/><geom name=\"g2\" " +
+         std::string(p.geom2) + " margin=\"1\"/></body></worldbody></mujoco>";
+  return xml;
+}
+
+void randomRot(unsigned long long* seed, mjtNum mat[9], bool aligned) {
+  mjtNum q[4];
+  if (aligned) {
+    // a random one of the 24 axis-aligned rotations, tilted by up to 1e-3
+    static const mjtNum base[][4] = {{1, 0, 0, 0}, {0.7071067811865476, 0.7071067811865476, 0, 0},
+                                     {0.7071067811865476, 0, 0.7071067811865476, 0},
+                                     {0.7071067811865476, 0, 0, 0.7071067811865476},
+                                     {0, 1, 0, 0}, {0.5, 0.5, 0.5, 0.5}};
+    int k = (int)(6 * uniform(seed)) % 6;
+    mju_copy4(q, base[k]);
+    mjtNum t[3] = {1e-3 * (uniform(seed) - 0.5), 1e-3 * (uniform(seed) - 0.5),
+                   1e-3 * (uniform(seed) - 0.5)};
+    mju_quatIntegrate(q, t, 1);
+  } else {
+    for (int i = 0; i < 4; i++) q[i] = uniform(seed) - 0.5;
+    mju_normalize4(q);
+  }
+  mju_quat2Mat(mat, q);
+}
+
+// sigma(u) = -h1(u) - h2(-u) from the support maps
+double sigma(const cvxGeom* g1, const cvxGeom* g2, const mjtNum u[3]) {
+  mjtNum n[3] = {-u[0], -u[1], -u[2]}, s1[3], s2[3];
+  mjdiff_convexSupport(g1, u, s1);
+  mjdiff_convexSupport(g2, n, s2);
+  return mju_dot3(u, s2) - mju_dot3(u, s1);
+}
+
+// brute-force max of sigma: Fibonacci directions, then compass search from the best few
+double bruteForce(const cvxGeom* g1, const cvxGeom* g2) {
+  const int N = 4000;
+  std::vector<std::pair<double, int>> vals;
+  auto dirOf = [&](int i, mjtNum u[3]) {
+    double z = 1 - (2 * i + 1.0) / N, r = std::sqrt(1 - z * z), phi = i * 2.399963229728653;
+    u[0] = r * std::cos(phi);
+    u[1] = r * std::sin(phi);
+    u[2] = z;
+  };
+  for (int i = 0; i < N; i++) {
+    mjtNum u[3];
+    dirOf(i, u);
+    vals.push_back({sigma(g1, g2, u), i});
+  }
+  std::sort(vals.rbegin(), vals.rend());
+  double best = -1e300;
+  for (int c = 0; c < 6; c++) {
+    mjtNum u[3];
+    dirOf(vals[c].second, u);
+    double f = vals[c].first, step = 0.05;
+    int turn = 0;
+    while (step > 1e-13) {
+      bool improved = false;
+      mjtNum t1[3], t2[3], a[3] = {1, 0, 0};
+      if (std::fabs(u[0]) > 0.6) a[0] = 0, a[1] = 1;
+      mju_cross(t1, u, a);
+      mju_normalize3(t1);
+      mju_cross(t2, u, t1);
+      turn++;
+      for (int k = 0; k < 64 && !improved; k++) {
+        double ang = (k + 0.37 * turn) * M_PI / 32;
+        mjtNum v[3];
+        for (int i = 0; i < 3; i++) {
+          v[i] = u[i] + step * (std::cos(ang) * t1[i] + std::sin(ang) * t2[i]);
+        }
+        mju_normalize3(v);
+        double fv = sigma(g1, g2, v);
+        if (fv > f) {
+          f = fv;
+          mju_copy3(u, v);
+          improved = true;
+        }
+      }
+      if (!improved) step *= 0.7;
+    }
+    best = std::max(best, f);
+  }
+  return best;
+}
+
+// y = (dist, n, pos) of the solution
+bool solveY(const cvxGeom* g1, const cvxGeom* g2, mjtNum y[7], cvxResult* r) {
+  cvxResult tmp;
+  if (!r) r = &tmp;
+  if (mjdiff_convexDistance(g1, g2, r)) return false;
+  y[0] = r->phi;
+  for (int i = 0; i < 3; i++) {
+    y[1 + i] = r->u[i];
+    y[4 + i] = 0.5 * (r->x1[i] + r->x2[i]);
+  }
+  return true;
+}
+
+bool sameFeatures(const cvxResult& a, const cvxResult& b) {
+  const cvxFeature* fa[2] = {&a.f1, &a.f2};
+  const cvxFeature* fb[2] = {&b.f1, &b.f2};
+  for (int i = 0; i < 2; i++) {
+    if (fa[i]->k != fb[i]->k || fa[i]->nv != fb[i]->nv) return false;
+    if (std::memcmp(fa[i]->mode, fb[i]->mode, sizeof(fa[i]->mode))) return false;
+    for (int j = 0; j < fa[i]->nv; j++) {
+      bool found = false;
+      for (int l = 0; l < fb[i]->nv; l++) found = found || fa[i]->v[j] == fb[i]->v[l];
+      if (!found) return false;
+    }
+  }
+  return true;
+}
+
+// perturb geom (pos, mat) along column c of z by h
+void perturb(cvxGeom* g1, cvxGeom* g2, int c, double h) {
+  cvxGeom* g = c < 6 ? g1 : g2;
+  int k = c % 3;
+  if ((c / 3) % 2 == 0) {
+    g->pos[k] += h;
+  } else {
+    mjtNum ax[3] = {0, 0, 0}, q[4], R[9], T[9];
+    ax[k] = 1;
+    mju_axisAngle2Quat(q, ax, h);
+    mju_quat2Mat(R, q);
+    mju_mulMatMat(T, R, g->mat, 3, 3, 3);
+    mju_copy(g->mat, T, 9);
+  }
+}
+
+bool degenerate(const cvxResult& r) {
+  // dependent flat directions: more than two in total, or two parallel ones
+  if (r.f1.k + r.f2.k > 2) return true;
+  if (r.f1.k == 1 && r.f2.k == 1) {
+    mjtNum c[3];
+    mju_cross(c, r.f1.E, r.f2.E);
+    return mju_norm3(c) < 1e-3 * mju_norm3(r.f1.E) * mju_norm3(r.f2.E);
+  }
+  return false;
+}
+
+struct Stats {
+  int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, mprCompared = 0;
+  double worstJ = 0, worstBrute = 0, worstAbove = -1, worstMpr = 0, worstWitness = 0;
+  bool differs = false;
+};
+
+class ConvexPairs : public ::testing::TestWithParam<PairSpec> {};
+
+TEST_P(ConvexPairs, ForwardAndJacobian) {
+  const PairSpec& p = GetParam();
+  std::string xml = pairXml(p);
+  char err[1000];
+  mjModel* m = shim_loadString(xml.c_str(), err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  mjData* d = mj_makeData(m);
+  unsigned long long seed = 777;
+  Stats st;
+  const double targets[] = {0.08, 0.01, 1e-4, -1e-3, -0.02, -0.06, -0.12};
+  const int kPoses = 70;
+  for (int it = 0; it < kPoses; it++) {
+    // random orientations; body 2 along a random direction at a target distance (secant on phi)
+    mj_resetData(m, d);
+    mjtNum R1[9], R2[9], q1[4], q2[4], dir[3];
+    bool aligned = it % 3 == 0;
+    randomRot(&seed, R1, aligned);
+    randomRot(&seed, R2, aligned);
+    mju_mat2Quat(q1, R1);
+    mju_mat2Quat(q2, R2);
+    for (int i = 0; i < 3; i++) dir[i] = uniform(&seed) - 0.5;
+    if (aligned) dir[(int)(3 * uniform(&seed)) % 3] += 2;
+    mju_normalize3(dir);
+    double target = targets[it % 7];
+    auto place = [&](double t) {
+      mju_zero3(d->qpos);
+      mju_copy4(d->qpos + 3, q1);
+      mju_scl3(d->qpos + 7, dir, t);
+      mju_copy4(d->qpos + 10, q2);
+      mj_kinematics(m, d);
+      cvxGeom a, b;
+      mjdiff_convexGeom(m, d, 0, &a);
+      mjdiff_convexGeom(m, d, 1, &b);
+      cvxResult r;
+      mjdiff_convexDistance(&a, &b, &r);
+      return r.phi;
+    };
+    double t0 = 0.3, t1 = 1.0, f0 = place(t0) - target, f1 = place(t1) - target;
+    for (int k = 0; k < 30 && std::fabs(f1) > 1e-12; k++) {
+      double t2 = t1 - f1 * (t1 - t0) / (f1 - f0);
+      t0 = t1;
+      f0 = f1;
+      t1 = std::max(0.0, std::min(2.0, t2));
+      f1 = place(t1) - target;
+    }
+    place(t1);
+    st.poses++;
+
+    cvxGeom g1, g2;
+    ASSERT_EQ(mjdiff_convexGeom(m, d, 0, &g1), 0);
+    ASSERT_EQ(mjdiff_convexGeom(m, d, 1, &g2), 0);
+    cvxResult r;
+    mjtNum y0[7];
+    bool ok = solveY(&g1, &g2, y0, &r);
+    EXPECT_TRUE(ok) << p.name << " pose " << it << " residual " << r.residual << " phi " << r.phi
+                    << " target " << target << " aligned " << aligned;
+    if (!ok) continue;
+    st.solved++;
+    double L = g1.scale + g2.scale;
+
+    // (a) forward: the brute-force maximum, the witness relation, MuJoCo's MPR
+    double bf = bruteForce(&g1, &g2);
+    st.worstAbove = std::max(st.worstAbove, (bf - r.phi) / L);
+    st.worstBrute = std::max(st.worstBrute, std::fabs(bf - r.phi) / L);
+    EXPECT_LE(bf, r.phi + 1e-10 * L) << p.name << " pose " << it;
+    EXPECT_GE(bf, r.phi - 1e-4 * L) << p.name << " pose " << it;
+    mjtNum wres[3];
+    mju_sub3(wres, r.x2, r.x1);
+    mju_addToScl3(wres, r.u, -r.phi);
+    st.worstWitness = std::max(st.worstWitness, mju_norm3(wres) / L);
+    EXPECT_LE(mju_norm3(wres), 1e-9 * L);
+    mj_collision(m, d);
+    if (d->ncon > 0 && r.phi > -0.03) {
+      st.mprCompared++;
+      st.worstMpr = std::max(st.worstMpr, std::fabs(d->contact[0].dist - r.phi) / L);
+      EXPECT_NEAR(d->contact[0].dist, r.phi, 0.25 * L) << p.name << " pose " << it;
+    }
+
+    // (b) Jacobian against central differences of the forward solve
+    mjtNum J[7 * 12];
+    mjdiff_convexJacobian(&g1, &g2, &r, J);
+    bool deg = degenerate(r);
+    st.degen += deg;
+    const double eps = 1e-6;
+    double err = 0, scale = 1;
+    bool skip = false;
+    for (int c = 0; c < 12 && !skip; c++) {
+      if (deg && (c / 3) % 2 == 1) continue;
+      cvxGeom a = g1, b = g2, a2 = g1, b2 = g2;
+      perturb(&a, &b, c, eps);
+      perturb(&a2, &b2, c, -eps);
+      mjtNum yp[7], ym[7];
+      cvxResult rp, rm;
+      if (!solveY(&a, &b, yp, &rp) || !solveY(&a2, &b2, ym, &rm) || !sameFeatures(rp, r) ||
+          !sameFeatures(rm, r)) {
+        skip = true;
+        break;
+      }
+      for (int i = 0; i < 7; i++) {
+        double fd = (yp[i] - ym[i]) / (2 * eps);
+        err = std::max(err, std::fabs(fd - J[12 * i + c]));
+        scale = std::max(scale, std::fabs(J[12 * i + c]));
+        if (std::fabs(J[12 * i + c]) > 1e-3 && std::fabs(fd - J[12 * i + c]) > 0) {
+          st.differs = true;
+        }
+      }
+    }
+    if (skip) {
+      st.skipped++;
+      continue;
+    }
+    st.checked++;
+    st.worstJ = std::max(st.worstJ, err / scale);
+    EXPECT_LE(err / scale, 1e-6) << p.name << " pose " << it << " target " << target
+                                 << " features k " << r.f1.k << " " << r.f2.k;
+  }
+  std::printf("%-18s poses %3d solved %3d jac checked %3d skipped %2d degenerate %2d | "
+              "brute %.1e  witness %.1e  mpr(%d) %.1e | worst jac %.2e\n",
+              p.name, st.poses, st.solved, st.checked, st.skipped, st.degen, st.worstBrute,
+              st.worstWitness, st.mprCompared, st.worstMpr, st.worstJ);
+  EXPECT_EQ(st.solved, st.poses);
+  EXPECT_GE(st.checked, 0.8 * st.poses);
+  EXPECT_TRUE(st.differs);
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ConvexPairs, ::testing::ValuesIn(kPairs),
+                         [](const ::testing::TestParamInfo<PairSpec>& i) {
+                           return std::string(i.param.name);
+                         });
+
+}  // namespace
