@@ -48,9 +48,10 @@
 // capsule segment to its end, cylinder cap disk to the rim, side line to a rim, mesh face to the
 // nearest boundary edge or vertex, mesh edge to its end), and a feature that is no longer the
 // support at the new u (u.x1 < h1(u)) is identified again. Features are identified at u0 with a
-// ladder of tolerances (1e-10 .. 1e-2 of the geoms' size); every candidate that converges and
+// ladder of tolerances (1e-10 .. 1e-2 of the geoms' size); the first candidate that converges,
 // verifies with the true support functions (|sigma(u) - phi|, |x2 - x1 - phi u|, the witnesses in
-// their support sets, all within 1e-9 of the size) is kept, and the largest phi wins.
+// their support sets, all within 1e-9 of the size; mesh faces within their float rounding) and
+// does not fall below the global estimate sigma(u0) is the solution.
 //
 // Degenerate features (face-face or edge-face parallel, parallel edges: the witness points are not
 // unique, M is singular in a): the minimum-norm solution in the extent-scaled a (mjdiff_convexSolve,
@@ -1008,7 +1009,7 @@ static int newton(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r, mjtNum L) 
     for (int j = 0; j < k1; j++) r->f1.a[j] += step * y[3 + j];
     for (int j = 0; j < k2; j++) r->f2.a[j] += step * y[3 + k1 + j];
     r->phi += step * y[n - 1];
-    if (du <= 1e-15 && res <= 1e-14 * L) break;
+    if (du <= 1e-14 || res <= 1e-15 * L) break;
   }
   // final evaluation at the converged u
   mjtNum mu[3];
@@ -1091,18 +1092,12 @@ int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r) {
   }
   mjtNum phi0 = sigmaOf(g1, g2, u0);
 
-  // candidates over a ladder of identification tolerances: the verified one with the largest phi
+  // candidates over a ladder of identification tolerances: the first that verifies (and does not
+  // fall below the global estimate) is the solution
   static const mjtNum ladder[] = {1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2};
-  int found = 0;
   for (int i = 0; i < (int)(sizeof(ladder) / sizeof(ladder[0])); i++) {
-    cvxResult c;
-    int okp = polish(g1, g2, u0, ladder[i] * L, L, &c);
-    if (!okp) continue;
-    if (c.phi < phi0 - 1e-9 * L) continue;
-    if (!found || c.phi > r->phi + 1e-12 * L) *r = c;
-    found = 1;
+    if (polish(g1, g2, u0, ladder[i] * L, L, r) && r->phi >= phi0 - 1e-9 * L) return 0;
   }
-  if (found) return 0;
 
   // not verified: the global estimate
   memset(r, 0, sizeof(*r));

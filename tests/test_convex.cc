@@ -365,4 +365,148 @@ INSTANTIATE_TEST_SUITE_P(All, ConvexPairs, ::testing::ValuesIn(kPairs),
                            return std::string(i.param.name);
                          });
 
+// ---------------------------------- the step through convex contacts -----------------------------
+
+// a capsule on a cylinder and a mesh box (tilted) on a mesh slab, both free
+const char* kStepModel = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <asset>
+    <mesh name="slab" vertex="-1 -1 -0.1  1 -1 -0.1  -1 1 -0.1  1 1 -0.1  -1 -1 0  1 -1 0  -1 1 0  1 1 0"/>
+    <mesh name="cube" vertex="-0.1 -0.1 -0.1  0.1 -0.1 -0.1  -0.1 0.1 -0.1  0.1 0.1 -0.1
+                              -0.1 -0.1 0.1  0.1 -0.1 0.1  -0.1 0.1 0.1  0.1 0.1 0.1"/>
+  </asset>
+  <worldbody>
+    <geom name="cyl" type="cylinder" size="0.15 0.3" euler="90 0 0"/>
+    <body name="caps" pos="0.02 0.05 0.2" euler="0 80 10">
+      <freejoint/>
+      <geom name="caps" type="capsule" size="0.05 0.1"/>
+    </body>
+    <geom name="slab" type="mesh" mesh="slab" pos="2 0 0"/>
+    <body name="cube" pos="2 0 0.125" euler="8 5 0">
+      <freejoint/>
+      <geom name="cube" type="mesh" mesh="cube"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
+void stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
+              const mjtNum* dx, std::vector<mjtNum>* next) {
+  shim_setState(m, d, state.data());
+  if (dx) testutil::perturbState(m, d, dx);
+  char err[500];
+  mjdiff_step(m, d, s, err, sizeof(err));
+  next->resize(m->nq + m->nv + m->na);
+  testutil::getPosVelAct(m, d, next->data());
+}
+
+// centered differences of the step in the state (ndx x ndx)
+std::vector<mjtNum> fdA(const mjModel* m, mjData* d, const mjdiffModel* s,
+                        const std::vector<mjtNum>& state, double eps) {
+  int ndx = 2 * m->nv + m->na, nq = m->nq, nv = m->nv;
+  std::vector<mjtNum> A(ndx * ndx), dx(ndx), plus, minus, col(ndx);
+  for (int c = 0; c < ndx; c++) {
+    std::fill(dx.begin(), dx.end(), 0);
+    dx[c] = eps;
+    stepFrom(m, d, s, state, dx.data(), &plus);
+    dx[c] = -eps;
+    stepFrom(m, d, s, state, dx.data(), &minus);
+    mj_differentiatePos(m, col.data(), 2 * eps, minus.data(), plus.data());
+    for (int i = 0; i < nv; i++) col[nv + i] = (plus[nq + i] - minus[nq + i]) / (2 * eps);
+    for (int r = 0; r < ndx; r++) A[ndx * r + c] = col[r];
+  }
+  shim_setState(m, d, state.data());
+  return A;
+}
+
+double relErr(const std::vector<mjtNum>& A, const std::vector<mjtNum>& F) {
+  double err = 0, scale = 1e-4;
+  for (size_t i = 0; i < A.size(); i++) {
+    err = std::max(err, std::fabs(A[i] - F[i]));
+    scale = std::max(scale, std::fabs(F[i]));
+  }
+  return err / scale;
+}
+
+TEST(ConvexStep, StepJacobianMatchesFiniteDifferences) {
+  testutil::Sim sim(kStepModel);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[1000];
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, sim.sim.s, nullptr, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  int ndx = 2 * m->nv + m->na;
+  unsigned long long seed = 99;
+  int compared = 0, capsContacts = 0, cubeContacts = 0;
+  double worst = 0;
+  const int kSamples = 16;
+  for (int k = 0; k < kSamples; k++) {
+    testutil::simulateRandom(m, d, sim.sim.s, &seed, 20 + 9 * k);
+    testutil::perturbVelocities(m, d, &seed, 0.2, 0);
+    mjdiff_forward(m, d, sim.sim.s, err, sizeof(err));
+    std::vector<mjtNum> state = testutil::getState(m, d);
+    bool caps = false, cube = false;
+    for (int i = 0; i < d->ncon; i++) {
+      int t1 = m->geom_type[d->contact[i].geom1], t2 = m->geom_type[d->contact[i].geom2];
+      if (d->contact[i].dist > 0.002) continue;  // inactive (beyond the contact width)
+      caps = caps || (t1 == mjGEOM_CAPSULE || t2 == mjGEOM_CAPSULE);
+      cube = cube || (t1 == mjGEOM_MESH && t2 == mjGEOM_MESH);
+    }
+    std::vector<mjtNum> A(ndx * ndx), B(ndx);
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, w, A.data(), B.data(), nullptr, err,
+                                  sizeof(err)),
+              MJDIFF_OK) << err;
+    double eps = 1e-5;
+    std::vector<mjtNum> Fa = fdA(m, d, sim.sim.s, state, eps);
+    std::vector<mjtNum> Fb = fdA(m, d, sim.sim.s, state, 2 * eps);
+    std::vector<mjtNum> Fc = fdA(m, d, sim.sim.s, state, 4 * eps);
+    std::vector<mjtNum> F1 = testutil::richardson(Fa, Fb), F2 = testutil::richardson(Fb, Fc);
+    if (relErr(F1, F2) > 1e-6) continue;  // a feature switch or law kink within reach
+    compared++;
+    capsContacts += caps;
+    cubeContacts += cube;
+    double e = relErr(A, F1);
+    worst = std::max(worst, e);
+    EXPECT_LE(e, 1e-6) << "sample " << k << " caps " << caps << " cube " << cube;
+    EXPECT_NE(0, std::memcmp(A.data(), F1.data(), A.size() * sizeof(mjtNum)));
+  }
+  std::printf("convex step: compared %d/%d (capsule-cylinder active %d, mesh-mesh active %d), "
+              "worst %.2e\n", compared, kSamples, capsContacts, cubeContacts, worst);
+  EXPECT_GE(compared, (int)(0.7 * kSamples));
+  EXPECT_GE(capsContacts, compared / 2);
+  EXPECT_GE(cubeContacts, compared / 2);
+  mjdiff_freeStepDeriv(w);
+}
+
+// mjdiff_collide writes the exact geometry: the contact's dist is the solution at d's poses, and
+// the geometry Jacobian accepts it
+TEST(ConvexStep, CollideWritesExactGeometry) {
+  testutil::Sim sim(kStepModel);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[500];
+  for (int i = 0; i < 60; i++) ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  int nconvex = 0;
+  for (int i = 0; i < d->ncon; i++) {
+    const mjContact* con = d->contact + i;
+    if (!mjdiff_convexPair(m->geom_type[con->geom1], m->geom_type[con->geom2])) continue;
+    nconvex++;
+    cvxGeom a, b;
+    cvxResult r;
+    ASSERT_EQ(mjdiff_convexGeom(m, d, con->geom1, &a), 0);
+    ASSERT_EQ(mjdiff_convexGeom(m, d, con->geom2, &b), 0);
+    ASSERT_EQ(mjdiff_convexDistance(&a, &b, &r), 0);
+    EXPECT_EQ(con->dist, r.phi);
+    EXPECT_NEAR(mju_norm3(con->frame + 3), 1, 1e-12);
+    EXPECT_NEAR(mju_dot3(con->frame, con->frame + 3), 0, 1e-12);
+    mjtNum J[7 * 12];
+    EXPECT_EQ(mjdiff_contactGeomJacobian(m, d, con, J), 0);
+    EXPECT_TRUE(mjdiff_contactPairSupported(m->geom_type[con->geom1], m->geom_type[con->geom2]));
+  }
+  EXPECT_EQ(nconvex, 2);  // one per pair
+}
+
 }  // namespace
