@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../adjoint/derivative.h"
+#include "../plugin/convex.h"
 #include "shim.h"
 
 namespace {
@@ -448,7 +449,8 @@ TEST(GeomJacobianCases, SphereInsideBoxAndParallelCapsules) {
   }
 }
 
-// the supported table: MuJoCo's closed-form pair functions, not its convex or height-field ones
+// the supported table: MuJoCo's closed-form pair functions and the pairs it sends to mjc_Convex
+// (exact geometry, convex.c); not plane-convex or height fields
 TEST(GeomJacobianTable, SupportedPairs) {
   const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},   {mjGEOM_PLANE, mjGEOM_CAPSULE},
                               {mjGEOM_PLANE, mjGEOM_CYLINDER}, {mjGEOM_PLANE, mjGEOM_BOX},
@@ -459,6 +461,7 @@ TEST(GeomJacobianTable, SupportedPairs) {
     for (int t2 = t1; t2 < mjNGEOMTYPES; t2++) {
       bool expect = false;
       for (const auto& p : supported) expect = expect || (p[0] == t1 && p[1] == t2);
+      expect = expect || mjdiff_convexPair(t1, t2);  // exact convex geometry (test_convex.cc)
       EXPECT_EQ(mjdiff_contactPairSupported(t1, t2) != 0, expect) << t1 << " " << t2;
     }
   }
