@@ -54,8 +54,9 @@
 // does not fall below the global estimate sigma(u0) is the solution.
 //
 // Degenerate features (face-face or edge-face parallel, parallel edges: the witness points are not
-// unique, M is singular in a): the minimum-norm solution in the extent-scaled a (mjdiff_convexSolve,
-// least squares with singular values under 1e-9 of the largest dropped) is the choice; it puts the
+// unique, M is singular in a): the minimum-norm solution in the extent-scaled a of
+// E2 a2 - E1 a1 = -(c2 - c1 - phi u) (one-sided Jacobi SVD, singular values under 1e-10 of the
+// largest dropped; the Newton steps use the same least squares on M) is the choice; it puts the
 // witness near the centre of the smaller feature (a box resting on a large mesh face touches under
 // the box's face centre). Documented, deterministic, and differentiated the same way.
 //
@@ -893,82 +894,67 @@ int mjdiff_convexSystem(const cvxResult* r, mjtNum* M) {
   return n;
 }
 
-// symmetric eigen decomposition A = V diag(w) V' (cyclic Jacobi), n <= 8; A overwritten
-static void jacobiEig(mjtNum* A, int n, mjtNum* V, mjtNum* w) {
+// minimum-norm least squares x = A^+ b, A (m x n, m, n <= 8, row-major), b (m x nrhs), x (n x
+// nrhs), nrhs <= 12: one-sided Jacobi SVD (Hestenes: rotate column pairs of A V until orthogonal;
+// singular values are the column norms), singular values under 1e-10 of the largest dropped
+static void pinvSolve(const mjtNum* A, int m, int n, const mjtNum* b, int nrhs, mjtNum* x) {
+  mjtNum U[64], V[64], sv[8];
+  mju_copy(U, A, m * n);
   mju_zero(V, n * n);
   for (int i = 0; i < n; i++) V[n * i + i] = 1;
   for (int sweep = 0; sweep < 60; sweep++) {
-    mjtNum off = 0, tot = 0;
-    for (int i = 0; i < n; i++) {
-      for (int j = 0; j < n; j++) {
-        tot += A[n * i + j] * A[n * i + j];
-        if (i != j) off += A[n * i + j] * A[n * i + j];
-      }
-    }
-    if (off <= 1e-32 * tot || off == 0) break;
+    int rotated = 0;
     for (int p = 0; p < n; p++) {
       for (int q = p + 1; q < n; q++) {
-        mjtNum apq = A[n * p + q];
-        if (apq == 0) continue;
-        mjtNum theta = (A[n * q + q] - A[n * p + p]) / (2 * apq);
-        mjtNum t = sgn(theta) / (fabs(theta) + sqrt(theta * theta + 1));
-        mjtNum c = 1 / sqrt(t * t + 1), s = t * c;
-        for (int k = 0; k < n; k++) {
-          mjtNum akp = A[n * k + p], akq = A[n * k + q];
-          A[n * k + p] = c * akp - s * akq;
-          A[n * k + q] = s * akp + c * akq;
+        mjtNum al = 0, be = 0, ga = 0;
+        for (int i = 0; i < m; i++) {
+          al += U[n * i + p] * U[n * i + p];
+          be += U[n * i + q] * U[n * i + q];
+          ga += U[n * i + p] * U[n * i + q];
         }
-        for (int k = 0; k < n; k++) {
-          mjtNum apk = A[n * p + k], aqk = A[n * q + k];
-          A[n * p + k] = c * apk - s * aqk;
-          A[n * q + k] = s * apk + c * aqk;
+        if (ga == 0 || fabs(ga) <= 1e-15 * sqrt(al * be)) continue;
+        rotated = 1;
+        mjtNum zeta = (be - al) / (2 * ga);
+        mjtNum t = sgn(zeta) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+        mjtNum c = 1 / sqrt(1 + t * t), s = c * t;
+        for (int i = 0; i < m; i++) {
+          mjtNum up = U[n * i + p], uq = U[n * i + q];
+          U[n * i + p] = c * up - s * uq;
+          U[n * i + q] = s * up + c * uq;
         }
-        for (int k = 0; k < n; k++) {
-          mjtNum vkp = V[n * k + p], vkq = V[n * k + q];
-          V[n * k + p] = c * vkp - s * vkq;
-          V[n * k + q] = s * vkp + c * vkq;
+        for (int i = 0; i < n; i++) {
+          mjtNum vp = V[n * i + p], vq = V[n * i + q];
+          V[n * i + p] = c * vp - s * vq;
+          V[n * i + q] = s * vp + c * vq;
         }
       }
     }
+    if (!rotated) break;
   }
-  for (int i = 0; i < n; i++) w[i] = A[n * i + i];
+  mjtNum smax = 0;
+  for (int j = 0; j < n; j++) {
+    mjtNum s2 = 0;
+    for (int i = 0; i < m; i++) s2 += U[n * i + j] * U[n * i + j];
+    sv[j] = sqrt(s2);
+    smax = mju_max(smax, sv[j]);
+  }
+  mju_zero(x, n * nrhs);
+  for (int j = 0; j < n; j++) {
+    if (!(sv[j] > 1e-10 * smax)) continue;
+    for (int c = 0; c < nrhs; c++) {
+      // (U_j' b) / s_j^2, U_j the unnormalised column
+      mjtNum ub = 0;
+      for (int i = 0; i < m; i++) ub += U[n * i + j] * b[nrhs * i + c];
+      ub /= sv[j] * sv[j];
+      for (int i = 0; i < n; i++) x[nrhs * i + c] += V[n * i + j] * ub;
+    }
+  }
 }
 
 void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs) {
-  // y = V diag(1/w) V' M' b over the eigenpairs of M'M with w > (1e-9)^2 max w
-  mjtNum A[64], V[64], w[8], T[8 * 12];
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < n; j++) {
-      mjtNum s = 0;
-      for (int k = 0; k < n; k++) s += M[n * k + i] * M[n * k + j];
-      A[n * i + j] = s;
-    }
-  }
-  jacobiEig(A, n, V, w);
-  mjtNum wmax = 0;
-  for (int i = 0; i < n; i++) wmax = mju_max(wmax, w[i]);
-  for (int c0 = 0; c0 < nrhs; c0 += 12) {
-    int nc = nrhs - c0 < 12 ? nrhs - c0 : 12;
-    // T = V' M' b
-    for (int i = 0; i < n; i++) {
-      for (int c = 0; c < nc; c++) {
-        mjtNum s = 0;
-        for (int k = 0; k < n; k++) {
-          mjtNum mb = 0;
-          for (int l = 0; l < n; l++) mb += M[n * l + k] * b[nrhs * l + c0 + c];
-          s += V[n * k + i] * mb;
-        }
-        T[nc * i + c] = w[i] > 1e-18 * wmax ? s / w[i] : 0;
-      }
-    }
-    for (int i = 0; i < n; i++) {
-      for (int c = 0; c < nc; c++) {
-        mjtNum s = 0;
-        for (int k = 0; k < n; k++) s += V[n * i + k] * T[nc * k + c];
-        b[nrhs * i + c0 + c] = s;
-      }
-    }
-  }
+  mjtNum x[8 * 12];
+  pinvSolve(M, n, n, b, nrhs, x);
+  mju_copy(b, x, n * nrhs);
 }
 
 //---------------------------------- local solve ---------------------------------------------------
@@ -1030,6 +1016,23 @@ static mjtNum flatTol(const cvxGeom* g) {
   return g->type == mjGEOM_MESH ? 4e-7 * g->scale : 0;
 }
 
+// the witness coordinates as the minimum-norm solution of E2 a2 - E1 a1 = -(c2 - c1 - phi u) (the
+// choice where the features are degenerate, independent of the Newton path; unique otherwise)
+static void minNormWitness(cvxResult* r) {
+  int k1 = r->f1.k, k = k1 + r->f2.k;
+  if (k == 0) return;
+  mjtNum A[3 * 4], b[3], a[4];
+  for (int i = 0; i < 3; i++) {
+    b[i] = -(r->f2.c[i] - r->f1.c[i] - r->phi * r->u[i]);
+    for (int j = 0; j < k1; j++) A[k * i + j] = -r->f1.E[3 * j + i];
+    for (int j = k1; j < k; j++) A[k * i + j] = r->f2.E[3 * (j - k1) + i];
+  }
+  pinvSolve(A, 3, k, b, 1, a);
+  for (int j = 0; j < k1; j++) r->f1.a[j] = a[j];
+  for (int j = k1; j < k; j++) r->f2.a[j - k1] = a[j];
+  witnesses(r);
+}
+
 // does the solution verify with the true support functions?
 static int verify(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r, mjtNum L) {
   mjtNum mu[3], s1[3], s2[3], d[3];
@@ -1065,6 +1068,7 @@ static int polish(const cvxGeom* g1, const cvxGeom* g2, const mjtNum u0[3], mjtN
   for (int outer = 0; outer < ACTIVE_ITER; outer++) {
     if (!newton(g1, g2, r, L)) return 0;
     mjtNum t1[3], t2[3];
+    minNormWitness(r);
     int c1 = adjustFeature(g1, &r->f1, t1), c2 = adjustFeature(g2, &r->f2, t2);
     if (c1 || c2) {
       mju_addToScl3(r->u, t1, 1e-3);

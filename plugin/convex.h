@@ -69,7 +69,7 @@ MJDIFF_API int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxRe
 int mjdiff_convexSystem(const cvxResult* r, mjtNum* M);
 
 // least-squares minimum-norm solve of M y = b for nrhs right-hand sides (b: n x nrhs row-major,
-// overwritten by y); singular directions below 1e-9 of the largest singular value are dropped
+// overwritten by y, nrhs <= 12); singular values under 1e-10 of the largest are dropped
 void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs);
 
 // overwrite every contact of d that MuJoCo sent to mjc_Convex with the exact geometry (dist, pos,
