@@ -28,6 +28,8 @@
 // edge-edge (H = 0, k1 + k2 = 2), the mixed smooth-polytope cases (capsule segment, cylinder side
 // line and rim, box or mesh features against sphere, ellipsoid or cylinder rim) and separated
 // vertex-vertex / vertex-edge pairs (k1 + k2 < 2 with H = 0: M stays regular through -phi I).
+// Height fields: geom 1 is the triangular prism of the grid (a polytope fixed to the field's
+// frame) that produced the contact, found again among mjc_ConvexHField's candidates.
 
 #include <math.h>
 #include <string.h>
@@ -100,9 +102,28 @@ int mjdiff_convexGeomJacobian(const mjModel* m, const mjData* d, const mjContact
   mju_zero(J, 7 * 12);
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
-  if (!mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2])) return -1;
+  int kind = mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2]);
+  if (!kind) return -1;
   cvxGeom a, b;
   cvxResult r;
+  if (kind == 2) {
+    // height field: the candidate prism whose exact solution is con
+    if (mjdiff_convexGeom(m, d, g2, &b)) return -1;
+    mjtNum margin = mjdiff_convexMargin(m, con);
+    int total = mjdiff_convexPrisms(m, d, g1, g2, margin, 0, &a, 0);
+    for (int q = 0; q < total; q++) {
+      mjdiff_convexPrisms(m, d, g1, g2, margin, q, &a, 1);
+      if (mjdiff_convexDistance(&a, &b, &r)) continue;
+      mjtNum tol = 1e-9 * (a.scale + b.scale), pos[3];
+      for (int i = 0; i < 3; i++) pos[i] = 0.5 * (r.x1[i] + r.x2[i]);
+      if (fabs(r.phi - con->dist) <= tol && mju_dist3(pos, con->pos) <= tol &&
+          mju_dist3(r.u, con->frame) <= 1e-9) {
+        mjdiff_convexJacobian(&a, &b, &r, J);
+        return 0;
+      }
+    }
+    return -1;
+  }
   if (mjdiff_convexGeom(m, d, g1, &a) || mjdiff_convexGeom(m, d, g2, &b)) return -1;
   if (mjdiff_convexDistance(&a, &b, &r)) return -1;
 

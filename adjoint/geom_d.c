@@ -4,8 +4,9 @@
 // the Jacobian of y = (dist, n, pos) with respect to rigid motions z = (dx1, dth1, dx2, dth2) of
 // its two geoms, for the pair functions of the collision table that have closed forms
 // (engine_collision_primitive.c, engine_collision_box.c). The pairs MuJoCo sends to mjc_Convex
-// (libccd MPR) get their exact geometry from plugin/convex.c and its Jacobian from convex_d.c;
-// plane-convex (plane-ellipsoid, plane-mesh) and height fields are not supported.
+// (libccd MPR) and height fields (mjc_ConvexHField, per grid prism) get their exact geometry from
+// plugin/convex.c and its Jacobian from convex_d.c; plane-convex (plane-ellipsoid, plane-mesh) is
+// not supported.
 //
 // Method. The pair function is evaluated again at the current poses with the engine's case logic
 // (which end, corner, edge or face produced a contact), every continuous quantity carrying its

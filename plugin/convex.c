@@ -2,7 +2,8 @@
 //
 // Exact contact geometry for the geom pairs MuJoCo 2.2.2 collides with mjc_Convex (libccd MPR,
 // whose depth and direction are approximate): sphere, capsule, ellipsoid, cylinder, box and mesh
-// (its convex hull, m->mesh_graph) against each other as the collision table sends them.
+// (its convex hull, m->mesh_graph) against each other as the collision table sends them, and
+// height fields against all of these (mjc_ConvexHField).
 //
 // Problem. h_i(u) = max_{x in G_i} u.x the support function of geom i (world), s_i(u) its
 // maximiser (support point). The signed distance
@@ -60,6 +61,13 @@
 // witness near the centre of the smaller feature (a box resting on a large mesh face touches under
 // the box's face centre). Documented, deterministic, and differentiated the same way.
 //
+// Height fields: mjc_ConvexHField collides each triangular prism of the grid under the geom with
+// MPR. The prism is a polytope (6 vertices fixed to the field's frame: a mesh-like feature set), so
+// the same solver applies per prism; the candidate prisms are MuJoCo's (mjdiff_convexPrisms), and
+// the pair's contacts become the exact solutions of the candidates with phi < margin (at most as
+// many as MuJoCo made, the deepest). A geom over a shared prism edge gets a contact from each
+// prism, as with MuJoCo.
+//
 // Nothing is allocated; MuJoCo's mesh hull (mesh_graph) is read from the model.
 
 #include "convex.h"
@@ -97,8 +105,15 @@ static void addOuter(mjtNum H[9], const mjtNum a[3], const mjtNum b[3], mjtNum s
 }
 
 static void meshVert(const cvxGeom* g, int i, mjtNum v[3]) {
-  const float* p = g->vert + 3 * (g->vid ? g->vid[i] : i);
-  mjtNum l[3] = {p[0], p[1], p[2]};
+  mjtNum l[3];
+  if (g->type == mjGEOM_HFIELD) {
+    mju_copy3(l, g->pv[i]);
+  } else {
+    const float* p = g->vert + 3 * (g->vid ? g->vid[i] : i);
+    l[0] = p[0];
+    l[1] = p[1];
+    l[2] = p[2];
+  }
   mju_rotVecMat(v, l, g->mat);
   mju_addTo3(v, g->pos);
 }
@@ -111,6 +126,7 @@ int mjdiff_convexPair(int t1, int t2) {
     t1 = t2;
     t2 = t;
   }
+  if (t1 == mjGEOM_HFIELD) return t2 >= mjGEOM_SPHERE && t2 <= mjGEOM_MESH ? 2 : 0;
   switch (t1) {
     case mjGEOM_SPHERE:
     case mjGEOM_CAPSULE:
@@ -187,6 +203,17 @@ void mjdiff_convexSupport(const cvxGeom* g, const mjtNum dir[3], mjtNum s[3]) {
     case mjGEOM_BOX:
       for (int i = 0; i < 3; i++) r[i] = sgn(l[i]) * sz[i];
       break;
+    case mjGEOM_HFIELD: {
+      mjtNum best = -mjMAXVAL;
+      for (int i = 0; i < 6; i++) {
+        mjtNum v = mju_dot3(l, g->pv[i]);
+        if (v > best) {
+          best = v;
+          mju_copy3(r, g->pv[i]);
+        }
+      }
+      break;
+    }
     case mjGEOM_MESH: {
       mjtNum best = -mjMAXVAL;
       for (int i = 0; i < g->nvert; i++) {
@@ -565,7 +592,8 @@ static int identify(const cvxGeom* g, const mjtNum dir[3], mjtNum tol, cvxFeatur
       for (int i = 0; i < 3; i++) f->mode[i] = 2 * sz[i] * fabs(l[i]) <= tol ? 0 : (int)sgn(l[i]);
       if (!f->mode[0] && !f->mode[1] && !f->mode[2]) return 0;
       break;
-    case mjGEOM_MESH: {
+    case mjGEOM_MESH:
+    case mjGEOM_HFIELD: {
       mjtNum h = -mjMAXVAL, v[3];
       for (int i = 0; i < g->nvert; i++) {
         meshVert(g, i, v);
@@ -756,6 +784,7 @@ static int evalFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f) {
       }
       return 1;
     case mjGEOM_MESH:
+    case mjGEOM_HFIELD:
       return meshFeature(g, f);
     default:
       return 0;
@@ -811,6 +840,7 @@ static int adjustFeature(const cvxGeom* g, cvxFeature* f, mjtNum tilt[3]) {
       return changed;
     }
     case mjGEOM_MESH:
+    case mjGEOM_HFIELD:
       if (f->nv == 2 && fabs(f->a[0]) > lim) {
         f->v[0] = f->a[0] > 0 ? f->v[1] : f->v[0];
         f->nv = 1;
@@ -1134,12 +1164,172 @@ static void contactFrame(mjtNum frame[9], const mjtNum n[3]) {
   mju_cross(frame + 6, frame, frame + 3);
 }
 
+//---------------------------------- height fields -------------------------------------------------
+
+mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum gap = mju_max(m->geom_gap[g1], m->geom_gap[g2]);
+  if (m->opt.collision != mjCOL_DYNAMIC) {
+    for (int i = 0; i < m->npair; i++) {
+      if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
+          (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
+        gap = m->pair_gap[i];
+        break;
+      }
+    }
+  }
+  return con->includemargin + gap;
+}
+
+// mjc_ConvexHField's prisms: per grid row r in [rmin, rmax) a triangle strip over the vertices
+// j = 0, 1, ... (column cmin + j/2, row r + 1 for even j, r for odd j); prism k of the row has the
+// vertices k - 2, k - 1, k with bottoms at -size[3] and tops at data size[2] (MuJoCo raises the tops
+// by the margin for MPR; the exact geometry uses the field itself). A prism is a candidate unless
+// its three tops raised by the margin are all below g2's lowest point.
+int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
+                        int start, cvxGeom* prism, int max) {
+  int hid = m->geom_dataid[g1];
+  if (hid < 0) return 0;
+  const mjtNum* sz = m->hfield_size + 4 * hid;
+  int nrow = m->hfield_nrow[hid], ncol = m->hfield_ncol[hid];
+  const float* data = m->hfield_data + m->hfield_adr[hid];
+  const mjtNum *p1 = d->geom_xpos + 3 * g1, *R1 = d->geom_xmat + 9 * g1;
+  cvxGeom b;
+  if (mjdiff_convexGeom(m, d, g2, &b)) return 0;
+
+  // extent of g2 in the field's frame (support maps along the field's axes)
+  mjtNum lo[3], hi[3];
+  for (int k = 0; k < 3; k++) {
+    mjtNum a[3], na[3], s[3];
+    axis(R1, k, a);
+    mju_scl3(na, a, -1);
+    mjdiff_convexSupport(&b, a, s);
+    mju_subFrom3(s, p1);
+    hi[k] = mju_dot3(a, s);
+    mjdiff_convexSupport(&b, na, s);
+    mju_subFrom3(s, p1);
+    lo[k] = mju_dot3(a, s);
+  }
+  int cmin = (int)floor((lo[0] + sz[0]) / (2 * sz[0]) * (ncol - 1));
+  int cmax = (int)ceil((hi[0] + sz[0]) / (2 * sz[0]) * (ncol - 1));
+  int rmin = (int)floor((lo[1] + sz[1]) / (2 * sz[1]) * (nrow - 1));
+  int rmax = (int)ceil((hi[1] + sz[1]) / (2 * sz[1]) * (nrow - 1));
+  cmin = cmin < 0 ? 0 : cmin;
+  cmax = cmax > ncol - 1 ? ncol - 1 : cmax;
+  rmin = rmin < 0 ? 0 : rmin;
+  rmax = rmax > nrow - 1 ? nrow - 1 : rmax;
+  mjtNum dx = 2 * sz[0] / (ncol - 1), dy = 2 * sz[1] / (nrow - 1);
+  int n = 0;
+  for (int r = rmin; r < rmax; r++) {
+    int nv = 2 * (cmax - cmin + 1);
+    for (int k = 2; k < nv; k++) {
+      mjtNum v[3][3];
+      int below = 1;
+      for (int j = 0; j < 3; j++) {
+        int q = k - 2 + j, c = cmin + q / 2, row = r + (q % 2 == 0 ? 1 : 0);
+        v[j][0] = dx * c - sz[0];
+        v[j][1] = dy * row - sz[1];
+        v[j][2] = data[row * ncol + c] * sz[2];
+        below = below && v[j][2] + margin < lo[2];
+      }
+      if (below) continue;
+      if (n >= start && n < start + max) {
+        cvxGeom* g = prism + (n - start);
+        memset(g, 0, sizeof(*g));
+        g->type = mjGEOM_HFIELD;
+        mju_copy3(g->pos, p1);
+        mju_copy(g->mat, R1, 9);
+        g->nvert = 6;
+        for (int j = 0; j < 3; j++) {
+          mju_copy3(g->pv[j], v[j]);
+          g->pv[j][2] = -sz[3];
+          mju_copy3(g->pv[3 + j], v[j]);
+        }
+        mjtNum ext = 0;
+        for (int a = 0; a < 6; a++) {
+          for (int c = a + 1; c < 6; c++) ext = mju_max(ext, mju_dist3(g->pv[a], g->pv[c]));
+        }
+        g->scale = ext;
+      }
+      n++;
+    }
+  }
+  return n;
+}
+
+// the contacts MuJoCo made for height field g1 and geom g2 (nm of them, from con on): the exact
+// solutions of the candidate prisms with phi < margin, the nm deepest if there are more (MPR
+// reports about the same set), in MuJoCo's prism order; returns how many were written at out
+static int hfieldContacts(const mjModel* m, mjData* d, const mjContact* con, int nm,
+                          mjContact* out) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum margin = mjdiff_convexMargin(m, con);
+  mjContact tmpl = *con;
+  cvxGeom b, batch[16];
+  if (mjdiff_convexGeom(m, d, g2, &b)) return -1;
+  mjtNum phi[mjMAXCONPAIR];
+  int idx[mjMAXCONPAIR], nb = 0;
+  int total = mjdiff_convexPrisms(m, d, g1, g2, margin, 0, batch, 0);
+  for (int s0 = 0; s0 < total; s0 += 16) {
+    int cnt = total - s0 < 16 ? total - s0 : 16;
+    mjdiff_convexPrisms(m, d, g1, g2, margin, s0, batch, cnt);
+    for (int q = 0; q < cnt; q++) {
+      cvxResult r;
+      if (mjdiff_convexDistance(batch + q, &b, &r) || r.phi >= margin) continue;
+      // keep the nm deepest: replace the shallowest kept if full
+      int slot = nb < nm ? nb++ : -1;
+      if (slot < 0) {
+        int worst = 0;
+        for (int j = 1; j < nb; j++) worst = phi[j] > phi[worst] ? j : worst;
+        if (r.phi >= phi[worst]) continue;
+        for (int j = worst; j < nb - 1; j++) {
+          phi[j] = phi[j + 1];
+          idx[j] = idx[j + 1];
+        }
+        slot = nb - 1;
+      }
+      phi[slot] = r.phi;
+      idx[slot] = s0 + q;
+    }
+  }
+  for (int j = 0; j < nb; j++) {
+    cvxGeom pr;
+    cvxResult r;
+    mjdiff_convexPrisms(m, d, g1, g2, margin, idx[j], &pr, 1);
+    mjdiff_convexDistance(&pr, &b, &r);
+    out[j] = tmpl;
+    out[j].dist = r.phi;
+    for (int i = 0; i < 3; i++) out[j].pos[i] = 0.5 * (r.x1[i] + r.x2[i]);
+    contactFrame(out[j].frame, r.u);
+    out[j].exclude = out[j].dist < out[j].includemargin ? 0 : 1;
+  }
+  return nb;
+}
+
 void mjdiff_convexContacts(const mjModel* m, mjData* d) {
   int k = 0;
   for (int i = 0; i < d->ncon; i++) {
     mjContact* con = d->contact + i;
     int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
     int convex = mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2]);
+
+    // height field: the pair's run of contacts replaced by the exact prism contacts
+    if (convex == 2) {
+      int nm = 1;
+      while (i + nm < d->ncon && compat_contactGeom1(d->contact + i + nm) == g1 &&
+             compat_contactGeom2(d->contact + i + nm) == g2) {
+        nm++;
+      }
+      mjContact out[mjMAXCONPAIR];
+      int nout = hfieldContacts(m, d, con, nm, out);
+      if (nout < 0) {  // keep MuJoCo's
+        for (int j = 0; j < nm; j++) d->contact[k++] = d->contact[i + j];
+      } else {
+        for (int j = 0; j < nout; j++) d->contact[k++] = out[j];
+      }
+      i += nm - 1;
+      continue;
+    }
 
     // one contact per convex pair: drop multi-CCD extras (same pair as the previous kept)
     if (convex && k > 0) {

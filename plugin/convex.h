@@ -26,6 +26,7 @@ typedef struct {
   const int* vid;     // mesh: hull vertex ids (NULL: every vertex)
   int nvert;          // mesh: number of hull vertices
   mjtNum scale;       // length scale (bounding radius)
+  mjtNum pv[6][3];    // height-field prism (type mjGEOM_HFIELD): vertices in the field's frame
 } cvxGeom;
 
 // the active feature of a geom at its witness point: x = c(dir) + E a, with c smooth in the
@@ -51,8 +52,19 @@ typedef struct {
   mjtNum residual;        // optimality residual at the solution (length units)
 } cvxResult;
 
-// nonzero if MuJoCo 2.2.2 collides geom types t1, t2 (any order) with mjc_Convex
+// 1 if MuJoCo 2.2.2 collides geom types t1, t2 (any order) with mjc_Convex, 2 if with
+// mjc_ConvexHField (a height field against sphere, capsule, ellipsoid, cylinder, box or mesh: per
+// triangular prism of the grid), else 0
 MJDIFF_API int mjdiff_convexPair(int t1, int t2);
+
+// the candidate prisms of height field g1 against geom g2 as mjc_ConvexHField enumerates them
+// (sub-grid under g2's extent, prisms whose top raised by the margin is not below g2), in its
+// order: candidates start .. start + max - 1 into prism; returns the total number of candidates
+MJDIFF_API int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2,
+                                   mjtNum margin, int start, cvxGeom* prism, int max);
+
+// the margin a contact was detected with: includemargin + gap (the pair's gap, else the geoms')
+MJDIFF_API mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con);
 
 // geom g of (m, d) as a cvxGeom; returns 0, -1 if its type has no support map here
 MJDIFF_API int mjdiff_convexGeom(const mjModel* m, const mjData* d, int g, cvxGeom* geom);

@@ -204,6 +204,82 @@ double bruteForce(const cvxGeom* g1, const cvxGeom* g2) {
   return best;
 }
 
+// world vertices of a polytope geom (box, mesh hull, height-field prism); false for curved ones
+bool polyVerts(const cvxGeom& g, std::vector<std::vector<double>>* V) {
+  std::vector<std::vector<double>> loc;
+  if (g.type == mjGEOM_BOX) {
+    for (int i = 0; i < 8; i++) {
+      loc.push_back({(i & 1 ? 1 : -1) * g.size[0], (i & 2 ? 1 : -1) * g.size[1],
+                     (i & 4 ? 1 : -1) * g.size[2]});
+    }
+  } else if (g.type == mjGEOM_MESH) {
+    for (int i = 0; i < g.nvert; i++) {
+      const float* p = g.vert + 3 * (g.vid ? g.vid[i] : i);
+      loc.push_back({p[0], p[1], p[2]});
+    }
+  } else if (g.type == mjGEOM_HFIELD) {
+    for (int i = 0; i < 6; i++) loc.push_back({g.pv[i][0], g.pv[i][1], g.pv[i][2]});
+  } else {
+    return false;
+  }
+  V->clear();
+  for (auto& l : loc) {
+    mjtNum w[3], lv[3] = {l[0], l[1], l[2]};
+    mju_rotVecMat(w, lv, g.mat);
+    mju_addTo3(w, g.pos);
+    V->push_back({w[0], w[1], w[2]});
+  }
+  return true;
+}
+
+// separating-axis enumeration for two polytopes: the max of sigma over every plane normal of a
+// vertex triple of either and every cross product of vertex-pair differences of both (a superset
+// of the face normals and edge-edge directions, so exact for overlapping polytopes); -inf if
+// either geom is curved
+double satMax(const cvxGeom* g1, const cvxGeom* g2) {
+  std::vector<std::vector<double>> A, B;
+  if (!polyVerts(*g1, &A) || !polyVerts(*g2, &B)) return -1e300;
+  double best = -1e300;
+  auto test = [&](mjtNum n[3]) {
+    if (mju_normalize3(n) < 1e-12) return;
+    best = std::max(best, sigma(g1, g2, n));
+    mjtNum m[3] = {-n[0], -n[1], -n[2]};
+    best = std::max(best, sigma(g1, g2, m));
+  };
+  for (auto* P : {&A, &B}) {
+    const auto& V = *P;
+    for (size_t i = 0; i < V.size(); i++) {
+      for (size_t j = i + 1; j < V.size(); j++) {
+        for (size_t k = j + 1; k < V.size(); k++) {
+          mjtNum e1[3], e2[3], n[3];
+          for (int c = 0; c < 3; c++) {
+            e1[c] = V[j][c] - V[i][c];
+            e2[c] = V[k][c] - V[i][c];
+          }
+          mju_cross(n, e1, e2);
+          test(n);
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < A.size(); i++) {
+    for (size_t j = i + 1; j < A.size(); j++) {
+      for (size_t k = 0; k < B.size(); k++) {
+        for (size_t l = k + 1; l < B.size(); l++) {
+          mjtNum e1[3], e2[3], n[3];
+          for (int c = 0; c < 3; c++) {
+            e1[c] = A[j][c] - A[i][c];
+            e2[c] = B[l][c] - B[k][c];
+          }
+          mju_cross(n, e1, e2);
+          test(n);
+        }
+      }
+    }
+  }
+  return best;
+}
+
 // y = (dist, n, pos) of the solution
 bool solveY(const cvxGeom* g1, const cvxGeom* g2, mjtNum y[7], cvxResult* r) {
   cvxResult tmp;
@@ -257,6 +333,39 @@ bool degenerate(const cvxResult& r) {
     return mju_norm3(c) < 1e-3 * mju_norm3(r.f1.E) * mju_norm3(r.f2.E);
   }
   return false;
+}
+
+// relative error of the Jacobian of (g1, g2, r) against Richardson-extrapolated central
+// differences of the forward solve; false if an active feature switches within +-2 eps. Degenerate
+// features: translations only.
+bool jacobianError(const cvxGeom& g1, const cvxGeom& g2, const cvxResult& r, double* relErr,
+                   bool* differs) {
+  mjtNum J[7 * 12];
+  mjdiff_convexJacobian(&g1, &g2, &r, J);
+  bool deg = degenerate(r);
+  const double eps = 1e-6;
+  double err = 0, scale = 1;
+  for (int c = 0; c < 12; c++) {
+    if (deg && (c / 3) % 2 == 1) continue;
+    mjtNum y[4][7];
+    const double hs[4] = {eps, -eps, 2 * eps, -2 * eps};
+    for (int j = 0; j < 4; j++) {
+      cvxGeom a = g1, b = g2;
+      perturb(&a, &b, c, hs[j]);
+      cvxResult rj;
+      if (!solveY(&a, &b, y[j], &rj) || !sameFeatures(rj, r)) return false;
+    }
+    for (int i = 0; i < 7; i++) {
+      // Richardson over (eps, 2 eps): the eps^2 term cancels (curvature radii r/|P dir| of a
+      // cylinder rim seen nearly along its axis make it large)
+      double fd = (4 * (y[0][i] - y[1][i]) / (2 * eps) - (y[2][i] - y[3][i]) / (4 * eps)) / 3;
+      err = std::max(err, std::fabs(fd - J[12 * i + c]));
+      scale = std::max(scale, std::fabs(J[12 * i + c]));
+      if (std::fabs(J[12 * i + c]) > 1e-3 && std::fabs(fd - J[12 * i + c]) > 0) *differs = true;
+    }
+  }
+  *relErr = err / scale;
+  return true;
 }
 
 struct Stats {
@@ -332,6 +441,7 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
 
     // (a) forward: the brute-force maximum, the witness relation, MuJoCo's MPR
     double bf = bruteForce(&g1, &g2);
+    if (r.phi < 0) bf = std::max(bf, satMax(&g1, &g2));  // exact for overlapping polytopes
     st.worstAbove = std::max(st.worstAbove, (bf - r.phi) / L);
     st.worstBrute = std::max(st.worstBrute, std::fabs(bf - r.phi) / L);
     EXPECT_LE(bf, r.phi + 1e-10 * L) << p.name << " pose " << it;
@@ -349,35 +459,11 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
     }
 
     // (b) Jacobian against central differences of the forward solve
-    mjtNum J[7 * 12];
-    mjdiff_convexJacobian(&g1, &g2, &r, J);
     bool deg = degenerate(r);
     st.degen += deg;
-    const double eps = 1e-6;
-    double err = 0, scale = 1;
-    bool skip = false;
-    for (int c = 0; c < 12 && !skip; c++) {
-      if (deg && (c / 3) % 2 == 1) continue;
-      mjtNum y[4][7];
-      const double hs[4] = {eps, -eps, 2 * eps, -2 * eps};
-      for (int j = 0; j < 4 && !skip; j++) {
-        cvxGeom a = g1, b = g2;
-        perturb(&a, &b, c, hs[j]);
-        cvxResult rj;
-        skip = !solveY(&a, &b, y[j], &rj) || !sameFeatures(rj, r);
-      }
-      if (skip) break;
-      for (int i = 0; i < 7; i++) {
-        // Richardson over (eps, 2 eps): the eps^2 term cancels (curvature radii r/|P dir| of a
-        // cylinder rim seen nearly along its axis make it large)
-        double fd = (4 * (y[0][i] - y[1][i]) / (2 * eps) - (y[2][i] - y[3][i]) / (4 * eps)) / 3;
-        err = std::max(err, std::fabs(fd - J[12 * i + c]));
-        scale = std::max(scale, std::fabs(J[12 * i + c]));
-        if (std::fabs(J[12 * i + c]) > 1e-3 && std::fabs(fd - J[12 * i + c]) > 0) {
-          st.differs = true;
-        }
-      }
-    }
+    double err = 0;
+    bool skip = !jacobianError(g1, g2, r, &err, &st.differs);
+    double scale = 1;
     if (skip) {
       st.skipped++;
       continue;
@@ -560,6 +646,104 @@ TEST(ConvexStep, CollideWritesExactGeometry) {
     EXPECT_TRUE(mjdiff_contactPairSupported(m->geom_type[con->geom1], m->geom_type[con->geom2]));
   }
   EXPECT_EQ(nconvex, 2);  // one per pair
+}
+
+// ---------------------------------- height fields ------------------------------------------------
+
+// every geom type MuJoCo collides with a height field by prisms, on a random 7 x 7 terrain: the
+// contacts mjdiff_collide writes are exact prism solutions (brute force on that prism), and their
+// geometry Jacobians (found again by mjdiff_contactGeomJacobian) match finite differences
+TEST(ConvexHField, PrismContacts) {
+  const char* geoms[] = {"type=\"sphere\" size=\"0.15\"",
+                         "type=\"capsule\" size=\"0.1 0.15\"",
+                         "type=\"ellipsoid\" size=\"0.2 0.12 0.1\"",
+                         "type=\"cylinder\" size=\"0.12 0.1\"",
+                         "type=\"box\" size=\"0.15 0.1 0.08\"",
+                         "type=\"mesh\" mesh=\"poly\""};
+  for (const char* geom : geoms) {
+    std::string xml = "<mujoco>";
+    xml += kAssets;
+    xml += "<asset><hfield name=\"terrain\" nrow=\"7\" ncol=\"7\" size=\"0.6 0.6 0.2 0.1\"/></asset>"
+           "<worldbody><geom name=\"hf\" type=\"hfield\" hfield=\"terrain\"/>"
+           "<body name=\"b\" pos=\"0 0 0.3\"><freejoint/><geom name=\"g\" " +
+           std::string(geom) + "/></body></worldbody></mujoco>";
+    testutil::Sim sim(xml.c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    unsigned long long seed = 4242;
+    for (int i = 0; i < m->hfield_nrow[0] * m->hfield_ncol[0]; i++) {
+      m->hfield_data[i] = (float)uniform(&seed);
+    }
+    int poses = 0, contacts = 0, checked = 0, skipped = 0;
+    double worstJ = 0, worstBrute = 0;
+    bool differs = false;
+    char err[500];
+    for (int it = 0; it < 30; it++) {
+      // a random pose over the terrain, lowered until it touches: phi of the deepest prism ~ target
+      mj_resetData(m, d);
+      mjtNum q[4];
+      for (int k = 0; k < 4; k++) q[k] = uniform(&seed) - 0.5;
+      mju_normalize4(q);
+      d->qpos[0] = 0.6 * (uniform(&seed) - 0.5);
+      d->qpos[1] = 0.6 * (uniform(&seed) - 0.5);
+      mju_copy4(d->qpos + 3, q);
+      double target = -0.001 * (it % 3);
+      double lo = -0.1, hi = 0.5;
+      for (int k = 0; k < 50; k++) {
+        d->qpos[2] = 0.5 * (lo + hi);
+        ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+        double deepest = 1;
+        for (int c = 0; c < d->ncon; c++) deepest = std::min(deepest, (double)d->contact[c].dist);
+        (deepest < target ? lo : hi) = d->qpos[2];
+      }
+      d->qpos[2] = hi;
+      ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+      poses++;
+      for (int c = 0; c < d->ncon; c++) {
+        const mjContact* con = d->contact + c;
+        contacts++;
+        mjtNum J[7 * 12];
+        ASSERT_EQ(mjdiff_contactGeomJacobian(m, d, con, J), 0) << geom << " pose " << it;
+        // the prism of this contact, its solution and the independent checks
+        cvxGeom g2, pr;
+        ASSERT_EQ(mjdiff_convexGeom(m, d, con->geom2, &g2), 0);
+        mjtNum margin = mjdiff_convexMargin(m, con);
+        int total = mjdiff_convexPrisms(m, d, con->geom1, con->geom2, margin, 0, &pr, 0);
+        bool found = false;
+        cvxResult r;
+        for (int qi = 0; qi < total && !found; qi++) {
+          mjdiff_convexPrisms(m, d, con->geom1, con->geom2, margin, qi, &pr, 1);
+          found = mjdiff_convexDistance(&pr, &g2, &r) == 0 && r.phi == con->dist &&
+                  mju_dist3(r.u, con->frame) < 1e-12;
+        }
+        ASSERT_TRUE(found) << geom << " pose " << it;
+        double L = pr.scale + g2.scale;
+        double bf = bruteForce(&pr, &g2);
+        if (r.phi < 0) bf = std::max(bf, satMax(&pr, &g2));  // exact for overlapping polytopes
+        worstBrute = std::max(worstBrute, std::fabs(bf - r.phi) / L);
+        EXPECT_LE(bf, r.phi + 1e-10 * L) << geom << " pose " << it;
+        EXPECT_GE(bf, r.phi - 1e-4 * L) << geom << " pose " << it;
+        // the Jacobian from the contact equals the prism's, and matches finite differences
+        mjtNum Jp[7 * 12];
+        mjdiff_convexJacobian(&pr, &g2, &r, Jp);
+        for (int k = 0; k < 84; k++) EXPECT_NEAR(J[k], Jp[k], 1e-6 * std::max(1.0, std::fabs(Jp[k])));
+        double e = 0;
+        if (!jacobianError(pr, g2, r, &e, &differs)) {
+          skipped++;
+          continue;
+        }
+        checked++;
+        worstJ = std::max(worstJ, e);
+        EXPECT_LE(e, 1e-6) << geom << " pose " << it << " contact " << c;
+      }
+    }
+    std::printf("hfield %-38s poses %d contacts %d jac checked %d skipped %d | brute %.1e | "
+                "worst jac %.2e\n", geom, poses, contacts, checked, skipped, worstBrute, worstJ);
+    EXPECT_GE(contacts, poses);
+    EXPECT_GE(checked, 0.8 * contacts);
+    EXPECT_TRUE(differs);
+  }
 }
 
 }  // namespace
