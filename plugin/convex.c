@@ -77,12 +77,14 @@
 
 #include "compat.h"
 
-#define GJK_ITER 96
-#define EPA_ITER 96
+#define GJK_ITER 48
+#define EPA_ITER 24
+#define GJK_TOL 1e-9  // relative gaps at which GJK and EPA stop (the local stage is exact; EPA on
+#define EPA_TOL 1e-9  // curved geoms converges slowly and only has to find the basin)
 #define EPA_MAXV (EPA_ITER + 8)
 #define EPA_MAXF (2 * EPA_MAXV + 8)
 #define NEWTON_ITER 60
-#define ACTIVE_ITER 24
+#define ACTIVE_ITER 10
 
 //---------------------------------- small helpers -------------------------------------------------
 
@@ -167,9 +169,9 @@ int mjdiff_convexGeom(const mjModel* m, const mjData* d, int g, cvxGeom* geom) {
     }
     if (geom->nvert < 1) return -1;
   }
-  geom->scale = m->geom_rbound[g] > 0 ? m->geom_rbound[g]
-                                      : mju_max(geom->size[0], mju_max(geom->size[1],
-                                                                        geom->size[2]));
+  geom->scale = m->geom_rbound[g] > 0
+                    ? m->geom_rbound[g]
+                    : mju_max(geom->size[0], mju_max(geom->size[1], geom->size[2]));
   return 0;
 }
 
@@ -357,7 +359,7 @@ static int gjk(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum u0[3], mjt
     mju_scl3(mv, v, -1);
     supportD(g1, g2, mv, w);
     // dist in [v.w/|v|, |v|]
-    if (nv - mju_dot3(v, w) / nv <= 1e-13 * L) {
+    if (nv - mju_dot3(v, w) / nv <= GJK_TOL * L) {
       mju_scl3(u0, v, 1 / nv);
       *n = k;
       return 1;
@@ -495,7 +497,7 @@ static int epa(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum P[4][3], m
     if (best < 0) return 0;
     mjtNum w[3];
     supportD(g1, g2, F[best].n, w);
-    if (mju_dot3(F[best].n, w) - F[best].dist <= 1e-13 * L || nv >= EPA_MAXV) break;
+    if (mju_dot3(F[best].n, w) - F[best].dist <= EPA_TOL * L || nv >= EPA_MAXV) break;
 
     // remove the faces w sees; the horizon: their edges not shared by two removed faces
     int edges[3 * EPA_MAXF][2], ne = 0;
@@ -999,6 +1001,7 @@ static void witnesses(cvxResult* r) {
 
 // Newton on the system with the features' modes fixed; 0 if a feature cannot be evaluated
 static int newton(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r, mjtNum L) {
+  mjtNum prev = mjMAXVAL;
   for (int it = 0; it < NEWTON_ITER; it++) {
     mjtNum mu[3];
     mju_scl3(mu, r->u, -1);
@@ -1025,7 +1028,9 @@ static int newton(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r, mjtNum L) 
     for (int j = 0; j < k1; j++) r->f1.a[j] += step * y[3 + j];
     for (int j = 0; j < k2; j++) r->f2.a[j] += step * y[3 + k1 + j];
     r->phi += step * y[n - 1];
-    if (du <= 1e-14 || res <= 1e-15 * L) break;
+    // converged, or at the roundoff floor (the step no longer shrinks)
+    if (du <= 1e-14 || res <= 1e-15 * L || (du <= 1e-10 && du > 0.5 * prev)) break;
+    prev = du;
   }
   // final evaluation at the converged u
   mjtNum mu[3];
@@ -1183,11 +1188,11 @@ mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con) {
 
 // mjc_ConvexHField's prisms: per grid row r in [rmin, rmax) a triangle strip over the vertices
 // j = 0, 1, ... (column cmin + j/2, row r + 1 for even j, r for odd j); prism k of the row has the
-// vertices k - 2, k - 1, k with bottoms at -size[3] and tops at data size[2] (MuJoCo raises the tops
-// by the margin for MPR; the exact geometry uses the field itself). A prism is a candidate unless
-// its three tops raised by the margin are all below g2's lowest point.
-int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
-                        int start, cvxGeom* prism, int max) {
+// vertices k - 2, k - 1, k with bottoms at -size[3] and tops at data size[2] (MuJoCo raises the
+// tops by the margin for MPR; the exact geometry uses the field itself). A prism is a candidate
+// unless its three tops raised by the margin are all below g2's lowest point.
+int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin, int start,
+                        cvxGeom* prism, int max) {
   int hid = m->geom_dataid[g1];
   if (hid < 0) return 0;
   const mjtNum* sz = m->hfield_size + 4 * hid;

@@ -33,23 +33,23 @@ typedef struct {
 // support direction dir (dc/ddir = H, world frame), E (3 x k, columns scaled by the feature's
 // extent) its flat directions and a in the feature's bounds
 typedef struct {
-  int mode[3];            // box: per axis -1, 0 (flat), +1; capsule/cylinder: see convex.c
-  int nv;                 // mesh: feature vertices (1 vertex, 2 edge, >= 3 face polygon)
-  int v[CVX_MAXFACE];     // mesh: hull vertex indices (face: in polygon order)
-  mjtNum c[3];            // reference point at the solution (world)
-  mjtNum H[9];            // dc/ddir (world, symmetric)
-  int k;                  // flat directions (0..2)
-  mjtNum E[6];            // flat directions: column j is E[3 j .. 3 j + 2] (world)
-  mjtNum a[2];            // coordinates of the witness along E
+  int mode[3];         // box: per axis -1, 0 (flat), +1; capsule/cylinder: see convex.c
+  int nv;              // mesh: feature vertices (1 vertex, 2 edge, >= 3 face polygon)
+  int v[CVX_MAXFACE];  // mesh: hull vertex indices (face: in polygon order)
+  mjtNum c[3];         // reference point at the solution (world)
+  mjtNum H[9];         // dc/ddir (world, symmetric)
+  int k;               // flat directions (0..2)
+  mjtNum E[6];         // flat directions: column j is E[3 j .. 3 j + 2] (world)
+  mjtNum a[2];         // coordinates of the witness along E
 } cvxFeature;
 
 // solution: phi = max over unit u of -h1(u) - h2(-u); x2 - x1 = phi u
 typedef struct {
-  mjtNum phi;             // signed distance (< 0: minus the penetration depth)
-  mjtNum u[3];            // unit normal from geom 1 to geom 2
-  mjtNum x1[3], x2[3];    // witness points on geom 1 and geom 2
-  cvxFeature f1, f2;      // active features (geom 1 at u, geom 2 at -u)
-  mjtNum residual;        // optimality residual at the solution (length units)
+  mjtNum phi;           // signed distance (< 0: minus the penetration depth)
+  mjtNum u[3];          // unit normal from geom 1 to geom 2
+  mjtNum x1[3], x2[3];  // witness points on geom 1 and geom 2
+  cvxFeature f1, f2;    // active features (geom 1 at u, geom 2 at -u)
+  mjtNum residual;      // optimality residual at the solution (length units)
 } cvxResult;
 
 // 1 if MuJoCo 2.2.2 collides geom types t1, t2 (any order) with mjc_Convex, 2 if with
@@ -60,8 +60,8 @@ MJDIFF_API int mjdiff_convexPair(int t1, int t2);
 // the candidate prisms of height field g1 against geom g2 as mjc_ConvexHField enumerates them
 // (sub-grid under g2's extent, prisms whose top raised by the margin is not below g2), in its
 // order: candidates start .. start + max - 1 into prism; returns the total number of candidates
-MJDIFF_API int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2,
-                                   mjtNum margin, int start, cvxGeom* prism, int max);
+MJDIFF_API int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
+                                   int start, cvxGeom* prism, int max);
 
 // the margin a contact was detected with: includemargin + gap (the pair's gap, else the geoms')
 MJDIFF_API mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con);

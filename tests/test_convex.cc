@@ -17,21 +17,21 @@
 // max|J_fd - J| / max(1, max|J|) <= 1e-6. The extrapolated differences err by eps^4 |y^(5)| plus
 // roundoff ~1e-15/eps (1e-9); plain central differences (eps^2 |y'''|) were not enough near a
 // cylinder rim seen almost along its axis (curvature radius r/|P dir| ~ 1e3 r, such samples are
-// counted), while a wrong term is O(1). Samples where an active feature switches within +-eps are skipped and counted (at
-// least 80% checked per pair); the face-face, edge-face and parallel-edge cases (degenerate) are
-// checked for translations only (rotations break the degeneracy: the distance has a kink there);
-// every sixth pose is exactly axis-aligned to produce them.
+// counted), while a wrong term is O(1). Samples where an active feature switches within +-eps are
+// skipped and counted (at least 80% checked per pair); the face-face, edge-face and parallel-edge
+// cases (degenerate) are checked for translations only (rotations break the degeneracy: the
+// distance has a kink there); every sixth pose is exactly axis-aligned to produce them.
 
 #include <gtest/gtest.h>
+#include <mjdiff/adjoint.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <mjdiff/adjoint.h>
 
 #include "../adjoint/derivative.h"
 #include "../plugin/convex.h"
@@ -60,7 +60,8 @@ struct PairSpec {
 };
 
 const PairSpec kPairs[] = {
-    {"SphereEllipsoid", "type=\"sphere\" size=\"0.25\"", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\""},
+    {"SphereEllipsoid", "type=\"sphere\" size=\"0.25\"",
+     "type=\"ellipsoid\" size=\"0.3 0.2 0.15\""},
     {"SphereCylinder", "type=\"sphere\" size=\"0.25\"", "type=\"cylinder\" size=\"0.2 0.3\""},
     {"SphereMesh", "type=\"sphere\" size=\"0.25\"", "type=\"mesh\" mesh=\"poly\""},
     {"CapsuleEllipsoid", "type=\"capsule\" size=\"0.15 0.3\"",
@@ -71,9 +72,11 @@ const PairSpec kPairs[] = {
      "type=\"ellipsoid\" size=\"0.25 0.15 0.2\""},
     {"EllipsoidCylinder", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"",
      "type=\"cylinder\" size=\"0.2 0.3\""},
-    {"EllipsoidBox", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"", "type=\"box\" size=\"0.3 0.2 0.25\""},
+    {"EllipsoidBox", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"",
+     "type=\"box\" size=\"0.3 0.2 0.25\""},
     {"EllipsoidMesh", "type=\"ellipsoid\" size=\"0.3 0.2 0.15\"", "type=\"mesh\" mesh=\"poly\""},
-    {"CylinderCylinder", "type=\"cylinder\" size=\"0.2 0.3\"", "type=\"cylinder\" size=\"0.15 0.25\""},
+    {"CylinderCylinder", "type=\"cylinder\" size=\"0.2 0.3\"",
+     "type=\"cylinder\" size=\"0.15 0.25\""},
     {"CylinderBox", "type=\"cylinder\" size=\"0.2 0.3\"", "type=\"box\" size=\"0.3 0.2 0.25\""},
     {"CylinderMesh", "type=\"cylinder\" size=\"0.2 0.3\"", "type=\"mesh\" mesh=\"poly\""},
     {"BoxMesh", "type=\"box\" size=\"0.3 0.2 0.25\"", "type=\"mesh\" mesh=\"poly\""},
@@ -98,10 +101,12 @@ void randomRot(unsigned long long* seed, mjtNum mat[9], bool aligned, double til
   mjtNum q[4];
   if (aligned) {
     // one of 6 axis-aligned rotations, tilted by up to tilt
-    static const mjtNum base[][4] = {{1, 0, 0, 0}, {0.7071067811865476, 0.7071067811865476, 0, 0},
+    static const mjtNum base[][4] = {{1, 0, 0, 0},
+                                     {0.7071067811865476, 0.7071067811865476, 0, 0},
                                      {0.7071067811865476, 0, 0.7071067811865476, 0},
                                      {0.7071067811865476, 0, 0, 0.7071067811865476},
-                                     {0, 1, 0, 0}, {0.5, 0.5, 0.5, 0.5}};
+                                     {0, 1, 0, 0},
+                                     {0.5, 0.5, 0.5, 0.5}};
     int k = (int)(6 * uniform(seed)) % 6;
     mju_copy4(q, base[k]);
     mjtNum t[3] = {tilt * (uniform(seed) - 0.5), tilt * (uniform(seed) - 0.5),
@@ -370,7 +375,8 @@ bool jacobianError(const cvxGeom& g1, const cvxGeom& g2, const cvxResult& r, dou
 
 struct Stats {
   int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, mprCompared = 0, nearAxis = 0;
-  double worstNearAxis = 0;
+  double worstNearAxis = 0, seconds = 0;
+  int timed = 0;
   double worstJ = 0, worstBrute = 0, worstAbove = -1, worstMpr = 0, worstWitness = 0;
   bool differs = false;
 };
@@ -438,6 +444,15 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
     if (!ok) continue;
     st.solved++;
     double L = g1.scale + g2.scale;
+    {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int rep = 0; rep < 20; rep++) {
+        cvxResult rr;
+        mjdiff_convexDistance(&g1, &g2, &rr);
+      }
+      st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      st.timed += 20;
+    }
 
     // (a) forward: the brute-force maximum, the witness relation, MuJoCo's MPR
     double bf = bruteForce(&g1, &g2);
@@ -485,13 +500,13 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
     EXPECT_LE(err / scale, 1e-6) << p.name << " pose " << it << " target " << target
                                  << " features k " << r.f1.k << " " << r.f2.k;
   }
-  std::printf("%-18s poses %3d solved %3d jac checked %3d skipped %2d degenerate %2d | "
-              "brute %.1e (above %.0e) witness %.1e  mpr(%d) %.1e | worst jac %.2e (near-axis rim %d: "
-              "%.1e)\n",
-              p.name, st.poses, st.solved, st.checked, st.skipped, st.degen, st.worstBrute,
-              st.worstAbove,
-              st.worstWitness, st.mprCompared, st.worstMpr, st.worstJ, st.nearAxis,
-              st.worstNearAxis);
+  std::printf(
+      "%-18s poses %3d solved %3d jac checked %3d skipped %2d degenerate %2d | "
+      "brute %.1e (above %.0e) witness %.1e  mpr(%d) %.1e | worst jac %.2e (near-axis rim %d: "
+      "%.1e) | %.1f us/solve\n",
+      p.name, st.poses, st.solved, st.checked, st.skipped, st.degen, st.worstBrute, st.worstAbove,
+      st.worstWitness, st.mprCompared, st.worstMpr, st.worstJ, st.nearAxis, st.worstNearAxis,
+      1e6 * st.seconds / std::max(1, st.timed));
   EXPECT_EQ(st.solved, st.poses);
   EXPECT_GE(st.checked, 0.8 * st.poses);
   EXPECT_TRUE(st.differs);
@@ -621,9 +636,10 @@ void checkStep(const char* xml, bool hfield) {
       cube = cube || (t1 == mjGEOM_MESH && t2 == mjGEOM_MESH) || t2 == mjGEOM_BOX;
     }
     std::vector<mjtNum> A(ndx * ndx), B(ndx);
-    ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, w, A.data(), B.data(), nullptr, err,
-                                  sizeof(err)),
-              MJDIFF_OK) << err;
+    ASSERT_EQ(
+        mjdiff_stepJacobian(m, d, sim.sim.s, w, A.data(), B.data(), nullptr, err, sizeof(err)),
+        MJDIFF_OK)
+        << err;
     double eps = 1e-5;
     std::vector<mjtNum> Fa = fdA(m, d, sim.sim.s, state, eps);
     std::vector<mjtNum> Fb = fdA(m, d, sim.sim.s, state, 2 * eps);
@@ -719,10 +735,11 @@ TEST(ConvexHField, PrismContacts) {
   for (const char* geom : geoms) {
     std::string xml = "<mujoco>";
     xml += kAssets;
-    xml += "<asset><hfield name=\"terrain\" nrow=\"7\" ncol=\"7\" size=\"0.6 0.6 0.2 0.1\"/></asset>"
-           "<worldbody><geom name=\"hf\" type=\"hfield\" hfield=\"terrain\"/>"
-           "<body name=\"b\" pos=\"0 0 0.3\"><freejoint/><geom name=\"g\" " +
-           std::string(geom) + "/></body></worldbody></mujoco>";
+    xml +=
+        "<asset><hfield name=\"terrain\" nrow=\"7\" ncol=\"7\" size=\"0.6 0.6 0.2 0.1\"/></asset>"
+        "<worldbody><geom name=\"hf\" type=\"hfield\" hfield=\"terrain\"/>"
+        "<body name=\"b\" pos=\"0 0 0.3\"><freejoint/><geom name=\"g\" " +
+        std::string(geom) + "/></body></worldbody></mujoco>";
     testutil::Sim sim(xml.c_str());
     ASSERT_TRUE(sim.ok) << sim.sim.err;
     mjModel* m = sim.sim.m;
@@ -783,7 +800,8 @@ TEST(ConvexHField, PrismContacts) {
         // the Jacobian from the contact equals the prism's, and matches finite differences
         mjtNum Jp[7 * 12];
         mjdiff_convexJacobian(&pr, &g2, &r, Jp);
-        for (int k = 0; k < 84; k++) EXPECT_NEAR(J[k], Jp[k], 1e-6 * std::max(1.0, std::fabs(Jp[k])));
+        for (int k = 0; k < 84; k++)
+          EXPECT_NEAR(J[k], Jp[k], 1e-6 * std::max(1.0, std::fabs(Jp[k])));
         double e = 0;
         if (!jacobianError(pr, g2, r, &e, &differs)) {
           skipped++;
@@ -794,8 +812,10 @@ TEST(ConvexHField, PrismContacts) {
         EXPECT_LE(e, 1e-6) << geom << " pose " << it << " contact " << c;
       }
     }
-    std::printf("hfield %-38s poses %d contacts %d jac checked %d skipped %d | brute %.1e | "
-                "worst jac %.2e\n", geom, poses, contacts, checked, skipped, worstBrute, worstJ);
+    std::printf(
+        "hfield %-38s poses %d contacts %d jac checked %d skipped %d | brute %.1e | "
+        "worst jac %.2e\n",
+        geom, poses, contacts, checked, skipped, worstBrute, worstJ);
     EXPECT_GE(contacts, poses);
     EXPECT_GE(checked, 0.8 * contacts);
     EXPECT_TRUE(differs);
