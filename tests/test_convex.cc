@@ -826,4 +826,57 @@ TEST(ConvexHField, PrismContacts) {
   }
 }
 
+// a contact that is not the exact solution at d's poses, a pair that is not convex and bad geom ids
+// are refused; the solve is deterministic and leaves its inputs alone
+TEST(ConvexErrors, RefusedContactsAndDeterminism) {
+  testutil::Sim sim(kStepModel);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[500];
+  for (int i = 0; i < 60; i++) ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_GT(d->ncon, 0);
+  mjContact con = d->contact[0];
+  mjtNum J[7 * 12];
+  ASSERT_EQ(mjdiff_convexGeomJacobian(m, d, &con, J), 0);
+  mjContact bad = con;
+  bad.dist += 1e-6;
+  EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
+  bad = con;
+  bad.pos[0] += 1e-6;
+  EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
+  bad = con;
+  bad.geom2 = m->ngeom;
+  EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
+  bad = con;
+  bad.geom2 = bad.geom1;  // cylinder-cylinder with itself: not the contact
+  EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
+  EXPECT_EQ(mjdiff_convexPair(mjGEOM_PLANE, mjGEOM_ELLIPSOID), 0);
+  EXPECT_EQ(mjdiff_convexPair(mjGEOM_BOX, mjGEOM_BOX), 0);
+  EXPECT_EQ(mjdiff_convexPair(mjGEOM_MESH, mjGEOM_BOX), 1);
+  EXPECT_EQ(mjdiff_convexPair(mjGEOM_HFIELD, mjGEOM_CAPSULE), 2);
+
+  // determinism and untouched inputs
+  cvxGeom a, b;
+  ASSERT_EQ(mjdiff_convexGeom(m, d, con.geom1, &a), 0);
+  ASSERT_EQ(mjdiff_convexGeom(m, d, con.geom2, &b), 0);
+  cvxGeom a0 = a, b0 = b;
+  cvxResult r1, r2;
+  ASSERT_EQ(mjdiff_convexDistance(&a, &b, &r1), 0);
+  ASSERT_EQ(mjdiff_convexDistance(&a, &b, &r2), 0);
+  EXPECT_EQ(0, std::memcmp(&a, &a0, sizeof(a)));
+  EXPECT_EQ(0, std::memcmp(&b, &b0, sizeof(b)));
+  EXPECT_EQ(r1.phi, r2.phi);
+  EXPECT_EQ(0, std::memcmp(r1.u, r2.u, sizeof(r1.u)));
+  EXPECT_EQ(0, std::memcmp(r1.x1, r2.x1, sizeof(r1.x1)));
+  EXPECT_EQ(0, std::memcmp(r1.x2, r2.x2, sizeof(r1.x2)));
+  // a geom type without a support map here (the plane of a small model)
+  testutil::Sim plane(
+      "<mujoco><worldbody><geom type=\"plane\" size=\"1 1 0.1\"/></worldbody></mujoco>");
+  ASSERT_TRUE(plane.ok) << plane.sim.err;
+  cvxGeom p;
+  EXPECT_EQ(mjdiff_convexGeom(plane.sim.m, plane.sim.d, 0, &p), -1);
+}
+
 }  // namespace
