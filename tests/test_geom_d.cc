@@ -450,7 +450,7 @@ TEST(GeomJacobianCases, SphereInsideBoxAndParallelCapsules) {
 }
 
 // the supported table: MuJoCo's closed-form pair functions and the pairs it sends to mjc_Convex
-// (exact geometry, convex.c); not plane-convex or height fields
+// and mjc_ConvexHField (exact geometry, convex.c); not plane-convex
 TEST(GeomJacobianTable, SupportedPairs) {
   const int supported[][2] = {{mjGEOM_PLANE, mjGEOM_SPHERE},   {mjGEOM_PLANE, mjGEOM_CAPSULE},
                               {mjGEOM_PLANE, mjGEOM_CYLINDER}, {mjGEOM_PLANE, mjGEOM_BOX},
