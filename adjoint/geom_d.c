@@ -4,9 +4,10 @@
 // the Jacobian of y = (dist, n, pos) with respect to rigid motions (dx1, dth1, dx2, dth2) of its
 // two geoms and to their sizes (ds1, ds2: the geom_size rows), for the pair functions of the
 // collision table that have closed forms (engine_collision_primitive.c, engine_collision_box.c)
-// and for mjc_PlaneConvex (engine_collision_convex.c: plane-ellipsoid, plane-mesh). Other convex
-// pairs (libccd: ellipsoid, mesh, cylinder against anything but a plane) and height fields are not
-// supported here.
+// and for mjc_PlaneConvex (engine_collision_convex.c: plane-ellipsoid, plane-mesh). The pairs
+// MuJoCo sends to mjc_Convex (libccd MPR) and height fields (mjc_ConvexHField, per grid prism) get
+// their exact geometry from plugin/convex.c and their pose Jacobian from convex_d.c (no size
+// Jacobian yet for those).
 //
 // Method. The pair function is evaluated again at the current poses with the engine's case logic
 // (which end, corner, edge or face produced a contact), every continuous quantity carrying its
@@ -177,6 +178,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "convex.h"
 #include "derivative.h"
 
 #define NZ 18     // columns of z = (dx1, dth1, dx2, dth2, ds1, ds2)
@@ -1375,6 +1377,7 @@ int mjdiff_contactPairSupported(int t1, int t2) {
     t1 = t2;
     t2 = t;
   }
+  if (mjdiff_convexPair(t1, t2)) return 1;  // exact convex geometry (convex_d.c)
   switch (t1) {
     case mjGEOM_PLANE:
       return t2 == mjGEOM_SPHERE || t2 == mjGEOM_CAPSULE || t2 == mjGEOM_CYLINDER ||
@@ -1469,6 +1472,7 @@ int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContac
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (mjdiff_convexPair(t1, t2)) return mjdiff_convexGeomJacobian(m, d, con, J);
   if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
   pairCtx x;
   if (trackPair(m, d, con, g1, g2, &x)) return -1;
@@ -1482,6 +1486,7 @@ int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d, const mjCo
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (mjdiff_convexPair(t1, t2)) return -1;  // convex_d.c: poses only so far
   if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
   pairCtx x;
   if (trackPair(m, d, con, g1, g2, &x)) return -1;

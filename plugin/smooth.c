@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "convex.h"
 #include "internal.h"
 #include "law.h"
 
@@ -244,6 +245,9 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
   mj_collision(&view, d);
+
+  // exact geometry for the pairs MuJoCo collides with MPR (convex.c)
+  mjdiff_convexContacts(m, d);
 
   compat_stackFree(d, mark);
 }
