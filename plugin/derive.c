@@ -51,7 +51,7 @@
 
 #include "internal.h"
 
-#define BETA 0.6          // safety factor below the single spring-damper stability bound
+#define BETA 0.4          // safety factor below the single spring-damper stability bound
 #define MIN_WIDTH 1e-4    // smallest derived width (m or rad)
 
 mjtNum mjdiff_derivedWidth(const mjtNum* solimp) {

@@ -9,13 +9,18 @@
 //   joint or tendon limit  k s'(x), c s'(x);  A = dof_invweight0 or tendon_invweight0
 //   friction loss     damping floss / v_f (the regulariser's slope at v = 0)
 //   equality          k, c;  A of the constrained objects (translation and, welds, rotation)
+// With exact, A is the inverse inertia at the current configuration instead: e' M^-1 e for a dof,
+// J M^-1 J' for a tendon, and for a contact the relative point motion along the normal (and the
+// larger tangent, for friction), from mj_jac and a solve with the forward pass's factor of M.
 // Semi-implicit Euler on x'' = -omega^2 x - 2 gamma x' (omega^2 = k A, 2 gamma = c A) is stable
 // while h < h_max = (-2 gamma + sqrt(4 gamma^2 + 4 omega^2)) / omega^2 and h < 1 / gamma
 // (mjdiff_stableTimestep). The element's stability ratio is r = h / h_max (r > 1: unstable alone).
 //
 // The test (mjdiff_step): a step diverges when
 //   (a) its accelerations or resulting state are not finite, or
-//   (b) the most unstable active element has r > 1 and the kinetic energy K = v'Mv/2 more than
+//   (b) the most unstable active element (exact inverse inertia) has r > 1.5 (alone, its
+//       damped oscillation at least doubles in amplitude per step) and the kinetic energy
+//       K = v'Mv/2 more than
 //       quadrupled in the step, beyond the scale of slow motion (K' > 4 K + M / 2 (1 m/s)^2, M
 //       the model's total mass): a velocity doubling that the element's law cannot supply when
 //       integrated stably. Slower growth runs on until (a) or until the motion slows.
@@ -31,6 +36,42 @@
 static const char* nameOf(const mjModel* m, int type, int id) {
   const char* name = mj_id2name(m, type, id);
   return name ? name : "";
+}
+
+// exact inverse inertia: scratch for a row J (nv) and M^-1 J' (nv); NULL for invweight0
+typedef struct exactCtx_ {
+  const mjModel* m;
+  mjData* d;
+  mjtNum* row;
+  mjtNum* sol;
+  mjtNum* jac;                 // 3 x nv, twice
+} exactCtx;
+
+// J M^-1 J' for the row in x->row (M's factor from the forward pass)
+static mjtNum rowInvweight(exactCtx* x) {
+  mj_solveM(x->m, x->d, x->sol, x->row, 1);
+  return mju_dot(x->row, x->sol, x->m->nv);
+}
+
+// e_j' M^-1 e_j
+static mjtNum dofInvweight(exactCtx* x, int j) {
+  mju_zero(x->row, x->m->nv);
+  x->row[j] = 1;
+  return rowInvweight(x);
+}
+
+// inverse inertia of the relative motion of b2 against b1 at p along the unit direction a
+static mjtNum pointInvweight(exactCtx* x, int b1, int b2, const mjtNum p[3], const mjtNum a[3]) {
+  int nv = x->m->nv;
+  mjtNum *j1 = x->jac, *j2 = x->jac + 3 * nv;
+  mju_zero(j1, 6 * nv);
+  if (b1 > 0) mj_jac(x->m, x->d, j1, NULL, p, b1);
+  if (b2 > 0) mj_jac(x->m, x->d, j2, NULL, p, b2);
+  for (int i = 0; i < nv; i++) {
+    x->row[i] = a[0] * (j2[i] - j1[i]) + a[1] * (j2[nv + i] - j1[nv + i]) +
+                a[2] * (j2[2 * nv + i] - j1[2 * nv + i]);
+  }
+  return rowInvweight(x);
 }
 
 // keep the worst: element with ratio r, described by what (k, c, A as given)
@@ -50,15 +91,27 @@ static void consider(mjdiffStability* w, mjtNum h, mjtNum k, mjtNum c, mjtNum A,
   w->id2 = id2;
 }
 
-void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
+void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exact,
                       mjdiffStability* w) {
   mjtNum h = m->opt.timestep;
+  exactCtx xc = {m, d, NULL, NULL, NULL}, *ex = NULL;
+  mjdiffStackMark mark = compat_stackMark(d);
+  if (exact && m->nv > 0 && compat_stackSpace(d) > 8 * m->nv) {
+    xc.row = compat_stackAllocNum(d, m->nv);
+    xc.sol = compat_stackAllocNum(d, m->nv);
+    xc.jac = compat_stackAllocNum(d, 6 * m->nv);
+    ex = &xc;
+  }
+  w->exact = ex != NULL;
   w->ratio = 0;
   w->kind = MJDIFF_STAB_NONE;
   w->id = w->id2 = -1;
   w->hmax = INFINITY;
   w->stiffness = w->damping = w->mass = 0;
-  if (m->opt.disableflags & (mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) return;
+  if (m->opt.disableflags & (mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
+    compat_stackFree(d, mark);
+    return;
+  }
 
   // contacts: normal law and friction
   if (!(m->opt.disableflags & mjDSBL_CONTACT)) {
@@ -72,11 +125,18 @@ void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
       mjtNum sx = law_ramp(x, p[GP_WIDTH], &ds);
       mjtNum A = s->geom_invweight[g1] + s->geom_invweight[g2], As, Ar;
       mjdiff_contactInvweight(s, g1, g2, &As, &Ar);
+      mjtNum At = A;  // tangential
+      if (ex) {
+        int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+        A = pointInvweight(ex, b1, b2, con->pos, con->frame);
+        At = mju_max(pointInvweight(ex, b1, b2, con->pos, con->frame + 3),
+                     pointInvweight(ex, b1, b2, con->pos, con->frame + 6));
+      }
       consider(w, h, p[GP_STIFFNESS] * ds, p[GP_DAMPING] * ds, A, MJDIFF_STAB_CONTACT, g1, g2);
       if (con->dim >= 3) {
         mjtNum fn = p[GP_STIFFNESS] * sx;  // the spring part bounds the damped law's force
         mjtNum ve = law_frictionSpeed(p[GP_FRICTION_SPEED], h, As, con->friction[0], fn);
-        consider(w, h, 0, fn * con->friction[0] / ve, A, MJDIFF_STAB_FRICTION, g1, g2);
+        consider(w, h, 0, fn * con->friction[0] / ve, At, MJDIFF_STAB_FRICTION, g1, g2);
       }
     }
   }
@@ -98,8 +158,9 @@ void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
       if (m->jnt_type[j] == mjJNT_BALL) x = law[EP_WIDTH] - (range[1] - q);
       if (x <= 0) continue;
       law_ramp(x, law[EP_WIDTH], &ds);
+      int dof = m->jnt_dofadr[j];
       consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds,
-               m->dof_invweight0[m->jnt_dofadr[j]], MJDIFF_STAB_JOINT_LIMIT, j, -1);
+               ex ? dofInvweight(ex, dof) : m->dof_invweight0[dof], MJDIFF_STAB_JOINT_LIMIT, j, -1);
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (!m->tendon_limited[t]) continue;
@@ -109,8 +170,13 @@ void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
       mjtNum x = mju_max(law[EP_WIDTH] - (L - range[0]), law[EP_WIDTH] - (range[1] - L));
       if (x <= 0) continue;
       law_ramp(x, law[EP_WIDTH], &ds);
-      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, m->tendon_invweight0[t],
-               MJDIFF_STAB_TENDON_LIMIT, t, -1);
+      mjtNum A = m->tendon_invweight0[t];
+      if (ex) {
+        compat_tendonRow(m, d, t, ex->row);
+        A = rowInvweight(ex);
+      }
+      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, A, MJDIFF_STAB_TENDON_LIMIT, t,
+               -1);
     }
   }
 
@@ -119,13 +185,18 @@ void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
     for (int j = 0; j < m->nv; j++) {
       if (m->dof_frictionloss[j] > 0) {
         consider(w, h, 0, m->dof_frictionloss[j] / mjdiff_lossSpeed(s, 0, j),
-                 m->dof_invweight0[j], MJDIFF_STAB_DOF_LOSS, j, -1);
+                 ex ? dofInvweight(ex, j) : m->dof_invweight0[j], MJDIFF_STAB_DOF_LOSS, j, -1);
       }
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (m->tendon_frictionloss[t] > 0) {
-        consider(w, h, 0, m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t),
-                 m->tendon_invweight0[t], MJDIFF_STAB_TENDON_LOSS, t, -1);
+        mjtNum A = m->tendon_invweight0[t];
+        if (ex) {
+          compat_tendonRow(m, d, t, ex->row);
+          A = rowInvweight(ex);
+        }
+        consider(w, h, 0, m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t), A,
+                 MJDIFF_STAB_TENDON_LOSS, t, -1);
       }
     }
   }
@@ -155,6 +226,7 @@ void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
       }
     }
   }
+  compat_stackFree(d, mark);
 }
 
 int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* buf, int bufsz) {
@@ -193,7 +265,8 @@ int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* b
   }
   return snprintf(buf, (size_t)bufsz,
                   "most unstable smooth force: %s, stiffness %.3g, damping %.3g, effective mass "
-                  "%.3g (MuJoCo's invweight0); largest stable timestep about %.3g s, timestep %g s "
-                  "(ratio %.2f)", what, w->stiffness, w->damping, w->mass, w->hmax,
+                  "%.3g (%s); largest stable timestep about %.3g s, timestep %g s (ratio %.2f)",
+                  what, w->stiffness, w->damping, w->mass,
+                  w->exact ? "at this configuration" : "MuJoCo's invweight0", w->hmax,
                   m->opt.timestep, w->ratio);
 }

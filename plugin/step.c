@@ -244,13 +244,13 @@ static mjtNum kinetic(const mjModel* m, const mjData* d, const mjtNum* v, mjtNum
 }
 
 // append the description of the most unstable smooth force to err (after its message)
-static void describeCulprit(const mjModel* m, const mjData* d, const mjdiffModel* s, char* err,
+static void describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                             int errsz) {
   if (!err || errsz <= 0) return;
   mjModel user;
   const mjModel* mu = mjdiff_userModel(m, s, &user);
   mjdiffStability w;
-  mjdiff_stability(mu, d, s, &w);
+  mjdiff_stability(mu, d, s, 1, &w);
   int len = (int)strlen(err);
   if (len + 3 < errsz) {
     snprintf(err + len, (size_t)(errsz - len), "; ");
@@ -308,8 +308,8 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
       if (K1 > 4 * K0 + 0.5 * m->body_subtreemass[0]) {  // growth past (1 m/s)^2 per kg
         mjModel user;
         mjdiffStability w;
-        mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, &w);
-        if (w.ratio > 1) {
+        mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
+        if (w.ratio > 1.5) {  // an element that alone would quadruple its energy per step
           st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                             "the smooth step diverged at time %g: kinetic energy %.3g -> %.3g J in "
                             "one step", x0[nq + nv + na], K0, K1);

@@ -28,7 +28,7 @@ void derivedLaw(double tc, double dr, double dmin, double dmax, double h, double
   double k = 1 / (dmax * dmax * tc * tc * dr * dr), b = 2 / (dmax * tc);
   double dbar = 0.5 * (dmin + dmax), zeta = b / (2 * std::sqrt(k));
   double omega = std::min(std::sqrt(k * dbar / (1 - dbar)),
-                          0.6 * 2 * (std::sqrt(zeta * zeta + 1) - zeta) / h);
+                          0.4 * 2 * (std::sqrt(zeta * zeta + 1) - zeta) / h);
   *w2 = omega * omega;
   *zw2 = 2 * zeta * omega;
 }
@@ -239,10 +239,12 @@ TEST(Defaults, DivergenceIsCaughtAndNamed) {
     EXPECT_EQ(0, std::memcmp(before.data(), after.data(), sizeof(mjtNum) * before.size()))
         << "a failed step must leave the state untouched";
     mjdiffStability w;
-    mjdiff_stability(m, d, sim.sim.s, &w);
+    mjdiff_stability(m, d, sim.sim.s, 1, &w);
     EXPECT_EQ(w.kind, MJDIFF_STAB_JOINT_LIMIT);
     EXPECT_GT(w.ratio, 1);
     EXPECT_NEAR(w.hmax, mjdiff_stableTimestep(w.stiffness, w.damping, 1 / w.mass), 1e-12);
+    EXPECT_EQ(w.exact, 1);
+    EXPECT_NEAR(w.mass, m->dof_M0[0] + 0 * m->dof_armature[0], 1e-9 * w.mass);  // one dof: M
   }
 }
 

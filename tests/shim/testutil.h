@@ -72,15 +72,17 @@ inline void ctrlRange(const mjModel* m, int i, double* lo, double* hi) {
 
 // from the initial state (keyframe 0, else qpos0), nstep smooth steps under random controls
 // (shim_randomCtrl, new every 20 steps); a failed step ends the run early
-inline void simulateRandom(const mjModel* m, mjData* d, const mjdiffModel* s,
+// Returns false if a step failed (the simulation stops there: a diverging run).
+inline bool simulateRandom(const mjModel* m, mjData* d, const mjdiffModel* s,
                            unsigned long long* seed, int nstep) {
   mj_resetData(m, d);
   if (m->nkey) mj_resetDataKeyframe(m, d, 0);
   char err[500];
   for (int i = 0; i < nstep; i++) {
     if (i % 20 == 0) shim_randomCtrl(m, d, seed);
-    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
+    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) return false;
   }
+  return true;
 }
 
 // qvel += dv (U - 1/2), act += da (U - 1/2), U uniform in [0, 1)

@@ -169,8 +169,8 @@ MJDIFF_API mjdiffStatus mjdiff_contactForce(const mjModel* m, const mjData* d,
 // timestep to the largest timestep at which semi-implicit Euler integrates that spring-damper
 // stably. The worst element is kept. mjdiff_step fails with its description when a step diverges:
 // a non-finite result, or the kinetic energy more than quadrupling in one step (past the scale
-// of slow motion, half the total mass times (1 m/s)^2) while the worst ratio exceeds 1
-// (plugin/stability.c).
+// of slow motion, half the total mass times (1 m/s)^2) while the worst ratio, at the current
+// configuration, exceeds 1.5 (plugin/stability.c).
 typedef enum mjdiffStabilityKind_ {
   MJDIFF_STAB_NONE = 0,
   MJDIFF_STAB_CONTACT,         // id, id2: the two geoms
@@ -187,9 +187,10 @@ typedef struct mjdiffStability_ {
   mjtNum hmax;                 // its largest stable timestep (s)
   mjtNum stiffness;            // its stiffness slope (N/m, N m/rad) at the state
   mjtNum damping;              // its damping slope (N s/m, N m s/rad) at the state
-  mjtNum mass;                 // its effective mass 1/invweight0 (kg, kg m^2)
+  mjtNum mass;                 // its effective mass 1/A (kg, kg m^2)
   int kind;                    // mjdiffStabilityKind
   int id, id2;                 // the element (see the kinds), -1 if unused
+  int exact;                   // A: 1 at the configuration, 0 MuJoCo's invweight0
 } mjdiffStability;
 
 // Largest timestep (s) at which semi-implicit Euler integrates a spring-damper of stiffness k
@@ -197,8 +198,10 @@ typedef struct mjdiffStability_ {
 // while (omega h)^2 + 4 gamma h < 4 and gamma h < 1. Infinite for k = c = 0.
 MJDIFF_API mjtNum mjdiff_stableTimestep(mjtNum k, mjtNum c, mjtNum invw);
 
-// The worst element at the state in d (after mjdiff_forward or mjdiff_step's forward pass).
-MJDIFF_API void mjdiff_stability(const mjModel* m, const mjData* d, const mjdiffModel* s,
+// The worst element at the state in d (after mjdiff_forward or mjdiff_step's forward pass). exact
+// 0: MuJoCo's invweight0 approximation of each element's inverse inertia A (cheap); 1: A at d's
+// configuration (a solve with M's factor per active element; uses d's stack).
+MJDIFF_API void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exact,
                                  mjdiffStability* out);
 
 // One line describing out, naming the element, its law, effective mass and largest stable
