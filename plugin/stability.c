@@ -20,10 +20,12 @@
 //   (a) its accelerations or resulting state are not finite, or
 //   (b) the most unstable active element (exact inverse inertia) has r > 1.5 (alone, its
 //       damped oscillation at least doubles in amplitude per step) and the kinetic energy
-//       K = v'Mv/2 more than
-//       quadrupled in the step, beyond the scale of slow motion (K' > 4 K + M / 2 (1 m/s)^2, M
-//       the model's total mass): a velocity doubling that the element's law cannot supply when
-//       integrated stably. Slower growth runs on until (a) or until the motion slows.
+//       K = v'Mv/2 more than quadrupled in the step, beyond the scale of slow motion
+//       (K' > 4 K + M/2 (1 m/s)^2, M the model's total mass): a velocity doubling that the
+//       element's law cannot supply when integrated stably; or
+//   (c) the kinetic energy grew more than a hundredfold in the step (K' > 100 K + M/2 (1 m/s)^2),
+//       whatever the elements' ratios say (coupled elements can be unstable together while each
+//       alone is stable). Slower growth runs on until (a) or until the motion slows.
 // The error then names that element, its law, the effective mass 1/A and h_max.
 
 #include <math.h>

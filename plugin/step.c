@@ -305,11 +305,13 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
                         bad >= 0 ? bad : badv >= 0 ? badv : bada);
     } else {
       mjtNum K1 = kinetic(m, d, d->qvel, tmp);
-      if (K1 > 4 * K0 + 0.5 * m->body_subtreemass[0]) {  // growth past (1 m/s)^2 per kg
+      mjtNum floor = 0.5 * m->body_subtreemass[0];  // (1 m/s)^2 per kg
+      if (K1 > 4 * K0 + floor) {
         mjModel user;
         mjdiffStability w;
         mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
-        if (w.ratio > 1.5) {  // an element that alone would quadruple its energy per step
+        // an element that alone would quadruple its energy per step, or a hundredfold gain
+        if (w.ratio > 1.5 || K1 > 100 * K0 + floor) {
           st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                             "the smooth step diverged at time %g: kinetic energy %.3g -> %.3g J in "
                             "one step", x0[nq + nv + na], K0, K1);
