@@ -65,8 +65,11 @@
 // MPR. The prism is a polytope (6 vertices fixed to the field's frame: a mesh-like feature set), so
 // the same solver applies per prism; the candidate prisms are MuJoCo's (mjdiff_convexPrisms), and
 // the pair's contacts become the exact solutions of the candidates with phi < margin (at most as
-// many as MuJoCo made, the deepest). A geom over a shared prism edge gets a contact from each
-// prism, as with MuJoCo.
+// many as MuJoCo made, the deepest: mjdiff_convexHFieldSelect, in MuJoCo's prism order). A geom
+// over a shared prism edge gets a contact from each prism, as with MuJoCo; on a flat field the two
+// coincide to roundoff at the edge (one prism's face solution, the other's edge solution, both
+// touching at the edge), so the Jacobian finds a contact's prism by its place in the pair's run of
+// contacts (contact j of n is prism j of the selection of n), never by value.
 //
 // Nothing is allocated; MuJoCo's mesh hull (mesh_graph) is read from the model.
 
@@ -793,6 +796,10 @@ static int evalFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f) {
   }
 }
 
+int mjdiff_convexFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f) {
+  return evalFeature(g, dir, f);
+}
+
 // nearest point of the segment [A, B] to X: parameter in [0, 1]
 static mjtNum segParam(const mjtNum A[2], const mjtNum B[2], const mjtNum X[2]) {
   mjtNum e[2] = {B[0] - A[0], B[1] - A[1]}, r[2] = {X[0] - A[0], X[1] - A[1]};
@@ -1262,27 +1269,22 @@ int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNu
   return n;
 }
 
-// the contacts MuJoCo made for height field g1 and geom g2 (nm of them, from con on): the exact
-// solutions of the candidate prisms with phi < margin, the nm deepest if there are more (MPR
-// reports about the same set), in MuJoCo's prism order; returns how many were written at out
-static int hfieldContacts(const mjModel* m, mjData* d, const mjContact* con, int nm,
-                          mjContact* out) {
-  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
-  mjtNum margin = mjdiff_convexMargin(m, con);
-  mjContact tmpl = *con;
+int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
+                              int max, int* idx) {
   cvxGeom b, batch[16];
+  if (max > mjMAXCONPAIR) max = mjMAXCONPAIR;
   if (mjdiff_convexGeom(m, d, g2, &b)) return -1;
   mjtNum phi[mjMAXCONPAIR];
-  int idx[mjMAXCONPAIR], nb = 0;
+  int nb = 0;
   int total = mjdiff_convexPrisms(m, d, g1, g2, margin, 0, batch, 0);
-  for (int s0 = 0; s0 < total; s0 += 16) {
+  for (int s0 = 0; s0 < total && max > 0; s0 += 16) {
     int cnt = total - s0 < 16 ? total - s0 : 16;
     mjdiff_convexPrisms(m, d, g1, g2, margin, s0, batch, cnt);
     for (int q = 0; q < cnt; q++) {
       cvxResult r;
       if (mjdiff_convexDistance(batch + q, &b, &r) || r.phi >= margin) continue;
-      // keep the nm deepest: replace the shallowest kept if full
-      int slot = nb < nm ? nb++ : -1;
+      // keep the max deepest: replace the shallowest kept if full
+      int slot = nb < max ? nb++ : -1;
       if (slot < 0) {
         int worst = 0;
         for (int j = 1; j < nb; j++) worst = phi[j] > phi[worst] ? j : worst;
@@ -1297,6 +1299,21 @@ static int hfieldContacts(const mjModel* m, mjData* d, const mjContact* con, int
       idx[slot] = s0 + q;
     }
   }
+  return nb;
+}
+
+// the contacts MuJoCo made for height field g1 and geom g2 (nm of them, from con on): the exact
+// solutions of the prisms mjdiff_convexHFieldSelect keeps, in MuJoCo's prism order; returns how
+// many were written at out, -1 if g2 has no support map
+static int hfieldContacts(const mjModel* m, mjData* d, const mjContact* con, int nm,
+                          mjContact* out) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum margin = mjdiff_convexMargin(m, con);
+  mjContact tmpl = *con;
+  cvxGeom b;
+  int idx[mjMAXCONPAIR];
+  int nb = mjdiff_convexHFieldSelect(m, d, g1, g2, margin, nm, idx);
+  if (nb < 0 || mjdiff_convexGeom(m, d, g2, &b)) return -1;
   for (int j = 0; j < nb; j++) {
     cvxGeom pr;
     cvxResult r;

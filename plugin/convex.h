@@ -63,6 +63,14 @@ MJDIFF_API int mjdiff_convexPair(int t1, int t2);
 MJDIFF_API int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
                                    int start, cvxGeom* prism, int max);
 
+// the prisms whose exact solutions become the contacts of height field g1 and geom g2: the
+// candidates of mjdiff_convexPrisms with phi < margin, the max deepest if there are more, in
+// MuJoCo's prism order (candidate indices into idx); returns their number, -1 if g2 has no support
+// map. The pair's contacts in d->contact are these prisms' solutions in this order, so contact j of
+// the pair's run of n is the solution of prism idx[j] of the selection with max = n.
+MJDIFF_API int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
+                                         mjtNum margin, int max, int* idx);
+
 // the margin a contact was detected with: includemargin + gap (the pair's gap, else the geoms')
 MJDIFF_API mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con);
 
@@ -75,6 +83,10 @@ MJDIFF_API void mjdiff_convexSupport(const cvxGeom* geom, const mjtNum dir[3], m
 // exact signed distance: returns 0 on success, -1 if the solve did not verify (r then holds the
 // best estimate). Deterministic; no allocation.
 MJDIFF_API int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r);
+
+// c, H, E of feature f of g (its modes, or its mesh / prism vertex set f->v[0 .. nv - 1], given) in
+// the support direction dir (unit, world); a is left alone. Returns 0 if it is degenerate.
+int mjdiff_convexFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f);
 
 // the optimality system at a solution (derivation in convex.c): M (n x n, n = 4 + k1 + k2,
 // row-major) in the unknowns y = (du (3), a1 (k1), a2 (k2), dphi); returns n

@@ -25,6 +25,11 @@
 // skipped and counted (at least 80% checked per pair); the face-face, edge-face and parallel-edge
 // cases (degenerate) are checked for translations only (rotations break the degeneracy: the
 // distance has a kink there); every sixth pose is exactly axis-aligned to produce them.
+//
+// Height fields: the prism contacts of every geom type on a random terrain (brute force per prism,
+// Jacobians found from the contact), and a geom over an edge shared by two prisms of a flat field,
+// where the two contacts coincide: each contact's Jacobian and their sum against differences that
+// cancel the kink's O(h) error (GeomOverSharedPrismEdge).
 
 #include <gtest/gtest.h>
 #include <mjdiff/adjoint.h>
@@ -823,6 +828,144 @@ TEST(ConvexHField, PrismContacts) {
     EXPECT_GE(contacts, poses);
     EXPECT_GE(checked, 0.8 * contacts);
     EXPECT_TRUE(differs);
+  }
+}
+
+// A geom whose lowest point is over an edge shared by two prisms of a flat field (the cell
+// diagonal, a grid line between cells) touches both prisms there, with the same depth, point and
+// normal to roundoff: one contact per prism. Across the edge a contact is not differentiable: it is
+// its prism's face solution on one side and its edge solution on the other (their normals turn at
+// different rates), and at the edge roundoff decides which each prism's solve returns. The two
+// contacts swap branches across the edge, so their sum over the pair (and the force) is smooth
+// there: the Jacobian at the kink is the symmetric one, the mean of the face and edge branches
+// (adjoint/convex_d.c), so that each contact's is its central difference and their sum the sum's
+// derivative, and each contact is differentiated on its own prism (by its place in the pair's run;
+// matching by value took the first prism for both). Checked against D1 = 2 D(h) - D(2 h) of central
+// differences D (h = 1e-6) under rigid motions of the geom, per contact and summed (a kink or a
+// jump of the second derivative leaves D an O(h) error that D1 cancels), relative error <= 1e-6,
+// over random orientations, depths (1e-4 .. 4e-3) and places along the edge. (Over a grid vertex
+// the sum is not differentiable either, and MuJoCo's number of contacts changes: not checked.)
+void edgeY(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
+           int c, double h, int ncon, mjtNum* y) {
+  shim_setState(m, d, state.data());
+  int k = c % 3;
+  if (c < 3) {
+    d->qpos[k] += h;
+  } else {
+    // rotation about the geom's origin (the body's) by h about world axis k
+    mjtNum ax[3] = {0, 0, 0}, q[4], q2[4];
+    ax[k] = 1;
+    mju_axisAngle2Quat(q, ax, h);
+    mju_mulQuat(q2, q, d->qpos + 3);
+    mju_copy4(d->qpos + 3, q2);
+  }
+  char err[500];
+  ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(d->ncon, ncon) << "column " << c << " h " << h;
+  // y of each contact, then their sum
+  mju_zero(y, 7 * (ncon + 1));
+  for (int i = 0; i < ncon; i++) {
+    mjtNum* yi = y + 7 * i;
+    yi[0] = d->contact[i].dist;
+    for (int j = 0; j < 3; j++) {
+      yi[1 + j] = d->contact[i].frame[j];
+      yi[4 + j] = d->contact[i].pos[j];
+    }
+    mju_addTo(y + 7 * ncon, yi, 7);
+  }
+}
+
+TEST(ConvexHField, GeomOverSharedPrismEdge) {
+  const char* geoms[] = {"type=\"ellipsoid\" size=\"0.1 0.15 0.2\"",
+                         "type=\"sphere\" size=\"0.12\""};
+  // where the lowest point goes (4 x 4 grid over +-2: lines at +-2/3): along the diagonal of the
+  // middle cell, or on the grid line x = 2/3 between two cells
+  const char* places[] = {"diagonal", "grid line"};
+  for (const char* geom : geoms) {
+    std::string xml =
+        "<mujoco><asset><hfield name=\"terrain\" nrow=\"4\" ncol=\"4\" size=\"2 2 0.1 0.1\"/>"
+        "</asset><worldbody><geom name=\"floor\" type=\"hfield\" hfield=\"terrain\"/>"
+        "<body pos=\"0 0 0.3\"><freejoint/><geom name=\"g\" " +
+        std::string(geom) + " mass=\"1\"/></body></worldbody></mujoco>";
+    testutil::Sim sim(xml.c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    const mjdiffModel* s = sim.sim.s;
+    unsigned long long seed = 2718;
+    char err[500];
+    for (int place = 0; place < 2; place++) {
+      int poses = 0;
+      double worst = 0, worstSum = 0, spread = 0;
+      for (int it = 0; it < 12; it++) {
+        mj_resetData(m, d);
+        // random orientation (every third upright), the lowest point moved onto the edge
+        mjtNum q[4] = {1, 0, 0, 0};
+        if (it % 3) {
+          for (int k = 0; k < 4; k++) q[k] = uniform(&seed) - 0.5;
+          mju_normalize4(q);
+        }
+        mju_copy4(d->qpos + 3, q);
+        double t = 0.5 * (uniform(&seed) - 0.5), depth = 1e-4 + 4e-3 * uniform(&seed);
+        mjtNum target[2] = {t, t};
+        if (place == 1) target[0] = 2.0 / 3;
+        mj_kinematics(m, d);
+        cvxGeom g;
+        ASSERT_EQ(mjdiff_convexGeom(m, d, 1, &g), 0);
+        mjtNum down[3] = {0, 0, -1}, low[3];
+        mjdiff_convexSupport(&g, down, low);
+        d->qpos[0] += target[0] - low[0];
+        d->qpos[1] += target[1] - low[1];
+        d->qpos[2] += -depth - low[2];
+        ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+        int ncon = d->ncon;
+        ASSERT_EQ(ncon, 2) << geom << " " << places[place] << " pose " << it;
+        // the contacts coincide (one depth, point and normal to roundoff)
+        spread = std::max(spread, std::fabs(d->contact[1].dist - d->contact[0].dist));
+        spread = std::max(spread, mju_dist3(d->contact[1].pos, d->contact[0].pos));
+        spread = std::max(spread, mju_dist3(d->contact[1].frame, d->contact[0].frame));
+        // Jacobians of each contact (geom 2's columns), then their sum
+        std::vector<mjtNum> J(84 * (ncon + 1), 0.0);
+        for (int i = 0; i < ncon; i++) {
+          ASSERT_EQ(mjdiff_contactGeomJacobian(m, d, d->contact + i, J.data() + 84 * i), 0);
+          for (int k = 0; k < 84; k++) J[84 * ncon + k] += J[84 * i + k];
+        }
+        std::vector<mjtNum> state = testutil::getState(m, d);
+        const double h = 1e-6, hs[4] = {h, -h, 2 * h, -2 * h};
+        std::vector<mjtNum> y(4 * 7 * (ncon + 1));
+        std::vector<double> e(ncon + 1, 0.0), scale(ncon + 1, 1.0);
+        bool differs = false;
+        for (int c = 0; c < 6; c++) {
+          for (int j = 0; j < 4; j++) {
+            edgeY(m, d, s, state, c, hs[j], ncon, y.data() + 7 * (ncon + 1) * j);
+            if (HasFatalFailure()) return;
+          }
+          for (int i = 0; i <= ncon; i++) {
+            for (int r = 0; r < 7; r++) {
+              const mjtNum* yy = y.data() + 7 * i + r;
+              int st = 7 * (ncon + 1);
+              double d1 = (yy[0] - yy[st]) / (2 * h), d2 = (yy[2 * st] - yy[3 * st]) / (4 * h);
+              double fd = 2 * d1 - d2, an = J[84 * i + 12 * r + 6 + c];
+              e[i] = std::max(e[i], std::fabs(fd - an));
+              scale[i] = std::max(scale[i], std::fabs(an));
+              differs = differs || (std::fabs(an) > 1e-3 && fd != an);
+            }
+          }
+        }
+        shim_setState(m, d, state.data());
+        poses++;
+        for (int i = 0; i <= ncon; i++) {
+          double ei = e[i] / scale[i];
+          (i < ncon ? worst : worstSum) = std::max(i < ncon ? worst : worstSum, ei);
+          EXPECT_LE(ei, 1e-6) << geom << " " << places[place] << " pose " << it
+                              << (i < ncon ? " contact " : " sum ") << i;
+        }
+        EXPECT_TRUE(differs);
+      }
+      std::printf("hfield edge %-32s %-9s poses %d spread %.1e worst jac %.2e, of the sum %.2e\n",
+                  geom, places[place], poses, spread, worst, worstSum);
+      EXPECT_LE(spread, 1e-9);
+    }
   }
 }
 

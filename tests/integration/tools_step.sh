@@ -3,9 +3,11 @@
 #
 # Smoke test of the step-derivative tools:
 #   1. mjdiff-check --states 5 on models/arm_box.xml passes (exit 0) and its --json is valid;
-#   2. mjdiff-check on a model the step derivatives do not cover (an ellipsoid that can touch a
-#      height field) exits 1 with the library's message naming the geom and the missing derivative;
-#      on an implicit-integrator model exits 1 naming the integrator;
+#   2. mjdiff-check on an ellipsoid resting on a flat height field (its lowest point on the shared
+#      edge of two prisms: two coincident contacts, convex.c / convex_d.c) passes (exit 0) with
+#      contacts at every state; on a model the step derivatives do not cover (a muscle actuator)
+#      exits 1 with the library's message naming the actuator and the missing derivative; on an
+#      implicit-integrator model exits 1 naming the integrator;
 #   3. mjdiff-check --bogus and a missing model are usage errors (exit 2); --help exits 0;
 #   4. mjdiff-bench-step --rounds 1 models/cartpole.xml --json prints valid JSON with the
 #      step, VJP, JVP, Jacobian and mjd_transitionFD times;
@@ -68,7 +70,8 @@ assert len(j["series"]) == 2
 EOF
 note "mjdiff-check arm_box.xml: ok"
 
-# 2. unsupported features: the library's message, exit 1
+# 2. an ellipsoid on a height field (exact prism contacts) passes; unsupported features: the
+#    library's message, exit 1
 cat >"$TMP/ellipsoid.xml" <<'EOF'
 <mujoco>
   <asset>
@@ -84,12 +87,33 @@ cat >"$TMP/ellipsoid.xml" <<'EOF'
 </mujoco>
 EOF
 run "$CHECK" --states 5 "$TMP/ellipsoid.xml"
-[[ $RC -eq 1 ]] || fail "mjdiff-check on an ellipsoid on a height field: exit $RC, expected 1; $ERR"
-grep -q "MJDIFF_ERR_UNSUPPORTED" <<<"$ERR" || fail "ellipsoid: no MJDIFF_ERR_UNSUPPORTED: $ERR"
-grep -q "'egg'" <<<"$ERR" || fail "ellipsoid: the message does not name the geom: $ERR"
-grep -q "geometry derivative" <<<"$ERR" ||
-  fail "ellipsoid: the message does not name the missing derivative: $ERR"
-note "mjdiff-check on an ellipsoid touching a height field: exit 1, $ERR"
+[[ $RC -eq 0 ]] ||
+  fail "mjdiff-check on an ellipsoid on a height field: exit $RC, expected 0; stdout: $OUT; stderr: $ERR"
+grep -q "result: PASS" <<<"$OUT" || fail "ellipsoid: no PASS line: $OUT"
+grep -q "contacts: 5 of 5 states, 5 of 5 compared states" <<<"$OUT" ||
+  fail "ellipsoid: not every state compared with contacts: $OUT"
+note "mjdiff-check on an ellipsoid on a height field: ok"
+
+cat >"$TMP/muscle.xml" <<'EOF'
+<mujoco>
+  <worldbody>
+    <body name="arm">
+      <joint name="elbow" type="hinge" axis="0 1 0" limited="true" range="-1 1"/>
+      <geom name="link" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <muscle name="biceps" joint="elbow"/>
+  </actuator>
+</mujoco>
+EOF
+run "$CHECK" --states 5 "$TMP/muscle.xml"
+[[ $RC -eq 1 ]] || fail "mjdiff-check on a muscle actuator: exit $RC, expected 1; $ERR"
+grep -q "MJDIFF_ERR_UNSUPPORTED" <<<"$ERR" || fail "muscle: no MJDIFF_ERR_UNSUPPORTED: $ERR"
+grep -q "'biceps'" <<<"$ERR" || fail "muscle: the message does not name the actuator: $ERR"
+grep -q "has no derivative" <<<"$ERR" ||
+  fail "muscle: the message does not name the missing derivative: $ERR"
+note "mjdiff-check on a muscle actuator: exit 1, $ERR"
 
 sed -e 's|<worldbody>|<option integrator="implicit"/>\n  <worldbody>|' \
     -e 's|type="ellipsoid" size="0.1 0.15 0.2"|type="sphere" size="0.1"|' \
