@@ -3,9 +3,9 @@
 #
 # Smoke test of the step-derivative tools:
 #   1. mjdiff-check --states 5 on models/arm_box.xml passes (exit 0) and its --json is valid;
-#   2. mjdiff-check on an ellipsoid resting on a flat height field (its lowest point on the shared
-#      edge of two prisms: two coincident contacts, convex.c / convex_d.c) passes (exit 0) with
-#      contacts at every state; on a model the step derivatives do not cover (a muscle actuator)
+#   2. mjdiff-check on a tilted ellipsoid dropped off-centre onto a flat height field (exact prism
+#      contacts, convex.c / convex_d.c; the shared-edge kink is test_convex's
+#      GeomOverSharedPrismEdge) passes (exit 0) with contacts at every state; on a model the step derivatives do not cover (a muscle actuator)
 #      exits 1 with the library's message naming the actuator and the missing derivative; on an
 #      implicit-integrator model exits 1 naming the integrator;
 #   3. mjdiff-check --bogus and a missing model are usage errors (exit 2); --help exits 0;
@@ -79,7 +79,7 @@ cat >"$TMP/ellipsoid.xml" <<'EOF'
   </asset>
   <worldbody>
     <geom name="floor" type="hfield" hfield="terrain"/>
-    <body pos="0 0 0.3">
+    <body pos="0.23 -0.17 0.3" euler="10 20 30">
       <freejoint/>
       <geom name="egg" type="ellipsoid" size="0.1 0.15 0.2" mass="1"/>
     </body>
