@@ -27,9 +27,9 @@
 // distance has a kink there); every sixth pose is exactly axis-aligned to produce them.
 //
 // Height fields: the prism contacts of every geom type on a random terrain (brute force per prism,
-// Jacobians found from the contact), and a geom over an edge shared by two prisms of a flat field,
-// where the two contacts coincide: each contact's Jacobian and their sum against differences that
-// cancel the kink's O(h) error (GeomOverSharedPrismEdge).
+// Jacobians found from the contact), and a geom 0.1 mm beside an edge shared by two prisms of a flat
+// field, where MuJoCo makes a contact per prism and convex.c merges them into one: its Jacobian
+// against differences (GeomOverSharedPrismEdge).
 
 #include <gtest/gtest.h>
 #include <mjdiff/adjoint.h>
@@ -896,7 +896,7 @@ TEST(ConvexHField, GeomOverSharedPrismEdge) {
     char err[500];
     for (int place = 0; place < 2; place++) {
       int poses = 0;
-      double worst = 0, worstSum = 0, spread = 0;
+      double worst = 0, worstSum = 0;
       for (int it = 0; it < 12; it++) {
         mj_resetData(m, d);
         // random orientation (every third upright), the lowest point moved onto the edge
@@ -906,9 +906,15 @@ TEST(ConvexHField, GeomOverSharedPrismEdge) {
           mju_normalize4(q);
         }
         mju_copy4(d->qpos + 3, q);
+        // the lowest point 0.1 mm to one side of the edge (alternating): one contact, the two
+        // prisms merged (convex.c), a face solution whose derivative is exact there
         double t = 0.5 * (uniform(&seed) - 0.5), depth = 1e-4 + 4e-3 * uniform(&seed);
-        mjtNum target[2] = {t, t};
-        if (place == 1) target[0] = 2.0 / 3;
+        double side = (it % 2 ? 1 : -1) * 1e-4;
+        mjtNum target[2] = {t + side / std::sqrt(2.0), t - side / std::sqrt(2.0)};
+        if (place == 1) {
+          target[0] = 2.0 / 3 + side;
+          target[1] = t;
+        }
         mj_kinematics(m, d);
         cvxGeom g;
         ASSERT_EQ(mjdiff_convexGeom(m, d, 1, &g), 0);
@@ -919,11 +925,8 @@ TEST(ConvexHField, GeomOverSharedPrismEdge) {
         d->qpos[2] += -depth - low[2];
         ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
         int ncon = d->ncon;
-        ASSERT_EQ(ncon, 2) << geom << " " << places[place] << " pose " << it;
-        // the contacts coincide (one depth, point and normal to roundoff)
-        spread = std::max(spread, std::fabs(d->contact[1].dist - d->contact[0].dist));
-        spread = std::max(spread, mju_dist3(d->contact[1].pos, d->contact[0].pos));
-        spread = std::max(spread, mju_dist3(d->contact[1].frame, d->contact[0].frame));
+        // one surface, one contact (MuJoCo makes one per prism: two here)
+        ASSERT_EQ(ncon, 1) << geom << " " << places[place] << " pose " << it;
         // Jacobians of each contact (geom 2's columns), then their sum
         std::vector<mjtNum> J(84 * (ncon + 1), 0.0);
         for (int i = 0; i < ncon; i++) {
@@ -962,9 +965,8 @@ TEST(ConvexHField, GeomOverSharedPrismEdge) {
         }
         EXPECT_TRUE(differs);
       }
-      std::printf("hfield edge %-32s %-9s poses %d spread %.1e worst jac %.2e, of the sum %.2e\n",
-                  geom, places[place], poses, spread, worst, worstSum);
-      EXPECT_LE(spread, 1e-9);
+      std::printf("hfield edge %-32s %-9s poses %d worst jac %.2e, of the sum %.2e\n", geom,
+                  places[place], poses, worst, worstSum);
     }
   }
 }
@@ -1020,6 +1022,33 @@ TEST(ConvexErrors, RefusedContactsAndDeterminism) {
   ASSERT_TRUE(plane.ok) << plane.sim.err;
   cvxGeom p;
   EXPECT_EQ(mjdiff_convexGeom(plane.sim.m, plane.sim.d, 0, &p), -1);
+}
+
+}  // namespace
+
+namespace {
+
+// the hopper dropped on its height-field terrain with zero controls, derived defaults: MuJoCo's
+// mechanical energy (kinetic + gravity; the smooth springs store little at rest) must not grow.
+// One penalty contact per prism counted the surface twice near every cell edge and gained 22x the
+// starting energy in 2 s (before the merge of prism contacts, convex.c).
+TEST(ConvexHField, HopperOnTerrainGainsNoEnergy) {
+  testutil::Sim sim(nullptr, shim_modelPath("hopper_terrain.xml"));
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  m->opt.enableflags |= mjENBL_ENERGY;
+  char err[1000];
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  double E0 = d->energy[0] + d->energy[1], Emax = E0;
+  int contactSteps = 0;
+  for (int i = 0; i < 1000; i++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    contactSteps += d->ncon > 0;
+    Emax = std::max(Emax, d->energy[0] + d->energy[1]);
+  }
+  EXPECT_GT(contactSteps, 500);
+  EXPECT_LE(Emax, E0 + 0.05 * std::fabs(E0)) << "start " << E0;
 }
 
 }  // namespace
