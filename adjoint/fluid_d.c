@@ -359,11 +359,6 @@ static void elementLaw(const mjModel* m, int b, int geom, mjtNum rho, mjtNum mu,
 
 //---------------------------------- kinematics ----------------------------------------------------
 
-// body velocity about the origin V_b = [w; v0] (cvel moved from the tree's com)
-static void bodyVel(const mjModel* m, const mjData* d, int b, mjtNum V[6]) {
-  spatial_toOrigin(V, d->cvel + 6 * b, d->subtree_com + 3 * m->body_rootid[b]);
-}
-
 // u = v0 + w x p - wind and the local velocity y = [R' w; R' u]
 static void localVel(const mjModel* m, const mjtNum V[6], const mjtNum p[3], const mjtNum R[9],
                      mjtNum u[3], mjtNum y[6]) {
@@ -386,7 +381,7 @@ void mjdiff_fluidForce(const mjModel* m, mjData* d, mjtNum* qfrc) {
       const mjtNum *p, *R;
       elementFrame(d, b, geom, &p, &R);
       mjtNum V[6], u[3], y[6], l[6], F[3], T[3];
-      bodyVel(m, d, b, V);
+      spatial_bodyVel(m, d, b, V);
       localVel(m, V, p, R, u, y);
       elementLaw(m, b, geom, m->opt.density, m->opt.viscosity, 1, y, l, NULL);
       mju_mulMatVec(T, R, l, 3, 3);
@@ -405,14 +400,7 @@ static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, in
   int nv = m->nv;
   mju_zero(dV, 6 * nv);
   for (int j = spatial_chainLastDof(m, b); j >= 0; j = m->dof_parentid[j]) {
-    if (d->qvel[j] == 0) continue;
-    int n = spatial_movers(m, j, list);
-    for (int i = 0; i < n; i++) {
-      int k = list[i];
-      mjtNum c[6];
-      spatial_crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
-      for (int r = 0; r < 6; r++) dV[nv * r + k] += c[r] * d->qvel[j];
-    }
+    spatial_addVelDqDof(m, d, cdof0, j, dV, list);
   }
 }
 
@@ -439,7 +427,7 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
     for (int j = spatial_chainLastDof(m, b); j >= 0; j = m->dof_parentid[j]) chain[nc++] = j;
     if (nc == 0) continue;
     mjtNum V[6];
-    bodyVel(m, d, b, V);
+    spatial_bodyVel(m, d, b, V);
     spatial_bodyJacobian(m, cdof0, b, J);
     bodyVelDq(m, d, cdof0, b, dV, list);
 
@@ -527,21 +515,7 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
   }
 
   // (dJ' W): subtree sums of the wrenches, DfDq_jk += (cdof0_k x cdof0_j) . Wsub(body(j))
-  for (int b = nbody - 1; b > 0; b--) {
-    int parent = m->body_parentid[b];
-    if (parent > 0) mju_addTo(Wsub + 6 * parent, Wsub + 6 * b, 6);
-  }
-  for (int j = 0; j < nv; j++) {
-    const mjtNum* W = Wsub + 6 * m->dof_bodyid[j];
-    if (mju_isZero((mjtNum*)W, 6)) continue;
-    int n = spatial_movers(m, j, list);
-    for (int i = 0; i < n; i++) {
-      int k = list[i];
-      mjtNum c[6];
-      spatial_crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
-      DfDq[nv * j + k] += mju_dot(c, W, 6);
-    }
-  }
+  spatial_addWrenchJacobianTerm(m, cdof0, Wsub, list, DfDq);
   compat_stackFree(d, mark);
 }
 
@@ -587,7 +561,7 @@ void mjdiff_fluidParamColumn(const mjModel* m, const mjData* d, const paramEntry
       const mjtNum *p, *R;
       elementFrame(d, b, geom, &p, &R);
       mjtNum V[6], u[3], y[6], l[6], D[36], dl[6], dy[6] = {0};
-      bodyVel(m, d, b, V);
+      spatial_bodyVel(m, d, b, V);
       localVel(m, V, p, R, u, y);
       if (kind == PK_DENSITY || kind == PK_VISCOSITY) {
         int dens = kind == PK_DENSITY;

@@ -57,11 +57,6 @@
 
 //---------------------------------- spatial helpers -----------------------------------------------
 
-// body velocity about the origin V_b = [w; v0] (cvel moved from the tree's com)
-static void bodyVel(const mjModel* m, const mjData* d, int b, mjtNum V[6]) {
-  spatial_toOrigin(V, d->cvel + 6 * b, d->subtree_com + 3 * m->body_rootid[b]);
-}
-
 // dV_b/dq for every body (nbody x 6 x nv): recursion over the tree; list is scratch (nv ints)
 static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mjtNum* dV,
                       int* list) {
@@ -74,16 +69,7 @@ static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, mj
     if (num == 0) continue;
 
     // dofs of this body: for every dof k that moves one of them
-    for (int j = adr; j < adr + num; j++) {
-      if (d->qvel[j] == 0) continue;
-      int n = spatial_movers(m, j, list);
-      for (int i = 0; i < n; i++) {
-        int k = list[i];
-        mjtNum c[6];
-        spatial_crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
-        for (int r = 0; r < 6; r++) D[nv * r + k] += c[r] * d->qvel[j];
-      }
-    }
+    for (int j = adr; j < adr + num; j++) spatial_addVelDqDof(m, d, cdof0, j, D, list);
   }
 }
 
@@ -163,28 +149,6 @@ static void addWrenchDeriv(const mjModel* m, scratch* sc, int b1, int b2, const 
                            c[5] * dWv[5 * nv + k]);
         }
       }
-    }
-  }
-}
-
-// the dJ' W term for all wrench forces: DfDq_jk += (cdof0_k x cdof0_j) . Wsub(body(j))
-static void addWrenchJacobianTerm(const mjModel* m, scratch* sc, mjtNum* DfDq) {
-  int nv = m->nv;
-  for (int b = m->nbody - 1; b > 0; b--) {
-    int parent = m->body_parentid[b];
-    if (parent > 0) {
-      for (int i = 0; i < 6; i++) sc->Wsub[6 * parent + i] += sc->Wsub[6 * b + i];
-    }
-  }
-  for (int j = 0; j < nv; j++) {
-    const mjtNum* W = sc->Wsub + 6 * m->dof_bodyid[j];
-    if (mju_isZero((mjtNum*)W, 6)) continue;
-    int n = spatial_movers(m, j, (int*)sc->J2);
-    for (int i = 0; i < n; i++) {
-      int k = ((int*)sc->J2)[i];
-      mjtNum c[6];
-      spatial_crossMotion(c, sc->cdof0 + 6 * k, sc->cdof0 + 6 * j);
-      DfDq[nv * j + k] += mju_dot(c, W, 6);
     }
   }
 }
@@ -302,7 +266,7 @@ static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum h
 static void contactVel(const mjModel* m, const mjData* d, const int b[2], const mjtNum p[3],
                        mjtNum v[3], mjtNum w[3]) {
   mjtNum V[2][6], t1[3], t2[3];
-  for (int i = 0; i < 2; i++) bodyVel(m, d, b[i], V[i]);
+  for (int i = 0; i < 2; i++) spatial_bodyVel(m, d, b[i], V[i]);
   for (int i = 0; i < 3; i++) w[i] = V[1][i] - V[0][i];
   mju_cross(t1, V[1], p);
   mju_cross(t2, V[0], p);
@@ -519,7 +483,7 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
   for (int j = 0; j < 2; j++) {
     mju_rotVecMat(pos[j], anchor[j], d->xmat + 9 * b[j]);
     mju_addTo3(pos[j], d->xpos + 3 * b[j]);
-    bodyVel(m, d, b[j], V[j]);
+    spatial_bodyVel(m, d, b[j], V[j]);
     spatial_pointMotion(lin[j], V[j], pos[j]);
     if (!b[j]) continue;
     spatial_bodyJacobian(m, sc->cdof0, b[j], sc->J1);
@@ -1030,7 +994,7 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
     }
   }
 
-  addWrenchJacobianTerm(m, &sc, DfDq);
+  spatial_addWrenchJacobianTerm(m, sc.cdof0, sc.Wsub, (int*)sc.J2, DfDq);
   compat_stackFree(d, mark);
   return status;
 }

@@ -15,6 +15,11 @@
 //   J_p      = J_lin - [p]x J_ang                            (3 x nv) Jacobian of a point p of b
 //   dv_p/dq  = dv0 + dw x p + w x J_p                        material point velocity, along dq
 //   d cdof0_j / d q_k = cdof0_k x cdof0_j                    for k that moves j (spatial_movers)
+//   V_b      = sum_{j in chain(b)} cdof0_j qvel_j            body velocity about the origin, so
+//   dV_b/dq_k = sum_{j in chain(b), k moves j} (cdof0_k x cdof0_j) qvel_j
+//   f = J' W: d(J_j' W)/dq_k = (cdof0_k x cdof0_j) . Wsub(body(j))   the dJ' W term, with Wsub(b)
+//                                                            the sum of the wrenches W (about
+//                                                            the origin) on the subtree of b
 // SO(3) at the rotation vector r, th = |r|, K = [r]x:
 //   J_l^-1(r) = I - K / 2 + c2 K^2,  c2 = (1 - th sin(th) / (2 (1 - cos(th)))) / th^2
 //               (1/12 + th^2/720 for th < 1e-4);   J_r^-1(r) = J_l^-1(-r)
@@ -103,6 +108,50 @@ static inline int spatial_chainLastDof(const mjModel* m, int b) {
     if (m->body_dofnum[bb]) j = m->body_dofadr[bb] + m->body_dofnum[bb] - 1;
   }
   return j;
+}
+
+// body velocity about the origin V_b = [w; v0] (cvel moved from the tree's com)
+static inline void spatial_bodyVel(const mjModel* m, const mjData* d, int b, mjtNum V[6]) {
+  spatial_toOrigin(V, d->cvel + 6 * b, d->subtree_com + 3 * m->body_rootid[b]);
+}
+
+// dof j's share of a body velocity's derivative: dV[:, k] += (cdof0_k x cdof0_j) qvel_j for the
+// dofs k that move j (dV 6 x nv, row-major; list is scratch, nv ints)
+static inline void spatial_addVelDqDof(const mjModel* m, const mjData* d, const mjtNum* cdof0,
+                                       int j, mjtNum* dV, int* list) {
+  int nv = m->nv;
+  if (d->qvel[j] == 0) return;
+  int n = spatial_movers(m, j, list);
+  for (int i = 0; i < n; i++) {
+    int k = list[i];
+    mjtNum c[6];
+    spatial_crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
+    for (int r = 0; r < 6; r++) dV[nv * r + k] += c[r] * d->qvel[j];
+  }
+}
+
+// the dJ' W term of the wrenches Wsub (nbody x 6, about the origin, one per body; summed over
+// subtrees in place): DfDq_jk += (cdof0_k x cdof0_j) . Wsub(body(j)); list is scratch (nv ints)
+static inline void spatial_addWrenchJacobianTerm(const mjModel* m, const mjtNum* cdof0,
+                                                 mjtNum* Wsub, int* list, mjtNum* DfDq) {
+  int nv = m->nv;
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int parent = m->body_parentid[b];
+    if (parent > 0) {
+      for (int i = 0; i < 6; i++) Wsub[6 * parent + i] += Wsub[6 * b + i];
+    }
+  }
+  for (int j = 0; j < nv; j++) {
+    const mjtNum* W = Wsub + 6 * m->dof_bodyid[j];
+    if (mju_isZero((mjtNum*)W, 6)) continue;
+    int n = spatial_movers(m, j, list);
+    for (int i = 0; i < n; i++) {
+      int k = list[i];
+      mjtNum c[6];
+      spatial_crossMotion(c, cdof0 + 6 * k, cdof0 + 6 * j);
+      DfDq[nv * j + k] += mju_dot(c, W, 6);
+    }
+  }
 }
 
 // J_b (6 x nv) of body b about the origin, from cdof0 (nv x 6)

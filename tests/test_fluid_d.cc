@@ -32,6 +32,7 @@
 
 namespace {
 
+using testutil::relError;
 using testutil::uniform;
 
 //---------------------------------- models --------------------------------------------------------
@@ -173,15 +174,6 @@ void fdFluid(const mjModel* m, mjData* d, const std::vector<mjtNum>& qpos,
   }
   mju_copy(d->qpos, qpos.data(), m->nq);
   mju_copy(d->qvel, qvel.data(), nv);
-}
-
-double relError(const std::vector<mjtNum>& a, const std::vector<mjtNum>& ref, double floor) {
-  double err = 0, scale = floor;
-  for (size_t i = 0; i < a.size(); i++) {
-    err = std::fmax(err, std::fabs(a[i] - ref[i]));
-    scale = std::fmax(scale, std::fabs(ref[i]));
-  }
-  return err / scale;
 }
 
 double maxAbs(const std::vector<mjtNum>& a) {
@@ -373,61 +365,10 @@ TEST(FluidForce, InForceDerivative) {
 
 //---------------------------------- step Jacobians ------------------------------------------------
 
-// x' = step(x (+) dx, u + du) as (qpos, qvel, act)
-void stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
-              const mjtNum* dx, const mjtNum* du, std::vector<mjtNum>* next) {
-  shim_setState(m, d, state.data());
-  testutil::perturbState(m, d, dx);
-  for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
-  char err[500];
-  mjdiff_step(m, d, s, err, sizeof(err));
-  next->resize(m->nq + m->nv + m->na);
-  testutil::getPosVelAct(m, d, next->data());
-}
-
-// centered finite-difference [A B] (ndx x (ndx + nu)), control steps 100 eps
-std::vector<mjtNum> fdStep(const mjModel* m, mjData* d, const mjdiffModel* s,
-                           const std::vector<mjtNum>& state, double eps) {
-  int nv = m->nv, na = m->na, nq = m->nq, ndx = 2 * nv + na, nu = m->nu, ncol = ndx + nu;
-  std::vector<mjtNum> J(ndx * ncol), dx(ndx), du(nu + 1), plus, minus, col(ndx);
-  for (int c = 0; c < ncol; c++) {
-    double e = c < ndx ? eps : 100 * eps;
-    for (int side = 0; side < 2; side++) {
-      std::fill(dx.begin(), dx.end(), 0);
-      std::fill(du.begin(), du.end(), 0);
-      if (c < ndx) {
-        dx[c] = side ? -e : e;
-      } else {
-        du[c - ndx] = side ? -e : e;
-      }
-      stepFrom(m, d, s, state, dx.data(), du.data(), side ? &minus : &plus);
-    }
-    mj_differentiatePos(m, col.data(), 2 * e, minus.data(), plus.data());
-    for (int i = 0; i < nv + na; i++) col[nv + i] = (plus[nq + i] - minus[nq + i]) / (2 * e);
-    for (int r = 0; r < ndx; r++) J[ncol * r + c] = col[r];
-  }
-  shim_setState(m, d, state.data());
-  return J;
-}
-
 // worst per-block relative error (blocks q/v rows x q/v/u columns, scale floored at 1e-4)
 double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vector<mjtNum>& F) {
   int nv = m->nv, ndx = 2 * nv + m->na, ncol = ndx + m->nu;
-  int edges[] = {0, nv, 2 * nv, ndx, ncol};
-  double worst = 0;
-  for (int br = 0; br < 3; br++) {
-    for (int bc = 0; bc < 4; bc++) {
-      double err = 0, scale = 1e-4;
-      for (int r = edges[br]; r < edges[br + 1]; r++) {
-        for (int c = edges[bc]; c < edges[bc + 1]; c++) {
-          err = std::fmax(err, std::fabs(J[ncol * r + c] - F[ncol * r + c]));
-          scale = std::fmax(scale, std::fabs(F[ncol * r + c]));
-        }
-      }
-      worst = std::fmax(worst, err / scale);
-    }
-  }
-  return worst;
+  return testutil::gridBlockError(J, F, ncol, {0, nv, 2 * nv, ndx}, {0, nv, 2 * nv, ndx, ncol});
 }
 
 double checkStep(const char* xml, const char* path, const char* integrator, int nsample,
@@ -443,7 +384,7 @@ double checkStep(const char* xml, const char* path, const char* integrator, int 
   char err[1000];
   EXPECT_EQ(mjdiff_makeStepDeriv(m, s, nullptr, &w, err, sizeof(err)), MJDIFF_OK) << err;
   if (!w) return 1;
-  int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
+  int ndx = 2 * m->nv + m->na, nu = m->nu;
   unsigned long long seed = 31337;
   double worst = 0;
   int compared = 0;
@@ -458,15 +399,9 @@ double checkStep(const char* xml, const char* path, const char* integrator, int 
     EXPECT_EQ(mjdiff_stepJacobian(m, d, s, w, A.data(), B.data(), nullptr, err, sizeof(err)),
               MJDIFF_OK)
         << err;
-    std::vector<mjtNum> J(ndx * ncol);
-    for (int r = 0; r < ndx; r++) {
-      for (int c = 0; c < ndx; c++) J[ncol * r + c] = A[ndx * r + c];
-      for (int c = 0; c < nu; c++) J[ncol * r + ndx + c] = B[nu * r + c];
-    }
-    double eps = 1e-5;
-    std::vector<mjtNum> Fa = fdStep(m, d, s, state, eps), Fb = fdStep(m, d, s, state, 2 * eps),
-                        Fc = fdStep(m, d, s, state, 4 * eps);
-    std::vector<mjtNum> F1 = testutil::richardson(Fa, Fb), F2 = testutil::richardson(Fb, Fc);
+    std::vector<mjtNum> J = testutil::joinAB(ndx, nu, A, B);
+    std::vector<mjtNum> F1, F2;
+    testutil::fdStepJacobians(m, d, s, state, 1e-5, &F1, &F2);
     double noise = blockError(m, F1, F2);
     if (noise > tol) {
       std::cout << "sample " << k << " skipped: differences disagree by " << noise << "\n";
@@ -559,12 +494,9 @@ double checkParams(const char* xml, const char* path, const std::vector<const ch
     testutil::ctrlInsideRange(m, d);
     mjdiff_forward(m, d, s, err, sizeof(err));
     std::vector<mjtNum> state = testutil::getState(m, d);
-    std::vector<mjtNum> acc(d->qacc, d->qacc + nv), DrDp(nv * np), cols(nv * np);
+    std::vector<mjtNum> acc(d->qacc, d->qacc + nv), DrDp(nv * np);
     EXPECT_EQ(mjdiff_paramDerivative(m, d, s, p, acc.data(), 0, DrDp.data(), nullptr), 0);
-    for (int i = 0; i < np; i++) {
-      for (int r = 0; r < nv; r++) cols[nv * i + r] = DrDp[np * r + i];
-    }
-    mj_solveM(m, d, cols.data(), cols.data(), np);
+    std::vector<mjtNum> cols = testutil::accParamColumns(m, d, DrDp, np);
     for (int i = 0; i < np; i++) {
       total++;
       // qacc is linear in density and viscosity (a long step only cuts rounding); smooth in the

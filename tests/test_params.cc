@@ -169,11 +169,7 @@ CheckResult checkParams(const char* xml, const char* path, const std::vector<con
     std::vector<mjtNum> qacc0 = acc;
     EXPECT_EQ(mjdiff_paramDerivative(m, d, s, P.p, acc.data(), 0, DrDp.data(), DadotDp.data()),
               0);
-    std::vector<mjtNum> cols(nv * np);  // column-major
-    for (int i = 0; i < np; i++) {
-      for (int r = 0; r < nv; r++) cols[nv * i + r] = DrDp[np * r + i];
-    }
-    mj_solveM(m, d, cols.data(), cols.data(), np);
+    std::vector<mjtNum> cols = testutil::accParamColumns(m, d, DrDp, np);  // column-major
 
     double qscale = 1;
     for (int r = 0; r < nv; r++) qscale = std::fmax(qscale, 1 + std::fabs(qacc0[r]));

@@ -391,7 +391,7 @@ TEST(SensorDeriv, EverySupportedTypeAppliedWrenches) {
 
 // tendon and actuator sensors on spatial tendons (adjoint/tendon_d.c): a sphere wrap with a side
 // site, a cylinder wrap, a pulley; a motor and a position servo on wrapped tendons, a fixed tendon
-const char* kTendonSensors = R"(
+const std::string kTendonSensors = std::string(R"(
 <mujoco>
   <compiler angle="radian"/>
   <option timestep="0.002"/>
@@ -399,31 +399,7 @@ const char* kTendonSensors = R"(
     <joint damping="0.05" armature="0.01"/></default>
   <worldbody>
     <site name="w0" pos="0 0 1.5"/>
-    <body name="a" pos="0 0 1">
-      <joint name="ha" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
-      <site name="a0" pos="0.1 0.05 0"/>
-      <site name="a1" pos="0.3 0 0.08"/>
-      <body name="b" pos="0.3 0 0">
-        <joint name="bb" type="ball"/>
-        <geom name="sph" type="sphere" size="0.06" pos="0.15 0 0" mass="0.3"/>
-        <site name="b0" pos="0.3 0.02 0.01"/>
-        <site name="bside" pos="0.15 0 0.5"/>
-        <body name="c" pos="0.3 0 0">
-          <joint name="sc" type="slide" axis="1 0 0"/>
-          <joint name="hc" type="hinge" axis="0 0 1"/>
-          <geom name="cyl" type="cylinder" size="0.05 0.1" pos="0.1 0 0" euler="1.5707963 0 0"
-                mass="0.2"/>
-          <site name="c0" pos="0.25 0.03 0.02"/>
-        </body>
-      </body>
-    </body>
-    <body name="f" pos="0.5 0.3 1.2">
-      <freejoint/>
-      <geom type="box" size="0.05 0.05 0.05" mass="0.5"/>
-      <site name="f0" pos="0.05 0 0"/>
-    </body>
-  </worldbody>
+)") + testutil::kSpatialArm + R"(  </worldbody>
   <tendon>
     <spatial name="sphere" stiffness="20" damping="0.5">
       <site site="a0"/><geom geom="sph" sidesite="bside"/><site site="c0"/>
@@ -455,7 +431,7 @@ const char* kTendonSensors = R"(
 </mujoco>)";
 
 TEST(SensorDeriv, SpatialTendons) {
-  checkModel(kTendonSensors, nullptr, 20, 1e-6, 40, false, 0);
+  checkModel(kTendonSensors.c_str(), nullptr, 20, 1e-6, 40, false, 0);
 }
 
 TEST(SensorDeriv, ArmBox) {

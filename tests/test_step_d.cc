@@ -35,19 +35,6 @@ namespace {
 
 using testutil::uniform;
 
-// the loaded model with its step-derivative workspace
-struct Sim : testutil::Sim {
-  mjdiffStepDeriv* w = nullptr;
-  explicit Sim(const char* xml, const char* path = nullptr) : testutil::Sim(xml, path) {
-    if (ok) {
-      ok = mjdiff_makeStepDeriv(sim.m, sim.s, nullptr, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
-    }
-  }
-  ~Sim() {
-    mjdiff_freeStepDeriv(w);
-  }
-};
-
 // a random state near a simulated trajectory: run random controls from the initial state, then
 // perturb velocities (keeps contacts realistic)
 // (a random-control run that diverges is drawn again: these tests check derivatives at
@@ -61,58 +48,6 @@ void randomState(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned lon
   char err[500];
   mjdiff_forward(m, d, s, err, sizeof(err));  // normalises quaternions, as every call does
   testutil::ctrlInsideRange(m, d);
-}
-
-// x' = step(x (+) dx, u + du) as a tangent difference from xref'
-void stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const std::vector<mjtNum>& state,
-              const mjtNum* dx, const mjtNum* du, std::vector<mjtNum>* next) {
-  shim_setState(m, d, state.data());
-  if (dx) testutil::perturbState(m, d, dx);
-  if (du) {
-    for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
-  }
-  char err[500];
-  EXPECT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_OK)
-      << "a finite-difference step failed: " << err;
-  next->resize(m->nq + m->nv + m->na);
-  testutil::getPosVelAct(m, d, next->data());
-}
-
-// tangent difference (b - a) / scale
-void tangentDiff(const mjModel* m, const std::vector<mjtNum>& a, const std::vector<mjtNum>& b,
-                 double scale, mjtNum* out) {
-  int nq = m->nq, nv = m->nv, na = m->na;
-  mj_differentiatePos(m, out, scale, a.data(), b.data());
-  for (int i = 0; i < nv; i++) out[nv + i] = (b[nq + i] - a[nq + i]) / scale;
-  for (int i = 0; i < na; i++) out[2 * nv + i] = (b[nq + nv + i] - a[nq + nv + i]) / scale;
-}
-
-// centered finite-difference [A B] with step eps (ndx x (ndx + nu))
-std::vector<mjtNum> fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
-                               const std::vector<mjtNum>& state, double eps) {
-  int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
-  std::vector<mjtNum> J(ndx * ncol), col(ndx), dx(ndx), du(nu > 0 ? nu : 1);
-  std::vector<mjtNum> plus, minus;
-  for (int c = 0; c < ncol; c++) {
-    std::fill(dx.begin(), dx.end(), 0);
-    std::fill(du.begin(), du.end(), 0);
-    // controls enter the positions only at order h^2..h^3 and (nearly) linearly: a larger step
-    // keeps the rounding error of those tiny entries small
-    double e = c < ndx ? eps : 100 * eps;
-    if (c < ndx) {
-      dx[c] = e;
-    } else {
-      du[c - ndx] = e;
-    }
-    stepFrom(m, d, s, state, dx.data(), du.data(), &plus);
-    for (auto& v : dx) v = -v;
-    for (auto& v : du) v = -v;
-    stepFrom(m, d, s, state, dx.data(), du.data(), &minus);
-    tangentDiff(m, minus, plus, 2 * e, col.data());
-    for (int r = 0; r < ndx; r++) J[ncol * r + c] = col[r];
-  }
-  shim_setState(m, d, state.data());
-  return J;
 }
 
 struct Block {
@@ -133,15 +68,9 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
   };
   double worstErr = 0;
   for (const Block& b : blocks) {
-    double err = 0, scale = 1e-4;
-    for (int r = b.r0; r < b.r1; r++) {
-      for (int c = b.c0; c < b.c1; c++) {
-        err = std::fmax(err, std::fabs(J[ncol * r + c] - F[ncol * r + c]));
-        scale = std::fmax(scale, std::fabs(F[ncol * r + c]));
-      }
-    }
-    if (err / scale > worstErr) {
-      worstErr = err / scale;
+    double e = testutil::blockRelError(J, F, ncol, b.r0, b.r1, b.c0, b.c1);
+    if (e > worstErr) {
+      worstErr = e;
       if (worst) *worst = b.name;
     }
   }
@@ -151,7 +80,7 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
 // compare at nsample random states; returns the worst error, counts compared and contact samples
 void checkModel(const char* xml, const char* path, int nsample, double tol, int nwarm,
                 bool needContacts = false) {
-  Sim sim(xml, path);
+  testutil::StepSim sim(xml, path);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
@@ -175,17 +104,12 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     EXPECT_EQ(0, std::memcmp(state.data(), after.data(), state.size() * sizeof(mjtNum)));
     int active = d->ncon;
 
-    std::vector<mjtNum> J(ndx * ncol);
-    for (int r = 0; r < ndx; r++) {
-      for (int c = 0; c < ndx; c++) J[ncol * r + c] = A[ndx * r + c];
-      for (int c = 0; c < nu; c++) J[ncol * r + ndx + c] = B[nu * r + c];
-    }
+    std::vector<mjtNum> J = testutil::joinAB(ndx, nu, A, B);
     // Richardson-extrapolated centered differences (the eps^2 term cancels), at two scales
-    double eps = 1e-5;
-    std::vector<mjtNum> Fa = fdJacobian(m, d, sim.sim.s, state, eps);
-    std::vector<mjtNum> Fb = fdJacobian(m, d, sim.sim.s, state, 2 * eps);
-    std::vector<mjtNum> Fc = fdJacobian(m, d, sim.sim.s, state, 4 * eps);
-    std::vector<mjtNum> F1 = testutil::richardson(Fa, Fb), F2 = testutil::richardson(Fb, Fc);
+    std::vector<mjtNum> F1, F2;
+    std::string failure;
+    testutil::fdStepJacobians(m, d, sim.sim.s, state, 1e-5, &F1, &F2, &failure);
+    EXPECT_TRUE(failure.empty()) << "a finite-difference step failed: " << failure;
     std::string noisyBlock;
     double fdNoise = blockError(m, F1, F2, &noisyBlock);
     if (fdNoise > tol) {  // finite differences unreliable here (a law's kink in reach)

@@ -30,6 +30,7 @@
 
 namespace {
 
+using testutil::relError;
 using testutil::uniform;
 
 // a chain (hinge, ball, slide + hinge), a free box and world geoms; tendons: straight with a
@@ -156,16 +157,6 @@ bool insideWrap(const mjModel* m, const mjData* d, int t) {
   return false;
 }
 
-// max |a - b| / max(floor, max |b|)
-double relErr(const std::vector<mjtNum>& a, const std::vector<mjtNum>& b, double floor) {
-  double err = 0, scale = floor;
-  for (size_t i = 0; i < a.size(); i++) {
-    err = std::fmax(err, std::fabs(a[i] - b[i]));
-    scale = std::fmax(scale, std::fabs(b[i]));
-  }
-  return err / scale;
-}
-
 TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
   testutil::Sim sim(kWrap);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
@@ -215,7 +206,7 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
       // converged to 1e-6 in its equation, ours to rounding)
       compat_tendonRow(m, d, t, row.data());
       EXPECT_NEAR(L, d->ten_length[t], in ? 1e-9 : 1e-10) << "tendon " << t << " sample " << k;
-      double e = relErr(J, row, 1);
+      double e = relError(J, row, 1);
       (in ? worstMjInside : worstMj) = std::fmax(in ? worstMjInside : worstMj, e);
       EXPECT_LE(e, in ? 1e-6 : 1e-10) << "tendon " << t << " sample " << k;
 
@@ -245,11 +236,11 @@ TEST(TendonDeriv, LengthJacobianHessianAgainstFiniteDifferences) {
       std::vector<mjtNum> J2 = testutil::richardson(FJ[1], FJ[2]);
       std::vector<mjtNum> H1 = testutil::richardson(FH[0], FH[1]);
       std::vector<mjtNum> H2 = testutil::richardson(FH[1], FH[2]);
-      if (relErr(J1, J2, 1e-3) > tol || relErr(H1, H2, 1e-3) > tol) continue;
+      if (relError(J1, J2, 1e-3) > tol || relError(H1, H2, 1e-3) > tol) continue;
       compared[t]++;
       insideCompared += in;
       (wn > 2 ? wrapped : straight)[t]++;
-      double eJ = relErr(J, J1, 1e-3), eH = relErr(H, H1, 1e-3);
+      double eJ = relError(J, J1, 1e-3), eH = relError(H, H1, 1e-3);
       worstJ[t] = std::fmax(worstJ[t], eJ);
       worstH[t] = std::fmax(worstH[t], eH);
       EXPECT_LE(eJ, tol) << "tendon " << t << " sample " << k << " wrap points " << wn;
@@ -363,8 +354,8 @@ TEST(TendonDeriv, ForceDerivativeAgainstFiniteDifferences) {
       if (!stable) continue;
       compared++;
       // qfrc is quadratic in qvel: the centred difference in v is exact up to rounding
-      double eq = relErr(Dq, testutil::richardson(Fq[0], Fq[1]), 1e-3);
-      double ev = relErr(Dv, Fv[0], 1e-3);
+      double eq = relError(Dq, testutil::richardson(Fq[0], Fq[1]), 1e-3);
+      double ev = relError(Dv, Fv[0], 1e-3);
       worst = std::fmax(worst, std::fmax(eq, ev));
       EXPECT_LE(eq, 1e-6) << "sample " << k << " tendons " << p[0] << ", " << p[1];
       EXPECT_LE(ev, 1e-6) << "sample " << k << " tendons " << p[0] << ", " << p[1];
@@ -379,71 +370,10 @@ TEST(TendonDeriv, ForceDerivativeAgainstFiniteDifferences) {
 
 //---------------------------------- step Jacobians -----------------------------------------------
 
-struct StepSim : testutil::Sim {
-  mjdiffStepDeriv* w = nullptr;
-  explicit StepSim(const char* xml, const char* path = nullptr) : testutil::Sim(xml, path) {
-    if (ok) {
-      ok = mjdiff_makeStepDeriv(sim.m, sim.s, nullptr, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
-    }
-  }
-  ~StepSim() {
-    mjdiff_freeStepDeriv(w);
-  }
-};
-
-// x' = step(x (+) dx, u + du) as (qpos, qvel, act)
-std::vector<mjtNum> stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s,
-                             const std::vector<mjtNum>& state, const mjtNum* dx, const mjtNum* du) {
-  shim_setState(m, d, state.data());
-  testutil::perturbState(m, d, dx);
-  for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
-  char err[500];
-  mjdiff_step(m, d, s, err, sizeof(err));
-  std::vector<mjtNum> next(m->nq + m->nv + m->na);
-  testutil::getPosVelAct(m, d, next.data());
-  return next;
-}
-
-// centred differences of [A B] (ndx x (ndx + nu)), controls with 100 eps
-std::vector<mjtNum> fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
-                               const std::vector<mjtNum>& state, double eps) {
-  int nq = m->nq, nv = m->nv, na = m->na, ndx = 2 * nv + na, nu = m->nu, ncol = ndx + nu;
-  std::vector<mjtNum> J(ndx * ncol), dx(ndx), du(nu > 0 ? nu : 1), col(ndx);
-  for (int c = 0; c < ncol; c++) {
-    double e = c < ndx ? eps : 100 * eps;
-    std::vector<mjtNum> next[2];
-    for (int side = 0; side < 2; side++) {
-      std::fill(dx.begin(), dx.end(), 0);
-      std::fill(du.begin(), du.end(), 0);
-      (c < ndx ? dx[c] : du[c - ndx]) = side ? -e : e;
-      next[side] = stepFrom(m, d, s, state, dx.data(), du.data());
-    }
-    mj_differentiatePos(m, col.data(), 2 * e, next[1].data(), next[0].data());
-    for (int i = 0; i < nv + na; i++) col[nv + i] = (next[0][nq + i] - next[1][nq + i]) / (2 * e);
-    for (int r = 0; r < ndx; r++) J[ncol * r + c] = col[r];
-  }
-  shim_setState(m, d, state.data());
-  return J;
-}
-
 // worst over the blocks (q, v rows) x (q, v, u columns) of max error / max(1e-4, max |F|)
 double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vector<mjtNum>& F) {
-  int nv = m->nv, ndx = 2 * nv + m->na, ncol = ndx + m->nu;
-  int cut[4] = {0, nv, 2 * nv, ncol};
-  double worst = 0;
-  for (int br = 0; br < 2; br++) {
-    for (int bc = 0; bc < 3; bc++) {
-      double err = 0, scale = 1e-4;
-      for (int r = cut[br]; r < cut[br + 1]; r++) {
-        for (int c = cut[bc]; c < cut[bc + 1]; c++) {
-          err = std::fmax(err, std::fabs(J[ncol * r + c] - F[ncol * r + c]));
-          scale = std::fmax(scale, std::fabs(F[ncol * r + c]));
-        }
-      }
-      worst = std::fmax(worst, err / scale);
-    }
-  }
-  return worst;
+  int nv = m->nv, ncol = 2 * nv + m->na + m->nu;
+  return testutil::gridBlockError(J, F, ncol, {0, nv, 2 * nv}, {0, nv, 2 * nv, ncol});
 }
 
 // step Jacobians at nsample states near random trajectories; taut: number of compared states
@@ -454,12 +384,12 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
 void checkStep(const char* xml, const char* path, int nsample, double tol, int nwarm,
                int tendon = -1, int* taut = nullptr, bool seekTaut = false, int key = -1,
                int* withContact = nullptr) {
-  StepSim sim(xml, path);
+  testutil::StepSim sim(xml, path);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   const mjdiffModel* s = sim.sim.s;
-  int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
+  int ndx = 2 * m->nv + m->na, nu = m->nu;
   unsigned long long seed = 4242;
   int compared = 0;
   double worst = 0;
@@ -498,15 +428,9 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
         << err;
     bool isTaut = tendon >= 0 && (d->ten_length[tendon] > m->tendon_range[2 * tendon + 1] - width ||
                                   d->ten_length[tendon] < m->tendon_range[2 * tendon] + width);
-    std::vector<mjtNum> J(ndx * ncol);
-    for (int r = 0; r < ndx; r++) {
-      for (int c = 0; c < ndx; c++) J[ncol * r + c] = A[ndx * r + c];
-      for (int c = 0; c < nu; c++) J[ncol * r + ndx + c] = B[nu * r + c];
-    }
-    std::vector<mjtNum> Fa = fdJacobian(m, d, s, state, 1e-5);
-    std::vector<mjtNum> Fb = fdJacobian(m, d, s, state, 2e-5);
-    std::vector<mjtNum> Fc = fdJacobian(m, d, s, state, 4e-5);
-    std::vector<mjtNum> F1 = testutil::richardson(Fa, Fb), F2 = testutil::richardson(Fb, Fc);
+    std::vector<mjtNum> J = testutil::joinAB(ndx, nu, A, B);
+    std::vector<mjtNum> F1, F2;
+    testutil::fdStepJacobians(m, d, s, state, 1e-5, &F1, &F2);
     if (blockError(m, F1, F2) > tol) continue;
     compared++;
     if (taut && isTaut) (*taut)++;
@@ -526,7 +450,7 @@ void checkStep(const char* xml, const char* path, int nsample, double tol, int n
 // spatial tendons exerting every force: stiffness + damping (sphere wrap with a side site),
 // limit + friction loss (cylinder wrap), a pulley tendon in an equality with a straight one, a
 // motor on a wrapped tendon and a position servo (length-dependent bias) on the pulley tendon
-const char* kForces = R"(
+const std::string kForces = std::string(R"(
 <mujoco>
   <compiler angle="radian"/>
   <option timestep="0.002"/>
@@ -541,31 +465,7 @@ const char* kForces = R"(
   <worldbody>
     <site name="w0" pos="0 0 1.5"/>
     <site name="w1" pos="0.6 -0.3 0.9"/>
-    <body name="a" pos="0 0 1">
-      <joint name="ha" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
-      <site name="a0" pos="0.1 0.05 0"/>
-      <site name="a1" pos="0.3 0 0.08"/>
-      <body name="b" pos="0.3 0 0">
-        <joint name="bb" type="ball"/>
-        <geom name="sph" type="sphere" size="0.06" pos="0.15 0 0" mass="0.3"/>
-        <site name="b0" pos="0.3 0.02 0.01"/>
-        <site name="bside" pos="0.15 0 0.5"/>
-        <body name="c" pos="0.3 0 0">
-          <joint name="sc" type="slide" axis="1 0 0"/>
-          <joint name="hc" type="hinge" axis="0 0 1"/>
-          <geom name="cyl" type="cylinder" size="0.05 0.1" pos="0.1 0 0" euler="1.5707963 0 0"
-                mass="0.2"/>
-          <site name="c0" pos="0.25 0.03 0.02"/>
-        </body>
-      </body>
-    </body>
-    <body name="f" pos="0.5 0.3 1.2">
-      <freejoint/>
-      <geom type="box" size="0.05 0.05 0.05" mass="0.5"/>
-      <site name="f0" pos="0.05 0 0"/>
-    </body>
-  </worldbody>
+)") + testutil::kSpatialArm + R"(  </worldbody>
   <tendon>
     <spatial name="spring" stiffness="20" damping="0.5">
       <site site="a0"/><geom geom="sph" sidesite="bside"/><site site="c0"/>
@@ -593,7 +493,7 @@ const char* kForces = R"(
 
 TEST(TendonStep, EveryForceEuler) {
   int active = 0;
-  checkStep(kForces, nullptr, 30, 1e-6, 40, 1, &active);
+  checkStep(kForces.c_str(), nullptr, 30, 1e-6, 40, 1, &active);
   EXPECT_GE(active, 3);  // the cylinder-wrapped tendon's limit
 }
 
@@ -642,7 +542,7 @@ TEST(TendonStep, Arm26AffineActuators) {
   }
   // with the model's own nstack (200 numbers) the tendon derivative does not fit: reported
   {
-    StepSim small(xml.c_str());
+    testutil::StepSim small(xml.c_str());
     ASSERT_TRUE(small.ok) << small.sim.err;
     const mjModel* m = small.sim.m;
     int ndx = 2 * m->nv + m->na;

@@ -18,33 +18,19 @@ BUILD_DIR=${1:?usage: bench_fidelity.sh BUILD_DIR SOURCE_DIR}
 SOURCE_DIR=${2:?usage: bench_fidelity.sh BUILD_DIR SOURCE_DIR}
 NAME=bench_fidelity
 
-fail() {
-  echo "$NAME: FAIL: $*" >&2
-  exit 1
-}
-note() {
-  echo "$NAME: $*" >&2
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || fail "no build directory $1"
-SOURCE_DIR=$(cd "$SOURCE_DIR" 2>/dev/null && pwd) || fail "no source directory $2"
+absolute_dirs
 BENCH="$BUILD_DIR/tools/mjdiff-bench-fidelity"
 MODEL="$SOURCE_DIR/models/hopper.xml"
 [[ -x "$BENCH" ]] || fail "missing $BENCH (build the project first)"
 [[ -f "$MODEL" ]] || fail "missing $MODEL"
 command -v python3 >/dev/null || fail "python3 not found (needed to validate JSON)"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_bench_fidelity.XXXXXX") || fail "cannot make a temp directory"
+make_tmp mjdiff_bench_fidelity
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || fail "cannot enter $TMP"   # MuJoCo may write MUJOCO_LOG.TXT to the working directory
-
-# run CMD...: sets RC, OUT (stdout) and ERR (stderr)
-run() {
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  RC=$?
-  OUT=$(cat "$TMP/out")
-  ERR=$(cat "$TMP/err")
-}
 
 # 1. usage
 run "$BENCH" --help

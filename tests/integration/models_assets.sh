@@ -10,16 +10,14 @@ set -uo pipefail
 SOURCE_DIR=${2:?usage: models_assets.sh BUILD_DIR SOURCE_DIR}
 NAME=models_assets
 
-fail() {
-  echo "$NAME: FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v python3 >/dev/null || fail "python3 not found"
 SCRIPT="$SOURCE_DIR/models/hopper_terrain.py"
 PNG="$SOURCE_DIR/models/hopper_terrain.png"
 [[ -f "$SCRIPT" && -f "$PNG" ]] || fail "missing $SCRIPT or $PNG"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_models_assets.XXXXXX") || fail "cannot make a temp directory"
+make_tmp mjdiff_models_assets
 trap 'rm -rf "$TMP"' EXIT
 python3 "$SCRIPT" "$TMP/terrain.png" >/dev/null || fail "$SCRIPT failed"
 cmp -s "$TMP/terrain.png" "$PNG" || fail "$PNG differs from what $SCRIPT writes (rerun the script)"

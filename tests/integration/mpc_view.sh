@@ -22,16 +22,10 @@ SOURCE_DIR=${2:?usage: mpc_view.sh BUILD_DIR SOURCE_DIR}
 NAME=mpc_view
 VIEW_TIMEOUT_S=${MJDIFF_TEST_WAIT_S:-120}   # longest run of the viewer
 
-fail() {
-  echo "$NAME: FAIL: $*" >&2
-  exit 1
-}
-note() {
-  echo "$NAME: $*" >&2
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || fail "no build directory $1"
-SOURCE_DIR=$(cd "$SOURCE_DIR" 2>/dev/null && pwd) || fail "no source directory $2"
+absolute_dirs
 MPC="$BUILD_DIR/tools/mjdiff-mpc"
 MODEL="$SOURCE_DIR/models/cartpole.xml"
 [[ -x "$MPC" ]] || fail "missing $MPC (build the project first)"
@@ -43,7 +37,7 @@ for tool in xvfb-run identify timeout; do
     fail "$tool not found: run scripts/setup.sh (needs packages xvfb, imagemagick, coreutils)"
 done
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_mpc_view.XXXXXX") || fail "cannot make a temp directory"
+make_tmp mjdiff_mpc_view
 XVFB_PID=
 VIEW_PID=
 cleanup() {
@@ -53,14 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$TMP" || fail "cannot enter $TMP"   # MuJoCo may write MUJOCO_LOG.TXT to the working directory
-
-# run CMD...: sets RC, OUT (stdout) and ERR (stderr)
-run() {
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  RC=$?
-  OUT=$(cat "$TMP/out")
-  ERR=$(cat "$TMP/err")
-}
 
 # 1. usage
 run "$MPC" --help

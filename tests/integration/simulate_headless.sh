@@ -14,16 +14,10 @@ SOURCE_DIR=${2:?usage: simulate_headless.sh BUILD_DIR SOURCE_DIR}
 NAME=simulate_headless
 WAIT_S=${MJDIFF_TEST_WAIT_S:-40}   # longest wait for the viewer to load and step a model
 
-fail() {
-  echo "$NAME: FAIL: $*" >&2
-  exit 1
-}
-note() {
-  echo "$NAME: $*" >&2
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || fail "no build directory $1"
-SOURCE_DIR=$(cd "$SOURCE_DIR" 2>/dev/null && pwd) || fail "no source directory $2"
+absolute_dirs
 
 # requirements: nothing is skipped
 for tool in xvfb-run import convert; do
@@ -37,7 +31,7 @@ PRELOAD="$BUILD_DIR/libmjdiff_preload.so"
 command -v mujoco-simulate >/dev/null || [[ -x /usr/bin/mujoco-simulate ]] ||
   fail "mujoco-simulate not found: run scripts/setup.sh (needs package libmujoco-samples)"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_simulate.XXXXXX") || fail "cannot make a temp directory"
+make_tmp mjdiff_simulate
 cd "$TMP" || fail "cannot enter $TMP"   # MuJoCo writes MUJOCO_LOG.TXT to the working directory
 RUNPID=
 cleanup() {

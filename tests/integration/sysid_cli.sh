@@ -34,16 +34,10 @@ BUILD_DIR=${1:?usage: sysid_cli.sh BUILD_DIR SOURCE_DIR}
 SOURCE_DIR=${2:?usage: sysid_cli.sh BUILD_DIR SOURCE_DIR}
 NAME=sysid_cli
 
-fail() {
-  echo "$NAME: FAIL: $*" >&2
-  exit 1
-}
-note() {
-  echo "$NAME: $*" >&2
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || fail "no build directory $1"
-SOURCE_DIR=$(cd "$SOURCE_DIR" 2>/dev/null && pwd) || fail "no source directory $2"
+absolute_dirs
 SYSID="$BUILD_DIR/tools/mjdiff-sysid"
 DEMO="$BUILD_DIR/tools/mjdiff-demo"
 ARM="$SOURCE_DIR/models/arm_box.xml"
@@ -53,18 +47,10 @@ HUMANOID=/usr/share/mujoco/model/humanoid/humanoid.xml
 [[ -x "$DEMO" ]] || fail "missing $DEMO (build the project first)"
 command -v python3 >/dev/null || fail "python3 not found (needed for the CSV and JSON checks)"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/mjdiff_sysid_cli.XXXXXX") || fail "cannot make a temp directory"
+make_tmp mjdiff_sysid_cli
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || fail "cannot enter $TMP"   # MuJoCo may write MUJOCO_LOG.TXT to the working directory
 START=$SECONDS
-
-# run CMD...: sets RC, OUT (stdout) and ERR (stderr)
-run() {
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  RC=$?
-  OUT=$(cat "$TMP/out")
-  ERR=$(cat "$TMP/err")
-}
 
 # helpers: python3 py.py COMMAND ARGS...
 cat >"$TMP/py.py" <<'EOF'

@@ -2,16 +2,26 @@
 //
 // Helpers shared by the GoogleTest files (header-only, C++): deterministic random numbers, a
 // loaded model with its data and smooth model, random states near simulated trajectories, state
-// copies and tangent perturbations, Richardson extrapolation of finite differences.
+// copies and tangent perturbations, Richardson extrapolation of finite differences, centred
+// finite differences of the step Jacobians and their block errors, the parameter columns of qacc.
 //
 //   x (+) dx   qpos (+) dq = mj_integratePos(qpos, dq, 1), qvel + dv, act + da   (dx: [dq dv da])
+//   x' - x     the tangent difference: (mj_differentiatePos(x, x'), qvel' - qvel, act' - act)
 //   Richardson over (h, 2h) of a difference D with error c h^2 + O(h^4):
 //              (4 D(h) - D(2h)) / 3   (the h^2 term cancels)
+//   [A B] column c: (step(x (+) e_c h, u) - step(x (+) -e_c h, u)) / 2h  (c < ndx), and the same
+//              with u +- e_c 100 h for the controls (they enter the positions only at order
+//              h^2..h^3 and nearly linearly: a larger step keeps the rounding error small)
+//   block error: max_{(r, c) in block} |J - F| / max(1e-4, max_{(r, c) in block} |F|)
+//   dqacc/dp:  M^-1 DrDp (DrDp nv x np from mjdiff_paramDerivative)
 
 #ifndef MJDIFF_TESTS_TESTUTIL_H_
 #define MJDIFF_TESTS_TESTUTIL_H_
 
+#include <cmath>
 #include <cstddef>
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "shim.h"
@@ -22,6 +32,35 @@ namespace testutil {
 inline double uniform(unsigned long long* state) {
   return shim_uniform(state);
 }
+
+// MJCF of the spatial-tendon test arm, inside <worldbody> (test_tendon_d, test_sensor_d): a chain
+// a (hinge ha; sites a0, a1), b (ball bb; sphere geom sph; sites b0, bside), c (slide sc, hinge hc;
+// cylinder geom cyl; site c0) and a free box f (site f0)
+inline constexpr const char* kSpatialArm = R"(    <body name="a" pos="0 0 1">
+      <joint name="ha" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <site name="a0" pos="0.1 0.05 0"/>
+      <site name="a1" pos="0.3 0 0.08"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="bb" type="ball"/>
+        <geom name="sph" type="sphere" size="0.06" pos="0.15 0 0" mass="0.3"/>
+        <site name="b0" pos="0.3 0.02 0.01"/>
+        <site name="bside" pos="0.15 0 0.5"/>
+        <body name="c" pos="0.3 0 0">
+          <joint name="sc" type="slide" axis="1 0 0"/>
+          <joint name="hc" type="hinge" axis="0 0 1"/>
+          <geom name="cyl" type="cylinder" size="0.05 0.1" pos="0.1 0 0" euler="1.5707963 0 0"
+                mass="0.2"/>
+          <site name="c0" pos="0.25 0.03 0.02"/>
+        </body>
+      </body>
+    </body>
+    <body name="f" pos="0.5 0.3 1.2">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="0.5"/>
+      <site name="f0" pos="0.05 0 0"/>
+    </body>
+)";
 
 // a model loaded from xml (if not NULL) or the file path, with its data and smooth model
 // (shim_open); ok false and the message in sim.err on failure; closed on scope exit
@@ -113,6 +152,150 @@ inline std::vector<mjtNum> richardson(const std::vector<mjtNum>& dh,
   std::vector<mjtNum> r(dh.size());
   for (size_t i = 0; i < dh.size(); i++) r[i] = richardson(dh[i], d2h[i]);
   return r;
+}
+
+// Sim with a step-derivative workspace (mjdiff_makeStepDeriv); ok false and the message in sim.err
+// on failure
+struct StepSim : Sim {
+  mjdiffStepDeriv* w = nullptr;
+  explicit StepSim(const char* xml, const char* path = nullptr) : Sim(xml, path) {
+    if (ok) {
+      ok = mjdiff_makeStepDeriv(sim.m, sim.s, nullptr, &w, sim.err, sizeof(sim.err)) == MJDIFF_OK;
+    }
+  }
+  ~StepSim() {
+    mjdiff_freeStepDeriv(w);
+  }
+};
+
+// next = step(x (+) dx, u + du) as (qpos, qvel, act) from the full state (dx, du nullable);
+// false with the step's message in err (if not NULL) if the step failed
+inline bool stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s,
+                     const std::vector<mjtNum>& state, const mjtNum* dx, const mjtNum* du,
+                     std::vector<mjtNum>* next, std::string* err = nullptr) {
+  shim_setState(m, d, state.data());
+  if (dx) perturbState(m, d, dx);
+  if (du) {
+    for (int i = 0; i < m->nu; i++) d->ctrl[i] += du[i];
+  }
+  char msg[500];
+  bool ok = mjdiff_step(m, d, s, msg, sizeof(msg)) == MJDIFF_OK;
+  if (!ok && err) *err = msg;
+  next->resize(m->nq + m->nv + m->na);
+  getPosVelAct(m, d, next->data());
+  return ok;
+}
+
+// the tangent difference (b - a) / scale of two (qpos, qvel, act) (out: 2nv + na)
+inline void tangentDiff(const mjModel* m, const std::vector<mjtNum>& a,
+                        const std::vector<mjtNum>& b, double scale, mjtNum* out) {
+  int nq = m->nq, nv = m->nv, na = m->na;
+  mj_differentiatePos(m, out, scale, a.data(), b.data());
+  for (int i = 0; i < nv; i++) out[nv + i] = (b[nq + i] - a[nq + i]) / scale;
+  for (int i = 0; i < na; i++) out[2 * nv + i] = (b[nq + nv + i] - a[nq + nv + i]) / scale;
+}
+
+// centred finite-difference [A B] (ndx x (ndx + nu), row-major) at the full state with step eps
+// (100 eps for the controls); d is left at state. A failed step's message goes to failure (if
+// not NULL; the first one), the difference is taken all the same
+inline std::vector<mjtNum> fdStepJacobian(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                          const std::vector<mjtNum>& state, double eps,
+                                          std::string* failure = nullptr) {
+  int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
+  std::vector<mjtNum> J(ndx * ncol), col(ndx), dx(ndx), du(nu > 0 ? nu : 1);
+  std::vector<mjtNum> next[2];
+  std::string err;
+  for (int c = 0; c < ncol; c++) {
+    double e = c < ndx ? eps : 100 * eps;
+    for (int side = 0; side < 2; side++) {
+      std::fill(dx.begin(), dx.end(), 0);
+      std::fill(du.begin(), du.end(), 0);
+      (c < ndx ? dx[c] : du[c - ndx]) = side ? -e : e;
+      if (!stepFrom(m, d, s, state, dx.data(), du.data(), &next[side], &err) && failure &&
+          failure->empty()) {
+        *failure = err;
+      }
+    }
+    tangentDiff(m, next[1], next[0], 2 * e, col.data());
+    for (int r = 0; r < ndx; r++) J[ncol * r + c] = col[r];
+  }
+  shim_setState(m, d, state.data());
+  return J;
+}
+
+// Richardson-extrapolated fdStepJacobian at two scales: F1 from (eps, 2 eps), F2 from (2 eps,
+// 4 eps); their difference measures the finite differences' own error
+inline void fdStepJacobians(const mjModel* m, mjData* d, const mjdiffModel* s,
+                            const std::vector<mjtNum>& state, double eps, std::vector<mjtNum>* F1,
+                            std::vector<mjtNum>* F2, std::string* failure = nullptr) {
+  std::vector<mjtNum> Fa = fdStepJacobian(m, d, s, state, eps, failure);
+  std::vector<mjtNum> Fb = fdStepJacobian(m, d, s, state, 2 * eps, failure);
+  std::vector<mjtNum> Fc = fdStepJacobian(m, d, s, state, 4 * eps, failure);
+  *F1 = richardson(Fa, Fb);
+  *F2 = richardson(Fb, Fc);
+}
+
+// J = [A B] (ndx x (ndx + nu), row-major) from A (ndx x ndx) and B (ndx x nu)
+inline std::vector<mjtNum> joinAB(int ndx, int nu, const std::vector<mjtNum>& A,
+                                  const std::vector<mjtNum>& B) {
+  int ncol = ndx + nu;
+  std::vector<mjtNum> J(ndx * ncol);
+  for (int r = 0; r < ndx; r++) {
+    for (int c = 0; c < ndx; c++) J[ncol * r + c] = A[ndx * r + c];
+    for (int c = 0; c < nu; c++) J[ncol * r + ndx + c] = B[nu * r + c];
+  }
+  return J;
+}
+
+// max |a - ref| / max(floor, max |ref|)
+inline double relError(const std::vector<mjtNum>& a, const std::vector<mjtNum>& ref, double floor) {
+  double err = 0, scale = floor;
+  for (size_t i = 0; i < a.size(); i++) {
+    err = std::fmax(err, std::fabs(a[i] - ref[i]));
+    scale = std::fmax(scale, std::fabs(ref[i]));
+  }
+  return err / scale;
+}
+
+// error of block [r0, r1) x [c0, c1) of J against F (both with ncol columns, row-major):
+// max |J - F| / max(1e-4, max |F|)
+inline double blockRelError(const std::vector<mjtNum>& J, const std::vector<mjtNum>& F, int ncol,
+                            int r0, int r1, int c0, int c1) {
+  double err = 0, scale = 1e-4;
+  for (int r = r0; r < r1; r++) {
+    for (int c = c0; c < c1; c++) {
+      err = std::fmax(err, std::fabs(J[ncol * r + c] - F[ncol * r + c]));
+      scale = std::fmax(scale, std::fabs(F[ncol * r + c]));
+    }
+  }
+  return err / scale;
+}
+
+// the worst blockRelError over the grid of blocks between the row cuts and the column cuts
+inline double gridBlockError(const std::vector<mjtNum>& J, const std::vector<mjtNum>& F, int ncol,
+                             std::initializer_list<int> rowCuts,
+                             std::initializer_list<int> colCuts) {
+  std::vector<int> rc(rowCuts), cc(colCuts);
+  double worst = 0;
+  for (size_t br = 0; br + 1 < rc.size(); br++) {
+    for (size_t bc = 0; bc + 1 < cc.size(); bc++) {
+      worst = std::fmax(worst, blockRelError(J, F, ncol, rc[br], rc[br + 1], cc[bc], cc[bc + 1]));
+    }
+  }
+  return worst;
+}
+
+// dqacc/dp = M^-1 DrDp as np columns of nv (column-major) from DrDp (nv x np, row-major) at d's
+// factored mass matrix
+inline std::vector<mjtNum> accParamColumns(const mjModel* m, mjData* d,
+                                           const std::vector<mjtNum>& DrDp, int np) {
+  int nv = m->nv;
+  std::vector<mjtNum> cols(nv * np);
+  for (int i = 0; i < np; i++) {
+    for (int r = 0; r < nv; r++) cols[nv * i + r] = DrDp[np * r + i];
+  }
+  mj_solveM(m, d, cols.data(), cols.data(), np);
+  return cols;
 }
 
 }  // namespace testutil

@@ -155,10 +155,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->seed = 1;
   a->samples = 1;
   a->model = calloc((size_t)argc + 1, sizeof(char*));
-  if (!a->model) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    exit(TOOL_EXIT_RUNTIME);
-  }
+  if (!a->model) tool_outOfMemory(TOOL);
   int positional = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
@@ -213,10 +210,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     ok = tool_globPaths(pattern, &a->model, &a->nmodel);
   }
   if (ok && a->samples) ok = tool_globPaths(SAMPLES, &a->model, &a->nmodel);
-  if (!ok) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    exit(TOOL_EXIT_RUNTIME);
-  }
+  if (!ok) tool_outOfMemory(TOOL);
   if (a->nmodel == 0) {
     fprintf(stderr, TOOL ": error: no models found (give MODEL.xml or set MJDIFF_MODEL_DIR)\n");
     exit(TOOL_EXIT_RUNTIME);
@@ -271,11 +265,6 @@ static int stripNumerics(char* text, long* size) {
 
 //---------------------------------- runs ----------------------------------------------------------
 
-static int badWarnings(const mjData* d) {
-  return d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number +
-         d->warning[mjWARN_BADQACC].number;
-}
-
 static int stateFinite(const mjModel* m, const mjData* d) {
   for (int i = 0; i < m->nq; i++) {
     if (!isfinite(d->qpos[i])) return 0;
@@ -327,10 +316,10 @@ static int stepChecked(const mjModel* m, mjData* d, const mjdiffModel* s, char* 
     }
     return 1;
   }
-  int w0 = badWarnings(d);
+  int w0 = tool_badWarnings(d);
   mjtNum t = d->time;
   mj_step(m, d);
-  if (badWarnings(d) != w0 || !stateFinite(m, d)) {
+  if (tool_badWarnings(d) != w0 || !stateFinite(m, d)) {
     snprintf(err, (size_t)errsz, "MuJoCo instability warning at t = %.4g s (state reset)", t);
     return 0;
   }
@@ -718,12 +707,10 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const sk
   fprintf(f, "\"status\":");
   tool_jsonString(f, status);
   fprintf(f, ",\"metrics\":{\"per_model\":[");
+  int firstModel = 1;
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
-    fprintf(f, "%s{\"model\":", i ? "," : "");
-    tool_jsonString(f, r->path);
-    fprintf(f, ",\"name\":");
-    tool_jsonString(f, r->name);
+    tool_jsonModelHead(f, &firstModel, r->path, r->name);
     fprintf(f, ",\"nv\":%d,\"nbody\":%d,\"nu\":%d,\"integrator\":\"%s\",\"timestep_s\":%g,"
                "\"stripped_numerics\":%d,\"timing_rounds\":%d,\"timing_steps\":%ld,"
                "\"native\":",
@@ -813,10 +800,7 @@ int main(int argc, char** argv) {
 
   result* res = calloc((size_t)a.nmodel, sizeof(result));
   skipped* sk = calloc((size_t)a.nmodel, sizeof(skipped));
-  if (!res || !sk) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    return TOOL_EXIT_RUNTIME;
-  }
+  if (!res || !sk) tool_outOfMemory(TOOL);
   int n = 0, nsk = 0;
   for (int i = 0; i < a.nmodel && !tool_interrupted(); i++) {
     memset(res + n, 0, sizeof(result));

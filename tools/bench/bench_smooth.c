@@ -110,10 +110,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->out = NULL;
   a->nmodel = 0;
   a->model = calloc((size_t)argc + NBUNDLED + 1, sizeof(char*));
-  if (!a->model) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    exit(TOOL_EXIT_RUNTIME);
-  }
+  if (!a->model) tool_outOfMemory(TOOL);
   int positional = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
@@ -170,12 +167,6 @@ typedef struct run_ {
   long steps;                  // steps done
 } run;
 
-// MuJoCo's instability warnings (each one reset d; a reset clears the counts before it)
-static int badWarnings(const mjData* d) {
-  return d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number +
-         d->warning[mjWARN_BADQACC].number;
-}
-
 // nsteps steps of one mode from the initial state; smooth if s is not NULL
 static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* u, long nsteps,
                    long reset, char* firsterr, int firsterrsz) {
@@ -185,7 +176,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
   long k = 0;
   while (k < nsteps && !tool_interrupted()) {
     tool_resetState(m, d);
-    int warn0 = badWarnings(d);
+    int warn0 = tool_badWarnings(d);
     long n = mjMIN(reset, nsteps - k);
     double ncon = 0;
     long fail = 0;
@@ -208,7 +199,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
       }
     }
     r.seconds += tool_now() - t0;
-    if (!s) fail = badWarnings(d) - warn0;
+    if (!s) fail = tool_badWarnings(d) - warn0;
     r.ncon += ncon;
     r.fail += fail;
     r.steps += n;
@@ -371,11 +362,7 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
     if (r->rounds == 0) continue;
-    fprintf(f, "%s{\"model\":", first ? "" : ",");
-    first = 0;
-    tool_jsonString(f, r->path);
-    fprintf(f, ",\"name\":");
-    tool_jsonString(f, r->name);
+    tool_jsonModelHead(f, &first, r->path, r->name);
     fprintf(f, ",\"nv\":%d,\"nu\":%d,\"ngeom\":%d,\"integrator\":\"%s\",\"timestep_s\":%g,"
                "\"rounds\":%d,\"native_us_per_step\":",
             r->nv, r->nu, r->ngeom, tool_integratorName(r->integrator), r->timestep, r->rounds);
@@ -430,10 +417,7 @@ int main(int argc, char** argv) {
   tool_catchWarnings(TOOL);
 
   result* res = calloc((size_t)a.nmodel, sizeof(result));
-  if (!res) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    return TOOL_EXIT_RUNTIME;
-  }
+  if (!res) tool_outOfMemory(TOOL);
   int n = 0, ok = 1;
   for (int i = 0; i < a.nmodel && !tool_interrupted(); i++) {
     res[n].path = a.model[i];

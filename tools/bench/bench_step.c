@@ -131,10 +131,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->out = NULL;
   a->nmodel = 0;
   a->model = calloc((size_t)argc + NBUNDLED + 1, sizeof(char*));
-  if (!a->model) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    exit(TOOL_EXIT_RUNTIME);
-  }
+  if (!a->model) tool_outOfMemory(TOOL);
   int positional = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
@@ -537,11 +534,7 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
   int first = 1;
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
-    fprintf(f, "%s{\"model\":", first ? "" : ",");
-    first = 0;
-    tool_jsonString(f, r->path);
-    fprintf(f, ",\"name\":");
-    tool_jsonString(f, r->name);
+    tool_jsonModelHead(f, &first, r->path, r->name);
     if (!r->ok) {
       fprintf(f, ",\"error\":");
       tool_jsonString(f, r->error);
@@ -616,10 +609,7 @@ int main(int argc, char** argv) {
   tool_catchWarnings(TOOL);
 
   result* res = calloc((size_t)a.nmodel, sizeof(result));
-  if (!res) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    return TOOL_EXIT_RUNTIME;
-  }
+  if (!res) tool_outOfMemory(TOOL);
   int n = 0, ok = 1;
   for (int i = 0; i < a.nmodel && !tool_interrupted(); i++) {
     res[n].path = a.model[i];

@@ -186,6 +186,11 @@ void tool_smoothCtrl(const mjModel* m, int T, uint64_t seed, mjtNum* ctrl) {
   }
 }
 
+int tool_badWarnings(const mjData* d) {
+  return d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number +
+         d->warning[mjWARN_BADQACC].number;
+}
+
 void tool_resetState(const mjModel* m, mjData* d) {
   if (m->nkey > 0) {
     mj_resetDataKeyframe(m, d, 0);
@@ -212,6 +217,14 @@ void tool_freeModels(char** model, int nmodel, int defaults, const char* keep) {
     }
   }
   free(model);
+}
+
+void tool_jsonModelHead(FILE* f, int* first, const char* path, const char* name) {
+  fprintf(f, "%s{\"model\":", *first ? "" : ",");
+  *first = 0;
+  tool_jsonString(f, path);
+  fprintf(f, ",\"name\":");
+  tool_jsonString(f, name);
 }
 
 void tool_jsonRoundHead(FILE* f, int* first, const char* name, int round, const char* firstName) {

@@ -1,7 +1,8 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // Helpers shared by the benchmark, check and demo tools: the bundled-model directory, medians,
-// deterministic random numbers and controls, the initial state, model names.
+// deterministic random numbers and controls, the initial state, model names, MuJoCo's instability
+// warnings, the heads of JSON entries.
 //
 //   splitmix64:  z = (s += 0x9E3779B97F4A7C15); z = (z ^ z >> 30) 0xBF58476D1CE4E5B9;
 //                z = (z ^ z >> 27) 0x94D049BB133111EB; z ^ z >> 31
@@ -65,6 +66,10 @@ void tool_randomCtrl(const mjModel* m, mjtNum* ctrl, uint64_t* rng);
 //   u_t,i = lo + (hi - lo) (0.5 + 0.4 sin(0.05 t + phase_i)), phase_i = 2 pi uniform (from seed)
 void tool_smoothCtrl(const mjModel* m, int T, uint64_t seed, mjtNum* ctrl);
 
+// how many of MuJoCo's instability warnings (bad qpos, qvel, qacc) d counts (each one reset d;
+// a reset clears the counts before it)
+int tool_badWarnings(const mjData* d);
+
 // reset d to keyframe 0, else to qpos0
 void tool_resetState(const mjModel* m, mjData* d);
 
@@ -78,6 +83,10 @@ int tool_exitCode(int interrupted, int ok);
 
 // free the model list (nmodel): each name too if it holds the defaults, except keep (static)
 void tool_freeModels(char** model, int nmodel, int defaults, const char* keep);
+
+// a JSON per-model entry up to its measurements: [,]{"model":PATH,"name":NAME (the comma unless
+// *first; clears *first)
+void tool_jsonModelHead(FILE* f, int* first, const char* path, const char* name);
 
 // a JSON series entry up to its timings: [,]{"model":NAME,"round":K,"first":"FIRST" (the comma
 // unless *first; clears *first)

@@ -42,6 +42,11 @@ void tool_usageError(const char* tool, const char* fmt, ...) {
   exit(TOOL_EXIT_USAGE);
 }
 
+void tool_outOfMemory(const char* tool) {
+  fprintf(stderr, "%s: error: out of memory\n", tool);
+  exit(TOOL_EXIT_RUNTIME);
+}
+
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i) {
   if (*i + 1 >= argc) tool_usageError(tool, "option %s needs a value", argv[*i]);
   return argv[++*i];

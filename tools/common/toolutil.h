@@ -43,6 +43,13 @@ void tool_usageError(const char* tool, const char* fmt, ...)
 #endif
     ;
 
+// print "TOOL: error: out of memory" to stderr and exit 1 (TOOL_EXIT_RUNTIME)
+void tool_outOfMemory(const char* tool)
+#if defined(__GNUC__)
+    __attribute__((noreturn))
+#endif
+    ;
+
 // monotonic wall clock in seconds
 double tool_now(void);
 

@@ -572,10 +572,7 @@ static void parseBench(int argc, char** argv, benchArgs* a) {
   a->nplant = 2;
   a->seeds = 3;
   a->model = calloc((size_t)argc + NBENCHMODEL + 1, sizeof(char*));
-  if (!a->model) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    exit(TOOL_EXIT_RUNTIME);
-  }
+  if (!a->model) tool_outOfMemory(TOOL);
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
     if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -1006,10 +1003,7 @@ static int mainBench(int argc, char** argv) {
   int n = ntask * per;
   benchRun* run = calloc((size_t)n, sizeof(benchRun));
   char(*names)[64] = calloc((size_t)ntask, sizeof(*names));
-  if (!run || !names) {
-    fprintf(stderr, TOOL ": error: out of memory\n");
-    return TOOL_EXIT_RUNTIME;
-  }
+  if (!run || !names) tool_outOfMemory(TOOL);
   int ok = 1;
   int k = 0;
   double t0 = tool_now();
