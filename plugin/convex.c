@@ -1249,6 +1249,22 @@ int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNu
         below = below && v[j][2] + margin < lo[2];
       }
       if (below) continue;
+
+      // separation along the prism's top normal n (field frame): a lower bound of the distance;
+      // past the margin the prism cannot touch (exact culling: no solve for it)
+      mjtNum e1[3], e2[3], tn[3], nw[3], sw[3], sf[3];
+      mju_sub3(e1, v[1], v[0]);
+      mju_sub3(e2, v[2], v[0]);
+      mju_cross(tn, e1, e2);
+      if (tn[2] < 0) mju_scl3(tn, tn, -1);
+      if (mju_normalize3(tn) > mjMINVAL) {
+        mju_mulMatVec(nw, R1, tn, 3, 3);
+        mju_scl3(nw, nw, -1);
+        mjdiff_convexSupport(&b, nw, sw);
+        mju_subFrom3(sw, p1);
+        mju_mulMatTVec(sf, R1, sw, 3, 3);
+        if (mju_dot3(tn, sf) - mju_dot3(tn, v[0]) > margin) continue;
+      }
       if (n >= start && n < start + max) {
         cvxGeom* g = prism + (n - start);
         memset(g, 0, sizeof(*g));
