@@ -250,9 +250,19 @@ int main(int argc, char** argv) {
     printf("%s %s: %s (nq=%d nv=%d nu=%d ngeom=%d, timestep %g s, %s)\n", kTool,
            mjdiff_versionString(), a.model, m->nq, m->nv, m->nu, m->ngeom, m->opt.timestep,
            m->opt.integrator == mjINT_RK4 ? "RK4" : "Euler");
-    printf("smooth model: contact stiffness %g N/m, damping %g N s/m, width %g m, friction speed "
-           "%g m/s\n\n", o->contact_stiffness, o->contact_damping, o->contact_width,
-           o->friction_speed);
+    const mjtNum v[4] = {o->contact_stiffness, o->contact_damping, o->contact_width,
+                         o->friction_speed};
+    const char* what[4] = {"contact stiffness", "damping", "width", "friction speed"};
+    const char* unit[4] = {"N/m", "N s/m", "m", "m/s"};
+    printf("smooth model:");
+    for (int i = 0; i < 4; i++) {
+      if (v[i] == MJDIFF_DERIVED) {
+        printf("%s %s derived per pair", i ? "," : "", what[i]);
+      } else {
+        printf("%s %s %g %s", i ? "," : "", what[i], v[i], unit[i]);
+      }
+    }
+    printf("\n\n");
   }
 
   summary smooth, native;
