@@ -239,7 +239,7 @@ int mjdiff_convexGeomJacobian(const mjModel* m, const mjData* d, const mjContact
     int start = i, end = i + 1;
     while (start > 0 && samePair(d->contact + start - 1, g1, g2)) start--;
     while (end < d->ncon && samePair(d->contact + end, g1, g2)) end++;
-    mjtNum margin = mjdiff_convexMargin(m, con);
+    mjtNum margin = mjdiff_contactMargin(m, con);
     int idx[mjMAXCONPAIR];
     if (end - start > mjMAXCONPAIR ||
         mjdiff_convexHFieldSelect(m, d, g1, g2, margin, end - start, idx) != end - start) {

@@ -1393,21 +1393,6 @@ int mjdiff_contactPairSupported(int t1, int t2) {
   }
 }
 
-// the margin the contact was detected with: includemargin = margin - gap (pair or geom gap)
-static mjtNum contactMargin(const mjModel* m, const mjContact* con, int g1, int g2) {
-  mjtNum gap = mju_max(m->geom_gap[g1], m->geom_gap[g2]);
-  if (m->opt.collision != mjCOL_DYNAMIC) {
-    for (int i = 0; i < m->npair; i++) {
-      if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
-          (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
-        gap = m->pair_gap[i];
-        break;
-      }
-    }
-  }
-  return con->includemargin + gap;
-}
-
 // the contact con of geoms g1, g2 (a supported pair, t1 <= t2) tracked in z: 0, or -1 if no
 // candidate of the pair function reproduces it
 static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, int g1, int g2,
@@ -1447,9 +1432,9 @@ static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, in
     if (t2 == mjGEOM_BOX) sphereBox(x, &x->p1, x->S1);
   } else if (t1 == mjGEOM_CAPSULE) {
     if (t2 == mjGEOM_CAPSULE) capsuleCapsule(x);
-    if (t2 == mjGEOM_BOX) capsuleBox(x, contactMargin(m, con, g1, g2));
+    if (t2 == mjGEOM_BOX) capsuleBox(x, mjdiff_contactMargin(m, con));
   } else if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
-    boxBox(x, p1, R1, p2, R2, contactMargin(m, con, g1, g2));
+    boxBox(x, p1, R1, p2, R2, mjdiff_contactMargin(m, con));
   }
 
   // the nearest candidate must be con

@@ -176,13 +176,8 @@ typedef struct contactPartial_ {
 // 1 if the contact between g1 and g2 came from an explicit <pair> (mj_collision: pairs merged
 // with the dynamic ones, the geom pair then skipped there)
 static int fromPair(const mjModel* m, int g1, int g2) {
-  if (m->opt.collision == mjCOL_DYNAMIC) return 0;
   if (m->opt.collision == mjCOL_PAIR) return 1;
-  for (int i = 0; i < m->npair; i++) {
-    int p1 = m->pair_geom1[i], p2 = m->pair_geom2[i];
-    if ((p1 == g1 && p2 == g2) || (p1 == g2 && p2 == g1)) return 1;
-  }
-  return 0;
+  return mjdiff_pairIndex(m, g1, g2) >= 0;
 }
 
 // partials of contact i; 0 if inactive

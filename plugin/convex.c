@@ -83,6 +83,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "internal.h"
 
 #define GJK_ITER 48
 #define EPA_ITER 24
@@ -1182,18 +1183,10 @@ static void contactFrame(mjtNum frame[9], const mjtNum n[3]) {
 
 //---------------------------------- height fields -------------------------------------------------
 
-mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con) {
+mjtNum mjdiff_contactMargin(const mjModel* m, const mjContact* con) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
-  mjtNum gap = mju_max(m->geom_gap[g1], m->geom_gap[g2]);
-  if (m->opt.collision != mjCOL_DYNAMIC) {
-    for (int i = 0; i < m->npair; i++) {
-      if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
-          (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
-        gap = m->pair_gap[i];
-        break;
-      }
-    }
-  }
+  int pair = mjdiff_pairIndex(m, g1, g2);
+  mjtNum gap = pair >= 0 ? m->pair_gap[pair] : mju_max(m->geom_gap[g1], m->geom_gap[g2]);
   return con->includemargin + gap;
 }
 
@@ -1367,7 +1360,7 @@ int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
 static int hfieldContacts(const mjModel* m, mjData* d, const mjContact* con, int nm,
                           mjContact* out) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
-  mjtNum margin = mjdiff_convexMargin(m, con);
+  mjtNum margin = mjdiff_contactMargin(m, con);
   mjContact tmpl = *con;
   cvxGeom b;
   int idx[mjMAXCONPAIR];

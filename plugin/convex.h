@@ -71,8 +71,9 @@ MJDIFF_API int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, in
 MJDIFF_API int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
                                          mjtNum margin, int max, int* idx);
 
-// the margin a contact was detected with: includemargin + gap (the pair's gap, else the geoms')
-MJDIFF_API mjtNum mjdiff_convexMargin(const mjModel* m, const mjContact* con);
+// the margin any contact was detected with: includemargin + gap (the MJCF pair's gap, else the
+// larger of the geoms'); used by every pair function that depends on the margin
+MJDIFF_API mjtNum mjdiff_contactMargin(const mjModel* m, const mjContact* con);
 
 // geom g of (m, d) as a cvxGeom; returns 0, -1 if its type has no support map here
 MJDIFF_API int mjdiff_convexGeom(const mjModel* m, const mjData* d, int g, cvxGeom* geom);

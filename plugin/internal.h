@@ -36,7 +36,6 @@ struct mjdiffModel_ {
 
   // values derived from the MJCF at make time (solref, solimp, timestep, invweight0; derive.c),
   // views into one block
-  int njnt, ntendon, neq, npair;
   mjtNum* derived;             // the block
   mjtNum* geom_derived;        // per geom, against an immovable partner    (ngeom x GP_COUNT)
   mjtNum* geom_invweight;      // inverse inertia at the geom's farthest point (ngeom x 1)
@@ -53,6 +52,10 @@ struct mjdiffModel_ {
 // the model as its user configured it: m itself, or, if the adapter attached s to m (and so set
 // m's hard-constraint disable flags), view filled with m and the user's own hard-constraint flags
 const mjModel* mjdiff_userModel(const mjModel* m, const mjdiffModel* s, mjModel* view);
+
+// the MJCF <pair> of geoms g1 and g2 (either order) that MuJoCo collides them by, or -1 (none, or
+// opt.collision is dynamic-only)
+int mjdiff_pairIndex(const mjModel* m, int g1, int g2);
 
 // contact parameters of the pair (g1, g2): explicit beats model-wide; both explicit: the mean.
 // A field whose model-wide value is MJDIFF_DERIVED and that neither geom set explicitly takes

@@ -146,17 +146,21 @@ static mjtNum geomFieldOption(const mjdiffOptions* o, int field) {
   }
 }
 
-// the derived values of an MJCF <pair> of g1 and g2, or NULL
-static const mjtNum* derivedPair(const mjdiffModel* s, int g1, int g2) {
-  const mjModel* m = s->m;
-  if (m->opt.collision == mjCOL_DYNAMIC) return NULL;
-  for (int i = 0; i < s->npair; i++) {
+int mjdiff_pairIndex(const mjModel* m, int g1, int g2) {
+  if (m->opt.collision == mjCOL_DYNAMIC) return -1;
+  for (int i = 0; i < m->npair; i++) {
     if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
         (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
-      return s->pair_derived + GP_COUNT * i;
+      return i;
     }
   }
-  return NULL;
+  return -1;
+}
+
+// the derived values of an MJCF <pair> of g1 and g2, or NULL
+static const mjtNum* derivedPair(const mjdiffModel* s, int g1, int g2) {
+  int i = mjdiff_pairIndex(s->m, g1, g2);
+  return i < 0 ? NULL : s->pair_derived + GP_COUNT * i;
 }
 
 void mjdiff_pairParams(const mjdiffModel* s, int g1, int g2, mjtNum p[GP_COUNT]) {
@@ -452,10 +456,6 @@ static mjdiffModel* allocModel(const mjModel* m) {
   s->m = m;
   s->ngeom = m->ngeom;
   s->nv = m->nv;
-  s->njnt = m->njnt;
-  s->ntendon = m->ntendon;
-  s->neq = m->neq;
-  s->npair = m->npair;
   mjtNum* p = s->derived;
   s->geom_derived = p;
   p += GP_COUNT * m->ngeom;

@@ -790,7 +790,7 @@ TEST(ConvexHField, PrismContacts) {
         // the prism of this contact, its solution and the independent checks
         cvxGeom g2, pr;
         ASSERT_EQ(mjdiff_convexGeom(m, d, con->geom2, &g2), 0);
-        mjtNum margin = mjdiff_convexMargin(m, con);
+        mjtNum margin = mjdiff_contactMargin(m, con);
         int total = mjdiff_convexPrisms(m, d, con->geom1, con->geom2, margin, 0, &pr, 0);
         bool found = false;
         cvxResult r;
