@@ -155,6 +155,22 @@ static mjtNum circleLength(int n, const mjtNum* p0, const mjtNum* p1, mjtNum r, 
   return h;
 }
 
+// cylinder: the helix length G = sqrt(S^2 + dz^2) over the xy length S (gradient gS, Hessian HS
+// in the two points, 6 and 6 x 6), dz = p1_z - p0_z: gradient grad (6) and Hessian hess (6 x 6)
+//   dG = (S dS + dz ddz) / G,  d2G = (dS dS' + S d2S + ddz ddz' - dG dG') / G
+static mjtNum helixLength(mjtNum S, const mjtNum gS[6], const mjtNum HS[36], const mjtNum p0[3],
+                          const mjtNum p1[3], mjtNum grad[6], mjtNum hess[36]) {
+  mjtNum dz = p1[2] - p0[2], gz[6] = {0, 0, -1, 0, 0, 1};
+  mjtNum G = sqrt(S * S + dz * dz);
+  for (int a = 0; a < 6; a++) grad[a] = (S * gS[a] + dz * gz[a]) / G;
+  for (int a = 0; a < 6; a++) {
+    for (int b = 0; b < 6; b++) {
+      hess[6 * a + b] = (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
+    }
+  }
+  return G;
+}
+
 // G(p0, p1) of a sphere or cylinder (local frame): gradient (6) and Hessian (6 x 6)
 static mjtNum wrapLength(int type, const mjtNum p0[3], const mjtNum p1[3], mjtNum r, int sgn,
                          mjtNum off, mjtNum grad[6], mjtNum hess[36]) {
@@ -168,15 +184,7 @@ static mjtNum wrapLength(int type, const mjtNum p0[3], const mjtNum p1[3], mjtNu
     gS[idx[a]] = gS2[a];
     for (int b = 0; b < 4; b++) HS[6 * idx[a] + idx[b]] = HS2[4 * a + b];
   }
-  mjtNum dz = p1[2] - p0[2], gz[6] = {0, 0, -1, 0, 0, 1};
-  mjtNum G = sqrt(S * S + dz * dz);
-  for (int a = 0; a < 6; a++) grad[a] = (S * gS[a] + dz * gz[a]) / G;
-  for (int a = 0; a < 6; a++) {
-    for (int b = 0; b < 6; b++) {
-      hess[6 * a + b] = (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
-    }
-  }
-  return G;
+  return helixLength(S, gS, HS, p0, p1, grad, hess);
 }
 
 //---------------------------------- kinematics ----------------------------------------------------
@@ -417,15 +425,7 @@ static int insideLength(int type, const mjtNum p0[3], const mjtNum p1[3], const 
   }
 
   // cylinder: G = sqrt(S^2 + dz^2)
-  mjtNum dz = p1[2] - p0[2], gz[6] = {0, 0, -1, 0, 0, 1};
-  mjtNum G = sqrt(S * S + dz * dz);
-  for (int a = 0; a < 6; a++) grad[a] = (S * gS[a] + dz * gz[a]) / G;
-  for (int a = 0; a < 6; a++) {
-    for (int b = 0; b < 6; b++) {
-      hess[6 * a + b] = (gS[a] * gS[b] + S * HS[6 * a + b] + gz[a] * gz[b] - grad[a] * grad[b]) / G;
-    }
-  }
-  *len = G;
+  *len = helixLength(S, gS, HS, p0, p1, grad, hess);
   return 0;
 }
 

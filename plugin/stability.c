@@ -55,10 +55,18 @@ static mjtNum rowInvweight(exactCtx* x) {
   return mju_dot(x->row, x->sol, x->m->nv);
 }
 
-// e_j' M^-1 e_j
-static mjtNum dofInvweight(exactCtx* x, int j) {
+// e_j' M^-1 e_j with the exact context, else MuJoCo's dof_invweight0
+static mjtNum dofInvweight(exactCtx* x, const mjModel* m, int j) {
+  if (!x) return m->dof_invweight0[j];
   mju_zero(x->row, x->m->nv);
   x->row[j] = 1;
+  return rowInvweight(x);
+}
+
+// J M^-1 J' of tendon t with the exact context, else MuJoCo's tendon_invweight0
+static mjtNum tendonInvweight(exactCtx* x, const mjModel* m, const mjData* d, int t) {
+  if (!x) return m->tendon_invweight0[t];
+  compat_tendonRow(m, d, t, x->row);
   return rowInvweight(x);
 }
 
@@ -162,7 +170,7 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       law_ramp(x, law[EP_WIDTH], &ds);
       int dof = m->jnt_dofadr[j];
       consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds,
-               ex ? dofInvweight(ex, dof) : m->dof_invweight0[dof], MJDIFF_STAB_JOINT_LIMIT, j, -1);
+               dofInvweight(ex, m, dof), MJDIFF_STAB_JOINT_LIMIT, j, -1);
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (!m->tendon_limited[t]) continue;
@@ -172,13 +180,8 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       mjtNum x = mju_max(law[EP_WIDTH] - (L - range[0]), law[EP_WIDTH] - (range[1] - L));
       if (x <= 0) continue;
       law_ramp(x, law[EP_WIDTH], &ds);
-      mjtNum A = m->tendon_invweight0[t];
-      if (ex) {
-        compat_tendonRow(m, d, t, ex->row);
-        A = rowInvweight(ex);
-      }
-      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, A, MJDIFF_STAB_TENDON_LIMIT, t,
-               -1);
+      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, tendonInvweight(ex, m, d, t),
+               MJDIFF_STAB_TENDON_LIMIT, t, -1);
     }
   }
 
@@ -187,18 +190,13 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
     for (int j = 0; j < m->nv; j++) {
       if (m->dof_frictionloss[j] > 0) {
         consider(w, h, 0, m->dof_frictionloss[j] / mjdiff_lossSpeed(s, 0, j),
-                 ex ? dofInvweight(ex, j) : m->dof_invweight0[j], MJDIFF_STAB_DOF_LOSS, j, -1);
+                 dofInvweight(ex, m, j), MJDIFF_STAB_DOF_LOSS, j, -1);
       }
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (m->tendon_frictionloss[t] > 0) {
-        mjtNum A = m->tendon_invweight0[t];
-        if (ex) {
-          compat_tendonRow(m, d, t, ex->row);
-          A = rowInvweight(ex);
-        }
-        consider(w, h, 0, m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t), A,
-                 MJDIFF_STAB_TENDON_LOSS, t, -1);
+        consider(w, h, 0, m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t),
+                 tendonInvweight(ex, m, d, t), MJDIFF_STAB_TENDON_LOSS, t, -1);
       }
     }
   }
