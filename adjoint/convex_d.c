@@ -242,7 +242,8 @@ int mjdiff_convexGeomJacobian(const mjModel* m, const mjData* d, const mjContact
     mjtNum margin = mjdiff_contactMargin(m, con);
     int idx[mjMAXCONPAIR];
     if (end - start > mjMAXCONPAIR ||
-        mjdiff_convexHFieldSelect(m, d, g1, g2, margin, end - start, idx) != end - start) {
+        mjdiff_convexHFieldSelect(m, d, g1, g2, margin, end - start, idx, NULL) !=
+            end - start) {
       return -1;
     }
     mjdiff_convexPrisms(m, d, g1, g2, margin, idx[i - start], &a, 1);

@@ -1283,7 +1283,7 @@ int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNu
 }
 
 int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
-                              int max, int* idx) {
+                              int max, int* idx, mjtNum* sol) {
   cvxGeom b, batch[16];
   if (max > mjMAXCONPAIR) max = mjMAXCONPAIR;
   if (mjdiff_convexGeom(m, d, g2, &b)) return -1;
@@ -1295,9 +1295,10 @@ int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
   mjtNum dx = 2 * sz[0] / (ncol > 1 ? ncol - 1 : 1), dy = 2 * sz[1] / (nrow > 1 ? nrow - 1 : 1);
   mjtNum R = 0.5 * mju_min(dx, dy);
 
-  // every candidate prism within the margin: depth, index, witness on the field
+  // every candidate prism within the margin: index and solution (phi, u, x1 the witness on the
+  // field, x2)
   enum { NCAND = 256 };
-  mjtNum cphi[NCAND], cx[NCAND][3];
+  mjtNum csol[NCAND][10];
   int cid[NCAND], nc = 0;
   int total = mjdiff_convexPrisms(m, d, g1, g2, margin, 0, batch, 0);
   for (int s0 = 0; s0 < total; s0 += 16) {
@@ -1309,12 +1310,14 @@ int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
       int slot = nc < NCAND ? nc++ : -1;
       if (slot < 0) {  // full: replace the shallowest
         slot = 0;
-        for (int j = 1; j < nc; j++) slot = cphi[j] > cphi[slot] ? j : slot;
-        if (r.phi >= cphi[slot]) continue;
+        for (int j = 1; j < nc; j++) slot = csol[j][0] > csol[slot][0] ? j : slot;
+        if (r.phi >= csol[slot][0]) continue;
       }
-      cphi[slot] = r.phi;
       cid[slot] = s0 + q;
-      mju_copy3(cx[slot], r.x1);
+      csol[slot][0] = r.phi;
+      mju_copy3(csol[slot] + 1, r.u);
+      mju_copy3(csol[slot] + 4, r.x1);
+      mju_copy3(csol[slot] + 7, r.x2);
     }
   }
 
@@ -1326,8 +1329,8 @@ int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
   while (nk < max) {
     int best = -1;
     for (int j = 0; j < nc; j++) {
-      if (!used[j] && (best < 0 || cphi[j] < cphi[best] ||
-                       (cphi[j] == cphi[best] && cid[j] < cid[best]))) {
+      if (!used[j] && (best < 0 || csol[j][0] < csol[best][0] ||
+                       (csol[j][0] == csol[best][0] && cid[j] < cid[best]))) {
         best = j;
       }
     }
@@ -1336,20 +1339,23 @@ int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
     int near = 0;
     for (int j = 0; j < nk && !near; j++) {
       mjtNum dif[3];
-      mju_sub3(dif, cx[best], cx[keep[j]]);
+      mju_sub3(dif, csol[best] + 4, csol[keep[j]] + 4);
       near = mju_norm3(dif) < R;
     }
     if (!near) keep[nk++] = best;
   }
 
   // in prism order
-  for (int i = 0; i < nk; i++) idx[i] = cid[keep[i]];
   for (int i = 1; i < nk; i++) {
-    for (int j = i; j > 0 && idx[j - 1] > idx[j]; j--) {
-      int t = idx[j];
-      idx[j] = idx[j - 1];
-      idx[j - 1] = t;
+    for (int j = i; j > 0 && cid[keep[j - 1]] > cid[keep[j]]; j--) {
+      int t = keep[j];
+      keep[j] = keep[j - 1];
+      keep[j - 1] = t;
     }
+  }
+  for (int i = 0; i < nk; i++) {
+    idx[i] = cid[keep[i]];
+    if (sol) mju_copy(sol + 10 * i, csol[keep[i]], 10);
   }
   return nk;
 }
@@ -1362,19 +1368,16 @@ static int hfieldContacts(const mjModel* m, mjData* d, const mjContact* con, int
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   mjtNum margin = mjdiff_contactMargin(m, con);
   mjContact tmpl = *con;
-  cvxGeom b;
   int idx[mjMAXCONPAIR];
-  int nb = mjdiff_convexHFieldSelect(m, d, g1, g2, margin, nm, idx);
-  if (nb < 0 || mjdiff_convexGeom(m, d, g2, &b)) return -1;
+  mjtNum sol[10 * mjMAXCONPAIR];
+  int nb = mjdiff_convexHFieldSelect(m, d, g1, g2, margin, nm, idx, sol);
+  if (nb < 0) return -1;
   for (int j = 0; j < nb; j++) {
-    cvxGeom pr;
-    cvxResult r;
-    mjdiff_convexPrisms(m, d, g1, g2, margin, idx[j], &pr, 1);
-    mjdiff_convexDistance(&pr, &b, &r);
+    const mjtNum* r = sol + 10 * j;  // phi, u, x1, x2
     out[j] = tmpl;
-    out[j].dist = r.phi;
-    for (int i = 0; i < 3; i++) out[j].pos[i] = 0.5 * (r.x1[i] + r.x2[i]);
-    contactFrame(out[j].frame, r.u);
+    out[j].dist = r[0];
+    for (int i = 0; i < 3; i++) out[j].pos[i] = 0.5 * (r[4 + i] + r[7 + i]);
+    contactFrame(out[j].frame, r + 1);
     out[j].exclude = out[j].dist < out[j].includemargin ? 0 : 1;
   }
   return nb;

@@ -58,18 +58,21 @@ typedef struct {
 MJDIFF_API int mjdiff_convexPair(int t1, int t2);
 
 // the candidate prisms of height field g1 against geom g2 as mjc_ConvexHField enumerates them
-// (sub-grid under g2's extent, prisms whose top raised by the margin is not below g2), in its
-// order: candidates start .. start + max - 1 into prism; returns the total number of candidates
+// (sub-grid under g2's extent, prisms whose top raised by the margin is not below g2), less those
+// whose separation along their top normal exceeds the margin (it bounds the distance below), in
+// its order: candidates start .. start + max - 1 into prism; returns the total number of candidates
 MJDIFF_API int mjdiff_convexPrisms(const mjModel* m, const mjData* d, int g1, int g2, mjtNum margin,
                                    int start, cvxGeom* prism, int max);
 
 // the prisms whose exact solutions become the contacts of height field g1 and geom g2: the
-// candidates of mjdiff_convexPrisms with phi < margin, the max deepest if there are more, in
-// MuJoCo's prism order (candidate indices into idx); returns their number, -1 if g2 has no support
-// map. The pair's contacts in d->contact are these prisms' solutions in this order, so contact j of
-// the pair's run of n is the solution of prism idx[j] of the selection with max = n.
+// candidates of mjdiff_convexPrisms with phi < margin, deepest first, less those whose witness lies
+// within half a grid spacing of a kept one, at most max, in MuJoCo's prism order (candidate
+// indices into idx); returns their number, -1 if g2 has no support map. The pair's contacts in
+// d->contact are these prisms' solutions in this order, so contact j of the pair's run of n is the
+// solution of prism idx[j] of the selection with max = n. sol (max x 10), if not NULL, receives
+// each kept prism's solution (phi, u, x1, x2) in the same order.
 MJDIFF_API int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
-                                         mjtNum margin, int max, int* idx);
+                                         mjtNum margin, int max, int* idx, mjtNum* sol);
 
 // the margin any contact was detected with: includemargin + gap (the MJCF pair's gap, else the
 // larger of the geoms'); used by every pair function that depends on the margin
