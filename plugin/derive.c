@@ -117,43 +117,68 @@ static mjtNum lossSpeed(const mjModel* m, mjtNum floss, mjtNum A) {
   return mju_max(0.01, 4 * m->opt.timestep * floss * A);
 }
 
-void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
-  mjtNum omega2, zomega2, w;
+// the contact values (GP_COUNT) of a solref/solimp on inverse inertia A with sliding friction mu
+static void contactValues(const mjModel* m, const mjdiffModel* s, const mjtNum* solref,
+                          const mjtNum* solimp, mjtNum A, mjtNum mu, mjtNum p[GP_COUNT]) {
+  mjtNum omega2, zomega2;
+  law(m, solref, solimp, &omega2, &zomega2, p + GP_WIDTH);
+  scaleLaw(omega2, zomega2, A, p + GP_STIFFNESS, p + GP_DAMPING);
+  p[GP_FRICTION_SPEED] = frictionSpeed(m, mu);
+  p[GP_SPIN_SPEED] = s->opt.spin_speed;
+}
 
+// the limit law (EP_COUNT values) of a solref/solimp on inverse inertia A
+static void limitValues(const mjModel* m, const mjtNum* solref, const mjtNum* solimp, mjtNum A,
+                        mjtNum p[EP_COUNT]) {
+  mjtNum omega2, zomega2;
+  law(m, solref, solimp, &omega2, &zomega2, p + EP_WIDTH);
+  scaleLaw(omega2, zomega2, A, p + EP_STIFFNESS, p + EP_DAMPING);
+}
+
+void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
+  int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
+  *At = *Ar = 0;
+  switch (m->eq_type[i]) {
+    case mjEQ_CONNECT:
+    case mjEQ_WELD:
+      *At = m->body_invweight0[2 * o1] + m->body_invweight0[2 * o2];
+      *Ar = m->body_invweight0[2 * o1 + 1] + m->body_invweight0[2 * o2 + 1];
+      break;
+    case mjEQ_JOINT:
+      *At = m->dof_invweight0[m->jnt_dofadr[o1]] +
+            (o2 >= 0 ? m->dof_invweight0[m->jnt_dofadr[o2]] : 0);
+      break;
+    case mjEQ_TENDON:
+      *At = m->tendon_invweight0[o1] + (o2 >= 0 ? m->tendon_invweight0[o2] : 0);
+      break;
+    default:
+      break;
+  }
+}
+
+void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   // geoms, against an immovable partner
   for (int g = 0; g < m->ngeom; g++) {
-    mjtNum* p = s->geom_derived + GP_COUNT * g;
     int b = m->geom_bodyid[g];
     mjtNum off[3];
     mju_sub3(off, m->geom_pos + 3 * g, m->body_ipos + 3 * b);
     mjtNum rho = mju_norm3(off) + m->geom_rbound[g];
     s->geom_invweight[g] = m->body_invweight0[2 * b] + rho * rho * m->body_invweight0[2 * b + 1];
-    law(m, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g, &omega2, &zomega2, &w);
-    scaleLaw(omega2, zomega2, s->geom_invweight[g], p + GP_STIFFNESS, p + GP_DAMPING);
-    p[GP_WIDTH] = w;
-    p[GP_FRICTION_SPEED] = frictionSpeed(m, m->geom_friction[3 * g]);
-    p[GP_SPIN_SPEED] = s->opt.spin_speed;
+    contactValues(m, s, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g,
+                  s->geom_invweight[g], m->geom_friction[3 * g], s->geom_derived + GP_COUNT * g);
   }
 
   // MJCF pairs
   for (int i = 0; i < m->npair; i++) {
-    mjtNum* p = s->pair_derived + GP_COUNT * i;
-    law(m, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i, &omega2, &zomega2, &w);
-    scaleLaw(omega2, zomega2,
-             s->geom_invweight[m->pair_geom1[i]] + s->geom_invweight[m->pair_geom2[i]],
-             p + GP_STIFFNESS, p + GP_DAMPING);
-    p[GP_WIDTH] = w;
-    p[GP_FRICTION_SPEED] = frictionSpeed(m, m->pair_friction[5 * i]);
-    p[GP_SPIN_SPEED] = s->opt.spin_speed;
+    contactValues(m, s, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i,
+                  s->geom_invweight[m->pair_geom1[i]] + s->geom_invweight[m->pair_geom2[i]],
+                  m->pair_friction[5 * i], s->pair_derived + GP_COUNT * i);
   }
 
   // joint limits and dof friction loss
   for (int j = 0; j < m->njnt; j++) {
-    mjtNum* p = s->jnt_limit + EP_COUNT * j;
-    law(m, m->jnt_solref + mjNREF * j, m->jnt_solimp + mjNIMP * j, &omega2, &zomega2, &w);
-    scaleLaw(omega2, zomega2, m->dof_invweight0[m->jnt_dofadr[j]], p + EP_STIFFNESS,
-             p + EP_DAMPING);
-    p[EP_WIDTH] = w;
+    limitValues(m, m->jnt_solref + mjNREF * j, m->jnt_solimp + mjNIMP * j,
+                m->dof_invweight0[m->jnt_dofadr[j]], s->jnt_limit + EP_COUNT * j);
   }
   for (int j = 0; j < m->nv; j++) {
     s->dof_lossspeed[j] = lossSpeed(m, m->dof_frictionloss[j], m->dof_invweight0[j]);
@@ -161,36 +186,17 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
 
   // tendon limits and friction loss
   for (int t = 0; t < m->ntendon; t++) {
-    mjtNum* p = s->ten_limit + EP_COUNT * t;
-    law(m, m->tendon_solref_lim + mjNREF * t, m->tendon_solimp_lim + mjNIMP * t, &omega2,
-        &zomega2, &w);
-    scaleLaw(omega2, zomega2, m->tendon_invweight0[t], p + EP_STIFFNESS, p + EP_DAMPING);
-    p[EP_WIDTH] = w;
+    limitValues(m, m->tendon_solref_lim + mjNREF * t, m->tendon_solimp_lim + mjNIMP * t,
+                m->tendon_invweight0[t], s->ten_limit + EP_COUNT * t);
     s->ten_lossspeed[t] = lossSpeed(m, m->tendon_frictionloss[t], m->tendon_invweight0[t]);
   }
 
   // equalities: translation, rotation
   for (int i = 0; i < m->neq; i++) {
     mjtNum* p = s->eq_law + 4 * i;
+    mjtNum omega2, zomega2, w, At, Ar;
     law(m, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
-    int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
-    mjtNum At = 0, Ar = 0;
-    switch (m->eq_type[i]) {
-      case mjEQ_CONNECT:
-      case mjEQ_WELD:
-        At = m->body_invweight0[2 * o1] + m->body_invweight0[2 * o2];
-        Ar = m->body_invweight0[2 * o1 + 1] + m->body_invweight0[2 * o2 + 1];
-        break;
-      case mjEQ_JOINT:
-        At = m->dof_invweight0[m->jnt_dofadr[o1]] +
-             (o2 >= 0 ? m->dof_invweight0[m->jnt_dofadr[o2]] : 0);
-        break;
-      case mjEQ_TENDON:
-        At = m->tendon_invweight0[o1] + (o2 >= 0 ? m->tendon_invweight0[o2] : 0);
-        break;
-      default:
-        break;
-    }
+    mjdiff_eqInvweight(m, i, &At, &Ar);
     scaleLaw(omega2, zomega2, At, p, p + 1);
     scaleLaw(omega2, zomega2, Ar > 0 ? Ar : At, p + 2, p + 3);
   }

@@ -76,6 +76,10 @@ void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c)
 // fill the derived arrays of s from m (derive.c); s's arrays are allocated
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s);
 
+// MuJoCo's inverse inertia of equality i (invweight0): translation or scalar At, and for connect
+// and weld the rotation Ar (0 otherwise)
+void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar);
+
 // the smoothing width derived from a solimp (mjNIMP)
 mjtNum mjdiff_derivedWidth(const mjtNum* solimp);
 

@@ -205,24 +205,16 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
   if (!(m->opt.disableflags & mjDSBL_EQUALITY)) {
     for (int i = 0; i < m->neq; i++) {
       if (!compat_eqActive(m, d, i)) continue;
-      int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i], type = m->eq_type[i];
-      mjtNum k, c, A = 0;
+      mjtNum k, c, At, Ar;
       mjdiff_eqParams(s, i, 0, &k, &c);
-      if (type == mjEQ_CONNECT || type == mjEQ_WELD) {
-        A = m->body_invweight0[2 * o1] + m->body_invweight0[2 * o2];
-      } else if (type == mjEQ_JOINT) {
-        A = m->dof_invweight0[m->jnt_dofadr[o1]] +
-            (o2 >= 0 ? m->dof_invweight0[m->jnt_dofadr[o2]] : 0);
-      } else if (type == mjEQ_TENDON) {
-        A = m->tendon_invweight0[o1] + (o2 >= 0 ? m->tendon_invweight0[o2] : 0);
-      }
-      consider(w, h, k, c, A, MJDIFF_STAB_EQUALITY, i, -1);
-      if (type == mjEQ_WELD) {
-        mjtNum ts = m->eq_data[mjNEQDATA * i + 10];
+      mjdiff_eqInvweight(m, i, &At, &Ar);
+      consider(w, h, k, c, At, MJDIFF_STAB_EQUALITY, i, -1);
+      if (m->eq_type[i] == mjEQ_WELD) {
+        const mjtNum *anchor[2], *relpose;
+        mjtNum ts;
+        compat_eqAnchors(m, i, anchor, &relpose, &ts);
         mjdiff_eqParams(s, i, 1, &k, &c);
-        consider(w, h, ts * k, ts * c,
-                 m->body_invweight0[2 * o1 + 1] + m->body_invweight0[2 * o2 + 1],
-                 MJDIFF_STAB_EQUALITY, i, -1);
+        consider(w, h, ts * k, ts * c, Ar, MJDIFF_STAB_EQUALITY, i, -1);
       }
     }
   }
