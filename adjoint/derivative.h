@@ -84,6 +84,18 @@ MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
                                               const struct mjdiffModel_* s, const mjContact* con,
                                               mjtNum* DfnDq, mjtNum* DfnDv);
 
+// The same for a part of the forces (parts: a mask of the flags below): MJDIFF_FORCES_SMOOTH the
+// smooth model's forces alone (contacts, limits, friction loss, equalities; DfDa, DfDu and the
+// activation derivatives are then zero), MJDIFF_FORCES_OTHER all the others (MuJoCo's passive
+// and fluid forces, actuators, xfrc_applied). The implicit step treats the two differently.
+#define MJDIFF_FORCES_SMOOTH 1
+#define MJDIFF_FORCES_OTHER 2
+#define MJDIFF_FORCES_ALL 3
+MJDIFF_API int mjdiff_forceDerivativeParts(const mjModel* m, mjData* d,
+                                           const struct mjdiffModel_* s, int parts, mjtNum* DfDq,
+                                           mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu,
+                                           mjtNum* DadotDa, mjtNum* DadotDu);
+
 // ---------------------------------- fluid forces (fluid_d.c) -----------------------------------
 //
 // MuJoCo 2.2.2's fluid forces (mj_passive: the inertia-box model per body, the ellipsoid model per
@@ -136,6 +148,15 @@ struct mjdiffParams_;
 MJDIFF_API int mjdiff_paramDerivative(const mjModel* m, mjData* d, const struct mjdiffModel_* s,
                                       const struct mjdiffParams_* p, const mjtNum* acc,
                                       mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp);
+
+// The same for the parameters that act through a part of the forces (MJDIFF_FORCES_SMOOTH: friction
+// loss, geom friction, the smooth model's values; MJDIFF_FORCES_OTHER: all others); the columns
+// of the other parameters are zero.
+MJDIFF_API int mjdiff_paramDerivativeParts(const mjModel* m, mjData* d,
+                                           const struct mjdiffModel_* s,
+                                           const struct mjdiffParams_* p, int parts,
+                                           const mjtNum* acc, mjtNum hdamp, mjtNum* DrDp,
+                                           mjtNum* DadotDp);
 
 // ---------------------------------- sensors (sensor_d.c) -----------------------------------------
 //

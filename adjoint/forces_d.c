@@ -803,15 +803,22 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
 int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* DfDq,
                            mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
                            mjtNum* DadotDu) {
+  return mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_ALL, DfDq, DfDv, DfDa, DfDu, DadotDa,
+                                     DadotDu);
+}
+
+int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel* s, int parts,
+                                mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu,
+                                mjtNum* DadotDa, mjtNum* DadotDu) {
   int status = 0;
   const mjModel* m = mu;
   int nv = m->nv, nu = m->nu, na = m->na, nbody = m->nbody;
   mju_zero(DfDq, nv * nv);
   mju_zero(DfDv, nv * nv);
-  if (na) mju_zero(DfDa, nv * na);
-  if (nu) mju_zero(DfDu, nv * nu);
-  if (na) mju_zero(DadotDa, na * na);
-  if (na && nu) mju_zero(DadotDu, na * nu);
+  if (na && DfDa) mju_zero(DfDa, nv * na);  // NULL only without MJDIFF_FORCES_OTHER
+  if (nu && DfDu) mju_zero(DfDu, nv * nu);
+  if (na && DadotDa) mju_zero(DadotDa, na * na);
+  if (na && nu && DadotDu) mju_zero(DadotDu, na * nu);
 
   mjdiffStackMark mark = compat_stackMark(d);
   scratch sc;
@@ -831,12 +838,14 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
 
   mjtNum* tf = compat_stackAllocNum(d, 3 * m->ntendon + 1);  // spatial tendons' F, F_L, F_V
   mju_zero(tf, 3 * m->ntendon);
-  passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
-  mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
-  actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+  if (parts & MJDIFF_FORCES_OTHER) {
+    passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
+    mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
+    actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+  }
 
   // smooth forces (plugin/smooth.c), under the same flags
-  if (!DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
+  if ((parts & MJDIFF_FORCES_SMOOTH) && !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
     if (!DISABLED(m, mjDSBL_CONTACT)) {
       for (int i = 0; i < d->ncon; i++) {
         if (contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv) && !status) status = -1 - i;
@@ -963,7 +972,7 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
   }
 
   // xfrc_applied: W = [tau + xipos x f; f] on each body, xipos a material point
-  for (int b = 1; b < nbody; b++) {
+  for (int b = 1; b < nbody && (parts & MJDIFF_FORCES_OTHER); b++) {
     const mjtNum* x = d->xfrc_applied + 6 * b;
     if (mju_isZero((mjtNum*)x, 6)) continue;
     mjtNum W[6], t[3];

@@ -576,9 +576,30 @@ static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s
 
 //---------------------------------- entry point ---------------------------------------------------
 
+// the forces parameter kind k acts through: the smooth model's (friction loss is a smooth force)
+// or the others
+static int paramPart(int kind) {
+  switch (kind) {
+    case PK_DOF_FRICTIONLOSS:
+    case PK_TEN_FRICTIONLOSS:
+    case PK_GEOM_FRICTION:
+    case PK_GEOM_SMOOTH:
+    case PK_SMOOTH:
+      return MJDIFF_FORCES_SMOOTH;
+    default:
+      return MJDIFF_FORCES_OTHER;
+  }
+}
+
 int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
                            const mjdiffParams* p, const mjtNum* acc, mjtNum hdamp, mjtNum* DrDp,
                            mjtNum* DadotDp) {
+  return mjdiff_paramDerivativeParts(mu, d, s, p, MJDIFF_FORCES_ALL, acc, hdamp, DrDp, DadotDp);
+}
+
+int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel* s,
+                                const mjdiffParams* p, int parts, const mjtNum* acc,
+                                mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp) {
   mjModel userView;
   const mjModel* m = mjdiff_userModel(mu, s, &userView);
   int nv = m->nv, na = m->na, np = p->n, nbody = m->nbody;
@@ -590,6 +611,7 @@ int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
   int needAcc = 0, needContacts = 0;
   for (int i = 0; i < np; i++) {
     int kind = p->entry[i].kind;
+    if (!(paramPart(kind) & parts)) continue;
     needAcc |= kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS;
     needContacts |= kind == PK_GEOM_FRICTION || kind == PK_GEOM_SMOOTH ||
                     (kind == PK_SMOOTH && mjdiff_smoothFieldGeom(p->entry[i].comp) >= 0);
@@ -623,6 +645,10 @@ int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
     const paramEntry* e = p->entry + i;
     mju_zero(col, nv);
     if (na) mju_zero(adot, na);
+    if (!(paramPart(e->kind) & parts)) {
+      for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = 0;
+      continue;  // DadotDp: zero already
+    }
     switch (e->kind) {
       case PK_BODY_MASS:
       case PK_BODY_INERTIA:

@@ -21,6 +21,21 @@
 //   DX_i/DX_0 = [Phi(dq_i) [I 0 0] + h Psi(dq_i) sum_j A_ij Dv_j ; [0 I 0] + h sum_j A_ij DK_j]
 //   DK_j = (Dv_j, Dacc(X_j) DX_j/DX_0, Dadot(X_j) DX_j/DX_0); final X' likewise with B.
 // Transposes: VJP = A' l, B' l (products with the full matrices here); JVP = A dx + B du.
+//
+// Implicit smooth step (plugin/implicit.c; opt.integrator = MJDIFF_INT_IMPLICIT): at the converged
+// v', with acc = (v' - v)/h, q' = q (+) h v', f_o the forces but the smooth ones (at X) and f_s the
+// smooth ones (at X' = (q', v')):
+//   H(q) acc + c(q, v) = f_o(q, v, a, u) + f_s(q', v')      (H = M + h B as Euler)
+// Differentiating (the implicit function theorem; no second derivatives), with
+// Dq', Dv' = d f_s/dq, d f_s/dv at X' and dq' = Phi dq + h Psi dv', dv' = dv + h dacc
+// (Phi, Psi at h v'):
+//   N dacc = (Df_o/Dq - DID/Dq + Dq' Phi) dq + (Df_o/Dv - DID/Dv + h Dq' Psi + Dv') dv
+//            + Df_o/Da da + Df_o/Du du + (DrDp_o(X) + DrDp_s(X')) dp
+//   N = H - h Dv' - h^2 Dq' Psi        (dense, non-symmetric: LU)
+// (ID at acc; parameters split by the forces they act through), then v', q', a' as for Euler.
+// VJP: nu = N^-T (h mu) in place of H^-1 (h mu); JVP: dacc = N^-1 X t. Sensors read the forward
+// pass at X (explicit acc, H = M) as before. The converged step is checked against finite
+// differences; Newton's own tolerance (implicit_tol) bounds how far the two can differ.
 
 #include <math.h>
 #include <stdlib.h>
@@ -66,7 +81,22 @@ struct mjdiffStepDeriv_ {
   size_t bytes;                // memory held
   mjtNum* DsDx;                // (nsensordata x (ndx + nu)), (nsensordata x nv) sensor derivatives
   mjtNum* DsDacc;
+  // implicit step: smooth-force derivatives at X' (nv x nv each), their parameter columns
+  // (nv x np), Phi, Psi (nv x nv each), the LU of N (nv x nv) and its pivots (nv), v' (nv)
+  mjtNum* DsQ;
+  mjtNum* DsV;
+  mjtNum* DrDpS;
+  mjtNum* Phi;
+  mjtNum* Psi;
+  mjtNum* N;
+  mjtNum* piv;
+  mjtNum* vnext;
+  int badEnd[2];               // geoms of a contact at X' without a geometry Jacobian, or -1
 };
+
+// how the step's acceleration derivative is solved: H = M (MuJoCo's factor), M + h B (w->H),
+// or the implicit step's N (w->N, LU)
+enum { SOLVE_M = 0, SOLVE_MHB = 1, SOLVE_N = 2 };
 
 //---------------------------------- SO(3) helpers ------------------------------------------------
 
@@ -246,11 +276,21 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   return implicit;
 }
 
-// x = H^-1 x for n vectors (rows of x)
+// x = H^-1 x (transpose 0) or H^-T x (transpose 1) for n vectors (rows of x); mode SOLVE_*
 static void solveH(const mjModel* m, mjData* d, const mjdiffStepDeriv* w, int implicit, mjtNum* x,
-                   int n) {
-  if (implicit) {
-    solveLDL(m, w->H, x, n);
+                   int n, int transpose) {
+  if (implicit == SOLVE_N) {
+    const int* piv = (const int*)w->piv;
+    for (int r = 0; r < n; r++) {
+      mjtNum* y = x + (size_t)w->nv * r;
+      if (transpose) {
+        mjdiff_luSolveT(w->nv, w->N, piv, y);
+      } else {
+        mjdiff_luSolve(w->nv, w->N, piv, y);
+      }
+    }
+  } else if (implicit == SOLVE_MHB) {
+    solveLDL(m, w->H, x, n);  // symmetric
   } else {
     mj_solveM(m, d, x, x, n);
   }
@@ -262,10 +302,131 @@ static void solveAll(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
   for (int r = 0; r < nv; r++) {
     for (int c = 0; c < ncol; c++) w->RhsT[(size_t)nv * c + r] = w->X[(size_t)ncol * r + c];
   }
-  solveH(m, d, w, implicit, w->RhsT, ncol);
+  solveH(m, d, w, implicit, w->RhsT, ncol, 0);
   for (int r = 0; r < nv; r++) {
     for (int c = 0; c < ncol; c++) w->Dacc[(size_t)ncol * r + c] = w->RhsT[(size_t)nv * c + r];
   }
+}
+
+//---------------------------------- the implicit step ---------------------------------------------
+
+// record a failed force derivative (mjdiff_forceDerivative's code) of the state in d
+static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
+  if (bad && -1 - bad >= d->ncon && w->badTendon < 0) {  // a tendon: its cause at this state
+    w->badTendon = -1 - bad - d->ncon;
+    w->tendonCause = mjdiff_tendonDerivative(m, d, w->badTendon, NULL, NULL, NULL);
+  } else if (bad && -1 - bad < d->ncon && w->badContact < 0) {
+    w->badContact = -1 - bad;
+  }
+}
+
+// at the state X in d after the smooth forward pass (saved in w->state): solve the implicit
+// step, differentiate the smooth forces at X', return to X, and fill acc = (v' - v)/h, w->X,
+// w->Dadot and the LU of N (header)
+static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, char* err,
+                                  int errsz) {
+  int nq = m->nq, nv = w->nv, na = w->na, nu = w->nu, np = w->np, ndx = w->ndx;
+  int ncol = ndx + w->nin;
+  mjtNum h = m->opt.timestep, *acc = w->acc;
+  mjModel view;
+  const mjModel* mu = mjdiff_userModel(m, w->s, &view);
+  mjtNum hdamp = mjdiff_eulerDamped(m) ? h : 0;
+
+  // the converged step and the smooth forces' derivatives at X' (d holds X''s kinematics)
+  int iters;
+  mjtNum corr;
+  mjdiffStatus st = mjdiff_implicitSolve(m, d, w->s, &iters, &corr, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  mju_copy(w->vnext, d->qvel, nv);
+  for (int i = 0; i < nv; i++) acc[i] = (d->qvel[i] - w->state[nq + i]) / h;
+  int bad = mjdiff_forceDerivativeParts(mu, d, w->s, MJDIFF_FORCES_SMOOTH, w->DsQ, w->DsV, NULL,
+                                        NULL, NULL, NULL);
+  if (bad && -1 - bad < d->ncon) {
+    w->badEnd[0] = d->contact[-1 - bad].geom1;
+    w->badEnd[1] = d->contact[-1 - bad].geom2;
+  } else if (bad) {
+    noteBad(w, m, d, bad);
+  }
+  if (np) {
+    bad = mjdiff_paramDerivativeParts(mu, d, w->s, w->p, MJDIFF_FORCES_SMOOTH, acc, hdamp,
+                                      w->DrDpS, NULL);
+    if (bad && -1 - bad < d->ncon && w->badEnd[0] < 0) {
+      w->badEnd[0] = d->contact[-1 - bad].geom1;
+      w->badEnd[1] = d->contact[-1 - bad].geom2;
+    }
+  }
+
+  // back to X: the other forces, the inverse dynamics at acc, the other parameters
+  mjdiff_loadState(m, d, w->state);
+  st = mjdiff_forward(m, d, w->s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  noteBad(w, m, d, mjdiff_forceDerivativeParts(mu, d, w->s, MJDIFF_FORCES_OTHER, w->DfDq, w->DfDv,
+                                               w->DfDa, w->DfDu, w->DadotDa, w->DadotDu));
+  mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
+  if (np) {
+    mjdiff_paramDerivativeParts(mu, d, w->s, w->p, MJDIFF_FORCES_OTHER, acc, hdamp, w->DrDp,
+                                w->DadotDp);
+  }
+
+  // Phi, Psi at h v'; Dq' Phi and Dq' Psi (in DfDq's and N's places below)
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* delta = compat_stackAllocNum(d, nv);
+  mjtNum* I = w->RhsT;     // (ncol x nv >= nv x nv)
+  mju_zero(I, (size_t)nv * nv);
+  for (int i = 0; i < nv; i++) {
+    delta[i] = h * w->vnext[i];
+    I[nv * i + i] = 1;
+  }
+  integrateJacobian(m, delta, I, NULL, nv, w->Phi);
+  integrateJacobian(m, delta, NULL, I, nv, w->Psi);
+  compat_stackFree(d, mark);
+  mjtNum* DqPhi = w->RhsT;
+  mjtNum* DqPsi = w->N;
+  mju_mulMatMat(DqPhi, w->DsQ, w->Phi, nv, nv, nv);
+  mju_mulMatMat(DqPsi, w->DsQ, w->Psi, nv, nv, nv);
+
+  // X = [Df_o/Dq - DID/Dq + Dq' Phi, Df_o/Dv - DID/Dv + h Dq' Psi + Dv', Df_o/Da, Df_o/Du, DrDp]
+  for (int r = 0; r < nv; r++) {
+    mjtNum* row = w->X + (size_t)ncol * r;
+    for (int c = 0; c < nv; c++) {
+      int rc = nv * r + c;
+      row[c] = w->DfDq[rc] - w->DidDq[rc] + DqPhi[rc];
+      row[nv + c] = w->DfDv[rc] - w->DidDv[rc] + h * DqPsi[rc] + w->DsV[rc];
+    }
+    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DfDa[na * r + c];
+    for (int c = 0; c < nu; c++) row[ndx + c] = w->DfDu[nu * r + c];
+    for (int c = 0; c < np; c++) {
+      row[ndx + nu + c] = w->DrDp[(size_t)np * r + c] + w->DrDpS[(size_t)np * r + c];
+    }
+  }
+  for (int r = 0; r < na; r++) {
+    mjtNum* row = w->Dadot + ncol * r;
+    mju_zero(row, ncol);
+    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
+    for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
+    for (int c = 0; c < np; c++) row[ndx + nu + c] = w->DadotDp[(size_t)np * r + c];
+  }
+
+  // N = M + h B - h Dv' - h^2 Dq' Psi
+  mj_fullM(m, w->RhsT, d->qM);
+  for (int i = 0; i < nv * nv; i++) w->N[i] = w->RhsT[i] - h * w->DsV[i] - h * h * DqPsi[i];
+  for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * m->dof_damping[i];
+  if (mjdiff_luFactor(nv, w->N, (int*)w->piv)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the implicit step's Newton matrix is singular at time %g", d->time);
+  }
+  return MJDIFF_OK;
+}
+
+// the Euler or implicit step's continuous derivatives at the state in d; *mode: how to solve
+static mjdiffStatus eulerDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int* mode,
+                               char* err, int errsz) {
+  if (mjdiff_implicit(w->s)) {
+    *mode = SOLVE_N;
+    return implicitDeriv(m, d, w, err, errsz);
+  }
+  *mode = continuousDeriv(m, d, w, 1, w->acc) ? SOLVE_MHB : SOLVE_M;
+  return MJDIFF_OK;
 }
 
 //---------------------------------- workspace ----------------------------------------------------
@@ -387,6 +548,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)nv * ncol, (size_t)na * ncol, (size_t)m->nM, (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
     (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
+    (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
+    (size_t)nv * nv, (size_t)nv, (size_t)nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -399,7 +562,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   mjtNum** ptrs[] = {&w->DfDq, &w->DfDv, &w->DfDa, &w->DfDu, &w->DadotDa, &w->DadotDu,
                      &w->DrDp, &w->DadotDp, &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
-                     &w->DsDx, &w->DsDacc};
+                     &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
+                     &w->N, &w->piv, &w->vnext};
   mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = next;
@@ -462,12 +626,12 @@ static void clipActivationRows(const mjModel* m, const mjData* d, const mjtNum* 
   }
 }
 
-// AB = [A B] for Euler at the state in d (after the smooth forward pass)
-static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
+// AB = [A B] for Euler or the implicit step at the state in d, after eulerDeriv (mode)
+static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int mode) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   mjtNum* acc = w->acc;
-  solveAll(m, d, w, continuousDeriv(m, d, w, 1, acc));
+  solveAll(m, d, w, mode);
 
   // Dv' = [0 I 0 0] + h Dacc
   mjtNum* Dq = w->AB;
@@ -501,12 +665,11 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w) {
 // Euler VJP without forming [A B]: out (ndx + nu) = [A B]' lam, lam = (lq, lv, la)
 //   adj_q = Phi' lq,  mu = lv + h Psi' lq  (adjoint of v'),  adj_v = mu,
 //   nu = H^-1 (h mu),  adj_[x u] += nu' X,  adj_a += la,  adj_[x u] += h la' Dadot (unclipped)
-static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* lam,
-                     mjtNum* out) {
+static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit,
+                     const mjtNum* lam, mjtNum* out) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   mjtNum* acc = w->acc;
-  int implicit = continuousDeriv(m, d, w, 1, acc);
   mjtNum* delta = w->RhsT;       // nv
   mjtNum* psi = w->RhsT + nv;    // nv
   mjtNum* nu = w->RhsT + 2 * nv;  // nv
@@ -518,7 +681,7 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtN
     out[nv + i] = mu;
     nu[i] = h * mu;
   }
-  solveH(m, d, w, implicit, nu, 1);
+  solveH(m, d, w, implicit, nu, 1, 1);
   for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
   for (int i = 0; i < na; i++) {
     if (clipped(m, d, d->act_dot, i)) continue;
@@ -529,17 +692,16 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtN
 
 // Euler JVP without forming [A B]: out (ndx) = [A B] t, t = (dq, dv, da, du)
 //   dacc = H^-1 X t,  dv' = dv + h dacc,  dq' = Phi dq + Psi h dv',  da' = da + h Dadot t
-static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* t,
-                     mjtNum* out) {
+static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit,
+                     const mjtNum* t, mjtNum* out) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = m->opt.timestep;
   mjtNum* acc = w->acc;
-  int implicit = continuousDeriv(m, d, w, 1, acc);
   mjtNum* delta = w->RhsT;
   mjtNum* dacc = w->RhsT + nv;
   mjtNum* ddelta = w->RhsT + 2 * nv;
   mju_mulMatVec(dacc, w->X, t, nv, ncol);
-  solveH(m, d, w, implicit, dacc, 1);
+  solveH(m, d, w, implicit, dacc, 1, 0);
   for (int i = 0; i < nv; i++) {
     delta[i] = h * (d->qvel[i] + h * acc[i]);
     out[nv + i] = t[nv + i] + h * dacc[i];
@@ -713,7 +875,7 @@ static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjt
   }
   mjtNum* nu = w->RhsT;
   mju_mulMatTVec(nu, w->DsDacc, adj_s, ns, nv);
-  solveH(m, d, w, implicit, nu, 1);
+  solveH(m, d, w, implicit, nu, 1, 1);
   for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
 }
 
@@ -738,6 +900,8 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   w->badContact = -1;
   w->badSensor = -1;
   w->badTendon = -1;
+  w->badEnd[0] = w->badEnd[1] = -1;
+  int euler = m->opt.integrator == mjINT_EULER || mjdiff_implicit(s);
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
     int ndx = w->ndx, ncol = ndx + w->nin;
@@ -745,16 +909,19 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
       sensorVJP(m, d, w, in, out);
     } else if (what == PRODUCT_SENSOR_JACOBIAN) {
       sensorJacobian(m, d, w, out);
-    } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_VJP) {
-      eulerVJP(m, d, w, in, out);
-    } else if (m->opt.integrator == mjINT_EULER && what == PRODUCT_JVP) {
-      eulerJVP(m, d, w, in, out);
+    } else if (euler && what != PRODUCT_JACOBIAN) {
+      int mode;
+      st = eulerDeriv(m, d, w, &mode, err, errsz);
+      if (st == MJDIFF_OK && what == PRODUCT_VJP) eulerVJP(m, d, w, mode, in, out);
+      if (st == MJDIFF_OK && what == PRODUCT_JVP) eulerJVP(m, d, w, mode, in, out);
     } else {
       // RK4 products go through the full Jacobian
-      if (m->opt.integrator == mjINT_RK4) {
+      if (!euler) {
         st = rk4Jacobian(m, d, w, err, errsz);
       } else {
-        eulerJacobian(m, d, w);
+        int mode;
+        st = eulerDeriv(m, d, w, &mode, err, errsz);
+        if (st == MJDIFF_OK) eulerJacobian(m, d, w, mode);
       }
       if (st == MJDIFF_OK && what == PRODUCT_VJP) mju_mulMatTVec(out, w->AB, in, ndx, ncol);
       if (st == MJDIFF_OK && what == PRODUCT_JVP) mju_mulMatVec(out, w->AB, in, ndx, ncol);
@@ -774,6 +941,14 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
         w->tendonCause == -1
             ? "an inside wrap (side site inside the wrapping geom) without a touching point"
             : "d's stack is too small for the tendon's derivative (raise nstack)");
+  }
+  if (st == MJDIFF_OK && w->badEnd[0] >= 0) {
+    const char* n1 = mj_id2name(m, mjOBJ_GEOM, w->badEnd[0]);
+    const char* n2 = mj_id2name(m, mjOBJ_GEOM, w->badEnd[1]);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                      "a contact between geoms %d ('%s') and %d ('%s') at the end of the implicit "
+                      "step: MuJoCo's contact could not be reproduced for its geometry derivative",
+                      w->badEnd[0], n1 ? n1 : "", w->badEnd[1], n2 ? n2 : "");
   }
   if (st == MJDIFF_OK && w->badContact >= 0) {
     const mjContact* con = d->contact + w->badContact;

@@ -46,6 +46,14 @@
 //                      bodies' body_invweight0[2 b], weld rotation A = sum of body_invweight0[2b+1];
 //                      joint: sum of dof_invweight0; tendon: sum of tendon_invweight0
 // Explicit mjdiff_* values (model-wide or per geom) always win over derived ones.
+//
+// With the implicit smooth step (opt.integrator = MJDIFF_INT_IMPLICIT, plugin/implicit.c) the
+// backward-Euler step of the spring-damper is stable for every omega h (it scales each mode by
+// 1 / |1 - h lambda| < 1, lambda an eigenvalue of the spring-damper, Re lambda <= 0), so the cap goes: omega = omega_match, as firm
+// as MuJoCo's own contacts (whose refsafe rule tc >= 2h already bounds omega h to about 2).
+// Friction needs no load scaling either; its speed is the slip that the explicit step's
+// velocity change under gravity would give at a tenth, v_s = max(1e-3, 0.1 |gravity| h) m/s,
+// and friction loss's v_f = 1e-3: Newton resolves the steep law (README, "Implicit step").
 
 #include <math.h>
 
@@ -84,14 +92,14 @@ static void reference(const mjModel* m, const mjtNum* solref, const mjtNum* soli
 
 // the derived law (omega^2, 2 zeta omega, width) of a solref/solimp at m's timestep: K and C
 // follow by dividing by the inverse inertia A
-static void law(const mjModel* m, const mjtNum* solref, const mjtNum* solimp, mjtNum* omega2,
-                mjtNum* zomega2, mjtNum* width) {
+static void law(const mjModel* m, const mjdiffModel* s, const mjtNum* solref,
+                const mjtNum* solimp, mjtNum* omega2, mjtNum* zomega2, mjtNum* width) {
   mjtNum k, b, dbar;
   reference(m, solref, solimp, &k, &b, &dbar);
   mjtNum zeta = k > 0 ? b / (2 * sqrt(k)) : 1;
   mjtNum omega = sqrt(mju_max(0, k) * dbar / (1 - dbar));
   mjtNum h = m->opt.timestep;
-  if (h > 0) {
+  if (h > 0 && !mjdiff_implicit(s)) {
     omega = mju_min(omega, BETA * 2 * (sqrt(zeta * zeta + 1) - zeta) / h);
   }
   *omega2 = omega * omega;
@@ -109,11 +117,13 @@ static void scaleLaw(mjtNum omega2, mjtNum zomega2, mjtNum A, mjtNum* K, mjtNum*
   *C = zomega2 / A;
 }
 
-static mjtNum frictionSpeed(const mjModel* m, mjtNum mu) {
+static mjtNum frictionSpeed(const mjModel* m, const mjdiffModel* s, mjtNum mu) {
+  if (mjdiff_implicit(s)) return mju_max(1e-3, 0.1 * mju_norm3(m->opt.gravity) * m->opt.timestep);
   return mju_max(0.02, 5 * mu * mju_norm3(m->opt.gravity) * m->opt.timestep);
 }
 
-static mjtNum lossSpeed(const mjModel* m, mjtNum floss, mjtNum A) {
+static mjtNum lossSpeed(const mjModel* m, const mjdiffModel* s, mjtNum floss, mjtNum A) {
+  if (mjdiff_implicit(s)) return 1e-3;
   return mju_max(0.01, 4 * m->opt.timestep * floss * A);
 }
 
@@ -121,17 +131,17 @@ static mjtNum lossSpeed(const mjModel* m, mjtNum floss, mjtNum A) {
 static void contactValues(const mjModel* m, const mjdiffModel* s, const mjtNum* solref,
                           const mjtNum* solimp, mjtNum A, mjtNum mu, mjtNum p[GP_COUNT]) {
   mjtNum omega2, zomega2;
-  law(m, solref, solimp, &omega2, &zomega2, p + GP_WIDTH);
+  law(m, s, solref, solimp, &omega2, &zomega2, p + GP_WIDTH);
   scaleLaw(omega2, zomega2, A, p + GP_STIFFNESS, p + GP_DAMPING);
-  p[GP_FRICTION_SPEED] = frictionSpeed(m, mu);
+  p[GP_FRICTION_SPEED] = frictionSpeed(m, s, mu);
   p[GP_SPIN_SPEED] = s->opt.spin_speed;
 }
 
 // the limit law (EP_COUNT values) of a solref/solimp on inverse inertia A
-static void limitValues(const mjModel* m, const mjtNum* solref, const mjtNum* solimp, mjtNum A,
+static void limitValues(const mjModel* m, const mjdiffModel* s, const mjtNum* solref, const mjtNum* solimp, mjtNum A,
                         mjtNum p[EP_COUNT]) {
   mjtNum omega2, zomega2;
-  law(m, solref, solimp, &omega2, &zomega2, p + EP_WIDTH);
+  law(m, s, solref, solimp, &omega2, &zomega2, p + EP_WIDTH);
   scaleLaw(omega2, zomega2, A, p + EP_STIFFNESS, p + EP_DAMPING);
 }
 
@@ -177,25 +187,25 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
 
   // joint limits and dof friction loss
   for (int j = 0; j < m->njnt; j++) {
-    limitValues(m, m->jnt_solref + mjNREF * j, m->jnt_solimp + mjNIMP * j,
+    limitValues(m, s, m->jnt_solref + mjNREF * j, m->jnt_solimp + mjNIMP * j,
                 m->dof_invweight0[m->jnt_dofadr[j]], s->jnt_limit + EP_COUNT * j);
   }
   for (int j = 0; j < m->nv; j++) {
-    s->dof_lossspeed[j] = lossSpeed(m, m->dof_frictionloss[j], m->dof_invweight0[j]);
+    s->dof_lossspeed[j] = lossSpeed(m, s, m->dof_frictionloss[j], m->dof_invweight0[j]);
   }
 
   // tendon limits and friction loss
   for (int t = 0; t < m->ntendon; t++) {
-    limitValues(m, m->tendon_solref_lim + mjNREF * t, m->tendon_solimp_lim + mjNIMP * t,
+    limitValues(m, s, m->tendon_solref_lim + mjNREF * t, m->tendon_solimp_lim + mjNIMP * t,
                 m->tendon_invweight0[t], s->ten_limit + EP_COUNT * t);
-    s->ten_lossspeed[t] = lossSpeed(m, m->tendon_frictionloss[t], m->tendon_invweight0[t]);
+    s->ten_lossspeed[t] = lossSpeed(m, s, m->tendon_frictionloss[t], m->tendon_invweight0[t]);
   }
 
   // equalities: translation, rotation
   for (int i = 0; i < m->neq; i++) {
     mjtNum* p = s->eq_law + 4 * i;
     mjtNum omega2, zomega2, w, At, Ar;
-    law(m, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
+    law(m, s, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
     mjdiff_eqInvweight(m, i, &At, &Ar);
     scaleLaw(omega2, zomega2, At, p, p + 1);
     scaleLaw(omega2, zomega2, Ar > 0 ? Ar : At, p + 2, p + 3);

@@ -73,7 +73,10 @@ mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);
 // equality i's penalty stiffness k and damping c for its translation (rot 0) or rotation (rot 1)
 void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c);
 
-// fill the derived arrays of s from m (derive.c); s's arrays are allocated
+// nonzero if mjdiff_step integrates the smooth forces implicitly (opt.integrator)
+int mjdiff_implicit(const mjdiffModel* s);
+
+// fill the derived arrays of s from m (derive.c) for s's integrator; s's arrays are allocated
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s);
 
 // MuJoCo's inverse inertia of equality i (invweight0): translation or scalar At, and for connect
@@ -102,6 +105,33 @@ mjtNum mjdiff_touchForce(const mjModel* m, const mjData* d, const mjdiffModel* s
 // configured it) disables the smooth contact forces. Other sensors are not touched.
 void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
                         mjtNum* sensordata);
+
+// ---------------------------------- the implicit step (implicit.c) -------------------------------
+
+// Solve the implicit smooth step from the state in d after the smooth forward pass: on success
+// d->qpos, d->qvel hold q', v' (act and time are the caller's), with d's kinematics, contacts
+// and body velocities at (q', v'); iters and correction report Newton's iterations and its last
+// relative velocity correction (also d->solver_iter, d->solver[i].improvement = |g|,
+// .gradient = the correction, per iteration). On failure qpos and qvel are restored and err
+// names the cause.
+mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s, int* iters,
+                                  mjtNum* correction, char* err, int errsz);
+
+// the smooth forces fs (nv) at d's qpos and qvel: kinematics, com quantities, tendons, collision,
+// tendon and body velocities (no mass matrix, no bias forces), then mjdiff_addForces into fs
+void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs);
+
+// d's stack the implicit step needs (mjtNums)
+size_t mjdiff_implicitStackNeed(const mjModel* m);
+
+// nonzero if MuJoCo's Euler integrates m's dof damping implicitly (any dof_damping > 0)
+int mjdiff_eulerDamped(const mjModel* m);
+
+// dense LU with partial pivoting of A (n x n, row-major, in place): 0, or -1 if singular;
+// x = A^-1 x, x = A^-T x with the factor
+int mjdiff_luFactor(int n, mjtNum* A, int* piv);
+void mjdiff_luSolve(int n, const mjtNum* LU, const int* piv, mjtNum* x);
+void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x);
 
 // write a formatted message into err (NULL-safe); returns status
 mjdiffStatus mjdiff_error(char* err, int errsz, mjdiffStatus status, const char* fmt, ...)

@@ -37,6 +37,9 @@ static const paramInfo kParams[] = {
   {"frictionloss_speed", offsetof(mjdiffOptions, frictionloss_speed), 1, -1, "m/s or rad/s", 1},
   {"eq_stiffness", offsetof(mjdiffOptions, eq_stiffness), 1, -1, "N/m or N m/rad", 1},
   {"eq_damping", offsetof(mjdiffOptions, eq_damping), 0, -1, "N s/m or N m s/rad", 1},
+  {"integrator", offsetof(mjdiffOptions, integrator), 0, -1, "0 explicit, 1 implicit", 1},
+  {"implicit_tol", offsetof(mjdiffOptions, implicit_tol), 1, -1, "m/s or rad/s", 0},
+  {"implicit_maxiter", offsetof(mjdiffOptions, implicit_maxiter), 1, -1, "iterations", 0},
 };
 #define NPARAM ((int)(sizeof(kParams) / sizeof(kParams[0])))
 
@@ -62,6 +65,17 @@ static mjdiffStatus checkValue(const paramInfo* p, mjtNum value, char* err, int 
   if (!isfinite(value)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be finite, got %g", p->name,
                         value);
+  }
+  if (p->offset == offsetof(mjdiffOptions, integrator) && value != MJDIFF_INT_EXPLICIT &&
+      value != MJDIFF_INT_IMPLICIT) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "integrator must be 0 (explicit), 1 (implicit) or -1 (the default), got %g",
+                        value);
+  }
+  if (p->offset == offsetof(mjdiffOptions, implicit_maxiter) &&
+      (value != floor(value) || value < 1 || value > 1000)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "implicit_maxiter must be an integer in [1, 1000], got %g", value);
   }
   const char* alt = p->derived ? ", or -1 to derive it from the MJCF" : "";
   if (p->strict && !(value > 0)) {
@@ -118,6 +132,13 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->frictionloss_speed = MJDIFF_DERIVED;
   opt->eq_stiffness = MJDIFF_DERIVED;
   opt->eq_damping = MJDIFF_DERIVED;
+  opt->integrator = MJDIFF_DERIVED;
+  opt->implicit_tol = 1e-10;
+  opt->implicit_maxiter = 30;
+}
+
+int mjdiff_implicit(const mjdiffModel* s) {
+  return s->opt.integrator == MJDIFF_INT_IMPLICIT;
 }
 
 mjdiffStatus mjdiff_validateOptions(const mjdiffOptions* opt, char* err, int errsz) {
@@ -243,7 +264,7 @@ static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInf
                         "unknown mjdiff parameter '%.*s' (known: contact_stiffness, "
                         "contact_damping, contact_width, friction_speed, spin_speed, "
                         "limit_stiffness, limit_damping, limit_width, frictionloss_speed, "
-                        "eq_stiffness, eq_damping)",
+                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter)",
                         (int)len, name);
   }
   if (colon) {
@@ -272,7 +293,12 @@ mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value, cha
   if (st != MJDIFF_OK) return st;
   st = checkValue(p, value, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (geom < 0) {
+  if (geom < 0 && p->offset == offsetof(mjdiffOptions, integrator)) {
+    // the derived values depend on the integrator: derive them again
+    *optField(&s->opt, p) = value;
+    mjdiff_deriveParams(s->m, s);
+    for (int i = 0; i < NPARAM; i++) spreadGeomParam(s, kParams + i);
+  } else if (geom < 0) {
     *optField(&s->opt, p) = value;
     spreadGeomParam(s, p);
   } else if (value == MJDIFF_DERIVED) {

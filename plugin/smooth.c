@@ -85,7 +85,7 @@ static void wrenchToQfrc(const mjModel* m, const mjData* d, mjtNum* wrench, mjtN
 
 void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At, mjtNum* Ar) {
   const mjModel* m = s->m;
-  int derived = s->opt.friction_speed == MJDIFF_DERIVED &&
+  int derived = !mjdiff_implicit(s) && s->opt.friction_speed == MJDIFF_DERIVED &&
                 !s->geom_set[GP_COUNT * g1 + GP_FRICTION_SPEED] &&
                 !s->geom_set[GP_COUNT * g2 + GP_FRICTION_SPEED];
   if (!derived) {

@@ -8,6 +8,8 @@
 //             q' = q (+) h v',  act' = clip(act + h act_dot),  t' = t + h
 //   RK4       X_i = X_0 (+) h sum_j A_ij F_j,  F_i = f(X_i, t + c_i h)   (MuJoCo's tableau)
 //             X' = X_0 (+) h sum_i B_i F_i
+//   implicit  (opt.integrator = MJDIFF_INT_IMPLICIT, for Euler and RK4 models alike): backward
+//             Euler on the smooth forces, Newton-solved (implicit.c)
 //   sensors   MuJoCo's, but touch: s = sum of the smooth normal forces fn of the contacts its rule
 //             counts (mjdiff_smoothTouch), then MuJoCo's noise and cutoff
 
@@ -159,9 +161,8 @@ mjdiffStatus mjdiff_forward(const mjModel* m, mjData* d, const mjdiffModel* s, c
   return checkAcc(m, d, err, errsz);
 }
 
-// act += h act_dot (clamped), qvel += h qacc, qpos (+)= h vel, time += h
-static void advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* qacc,
-                    const mjtNum* vel) {
+// act += h act_dot (clamped)
+static void advanceAct(const mjModel* m, mjData* d, const mjtNum* act_dot) {
   mjtNum h = m->opt.timestep;
   for (int i = 0; i < m->na; i++) {
     d->act[i] += h * act_dot[i];
@@ -171,6 +172,13 @@ static void advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mj
       d->act[i] = mju_clip(d->act[i], range[0], range[1]);
     }
   }
+}
+
+// act += h act_dot (clamped), qvel += h qacc, qpos (+)= h vel, time += h
+static void advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* qacc,
+                    const mjtNum* vel) {
+  mjtNum h = m->opt.timestep;
+  advanceAct(m, d, act_dot);
   mju_addToScl(d->qvel, qacc, h, m->nv);
   mj_integratePos(m, d->qpos, vel, h);
   d->time += h;
@@ -287,7 +295,17 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   x0[nq + nv + na] = d->time;
   mjtNum K0 = kinetic(m, d, d->qvel, tmp);
 
-  if (m->opt.integrator == mjINT_RK4) {
+  int implicit = mjdiff_implicit(s);
+  if (implicit) {
+    // backward Euler on the smooth forces (implicit.c): sets qpos, qvel
+    int iters;
+    mjtNum correction;
+    st = mjdiff_implicitSolve(m, d, s, &iters, &correction, err, errsz);
+    if (st == MJDIFF_OK) {
+      advanceAct(m, d, d->act_dot);
+      d->time += m->opt.timestep;
+    }
+  } else if (m->opt.integrator == mjINT_RK4) {
     st = rk4(m, d, s, err, errsz);
   } else {
     mjModel view = *m;
@@ -306,7 +324,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
     } else {
       mjtNum K1 = kinetic(m, d, d->qvel, tmp);
       mjtNum floor = 0.5 * m->body_subtreemass[0];  // (1 m/s)^2 per kg
-      if (K1 > 4 * K0 + floor) {
+      if (K1 > 4 * K0 + floor && (!implicit || K1 > 100 * K0 + floor)) {
         mjModel user;
         mjdiffStability w;
         mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);

@@ -62,7 +62,23 @@ typedef struct mjdiffOptions_ {
   mjtNum frictionloss_speed;   // friction-loss regularisation speed (m/s or rad/s), > 0
   mjtNum eq_stiffness;         // equality penalty stiffness (N/m, N m/rad), > 0
   mjtNum eq_damping;           // equality penalty damping (N s/m, N m s/rad), >= 0
+
+  // time stepping of mjdiff_step (not parameters: no derivative in them)
+  mjtNum integrator;           // MJDIFF_INT_EXPLICIT, MJDIFF_INT_IMPLICIT, or MJDIFF_DERIVED
+  mjtNum implicit_tol;         // implicit step: Newton stops at a velocity change <= tol (1 + |v'|)
+  mjtNum implicit_maxiter;     // implicit step: most Newton iterations, an integer >= 1
 } mjdiffOptions;
+
+// Values of mjdiffOptions.integrator:
+//   MJDIFF_INT_EXPLICIT  the model's own integrator on the smooth forces (Euler with MuJoCo's
+//                        implicit joint damping, or RK4): the derived stiffness is capped by the
+//                        explicit step's stability bound (README, "Defaults")
+//   MJDIFF_INT_IMPLICIT  backward Euler on the smooth forces (contacts, limits, friction loss,
+//                        equalities), Newton-solved each step; the other forces as MuJoCo's Euler
+//                        treats them (RK4 models too): derived values as firm as MuJoCo's solref
+//   MJDIFF_DERIVED       the default: explicit
+#define MJDIFF_INT_EXPLICIT 0
+#define MJDIFF_INT_IMPLICIT 1
 
 // Per-contact force in the contact frame (normal, tangent 1, tangent 2), acting on geom2;
 // geom1 receives the opposite.
@@ -76,7 +92,8 @@ typedef struct mjdiffContactForce_ {
 // read-only by every thread stepping that model.
 typedef struct mjdiffModel_ mjdiffModel;
 
-// Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s).
+// Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
+// implicit_tol (1e-10) and implicit_maxiter (30).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.

@@ -1,0 +1,310 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The implicit smooth step: backward Euler on the smooth forces, solved by Newton's method.
+//
+// At the state x = (q, v, a) after the smooth forward pass, split the generalised force into the
+// smooth model's forces f_s (contacts, limits, friction loss, equalities; smooth.c) and the rest
+//   F_e = qfrc_smooth - f_s(q, v)    (MuJoCo's springs, dampers, fluid, actuators, applied, -bias)
+// which keeps MuJoCo's Euler treatment (explicit at (q, v), dof damping implicit). The step
+//   H (v' - v) = h (F_e + f_s(q', v')),   q' = q (+) h v',   H = M(q) + h B   (B = diag(dof_damping)
+//                                                                              if any, as mj_Euler)
+//   a' = clip(a + h adot(a, u)),  t' = t + h
+// is the residual equation g(v') = 0,
+//   g(v') = H (v' - v) - h F_e - h f_s(q (+) h v', v').
+// Its Jacobian, with Dq = d f_s/dq (tangent dq at q'), Dv = d f_s/dv (forces_d.c, smooth part):
+//   N = dg/dv' = H - h Dv - h^2 Dq Psi(h v')   (Psi the right Jacobian of the position update;
+//                                                the forward's Newton matrix takes Psi = I)
+// Newton: v'_{k+1} = v'_k - N^-1 g(v'_k). The first iterate is the linearly implicit step from the
+// Jacobians at (q, v): f_s(q (+) h v', v') ~ f_s + Dq h v' + Dv (v' - v) gives
+//   N_0 (v'_1 - v) = h (F_e + f_s(q, v) + h Dq v).
+// Each further iterate evaluates f_s at (q (+) h v'_k, v'_k): kinematics, collision, velocities,
+// smooth forces (no mass matrix, no bias forces). N is kept (a chord method) while the corrections
+// shrink at least 4x per iteration and rebuilt at the iterate otherwise; a correction that
+// increases |g| is halved (at most 8 times per iteration). The step is accepted at the first
+// iterate whose correction |N^-1 g|_inf <= tol (1 + |v'_k|_inf) (opt.implicit_tol); d's
+// kinematics, contacts and body velocities are then those of (q', v') exactly, while its mass
+// matrix, bias forces, accelerations and sensors stay those of the start state, as after mj_step.
+//
+// The step's derivatives (adjoint/step_d.c) follow from the implicit function theorem at the
+// converged v': N dv' = d(h F_e) + h (Dq Phi dq + ...) -- derived there.
+//
+// Dense LU with partial pivoting (row-major, in place): P A = L U, piv[i] the row swapped into i.
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <mjdiff/adjoint.h>
+
+#include "../adjoint/derivative.h"
+#include "compat.h"
+#include "internal.h"
+
+int mjdiff_luFactor(int n, mjtNum* A, int* piv) {
+  for (int k = 0; k < n; k++) {
+    int p = k;
+    mjtNum best = fabs(A[n * k + k]);
+    for (int i = k + 1; i < n; i++) {
+      if (fabs(A[n * i + k]) > best) {
+        best = fabs(A[n * i + k]);
+        p = i;
+      }
+    }
+    piv[k] = p;
+    if (!(best > 0) || !isfinite(best)) return -1;
+    if (p != k) {
+      for (int j = 0; j < n; j++) {
+        mjtNum t = A[n * k + j];
+        A[n * k + j] = A[n * p + j];
+        A[n * p + j] = t;
+      }
+    }
+    mjtNum inv = 1 / A[n * k + k];
+    for (int i = k + 1; i < n; i++) {
+      mjtNum l = A[n * i + k] * inv;
+      A[n * i + k] = l;
+      if (l == 0) continue;
+      for (int j = k + 1; j < n; j++) A[n * i + j] -= l * A[n * k + j];
+    }
+  }
+  return 0;
+}
+
+void mjdiff_luSolve(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
+  for (int k = 0; k < n; k++) {
+    if (piv[k] != k) {
+      mjtNum t = x[k];
+      x[k] = x[piv[k]];
+      x[piv[k]] = t;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < i; j++) x[i] -= LU[n * i + j] * x[j];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    for (int j = i + 1; j < n; j++) x[i] -= LU[n * i + j] * x[j];
+    x[i] /= LU[n * i + i];
+  }
+}
+
+// x = A^-T x: A' = U' L' P, so solve U' y = x, L' z = y, then undo the swaps in reverse
+void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < i; j++) x[i] -= LU[n * j + i] * x[j];
+    x[i] /= LU[n * i + i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    for (int j = i + 1; j < n; j++) x[i] -= LU[n * j + i] * x[j];
+  }
+  for (int k = n - 1; k >= 0; k--) {
+    if (piv[k] != k) {
+      mjtNum t = x[k];
+      x[k] = x[piv[k]];
+      x[piv[k]] = t;
+    }
+  }
+}
+
+int mjdiff_eulerDamped(const mjModel* m) {
+  for (int i = 0; i < m->nv; i++) {
+    if (m->dof_damping[i] > 0) return 1;
+  }
+  return 0;
+}
+
+size_t mjdiff_implicitStackNeed(const mjModel* m) {
+  size_t nv = (size_t)m->nv;
+  return 4 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
+}
+
+void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs) {
+  mj_kinematics(mu, d);
+  mj_comPos(mu, d);
+  mj_tendon(mu, d);
+  mjdiff_collide(mu, d, s);
+  for (int t = 0; t < mu->ntendon; t++) {
+    mjtNum* row = fs;  // scratch: fs is written below
+    compat_tendonRow(mu, d, t, row);
+    d->ten_velocity[t] = mju_dot(row, d->qvel, mu->nv);
+  }
+  mj_comVel(mu, d);
+  mju_zero(fs, mu->nv);
+  mjdiff_addForces(mu, d, s, fs);
+}
+
+// out = H x = M x + hdamp B x (M of the start state in d)
+static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* x, mjtNum* out) {
+  mj_mulM(m, d, out, x);
+  if (hdamp > 0) {
+    for (int i = 0; i < m->nv; i++) out[i] += hdamp * m->dof_damping[i] * x[i];
+  }
+}
+
+// N = Mdense + hdamp B - h Dv - h^2 Dq, factored in place; 0 or -1 if singular
+static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, const mjtNum* Dq,
+                        const mjtNum* Dv, mjtNum* N, int* piv) {
+  int nv = m->nv;
+  mjtNum h = m->opt.timestep;
+  for (int i = 0; i < nv * nv; i++) N[i] = Mdense[i] - h * Dv[i] - h * h * Dq[i];
+  for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * m->dof_damping[i];
+  return mjdiff_luFactor(nv, N, piv);
+}
+
+static mjtNum normInf(const mjtNum* x, int n) {
+  mjtNum r = 0;
+  for (int i = 0; i < n; i++) r = mju_max(r, fabs(x[i]));
+  return r;
+}
+
+// g = H (v - v0) - h (F_e + f_s(q0 (+) h v, v)) and phi = sum g_i^2 / M_ii, with d's state set
+// to (q0 (+) h v, v) and evaluated there; fails on a non-finite iterate or residual
+static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
+                                 const mjdiffModel* s, const mjtNum* q0, const mjtNum* v0,
+                                 const mjtNum* Fe, mjtNum hdamp, const mjtNum* v, mjtNum* fs,
+                                 mjtNum* tmp, mjtNum* g, mjtNum* phi, char* err, int errsz) {
+  int nv = m->nv;
+  mjtNum h = m->opt.timestep;
+  mju_copy(d->qpos, q0, m->nq);
+  mj_integratePos(m, d->qpos, v, h);
+  mju_copy(d->qvel, v, nv);
+  mjdiff_evalSmooth(mu, d, s, fs);
+  mju_sub(tmp, v, v0, nv);
+  mulH(m, d, hdamp, tmp, g);
+  *phi = 0;
+  for (int i = 0; i < nv; i++) {
+    g[i] -= h * (Fe[i] + fs[i]);
+    *phi += g[i] * g[i] / d->qM[m->dof_Madr[i]];
+  }
+  if (!isfinite(*phi)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the implicit step diverged at time %g: a Newton iterate's residual is "
+                        "not finite", d->time);
+  }
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s, int* iters,
+                                  mjtNum* correction, char* err, int errsz) {
+  int nq = m->nq, nv = m->nv;
+  mjtNum h = m->opt.timestep;
+  mjModel user;
+  const mjModel* mu = mjdiff_userModel(m, s, &user);
+  mjtNum hdamp = mjdiff_eulerDamped(m) ? h : 0;
+  mjtNum tol = s->opt.implicit_tol;
+  int maxiter = (int)s->opt.implicit_maxiter;
+  *iters = 0;
+  *correction = 0;
+  if (nv == 0) return MJDIFF_OK;
+  if ((size_t)compat_stackSpace(d) < mjdiff_implicitStackNeed(m)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
+                        "mjData stack too small for the implicit step (%zu numbers needed, %d "
+                        "free): raise the model's <size nstack>", mjdiff_implicitStackNeed(m),
+                        compat_stackSpace(d));
+  }
+
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* q0 = compat_stackAllocNum(d, nq);
+  mjtNum* v0 = compat_stackAllocNum(d, nv);
+  mjtNum* Fe = compat_stackAllocNum(d, nv);
+  mjtNum* fs = compat_stackAllocNum(d, nv);
+  mjtNum* g = compat_stackAllocNum(d, nv);
+  mjtNum* dv = compat_stackAllocNum(d, nv);
+  mjtNum* vk = compat_stackAllocNum(d, nv);
+  mjtNum* vprev = compat_stackAllocNum(d, nv);
+  mjtNum* tmp = compat_stackAllocNum(d, nv);
+  mjtNum* Mdense = compat_stackAllocNum(d, nv * nv);
+  mjtNum* N = compat_stackAllocNum(d, nv * nv);
+  mjtNum* Dq = compat_stackAllocNum(d, nv * nv);
+  mjtNum* Dv = compat_stackAllocNum(d, nv * nv);
+  int* piv = (int*)compat_stackAllocNum(d, nv);
+  mju_copy(q0, d->qpos, nq);
+  mju_copy(v0, d->qvel, nv);
+  mj_fullM(m, Mdense, d->qM);
+
+  // F_e and the Newton matrix at the start state
+  mju_zero(fs, nv);
+  mjdiff_addForces(mu, d, s, fs);
+  mju_sub(Fe, d->qfrc_smooth, fs, nv);
+  mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
+  mjdiffStatus st = MJDIFF_OK;
+  if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, N, piv)) {
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                      "the implicit step's Newton matrix is singular at time %g", d->time);
+  }
+
+  // the linearly implicit first iterate: N (v'_1 - v) = h (F_e + f_s + h Dq v)
+  if (st == MJDIFF_OK) {
+    mju_mulMatVec(dv, Dq, v0, nv, nv);
+    for (int i = 0; i < nv; i++) dv[i] = h * (Fe[i] + fs[i] + h * dv[i]);
+    mjdiff_luSolve(nv, N, piv, dv);
+    mju_add(vk, v0, dv, nv);
+  }
+
+  // Newton with a backtracking line search on the merit phi = sum_i g_i^2 / M_ii
+  mjtNum* vtry = vprev;
+  mjtNum* gtry = compat_stackAllocNum(d, nv);
+  mjtNum phi = 0, corr_prev = INFINITY;
+  int keep = 0, k = 0;  // keep: N serves the next iterate too (a chord step)
+  if (st == MJDIFF_OK) {
+    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vk, fs, tmp, g, &phi, err, errsz);
+  }
+  while (st == MJDIFF_OK) {
+    k++;
+    if (!keep && k > 1) {  // at vk (d holds its kinematics): rebuild N
+      mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
+      if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, N, piv)) {
+        st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                          "the implicit step's Newton matrix is singular at time %g", d->time);
+        break;
+      }
+    }
+    mju_scl(dv, g, -1, nv);
+    mjdiff_luSolve(nv, N, piv, dv);
+    mjtNum corr = normInf(dv, nv) / (1 + normInf(vk, nv));
+    if (k <= mjNSOLVER) {
+      d->solver[k - 1].improvement = sqrt(phi);
+      d->solver[k - 1].gradient = corr;
+    }
+    *iters = k;
+    *correction = corr;
+    if (corr <= tol) break;
+    if (k >= maxiter) {
+      int worst = 0;
+      for (int i = 1; i < nv; i++) {
+        if (fabs(dv[i]) > fabs(dv[worst])) worst = i;
+      }
+      int jnt = m->dof_jntid[worst];
+      const char* name = mj_id2name(m, mjOBJ_JOINT, jnt);
+      st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the implicit step did not converge at time %g: velocity correction %.3g "
+                        "after %d Newton iterations (implicit_tol %g), largest at dof %d (joint "
+                        "%d '%s') with %d contacts", d->time, corr, k, tol, worst, jnt,
+                        name ? name : "", d->ncon);
+      break;
+    }
+
+    // line search: full step, halved while phi does not decrease enough
+    mjtNum alpha = 1, phitry = INFINITY;
+    for (;;) {
+      for (int i = 0; i < nv; i++) vtry[i] = vk[i] + alpha * dv[i];
+      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vtry, fs, tmp, gtry, &phitry, err,
+                        errsz);
+      if (st != MJDIFF_OK || phitry <= (1 - 1e-4 * alpha) * phi || alpha < 1.0 / 64) break;
+      alpha *= 0.5;
+    }
+    if (st != MJDIFF_OK) break;
+    // a step that needed backtracking or contracted slowly: rebuild N at the next iterate
+    keep = alpha == 1 && corr <= 0.25 * corr_prev;
+    corr_prev = corr;
+    mju_copy(vk, vtry, nv);
+    mju_copy(g, gtry, nv);
+    phi = phitry;
+  }
+  d->solver_iter = *iters;
+  if (st != MJDIFF_OK) {
+    mju_copy(d->qpos, q0, nq);
+    mju_copy(d->qvel, v0, nv);
+  }
+  compat_stackFree(d, mark);
+  return st;
+}
