@@ -21,9 +21,10 @@
 // smooth forces (no mass matrix, no bias forces). N is kept (a chord method) while the corrections
 // shrink at least 4x per iteration and rebuilt at the iterate otherwise; a correction that
 // increases |g| is halved (at most 8 times per iteration). The step is accepted at the first
-// iterate whose correction |N^-1 g|_inf <= tol (1 + |v'_k|_inf) (opt.implicit_tol); d's
-// kinematics, contacts and body velocities are then those of (q', v') exactly, while its mass
-// matrix, bias forces, accelerations and sensors stay those of the start state, as after mj_step.
+// iterate whose correction |N^-1 g|_inf <= tol (1 + |v'_k|_inf) (opt.implicit_tol), with that
+// last correction applied (its error then ~ tol^2); d's kinematics, contacts and body velocities
+// are those of the last evaluated iterate, within tol of (q', v'), while its mass matrix, bias
+// forces, accelerations and sensors stay those of the start state, as after mj_step.
 //
 // The step's derivatives (adjoint/step_d.c) follow from the implicit function theorem at the
 // converged v': N dv' = d(h F_e) + h (Dq Phi dq + ...) -- derived there.
@@ -267,7 +268,16 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     }
     *iters = k;
     *correction = corr;
-    if (corr <= tol) break;
+    if (corr <= tol) {
+      // take the last correction too: the step's error falls to about corr^2, so that v' is a
+      // smooth function of the inputs to far below the tolerance (finite differences of the
+      // step); d's kinematics stay those of the evaluated iterate, within tol of (q', v')
+      mju_addTo(vk, dv, nv);
+      mju_copy(d->qpos, q0, nq);
+      mj_integratePos(m, d->qpos, vk, h);
+      mju_copy(d->qvel, vk, nv);
+      break;
+    }
     if (k >= maxiter) {
       int worst = 0;
       for (int i = 1; i < nv; i++) {

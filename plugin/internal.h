@@ -110,7 +110,7 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
 // Solve the implicit smooth step from the state in d after the smooth forward pass: on success
 // d->qpos, d->qvel hold q', v' (act and time are the caller's), with d's kinematics, contacts
-// and body velocities at (q', v'); iters and correction report Newton's iterations and its last
+// and body velocities at the last evaluated iterate (within implicit_tol of (q', v')); iters and correction report Newton's iterations and its last
 // relative velocity correction (also d->solver_iter, d->solver[i].improvement = |g|,
 // .gradient = the correction, per iteration). On failure qpos and qvel are restored and err
 // names the cause.

@@ -306,7 +306,66 @@ TEST(StepDeriv, SphereOnFloorWithContact) {
   checkModel(kSphereFloor, nullptr, 20, 1e-6, 100, true);
 }
 
+// the implicit smooth step (opt.integrator = 1): derivatives by the implicit function theorem at
+// the converged Newton step, against finite differences of the same step
+std::string withImplicit(std::string xml) {
+  const char* num =
+      "<numeric name=\"mjdiff_integrator\" data=\"1\"/>"
+      "<numeric name=\"mjdiff_implicit_tol\" data=\"1e-12\"/>";  // far below the FD steps
+  size_t at = xml.find("<custom>");
+  if (at != std::string::npos) {
+    xml.insert(at + 8, num);
+  } else {
+    xml.insert(xml.rfind("</mujoco>"), std::string("<custom>") + num + "</custom>");
+  }
+  return xml;
+}
+
+std::string readFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  std::string text;
+  if (!f) return text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  fclose(f);
+  return text;
+}
+
+TEST(StepDerivImplicit, Constraints) {
+  checkModel(withImplicit(kConstraints).c_str(), nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDerivImplicit, FloatingBallJoints) {
+  checkModel(withImplicit(kFloating).c_str(), nullptr, 20, 1e-6, 50);
+}
+
+// an RK4 model under the implicit step: backward Euler on the smooth forces, Euler on the rest
+TEST(StepDerivImplicit, RK4ModelGetsImplicitEuler) {
+  std::string xml = kConstraints;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(withImplicit(xml).c_str(), nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDerivImplicit, SphereOnFloorWithContact) {
+  checkModel(withImplicit(kSphereFloor).c_str(), nullptr, 20, 1e-6, 100, true);
+}
+
 }  // namespace
+
+class StepDerivImplicitModels : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StepDerivImplicitModels, MatchesFiniteDifferences) {
+  std::string path = GetParam();
+  if (path.find('/') == std::string::npos) path = shim_modelPath(path.c_str());
+  std::string xml = readFile(path);
+  ASSERT_FALSE(xml.empty()) << path;
+  checkModel(withImplicit(xml).c_str(), nullptr, 12, 1e-6, 150);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, StepDerivImplicitModels,
+                         ::testing::Values("cartpole.xml", "hopper.xml", "arm_box.xml",
+                                           "quadruped.xml", "biped.xml", "ball_cup.xml"));
 
 // every bundled model and MuJoCo's humanoid, near trajectories under random controls (contacts
 // active in most samples of the legged models and the arm with the box)

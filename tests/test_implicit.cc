@@ -1,0 +1,441 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// The implicit smooth step (plugin/implicit.c, opt.integrator = 1): its parameter Jacobian P
+// against finite differences of the converged step, Newton's convergence on a stiff stack, the
+// friction it gives (incline creep, stopping distance) against MuJoCo's native step and the
+// explicit step, its derived values, and its failures (a named error, the state untouched).
+// (The state and control Jacobians A, B are checked in test_step_d.cc, StepDerivImplicit*.)
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <mjdiff/adjoint.h>
+#include <mjdiff/params.h>
+
+#include "internal.h"
+#include "testutil.h"
+
+namespace {
+
+using testutil::Sim;
+
+// a box on an inclined plane (gravity tilted by ang) or sliding from v0 on a level one; friction mu
+std::string boxXml(double h, double ang, double mu, const char* cone, const char* custom) {
+  char buf[2000];
+  snprintf(buf, sizeof(buf), R"(
+<mujoco>
+  <option timestep="%g" gravity="%.17g 0 %.17g" cone="%s"/>
+  <custom>%s</custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" friction="%g"/>
+    <body name="box" pos="0 0 0.05">
+      <freejoint/>
+      <geom name="box" type="box" size="0.05 0.05 0.05" mass="1" friction="%g"/>
+    </body>
+  </worldbody>
+</mujoco>)",
+           h, 9.81 * std::sin(ang), -9.81 * std::cos(ang), cone, custom, mu, mu);
+  return buf;
+}
+
+const char* kImplicit = R"(<numeric name="mjdiff_integrator" data="1"/>)";
+
+// finite differences of the converged step resolve its derivative only where Newton's error
+// (implicit_tol relative) is far below the difference step: converge tighter than the default
+const char* kImplicitTight = R"(<numeric name="mjdiff_integrator" data="1"/>
+    <numeric name="mjdiff_implicit_tol" data="1e-12"/>)";
+
+// native (mode 0), explicit smooth (1) or implicit smooth (2) run of T seconds from qvel[0] = v0:
+// the box's x speed over the second half (creep), or its distance travelled (v0 > 0); NaN if a
+// step fails
+double boxRun(int mode, double ang, double mu, double v0, double T, const char* cone = "pyramidal") {
+  Sim sim(boxXml(0.002, ang, mu, cone, mode == 2 ? kImplicit : "").c_str());
+  if (!sim.ok) return NAN;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  d->qvel[0] = v0;
+  int n = (int)std::lround(T / 0.002);
+  double x1 = 0;
+  char err[1000];
+  for (int i = 0; i < n; i++) {
+    if (i == n / 2) x1 = d->qpos[0];
+    if (mode == 0) {
+      mj_step(m, d);
+    } else if (mjdiff_step(m, d, sim.sim.s, err, sizeof(err)) != MJDIFF_OK) {
+      ADD_FAILURE() << err;
+      return NAN;
+    }
+  }
+  return v0 > 0 ? std::hypot(d->qpos[0], d->qpos[1]) : (d->qpos[0] - x1) / (T / 2);
+}
+
+// Static friction: a box at rest on an incline below its friction angle (tan = r mu). The
+// implicit step's regularised law creeps at about v_s r / sqrt(1 - r^2) (v_s = 0.1 |g| h =
+// 2 mm/s here): measured 0.5, 1.1, 2.2 mm/s at r = 0.25, 0.5, 0.75, against MuJoCo's native step
+// 0.8, 1.9, 5.5 mm/s (its soft friction constraints creep too; elliptic cone 0.5, 0.9, 2.1) and
+// the explicit smooth step 26, 59, 118 mm/s.
+TEST(Implicit, InclineCreepNoWorseThanNative) {
+  const double mu = 0.8;
+  for (double r : {0.25, 0.5, 0.75}) {
+    double ang = std::atan(r * mu);
+    double native = boxRun(0, ang, mu, 0, 2), implicit = boxRun(2, ang, mu, 0, 2);
+    double expl = boxRun(1, ang, mu, 0, 2);
+    double vs = 0.1 * 9.81 * 0.002, predicted = vs * r / std::sqrt(1 - r * r);
+    std::cout << "tan/mu " << r << ": creep native " << 1e3 * native << " mm/s, implicit "
+              << 1e3 * implicit << ", explicit " << 1e3 * expl << ", law's prediction "
+              << 1e3 * predicted << "\n";
+    EXPECT_GT(implicit, 0);  // down the slope
+    EXPECT_LE(implicit, native) << "r = " << r;
+    EXPECT_LE(implicit, 1.5 * predicted) << "r = " << r;
+    EXPECT_GE(expl, 10 * implicit) << "r = " << r;  // what the implicit step buys
+  }
+}
+
+// Sliding friction: a box launched at 1 m/s stops after v0^2 / (2 mu g) = 0.1019 m (mu = 0.5)
+// (measured: native 0.1011, implicit 0.1008 m)
+TEST(Implicit, StoppingDistance) {
+  const double mu = 0.5, v0 = 1, theory = v0 * v0 / (2 * mu * 9.81);
+  double native = boxRun(0, 0, mu, v0, 1), implicit = boxRun(2, 0, mu, v0, 1);
+  std::cout << "stopping distance: theory " << theory << " native " << native << " implicit "
+            << implicit << " m\n";
+  EXPECT_NEAR(implicit, theory, 0.03 * theory);
+  EXPECT_NEAR(implicit, native, 0.03 * native);
+}
+
+// a stack of five boxes, firm contacts (the derived values under the implicit step, and 10x
+// stiffer still): every step converges, in few Newton iterations, and the stack rests as deep
+// as MuJoCo's (about 0.1-0.3 mm per contact); the explicit step cannot hold the 10x stiffness
+std::string stackXml(const char* custom) {
+  std::string xml = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom>)";
+  xml += custom;
+  xml += R"(</custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>)";
+  for (int i = 0; i < 5; i++) {
+    char body[300];
+    snprintf(body, sizeof(body), R"(
+    <body pos="%g 0 %g"><freejoint/><geom type="box" size="0.1 0.1 0.05" mass="%g"/></body>)",
+             0.01 * i, 0.05 + 0.1 * i, 1.0 + i);
+    xml += body;
+  }
+  xml += "\n  </worldbody>\n</mujoco>";
+  return xml;
+}
+
+TEST(Implicit, NewtonConvergesOnStiffStack) {
+  for (int stiffer = 0; stiffer < 2; stiffer++) {
+    Sim sim(stackXml(kImplicit).c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    char err[1000];
+    mjtNum k;
+    ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 1, 2, &k, err, sizeof(err)),
+              MJDIFF_OK);
+    if (stiffer) {
+      ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness", 10 * k, err, sizeof(err)),
+                MJDIFF_OK);
+    }
+    int worstIter = 0;
+    long sumIter = 0;
+    double deepest = 0;
+    int n = 1000;
+    for (int i = 0; i < n; i++) {
+      ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK)
+          << "step " << i << ": " << err;
+      worstIter = std::max(worstIter, d->solver_iter);
+      sumIter += d->solver_iter;
+      EXPECT_LE(d->solver[d->solver_iter - 1].gradient, 1e-10);  // the accepted correction
+      if (i > n / 2) {
+        for (int c = 0; c < d->ncon; c++) deepest = std::max(deepest, -(double)d->contact[c].dist);
+      }
+    }
+    std::cout << (stiffer ? "10x stiffness" : "derived stiffness") << " (pair k " << k
+              << "): Newton iterations mean " << (double)sumIter / n << ", worst " << worstIter
+              << "; deepest contact at rest " << 1e3 * deepest << " mm\n";
+    EXPECT_LE((double)sumIter / n, 6);
+    EXPECT_LE(worstIter, 20);
+    EXPECT_LT(deepest, stiffer ? 0.5e-3 : 1.5e-3);
+    EXPECT_GT(d->qpos[7 * 4 + 2], 0.44);  // the top box still sits on the stack
+    EXPECT_LT(std::fabs(d->qvel[6 * 4 + 2]), 1e-3);  // at rest
+  }
+
+  // the explicit step at the implicit step's 10x stiffness: the step is refused, named
+  Sim sim(stackXml("").c_str());
+  ASSERT_TRUE(sim.ok);
+  Sim imp(stackXml(kImplicit).c_str());
+  char err[1000];
+  mjtNum k;
+  ASSERT_EQ(mjdiff_getPairParam(imp.sim.s, "contact_stiffness", 1, 2, &k, err, sizeof(err)),
+            MJDIFF_OK);
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness", 10 * k, err, sizeof(err)), MJDIFF_OK);
+  mjdiffStatus st = MJDIFF_OK;
+  for (int i = 0; i < 1000 && st == MJDIFF_OK; i++) {
+    st = mjdiff_step(sim.sim.m, sim.sim.d, sim.sim.s, err, sizeof(err));
+  }
+  EXPECT_EQ(st, MJDIFF_ERR_NONFINITE);
+}
+
+// the derived values follow the integrator: firmer under the implicit step, where the explicit
+// step's cap binds (the humanoid at its 5 ms step); setting the integrator derives them again
+TEST(Implicit, DerivedValuesFollowTheIntegrator) {
+  Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  int foot = mj_name2id(m, mjOBJ_GEOM, "right_right_foot");
+  ASSERT_GE(foot, 0);
+  char err[500];
+  mjtNum kExplicit, kImplicit, vExplicit, vImplicit;
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, foot, &kExplicit, err, 500),
+            MJDIFF_OK);
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "friction_speed", 0, foot, &vExplicit, err, 500),
+            MJDIFF_OK);
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, 500), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, foot, &kImplicit, err, 500),
+            MJDIFF_OK);
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "friction_speed", 0, foot, &vImplicit, err, 500),
+            MJDIFF_OK);
+  EXPECT_GT(kImplicit, 10 * kExplicit);
+  EXPECT_NEAR(vImplicit, 0.1 * 9.81 * m->opt.timestep, 1e-12);
+  EXPECT_LT(vImplicit, vExplicit);
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 0, err, 500), MJDIFF_OK);
+  mjtNum back;
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, foot, &back, err, 500),
+            MJDIFF_OK);
+  EXPECT_EQ(back, kExplicit);
+
+  // bad values name the field
+  EXPECT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 2, err, 500), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("integrator"), std::string::npos) << err;
+  EXPECT_EQ(mjdiff_setParam(sim.sim.s, "implicit_maxiter", 2.5, err, 500), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("implicit_maxiter"), std::string::npos) << err;
+  EXPECT_EQ(mjdiff_setParam(sim.sim.s, "implicit_tol", 0, err, 500), MJDIFF_ERR_VALUE);
+  EXPECT_EQ(mjdiff_setParam(sim.sim.s, "integrator:floor", 1, err, 500), MJDIFF_ERR_NAME);
+}
+
+// the humanoid standing from its keyframe-free initial pose under the implicit step's derived
+// values rests about as deep as under MuJoCo's native step (explicit: 21 mm at its 5 ms step)
+TEST(Implicit, HumanoidRestsAsDeepAsNative) {
+  for (int mode = 0; mode < 2; mode++) {
+    Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    char err[1000];
+    if (mode) {
+      ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, 1000), MJDIFF_OK);
+    }
+    double deepest = 0;
+    int n = 1000;  // 5 s: the humanoid falls and lies on the floor
+    for (int i = 0; i < n; i++) {
+      if (mode) {
+        ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << i << ": " << err;
+      } else {
+        mj_step(m, d);
+      }
+      if (i >= n * 4 / 5) {
+        for (int c = 0; c < d->ncon; c++) deepest = std::max(deepest, -(double)d->contact[c].dist);
+      }
+    }
+    std::cout << (mode ? "implicit" : "native") << ": deepest contact over the last 1 s "
+              << 1e3 * deepest << " mm\n";
+    if (mode) {
+      EXPECT_LT(deepest, 3e-3);
+    }
+  }
+}
+
+// Newton that cannot converge in the allowed iterations: a named error, the state untouched
+TEST(Implicit, NewtonFailureIsNamed) {
+  Sim sim(stackXml(kImplicit).c_str());
+  ASSERT_TRUE(sim.ok);
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[1000];
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "implicit_maxiter", 1, err, 1000), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "implicit_tol", 1e-14, err, 1000), MJDIFF_OK);
+  d->qvel[2] = -2;  // the bottom box thrown at the floor
+  std::vector<mjtNum> before = testutil::getState(m, d);
+  mjdiffStatus st = mjdiff_step(m, d, sim.sim.s, err, sizeof(err));
+  EXPECT_EQ(st, MJDIFF_ERR_NONFINITE);
+  std::string msg = err;
+  EXPECT_NE(msg.find("did not converge"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("joint"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("time 0"), std::string::npos) << msg;
+  std::vector<mjtNum> after = testutil::getState(m, d);
+  EXPECT_EQ(0, std::memcmp(before.data(), after.data(), sizeof(mjtNum) * before.size()));
+}
+
+//---------------------------------- the parameter Jacobian ----------------------------------------
+
+// P = dx'/dp of the implicit step against Richardson-extrapolated centred differences of the
+// converged step in each parameter, at random states near trajectories
+void checkParamJacobian(const char* path, std::vector<const char*> names, int nsample,
+                        int nwarm) {
+  std::string xml;
+  bool inlineXml = std::strstr(path, "<mujoco") != nullptr;
+  if (inlineXml) {
+    xml = path;  // the MJCF itself
+  } else {
+    FILE* f = fopen(path, "rb");
+    ASSERT_TRUE(f) << path;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) xml.append(buf, n);
+    fclose(f);
+  }
+  size_t at = xml.find("<custom>");
+  if (at != std::string::npos) {
+    xml.insert(at + 8, kImplicitTight);
+  } else {
+    xml.insert(xml.rfind("</mujoco>"), std::string("<custom>") + kImplicitTight + "</custom>");
+  }
+  Sim sim(xml.c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  char err[1000];
+  mjdiffParams* p = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, s, names.data(), (int)names.size(), &p, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(p), ndx = 2 * m->nv + m->na;
+  std::vector<mjtNum> v0(np);
+  mjdiff_getParamValues(m, s, p, v0.data());
+  ASSERT_EQ(mjdiff_setParamValues(m, s, p, v0.data(), err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, s, p, &w, err, sizeof(err)), MJDIFF_OK) << err;
+
+  unsigned long long seed = 4242;
+  int compared = 0, total = 0, withContact = 0;
+  double worst = 0;
+  for (int k = 0; k < nsample; k++) {
+    for (int a = 0; a < 5 && !testutil::simulateRandom(m, d, s, &seed, nwarm + 11 * k); a++) {
+    }
+    testutil::perturbVelocities(m, d, &seed, 0.2, 0.05);
+    mjdiff_forward(m, d, s, err, sizeof(err));
+    testutil::ctrlInsideRange(m, d);
+    std::vector<mjtNum> state = testutil::getState(m, d);
+    withContact += d->ncon > 0;
+    std::vector<mjtNum> P(ndx * np);
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, s, w, nullptr, nullptr, P.data(), err, sizeof(err)),
+              MJDIFF_OK) << err;
+    for (int i = 0; i < np; i++) {
+      total++;
+      // steps of at least 1e-5: Newton's error (1e-12 relative) stays 1e-7 of the difference
+      double scale = std::fmax(std::fabs(v0[i]), 1), eps = 1e-5 * scale;
+      // centred where p - 4 eps is a valid value, else forward (a damping at 0)
+      std::vector<mjtNum> probe = v0;
+      probe[i] -= 4 * eps;
+      bool centred = mjdiff_setParamValues(m, s, p, probe.data(), nullptr, 0) == MJDIFF_OK;
+      std::vector<mjtNum> D[3];
+      for (int j = 0; j < 3; j++) {
+        double e = eps * (1 << j);
+        std::vector<mjtNum> next[2];
+        for (int side = 0; side < 2; side++) {
+          std::vector<mjtNum> v = v0;
+          v[i] += side ? (centred ? -e : 0) : e;
+          ASSERT_EQ(mjdiff_setParamValues(m, s, p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+          std::string msg;
+          ASSERT_TRUE(testutil::stepFrom(m, d, s, state, nullptr, nullptr, &next[side], &msg))
+              << msg;
+        }
+        D[j].resize(ndx);
+        testutil::tangentDiff(m, next[1], next[0], centred ? 2 * e : e, D[j].data());
+      }
+      ASSERT_EQ(mjdiff_setParamValues(m, s, p, v0.data(), err, sizeof(err)), MJDIFF_OK);
+      // errors relative to the column's largest entry in dx'/dlog p, floored at 1e-3: the
+      // differences' rounding (1e-16 |x'| / eps, times the value) is about 1e-10 there
+      double fscale = 1e-3, noise = 0, e = 0;
+      std::vector<mjtNum> R1(ndx), R2(ndx);
+      for (int r = 0; r < ndx; r++) {
+        // Richardson: the e^2 term of centred differences, the e term of forward ones
+        R1[r] = centred ? testutil::richardson(D[0][r], D[1][r]) : 2 * D[0][r] - D[1][r];
+        R2[r] = centred ? testutil::richardson(D[1][r], D[2][r]) : 2 * D[1][r] - D[2][r];
+        fscale = std::fmax(fscale, std::fabs(R1[r]) * scale);
+      }
+      for (int r = 0; r < ndx; r++) {
+        noise = std::fmax(noise, std::fabs(R1[r] - R2[r]) * scale / fscale);
+        e = std::fmax(e, std::fabs(P[np * r + i] - R1[r]) * scale / fscale);
+      }
+      if (noise > 1e-6) continue;  // a law's kink within the differences' reach
+      if (e > 1e-6 && getenv("PARAM_DEBUG")) {
+        for (int r = 0; r < ndx; r++) std::cout << "  " << P[np * r + i] << " " << R1[r] << "\n";
+      }
+      compared++;
+      worst = std::fmax(worst, e);
+      EXPECT_LE(e, 1e-6) << "sample " << k << " " << mjdiff_paramName(p, i) << " (ncon "
+                         << d->ncon << ")";
+    }
+    shim_setState(m, d, state.data());
+  }
+  std::cout << (inlineXml ? "inline" : path) << ": compared " << compared << "/" << total << " parameter columns ("
+            << withContact << " states with contacts), worst relative error " << worst << "\n";
+  EXPECT_GE(compared, (int)(0.8 * total));
+  mjdiff_freeStepDeriv(w);
+  mjdiff_freeParams(p);
+}
+
+TEST(ImplicitParams, ArmBox) {
+  checkParamJacobian(shim_modelPath("arm_box.xml"),
+                     {"body:box:mass", "geom:*:friction", "joint:*:damping",
+                      "geom:box_corner_*:contact_stiffness", "mjdiff:friction_speed",
+                      "actuator:*:gear", "option:gravity"},
+                     6, 150);
+}
+
+TEST(ImplicitParams, Hopper) {
+  checkParamJacobian(shim_modelPath("hopper.xml"),
+                     {"body:*:mass", "geom:*:friction", "joint:*:damping",
+                      "mjdiff:contact_stiffness", "mjdiff:contact_damping",
+                      "mjdiff:limit_stiffness"},
+                     6, 150);
+}
+
+// friction loss, limits and equalities (no contacts: they come from the smooth forces at X'
+// all the same), the other forces' parameters at X
+TEST(ImplicitParams, FrictionLossLimitsEqualities) {
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom>
+    <numeric name="mjdiff_eq_stiffness" data="500"/>
+    <numeric name="mjdiff_eq_damping" data="5"/>
+    <numeric name="mjdiff_limit_stiffness" data="500"/>
+    <numeric name="mjdiff_limit_width" data="0.05"/>
+    <numeric name="mjdiff_frictionloss_speed" data="0.01"/>
+  </custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="a" pos="0 0 1">
+      <joint name="a1" type="hinge" axis="0 1 0" limited="true" range="-0.3 0.3"
+             frictionloss="0.2" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="b1" type="hinge" axis="0 1 0" frictionloss="0.1" stiffness="2"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.4"/>
+      </body>
+    </body>
+    <body name="c" pos="0.6 0 0.3">
+      <freejoint/>
+      <geom name="c" type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body>
+  </worldbody>
+  <equality><connect body1="c" body2="b" anchor="0 0 0.1"/></equality>
+  <actuator><motor name="m" joint="a1" gear="3" ctrlrange="-1 1" ctrllimited="true"/></actuator>
+</mujoco>)";
+  checkParamJacobian(xml,
+                     {"joint:a1:frictionloss", "joint:b1:frictionloss", "joint:a1:damping", "joint:b1:stiffness",
+                      "mjdiff:eq_stiffness", "mjdiff:eq_damping", "mjdiff:limit_stiffness",
+                      "mjdiff:frictionloss_speed", "body:a:mass", "body:c:mass", "actuator:m:gear"},
+                     8, 100);
+}
+
+}  // namespace
