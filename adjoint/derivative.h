@@ -169,6 +169,11 @@ MJDIFF_API int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct
                                        mjtNum* DsDx, mjtNum* DsDacc);
 MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
 
+// out (nv x ncol) = Phi(delta) X + Psi(delta) Y: the Jacobian of q' = q (+) delta in q (Phi) and in
+// delta (Psi), joint by joint, applied to X, Y (nv x ncol each, row-major; either may be NULL)
+void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNum* X,
+                              const mjtNum* Y, int ncol, mjtNum* out);
+
 // the state of d as the step derivatives save and restore it: x = (qpos, qvel, act, time)
 // (nq + nv + na + 1)
 void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x);

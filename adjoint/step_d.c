@@ -151,6 +151,11 @@ static void integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNu
   }
 }
 
+void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNum* X,
+                              const mjtNum* Y, int ncol, mjtNum* out) {
+  integrateJacobian(m, delta, X, Y, ncol, out);
+}
+
 // the transpose for one vector: outX = Phi(delta)' lam, outY = Psi(delta)' lam (nv each)
 static void integrateJacobianT(const mjModel* m, const mjtNum* delta, const mjtNum* lam,
                                mjtNum* outX, mjtNum* outY) {

@@ -14,12 +14,12 @@
 // Its Jacobian, with Dq = d f_s/dq (tangent dq at q'), Dv = d f_s/dv (forces_d.c, smooth part):
 //   N = dg/dv' = H - h Dv - h^2 Dq Psi(h v')   (Psi the right Jacobian of the position update;
 //                                                the forward's Newton matrix takes Psi = I)
-// Newton: v'_{k+1} = v'_k - N^-1 g(v'_k). The first iterate is the linearly implicit step from the
-// Jacobians at (q, v): f_s(q (+) h v', v') ~ f_s + Dq h v' + Dv (v' - v) gives
-//   N_0 (v'_1 - v) = h (F_e + f_s(q, v) + h Dq v).
-// Each further iterate evaluates f_s at (q (+) h v'_k, v'_k): kinematics, collision, velocities,
-// smooth forces (no mass matrix, no bias forces). N is kept (a chord method) while the corrections
-// shrink at least 4x per iteration and rebuilt at the iterate otherwise; a correction that
+// Newton: v'_{k+1} = v'_k - N^-1 g(v'_k), from v'_0 = v with N_0 from the Jacobians at (q, v), so
+// that the first step is the linearly implicit one (f_s(q (+) h v', v') ~ f_s + Dq h v' +
+// Dv (v' - v) gives N_0 (v'_1 - v) = h (F_e + f_s(q, v) + h Dq v) ~ -g(v)), line-searched too.
+// Each iterate evaluates f_s at (q (+) h v'_k, v'_k): kinematics, collision, velocities, smooth
+// forces (no mass matrix, no bias forces). N is kept (a chord method) while the corrections
+// shrink at least 10x per iteration and rebuilt at the iterate otherwise; a correction that
 // increases |g| is halved (at most 8 times per iteration). The step is accepted at the first
 // iterate whose correction |N^-1 g|_inf <= tol (1 + |v'_k|_inf) (opt.implicit_tol), with that
 // last correction applied (its error then ~ tol^2); d's kinematics, contacts and body velocities
@@ -115,7 +115,7 @@ int mjdiff_eulerDamped(const mjModel* m) {
 
 size_t mjdiff_implicitStackNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
-  return 4 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
+  return 5 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
 }
 
 void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs) {
@@ -141,12 +141,21 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
   }
 }
 
-// N = Mdense + hdamp B - h Dv - h^2 Dq, factored in place; 0 or -1 if singular
+// N = Mdense + hdamp B - h Dv - h^2 Dq Psi(h v), factored in place; tmp (nv x nv) and delta (nv)
+// scratch; 0 or -1 if singular
 static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, const mjtNum* Dq,
-                        const mjtNum* Dv, mjtNum* N, int* piv) {
+                        const mjtNum* Dv, const mjtNum* v, mjtNum* tmp, mjtNum* delta, mjtNum* N,
+                        int* piv) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
-  for (int i = 0; i < nv * nv; i++) N[i] = Mdense[i] - h * Dv[i] - h * h * Dq[i];
+  mju_zero(tmp, nv * nv);
+  for (int i = 0; i < nv; i++) {
+    tmp[nv * i + i] = 1;
+    delta[i] = h * v[i];
+  }
+  mjdiff_integrateJacobian(m, delta, NULL, tmp, nv, N);  // Psi
+  mju_mulMatMat(tmp, Dq, N, nv, nv, nv);                  // Dq Psi
+  for (int i = 0; i < nv * nv; i++) N[i] = Mdense[i] - h * Dv[i] - h * h * tmp[i];
   for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * m->dof_damping[i];
   return mjdiff_luFactor(nv, N, piv);
 }
@@ -217,6 +226,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mjtNum* N = compat_stackAllocNum(d, nv * nv);
   mjtNum* Dq = compat_stackAllocNum(d, nv * nv);
   mjtNum* Dv = compat_stackAllocNum(d, nv * nv);
+  mjtNum* Mtmp = compat_stackAllocNum(d, nv * nv);
   int* piv = (int*)compat_stackAllocNum(d, nv);
   mju_copy(q0, d->qpos, nq);
   mju_copy(v0, d->qvel, nv);
@@ -228,18 +238,14 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mju_sub(Fe, d->qfrc_smooth, fs, nv);
   mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
   mjdiffStatus st = MJDIFF_OK;
-  if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, N, piv)) {
+  mju_copy(vk, v0, nv);  // N_0 at v' = v
+  if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                       "the implicit step's Newton matrix is singular at time %g", d->time);
   }
 
-  // the linearly implicit first iterate: N (v'_1 - v) = h (F_e + f_s + h Dq v)
-  if (st == MJDIFF_OK) {
-    mju_mulMatVec(dv, Dq, v0, nv, nv);
-    for (int i = 0; i < nv; i++) dv[i] = h * (Fe[i] + fs[i] + h * dv[i]);
-    mjdiff_luSolve(nv, N, piv, dv);
-    mju_add(vk, v0, dv, nv);
-  }
+  // Newton from v'_0 = v: its first step, N_0 (v'_1 - v) = -g(v) ~ h (F_e + f_s + h Dq v), is the
+  // linearly implicit step, line-searched like every other
 
   // Newton with a backtracking line search on the merit phi = sum_i g_i^2 / M_ii
   mjtNum* vtry = vprev;
@@ -253,7 +259,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     k++;
     if (!keep && k > 1) {  // at vk (d holds its kinematics): rebuild N
       mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
-      if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, N, piv)) {
+      if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);
         break;
@@ -299,12 +305,12 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
       for (int i = 0; i < nv; i++) vtry[i] = vk[i] + alpha * dv[i];
       st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vtry, fs, tmp, gtry, &phitry, err,
                         errsz);
-      if (st != MJDIFF_OK || phitry <= (1 - 1e-4 * alpha) * phi || alpha < 1.0 / 64) break;
+      if (st != MJDIFF_OK || phitry <= (1 - 1e-4 * alpha) * phi || alpha < 1e-6) break;
       alpha *= 0.5;
     }
     if (st != MJDIFF_OK) break;
     // a step that needed backtracking or contracted slowly: rebuild N at the next iterate
-    keep = alpha == 1 && corr <= 0.25 * corr_prev;
+    keep = alpha == 1 && corr <= 0.1 * corr_prev;
     corr_prev = corr;
     mju_copy(vk, vtry, nv);
     mju_copy(g, gtry, nv);

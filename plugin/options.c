@@ -134,7 +134,7 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->eq_damping = MJDIFF_DERIVED;
   opt->integrator = MJDIFF_DERIVED;
   opt->implicit_tol = 1e-10;
-  opt->implicit_maxiter = 30;
+  opt->implicit_maxiter = 100;
 }
 
 int mjdiff_implicit(const mjdiffModel* s) {

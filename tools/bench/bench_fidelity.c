@@ -3,7 +3,8 @@
 // mjdiff-bench-fidelity: how closely the smooth step (mjdiff_step) follows MuJoCo's native mj_step
 // on the same models, with the model's own mjdiff_* numerics ("written") and with the smooth
 // model's defaults (the same MJCF text with every <numeric name="mjdiff_..."> removed, compiled
-// through a VFS: "defaults").
+// through a VFS: "defaults"), and with those defaults under the implicit smooth step
+// (mjdiff_integrator = 1, its own derived values: "implicit").
 //
 //   x0 = keyframe 0, else qpos0; h = the model's timestep; every run starts at x0.
 //   rest run (--rest seconds, R steps; the controls held at x0's: keyframe 0's ctrl, zero without
@@ -51,8 +52,13 @@
 #define TAIL 0.2  // the resting penetration is averaged over this last fraction of the rest run
 #define RUNAWAY 1000.0  // |qvel| above this (m/s, rad/s) counts as diverged
 
-enum { NATIVE = 0, WRITTEN, DEFAULTS, NMODE };
-static const char* const kModeName[NMODE] = {"native", "written", "defaults"};
+enum { NATIVE = 0, WRITTEN, DEFAULTS, IMPLICIT, NMODE };
+static const char* const kModeName[NMODE] = {"native", "written", "defaults", "implicit"};
+
+// whether mode i runs: defaults only where numerics were stripped (else it is written)
+static int modeRuns(int stripped, int i) {
+  return i != DEFAULTS || stripped;
+}
 
 typedef struct args_ {
   double rest_s;
@@ -107,7 +113,8 @@ static void usage(void) {
       "Compare the smooth step (mjdiff_step) with MuJoCo's native mj_step on the same models:\n"
       "the smooth model with the model's mjdiff_* numerics ('written') and with the smooth\n"
       "defaults (the MJCF text with its <numeric name=\"mjdiff_...\"> elements removed, loaded\n"
-      "through a VFS: 'defaults'; identical to 'written' for models without such numerics).\n"
+      "through a VFS: 'defaults'; identical to 'written' for models without such numerics), and\n"
+      "those defaults under the implicit smooth step (mjdiff_integrator = 1: 'implicit').\n"
       "Per model and smooth mode:\n"
       "  pen        resting penetration: mean over the last 20%% of a rest run (the controls of\n"
       "             keyframe 0, zero without one) of the deepest contact's -dist (mm; negative:\n"
@@ -437,7 +444,8 @@ static double timeMode(const mjModel* m, mjData* d, const mjdiffModel* s, const 
 //---------------------------------- one model -----------------------------------------------------
 
 typedef struct setup_ {
-  mjModel* m[NMODE];           // native and written share m[0]; defaults its own (or m[0])
+  mjModel* m[NMODE];           // native and written share m[0]; defaults its own (or m[0]);
+                               // implicit shares the defaults'
   mjdiffModel* s[NMODE];       // NULL for native
   mjData* d[NMODE];
   mjData* dk;
@@ -449,7 +457,7 @@ static void freeSetup(setup* u) {
     mj_deleteData(u->d[i]);
     mjdiff_freeModel(u->s[i]);
   }
-  if (u->m[DEFAULTS] && u->m[DEFAULTS] != u->m[NATIVE]) mj_deleteModel(u->m[DEFAULTS]);
+  if (u->m[DEFAULTS] && u->m[DEFAULTS] != u->m[NATIVE]) mj_deleteModel(u->m[DEFAULTS]);  // and IMPLICIT's
   if (u->m[NATIVE]) mj_deleteModel(u->m[NATIVE]);
   mj_deleteData(u->dk);
   free(u->text);
@@ -494,8 +502,9 @@ static int makeSetup(const char* path, setup* u, int* stripped, char* reason, in
     u->m[DEFAULTS] = u->m[NATIVE];
   }
   u->m[WRITTEN] = u->m[NATIVE];
+  u->m[IMPLICIT] = u->m[DEFAULTS];
   for (int i = 0; i < NMODE; i++) {
-    if (i != WRITTEN) u->m[i]->opt.enableflags |= mjENBL_ENERGY;  // before the smooth views
+    u->m[i]->opt.enableflags |= mjENBL_ENERGY;  // before the smooth views
   }
   for (int i = WRITTEN; i < NMODE; i++) {
     mjdiffStatus st = mjdiff_makeModel(u->m[i], NULL, &u->s[i], err, sizeof(err));
@@ -507,9 +516,15 @@ static int makeSetup(const char* path, setup* u, int* stripped, char* reason, in
       return 0;
     }
   }
+  if (mjdiff_setParam(u->s[IMPLICIT], "integrator", MJDIFF_INT_IMPLICIT, err, sizeof(err)) !=
+      MJDIFF_OK) {
+    snprintf(reason, (size_t)rsz, "implicit step: %s", err);
+    freeSetup(u);
+    return 0;
+  }
   for (int i = 0; i < NMODE; i++) u->d[i] = mj_makeData(u->m[i]);
   u->dk = mj_makeData(u->m[NATIVE]);
-  if (!u->d[NATIVE] || !u->d[WRITTEN] || !u->d[DEFAULTS] || !u->dk) {
+  if (!u->d[NATIVE] || !u->d[WRITTEN] || !u->d[DEFAULTS] || !u->d[IMPLICIT] || !u->dk) {
     snprintf(reason, (size_t)rsz, "out of memory");
     freeSetup(u);
     return 0;
@@ -531,14 +546,15 @@ static int benchModel(const args* a, result* res, char* reason, int rsz) {
   long R = mjMAX(1, lround(a->rest_s / h));
   long T = mjMAX(1, lround(CONTROL_S / h));
   long n1 = mjMAX(1, mjMIN(T, lround(DEV_T1 / h)));
-  int nmode = res->stripped ? NMODE : DEFAULTS;  // defaults == written without numerics
 
   size_t nu = (size_t)(m->nu > 0 ? m->nu : 1), nb = 3 * (size_t)m->nbody;
   mjtNum* ctrl = calloc((size_t)T * nu, sizeof(mjtNum));
   double* F = calloc((size_t)T * NMODE, sizeof(double));
   mjtNum* xp = calloc(nb * 2 * NMODE, sizeof(mjtNum));
   for (int i = 0; i < NMODE; i++) res->md[i].t_round = calloc((size_t)a->rounds, sizeof(double));
-  if (!ctrl || !F || !xp || !res->md[0].t_round || !res->md[1].t_round || !res->md[2].t_round) {
+  int okAlloc = ctrl && F && xp;
+  for (int i = 0; i < NMODE; i++) okAlloc = okAlloc && res->md[i].t_round;
+  if (!okAlloc) {
     snprintf(reason, (size_t)rsz, "out of memory");
     free(ctrl);
     free(F);
@@ -550,7 +566,8 @@ static int benchModel(const args* a, result* res, char* reason, int rsz) {
 
   // fidelity runs (the native control run's wall time sets the timed steps)
   double native_s = 0;
-  for (int i = 0; i < nmode && !tool_interrupted(); i++) {
+  for (int i = 0; i < NMODE && !tool_interrupted(); i++) {
+    if (!modeRuns(res->stripped, i)) continue;
     mode* md = res->md + i;
     md->ran = 1;
     double t0 = tool_now();
@@ -566,9 +583,9 @@ static int benchModel(const args* a, result* res, char* reason, int rsz) {
     md->fn_mean = sum / (double)T;
   }
   mode* nat = res->md + NATIVE;
-  for (int i = WRITTEN; i < nmode; i++) {
+  for (int i = WRITTEN; i < NMODE; i++) {
     mode* md = res->md + i;
-    if (nat->diverged || md->diverged) continue;
+    if (!md->ran || nat->diverged || md->diverged) continue;
     double ss = 0;
     for (long k = 0; k < T; k++) {
       double e = F[(size_t)i * T + k] - F[k];
@@ -584,17 +601,17 @@ static int benchModel(const args* a, result* res, char* reason, int rsz) {
   if (native_s * (double)N > a->budget) N = mjMAX(50, (long)(a->budget / native_s));
   res->steps = N;
   for (int r = 0; r < a->rounds && !tool_interrupted(); r++) {
-    for (int j = 0; j < nmode; j++) {
-      int i = (r + j) % nmode;
-      if (res->md[i].diverged) continue;
+    for (int j = 0; j < NMODE; j++) {
+      int i = (r + j) % NMODE;
+      if (!res->md[i].ran || res->md[i].diverged) continue;
       double sec = timeMode(u.m[i], u.d[i], u.s[i], ctrl, T, N);
       res->md[i].t_round[r] = 1e6 * sec / (double)N;
     }
     if (!tool_interrupted()) res->rounds = r + 1;
   }
-  for (int i = 0; i < nmode; i++) {
+  for (int i = 0; i < NMODE; i++) {
     mode* md = res->md + i;
-    if (md->diverged || res->rounds == 0) continue;
+    if (!md->ran || md->diverged || res->rounds == 0) continue;
     md->us = tool_median(md->t_round, res->rounds);
     if (i != NATIVE && !nat->diverged) md->ratio = md->us / nat->us;
   }
@@ -636,7 +653,7 @@ static void printTable(FILE* f, const result* res, int n, const skipped* sk, int
     const mode* nat = r->md + NATIVE;
     for (int j = WRITTEN; j < NMODE; j++) {
       const mode* md = r->md + j;
-      const char* label = j == WRITTEN ? "written" : "defaults";
+      const char* label = kModeName[j];
       fprintf(f, "%-26.26s %-8s", j == WRITTEN ? r->name : "", label);
       if (j == DEFAULTS && !r->stripped) {
         fprintf(f, " (same as written: no mjdiff_* numerics)\n");
@@ -721,6 +738,8 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const sk
     jsonMode(f, r, WRITTEN);
     fprintf(f, ",\"defaults\":");
     jsonMode(f, r, r->stripped ? DEFAULTS : WRITTEN);
+    fprintf(f, ",\"implicit\":");
+    jsonMode(f, r, IMPLICIT);
     fprintf(f, ",\"defaults_same_as_written\":%s}", r->stripped ? "false" : "true");
   }
   fprintf(f, "],\"skipped\":[");
@@ -735,10 +754,10 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const sk
   int first = 1;
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
-    int nmode = r->stripped ? NMODE : DEFAULTS;
     for (int k = 0; k < r->rounds; k++) {
-      tool_jsonRoundHead(f, &first, r->name, k, kModeName[k % nmode]);
-      for (int j = 0; j < nmode; j++) {
+      tool_jsonRoundHead(f, &first, r->name, k, kModeName[k % NMODE]);
+      for (int j = 0; j < NMODE; j++) {
+        if (!modeRuns(r->stripped, j)) continue;
         char key[40];
         snprintf(key, sizeof(key), "%s_us_per_step", kModeName[j]);
         jsonNum(f, key, r->md[j].diverged ? NAN : r->md[j].t_round[k]);
@@ -779,7 +798,8 @@ static void progress(int i, int n, const result* r, double sec) {
   } else {
     fprintf(stderr, " native ok");
   }
-  for (int j = WRITTEN; j < (r->stripped ? NMODE : DEFAULTS); j++) {
+  for (int j = WRITTEN; j < NMODE; j++) {
+    if (!modeRuns(r->stripped, j)) continue;
     const mode* md = r->md + j;
     if (md->diverged) {
       fprintf(stderr, " | %s diverged", kModeName[j]);

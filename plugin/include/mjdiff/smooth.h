@@ -93,7 +93,7 @@ typedef struct mjdiffContactForce_ {
 typedef struct mjdiffModel_ mjdiffModel;
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
-// implicit_tol (1e-10) and implicit_maxiter (30).
+// implicit_tol (1e-10) and implicit_maxiter (100).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.
