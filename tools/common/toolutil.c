@@ -47,6 +47,10 @@ void tool_outOfMemory(const char* tool) {
   exit(TOOL_EXIT_RUNTIME);
 }
 
+int tool_isHelp(const char* arg) {
+  return arg && (!strcmp(arg, "--help") || !strcmp(arg, "-h"));
+}
+
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i) {
   if (*i + 1 >= argc) tool_usageError(tool, "option %s needs a value", argv[*i]);
   return argv[++*i];
@@ -179,18 +183,56 @@ void tool_jsonString(FILE* f, const char* s) {
   fputc('"', f);
 }
 
-void tool_jsonNumber(FILE* f, double x) {
+static long gJsonNulls = 0;
+static char gJsonKey[128] = "";
+static char gJsonFirstNull[128] = "";
+
+void tool_jsonNumberDigits(FILE* f, double x, int digits) {
   if (isfinite(x)) {
-    fprintf(f, "%.6g", x);
+    fprintf(f, "%.*g", digits, x);
   } else {
+    if (gJsonNulls++ == 0) snprintf(gJsonFirstNull, sizeof(gJsonFirstNull), "%s", gJsonKey);
     fprintf(f, "null");
   }
+}
+
+void tool_jsonNumber(FILE* f, double x) {
+  tool_jsonNumberDigits(f, x, 6);
+}
+
+void tool_jsonKey(FILE* f, const char* key) {
+  snprintf(gJsonKey, sizeof(gJsonKey), "%s", key ? key : "");
+  tool_jsonString(f, gJsonKey);
+  fputs(": ", f);
+}
+
+void tool_jsonField(FILE* f, const char* key, double x) {
+  tool_jsonKey(f, key);
+  tool_jsonNumber(f, x);
+}
+
+long tool_jsonNulls(const char** first) {
+  if (first) *first = gJsonFirstNull;
+  return gJsonNulls;
+}
+
+void tool_jsonResetNulls(void) {
+  gJsonNulls = 0;
+  gJsonFirstNull[0] = 0;
+}
+
+void tool_jsonNullNote(FILE* f) {
+  if (!gJsonNulls) return;
+  fprintf(f, ", \"nonfinite\": {\"count\": %ld, \"first\": ", gJsonNulls);
+  tool_jsonString(f, gJsonFirstNull);
+  fprintf(f, ", \"note\": \"NaN or infinite values, written as null\"}");
 }
 
 void tool_jsonNumbers(FILE* f, const char* const* names, const double* x, int n) {
   fputc('{', f);
   for (int i = 0; i < n; i++) {
     fprintf(f, "%s", i ? "," : "");
+    snprintf(gJsonKey, sizeof(gJsonKey), "%s", names[i]);
     tool_jsonString(f, names[i]);
     fputc(':', f);
     tool_jsonNumber(f, x[i]);

@@ -20,6 +20,9 @@
 int tool_parseDouble(const char* s, double* out);
 int tool_parseInt(const char* s, long lo, long hi, long* out);
 
+// 1 if arg asks for help: --help or -h (every tool accepts both)
+int tool_isHelp(const char* arg);
+
 // value of option argv[*i] ("--name VALUE"): advances *i; prints a usage error and exits 2 if missing
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i);
 
@@ -75,8 +78,29 @@ mjModel* tool_loadXMLText(const char* path, const char* text, long size, char* e
 // JSON string with escapes
 void tool_jsonString(FILE* f, const char* s);
 
-// JSON number with 6 significant digits ("%.6g"); null if not finite
+// JSON numbers never carry NaN or Inf (which JSON cannot represent): they are written as null and
+// counted, with the key of the first one (the last key given to tool_jsonKey or tool_jsonField),
+// so that a report can say why (tool_jsonNullNote).
+// number with 6 significant digits ("%.6g"); null if not finite
 void tool_jsonNumber(FILE* f, double x);
+
+// number with `digits` significant digits; null if not finite
+void tool_jsonNumberDigits(FILE* f, double x, int digits);
+
+// "KEY": (remembered for the count of non-finite numbers)
+void tool_jsonKey(FILE* f, const char* key);
+
+// "KEY": X with tool_jsonNumber
+void tool_jsonField(FILE* f, const char* key, double x);
+
+// non-finite numbers written as null since the last tool_jsonResetNulls; *first (nullable) the
+// key of the first ("" if none)
+long tool_jsonNulls(const char** first);
+void tool_jsonResetNulls(void);
+
+// when numbers were written as null: ', "nonfinite": {"count": N, "first": KEY, "note": ...}'
+// (call inside the report's object, before its closing brace); nothing otherwise
+void tool_jsonNullNote(FILE* f);
 
 // JSON objects {"NAME":X, ...} of n named numbers (tool_jsonNumber) or counts
 void tool_jsonNumbers(FILE* f, const char* const* names, const double* x, int n);

@@ -52,11 +52,7 @@ static int parsePlant(const char* s) {
 }
 
 static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.9g", x);
-  } else {
-    fprintf(f, "null");
-  }
+  tool_jsonNumberDigits(f, x, 9);  // null if not finite (counted: tool_jsonNullNote)
 }
 
 // open FILE for writing; NULL after "mjdiff-mpc: error: cannot write 'FILE'" on stderr
@@ -277,7 +273,7 @@ static void parseRun(int argc, char** argv, runArgs* a) {
   a->screenshot_after = 50;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+    if (tool_isHelp(o)) {
       usageRun();
       exit(TOOL_EXIT_OK);
     } else if (commonOption(&a->c, argc, argv, &i)) {
@@ -575,7 +571,7 @@ static void parseBench(int argc, char** argv, benchArgs* a) {
   if (!a->model) tool_outOfMemory(TOOL);
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+    if (tool_isHelp(o)) {
       usageBench();
       exit(TOOL_EXIT_OK);
     } else if (commonOption(&a->c, argc, argv, &i)) {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "sysid.h"
 
 // a sample within this fraction of a timestep of a step time counts as at the step
@@ -29,6 +30,13 @@
 
 // largest recording accepted: (T+1) x (nq + nv + nsensordata + nu) numbers
 #define MAX_ALIGNED 500000000.0
+
+// longest line and most lines of a CSV file
+#define MAX_LINE_BYTES ((size_t)1 << 24)
+#define MAX_LINES 50000000L
+
+// largest magnitude of a number (MuJoCo's own bound on states, mjMAXVAL)
+#define MAX_VALUE 1e10
 
 //---------------------------------- column names -------------------------------------------------
 
@@ -158,8 +166,8 @@ typedef struct reader_ {
   char* err;
   int errsz;
   FILE* f;
-  char* line;  // the current line (grows)
-  size_t linecap;
+  toolReader in;  // lines of f
+  char* line;     // the current line (in's buffer)
   column* col;  // (ncol)
   int ncol;
   double* data;  // (nrow x ncol) samples
@@ -187,28 +195,10 @@ static void fail(reader* r, int line, const char* colname, const char* fmt, ...)
            colname ? ": " : "", msg);
 }
 
-// read one line into r->line without its '\n'; 0 at end of file, -1 on a read error
+// read one line into r->line (tool_readLine: bounded length and count, no NUL bytes); 1, 0 at the
+// end of the file, -1 with the message in err
 static int readLine(reader* r) {
-  size_t n = 0;
-  int c;
-  while ((c = fgetc(r->f)) != EOF) {
-    if (n + 1 >= r->linecap) {
-      size_t cap = r->linecap ? 2 * r->linecap : 256;
-      char* grown = (char*)realloc(r->line, cap);
-      if (!grown) {
-        errno = ENOMEM;
-        return -1;
-      }
-      r->line = grown;
-      r->linecap = cap;
-    }
-    if (c == '\n') break;
-    r->line[n++] = (char)c;
-  }
-  if (ferror(r->f)) return -1;
-  if (c == EOF && n == 0) return 0;
-  r->line[n] = 0;
-  return 1;
+  return tool_readLine(&r->in, &r->line, NULL, r->err, r->errsz);
 }
 
 static int isBlank(char c) {
@@ -385,6 +375,11 @@ static int parseNumber(reader* r, int line, int c, const char* s, double* out) {
     fail(r, line, name, "'%s' is not finite", s);
     return -1;
   }
+  if (fabs(v) > MAX_VALUE) {
+    fail(r, line, name, "'%s' is out of range (|value| > %g, MuJoCo's bound on states)", s,
+         MAX_VALUE);
+    return -1;
+  }
   // ERANGE with a finite value is an underflow to (near) zero: accepted
   *out = v;
   return 0;
@@ -412,18 +407,14 @@ static int readTable(reader* r) {
   int line = 0;
   int st = readLine(r);
   line++;
-  if (st < 0) {
-    fail(r, 0, NULL, "cannot read: %s", strerror(errno));
-    return -1;
-  }
+  if (st < 0) return -1;
   if (st == 0) {
     fail(r, 0, NULL, "empty file (no header)");
     return -1;
   }
 
-  // header: skip a UTF-8 byte order mark
+  // header (tool_readLine skips a UTF-8 byte order mark)
   char* header = r->line;
-  if (!strncmp(header, "\xEF\xBB\xBF", 3)) header += 3;
   if (blankLine(header)) {
     fail(r, 1, NULL, "empty header (expected column names, e.g. time,qpos:JOINT)");
     return -1;
@@ -498,8 +489,15 @@ static int readTable(reader* r) {
       ok = 0;
       break;
     }
+    if (r->in.unterminated) {
+      fail(r, line, NULL,
+           "the last row has no line end: the file may be cut off (end it with a newline if it "
+           "is complete)");
+      ok = 0;
+      break;
+    }
     if (addRow(r, line)) {
-      fail(r, line, NULL, "out of memory");
+      fail(r, line, NULL, "too many rows or out of memory");
       ok = 0;
       break;
     }
@@ -521,11 +519,7 @@ static int readTable(reader* r) {
     }
   }
   free(field);
-  if (!ok) return -1;
-  if (st < 0) {
-    fail(r, line + 1, NULL, "cannot read: %s", strerror(errno));
-    return -1;
-  }
+  if (!ok || st < 0) return -1;
   if (r->nrow == 0) {
     fail(r, 0, NULL, "no data rows (only a header)");
     return -1;
@@ -649,7 +643,7 @@ static int align(reader* r, sysidRecording* rec) {
 
 static void freeReader(reader* r) {
   if (r->f) fclose(r->f);
-  free(r->line);
+  tool_readerFree(&r->in);
   if (r->col) {
     for (int c = 0; c < r->ncol; c++) free(r->col[c].name);
   }
@@ -679,6 +673,7 @@ int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec,
     return -1;
   }
   snprintf(rec->path, sizeof(rec->path), "%s", path);
+  tool_readerInit(&r.in, r.f, r.path, MAX_LINE_BYTES, MAX_LINES);
   int st = readTable(&r);
   if (!st) st = align(&r, rec);
   freeReader(&r);
