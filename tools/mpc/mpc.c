@@ -321,6 +321,7 @@ static void parseRun(int argc, char** argv, runArgs* a) {
 
 static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* loop,
                     int shift, const char* status) {
+  tool_jsonResetNulls();
   fprintf(f, "{\"tool\": \"" TOOL "\", \"version\": ");
   tool_jsonString(f, mjdiff_versionString());
   fprintf(f, ", \"model\": ");
@@ -335,22 +336,28 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
           a->c.threads, a->seed, a->c.key, a->c.init_noise);
   fprintf(f, "\"status\": \"%s\", \"metrics\": {", status);
   if (loop) {
-    fprintf(f, "\"final_cost\": ");
+    tool_jsonKey(f, "final_cost");
     jsonNumber(f, loop->cost);
-    fprintf(f, ", \"mean_cost\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "mean_cost");
     jsonNumber(f, mpc_loopMeanCost(loop));
     fprintf(f, ", \"success\": %s, \"success_fraction\": ",
             mpc_loopSuccess(loop) ? "true" : "false");
     jsonNumber(f, mpc_loopSuccessFraction(loop));
-    fprintf(f, ", \"plan_ms_mean\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms_mean");
     jsonNumber(f, 1e3 * mpc_loopMeanPlan(loop));
-    fprintf(f, ", \"plan_ms_max\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms_max");
     jsonNumber(f, 1e3 * mpc_loopMaxPlan(loop));
-    fprintf(f, ", \"realtime_factor\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "realtime_factor");
     jsonNumber(f, mpc_loopRealtime(loop));
-    fprintf(f, ", \"sim_time_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "sim_time_s");
     jsonNumber(f, mpc_loopTime(loop));
-    fprintf(f, ", \"wall_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "wall_s");
     jsonNumber(f, loop->wall);
     fprintf(f, ", \"control_steps\": %d, \"mujoco_warnings\": %ld, \"error\": ", loop->nrec,
             tool_warnings());
@@ -373,7 +380,9 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
       fprintf(f, "]");
     }
   }
-  fprintf(f, "}}\n");
+  fprintf(f, "}");
+  tool_jsonNullNote(f);
+  fprintf(f, "}\n");
 }
 
 static int mainRun(int argc, char** argv) {
@@ -791,6 +800,7 @@ static void printTable(const benchArgs* a, char names[][64], int ntask, const be
 
 static void benchJson(FILE* f, const benchArgs* a, char names[][64], const benchRun* run, int n,
                       const char* status) {
+  tool_jsonResetNulls();
   fprintf(f, "{\"tool\": \"" TOOL "\", \"version\": ");
   tool_jsonString(f, mjdiff_versionString());
   fprintf(f, ", \"model\": [");
@@ -828,21 +838,28 @@ static void benchJson(FILE* f, const benchArgs* a, char names[][64], const bench
                "\"error\": ",
             kPlannerName[r->planner], kPlantName[r->plant], r->seed, r->status);
     tool_jsonString(f, r->error);
-    fprintf(f, ", \"final_cost\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "final_cost");
     jsonNumber(f, r->final_cost);
-    fprintf(f, ", \"mean_cost\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "mean_cost");
     jsonNumber(f, r->mean_cost);
     fprintf(f, ", \"success\": %s, \"success_fraction\": ", r->success ? "true" : "false");
     jsonNumber(f, r->success_fraction);
-    fprintf(f, ", \"plan_ms\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms");
     jsonNumber(f, r->plan_ms);
-    fprintf(f, ", \"plan_ms_max\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms_max");
     jsonNumber(f, r->plan_ms_max);
-    fprintf(f, ", \"realtime_factor\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "realtime_factor");
     jsonNumber(f, r->rtf);
-    fprintf(f, ", \"sim_time_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "sim_time_s");
     jsonNumber(f, r->sim_s);
-    fprintf(f, ", \"wall_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "wall_s");
     jsonNumber(f, r->wall_s);
     fprintf(f, ", \"control_steps\": %d, \"shift\": %d}", r->steps, r->shift);
   }
@@ -867,7 +884,9 @@ static void benchJson(FILE* f, const benchArgs* a, char names[][64], const bench
     }
     fprintf(f, "]}");
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "]");
+  tool_jsonNullNote(f);
+  fprintf(f, "}\n");
 }
 
 // gnuplot string literal (single quotes, a quote doubled)

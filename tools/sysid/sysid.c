@@ -431,7 +431,8 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
   tool_jsonString(f, status);
   fprintf(f, ", \"metrics\": {\"loss_before\": ");
   jsonNumber(f, res ? res->F0 : NAN);
-  fprintf(f, ", \"loss_after\": ");
+  fprintf(f, ", ");
+  tool_jsonKey(f, "loss_after");
   jsonNumber(f, res ? res->F : NAN);
   fprintf(f, ", \"iterations\": %d, \"evaluations\": %d, \"jacobians\": %d, \"rollouts\": %ld, "
              "\"residuals\": %d, \"wall_s\": %.6g, \"xml\": ",
@@ -443,11 +444,14 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
   for (int i = 0; i < np; i++) {
     fprintf(f, "%s{\"name\": ", i ? ", " : "");
     tool_jsonString(f, mjdiff_paramName(p, i));
-    fprintf(f, ", \"initial\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "initial");
     jsonNumber(f, z0[i]);
-    fprintf(f, ", \"fitted\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "fitted");
     jsonNumber(f, z[i]);
-    fprintf(f, ", \"stderr\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "stderr");
     jsonNumber(f, res && res->stderr_z ? res->stderr_z[i] : NAN);
     fprintf(f, "}");
   }
