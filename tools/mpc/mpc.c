@@ -367,7 +367,9 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
   if (loop) {
     const char* key[5] = {"t_s", "cost", "plan_cost", "plan_ms", "success"};
     for (int j = 0; j < 5; j++) {
-      fprintf(f, "%s\"%s\": [", j ? ", " : "", key[j]);
+      fprintf(f, "%s", j ? ", " : "");
+      tool_jsonKey(f, key[j]);
+      fprintf(f, "[");
       for (int k = 0; k < loop->nrec; k++) {
         const mpcLoopRecord* r = loop->rec + k;
         if (k) fprintf(f, ", ");
