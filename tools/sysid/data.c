@@ -165,8 +165,7 @@ typedef struct reader_ {
   const char* path;
   char* err;
   int errsz;
-  FILE* f;
-  toolReader in;  // lines of f
+  toolReader in;  // lines of the file
   char* line;     // the current line (in's buffer)
   column* col;  // (ncol)
   int ncol;
@@ -642,7 +641,6 @@ static int align(reader* r, sysidRecording* rec) {
 }
 
 static void freeReader(reader* r) {
-  if (r->f) fclose(r->f);
   tool_readerFree(&r->in);
   if (r->col) {
     for (int c = 0; c < r->ncol; c++) free(r->col[c].name);
@@ -667,13 +665,32 @@ int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec,
     return -1;
   }
 
-  r.f = fopen(path, "rb");
-  if (!r.f) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
     fail(&r, 0, NULL, "cannot open: %s", strerror(errno));
     return -1;
   }
-  snprintf(rec->path, sizeof(rec->path), "%s", path);
-  tool_readerInit(&r.in, r.f, r.path, MAX_LINE_BYTES, MAX_LINES);
+  int st = sysid_readRecordingFile(m, f, path, rec, err, errsz);
+  fclose(f);
+  return st;
+}
+
+int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRecording* rec,
+                            char* err, int errsz) {
+  if (err && errsz > 0) err[0] = 0;
+  if (rec) memset(rec, 0, sizeof(*rec));
+  reader r;
+  memset(&r, 0, sizeof(r));
+  r.m = m;
+  r.path = path ? path : "(null)";
+  r.err = err;
+  r.errsz = errsz;
+  if (!m || !f || !rec) {
+    fail(&r, 0, NULL, "sysid_readRecording: model, file and recording must not be NULL");
+    return -1;
+  }
+  snprintf(rec->path, sizeof(rec->path), "%s", r.path);
+  tool_readerInit(&r.in, f, r.path, MAX_LINE_BYTES, MAX_LINES);
   int st = readTable(&r);
   if (!st) st = align(&r, rec);
   freeReader(&r);

@@ -48,6 +48,10 @@ typedef struct sysidRecording_ {
 // column, no data rows).
 int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec, char* err,
                         int errsz);
+
+// the same from an open file f (not closed), named path in messages
+int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRecording* rec,
+                            char* err, int errsz);
 void sysid_freeRecording(sysidRecording* rec);
 
 // Write a CSV recording: header from the model's names, one row per step t = 0..T: time, every
