@@ -600,6 +600,8 @@ TEST(SysidData, ReadErrorsBinaryAndCutOff) {
       {"time,qpos:cart_slide\n0,1e300\n0.01,1\n",
        {"line 2", "qpos:cart_slide", "'1e300' is out of range"}},
       {"time,qpos:cart_slide\n0,1\n-2e10,1\n", {"line 3", "time", "out of range"}},
+      // two samples 5804 s apart: 580400 steps interpolated from a 30-byte file (found by fuzz_csv)
+      {"time,qpos:cart_slide\n0,1\n5804,2\n", {"line 3", "time", "more than 1000 timesteps"}},
       // a file without newlines grew memory without bound
       {"time," + std::string((1 << 24) + 10, 'x'), {"line 1: longer than 16777216 bytes"}},
   };

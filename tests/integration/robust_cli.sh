@@ -145,6 +145,13 @@ assert d["metrics"]["smooth"]["diverged"] is True
 ' <"$TMP/out" || { note "FAIL: diverged demo: JSON status"; nfail=$((nfail + 1)); }
 grep -qi nan "$TMP/out" && { note "FAIL: nan in the demo's JSON"; nfail=$((nfail + 1)); }
 expect 1 "error: native: diverged at time" "$DEMO" --json --native --seconds 1 slow.xml
+# --out is written whole (FILE.tmp renamed): a valid report of the failed run, no FILE.tmp left
+cp report.orig report.json
+expect 1 "error: diverged" "$DEMO" --out report.json --seconds 1 slow.xml
+python3 -c 'import json; assert json.load(open("report.json"))["status"] == "diverged"' ||
+  { note "FAIL: demo --out: not the diverged report"; nfail=$((nfail + 1)); }
+[[ -e report.json.tmp ]] && { note "FAIL: demo --out left report.json.tmp"; nfail=$((nfail + 1)); }
+expect 1 "cannot write nodir/report.json" "$DEMO" --out nodir/report.json --seconds 0.1 slow.xml
 expect 1 "--seconds 1e\\+300: .* steps of 0.01 s, more than 1e\\+09" "$DEMO" --seconds 1e300 slow.xml
 expect 2 "--seconds must be a positive number" "$DEMO" --seconds nan slow.xml
 # MuJoCo's warnings: on stderr, never in the JSON on stdout, and no MUJOCO_LOG.TXT

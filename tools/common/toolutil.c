@@ -130,6 +130,11 @@ char* tool_readFile(const char* path, long* size, char* err, int errsz) {
   char* buf = NULL;
   long n = -1;
   if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (n > TOOL_MAX_FILE) {
+    snprintf(err, (size_t)errsz, "%s: larger than %ld bytes", path, (long)TOOL_MAX_FILE);
+    fclose(f);
+    return NULL;
+  }
   if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)n + 1);
   if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
     snprintf(err, (size_t)errsz, "%s: cannot read", path);
@@ -263,15 +268,27 @@ void tool_jsonHead(FILE* f, const char* tool, char* const* model, int nmodel) {
   fputc(']', f);
 }
 
+// PATH.tmp, where a report is written before it is renamed to PATH
+static int tmpPath(const char* path, char* buf, size_t n) {
+  int len = snprintf(buf, n, "%s.tmp", path);
+  return len > 0 && (size_t)len < n;
+}
+
 FILE* tool_openOut(const char* tool, const char* path) {
-  FILE* f = fopen(path, "w");
+  char tmp[4200];
+  FILE* f = tmpPath(path, tmp, sizeof(tmp)) ? fopen(tmp, "w") : NULL;
   if (!f) fprintf(stderr, "%s: error: cannot write %s\n", tool, path);
   return f;
 }
 
 int tool_closeOut(const char* tool, const char* path, FILE* f) {
   if (!f) return 0;
-  if (fclose(f) != 0) {
+  char tmp[4200];
+  int bad = ferror(f) != 0;
+  bad |= fclose(f) != 0;
+  bad |= !tmpPath(path, tmp, sizeof(tmp));
+  if (bad || rename(tmp, path) != 0) {
+    if (!bad || tmpPath(path, tmp, sizeof(tmp))) remove(tmp);
     fprintf(stderr, "%s: error: cannot write %s\n", tool, path);
     return 0;
   }
@@ -285,9 +302,17 @@ static void onWarning(const char* msg) {
   if (gWarnings++ < 5) fprintf(stderr, "%s: MuJoCo warning: %s\n", gWarningTool, msg);
 }
 
+// MuJoCo's fatal errors (which would print to stdout, append MUJOCO_LOG.TXT and exit): stderr,
+// exit 1
+static void onError(const char* msg) {
+  fprintf(stderr, "%s: error: MuJoCo: %s\n", gWarningTool, msg);
+  exit(TOOL_EXIT_RUNTIME);
+}
+
 void tool_catchWarnings(const char* tool) {
   gWarningTool = tool;
   mju_user_warning = onWarning;
+  mju_user_error = onError;
 }
 
 long tool_warnings(void) {

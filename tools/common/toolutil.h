@@ -66,8 +66,9 @@ volatile int* tool_interruptFlag(void);
 // load an MJCF or MJB model; NULL with a message naming the file on failure
 mjModel* tool_loadModel(const char* path, char* err, int errsz);
 
-// the whole file at path as a NUL-terminated malloc'd string (*size its length without the NUL);
-// NULL with a message naming the file on failure
+// the whole file at path as a NUL-terminated malloc'd string (*size its length without the NUL),
+// at most TOOL_MAX_FILE bytes; NULL with a message naming the file on failure
+#define TOOL_MAX_FILE (1L << 30)
 char* tool_readFile(const char* path, long* size, char* err, int errsz);
 
 // compile MJCF text as if it were the file at path: the text goes through a MuJoCo VFS under that
@@ -109,15 +110,18 @@ void tool_jsonCounts(FILE* f, const char* const* names, const long* x, int n);
 // the head of a tool's JSON object: {"tool":TOOL,"version":...,"model":[MODEL, ...]
 void tool_jsonHead(FILE* f, const char* tool, char* const* model, int nmodel);
 
-// open the file of --out FILE for writing; NULL after "TOOL: error: cannot write FILE" on stderr
+// open the file of --out FILE for writing: FILE.tmp, renamed to FILE by tool_closeOut, so that a
+// report is never left half-written; NULL after "TOOL: error: cannot write FILE" on stderr
 FILE* tool_openOut(const char* tool, const char* path);
 
-// close it: 0 after the same message if the writes failed, 0 without one for f NULL, else 1
+// close it and rename it to path: 0 after the same message if the writes failed (FILE.tmp
+// removed, FILE as it was), 0 without one for f NULL, else 1
 int tool_closeOut(const char* tool, const char* path, FILE* f);
 
 // MuJoCo's default warning handler prints to stdout (which holds a tool's results) and appends
 // MUJOCO_LOG.TXT: install one that counts the warnings and shows the first five on stderr as
-// "TOOL: MuJoCo warning: MESSAGE"; tool_warnings() is the count so far
+// "TOOL: MuJoCo warning: MESSAGE"; tool_warnings() is the count so far. MuJoCo's fatal errors
+// likewise: "TOOL: error: MuJoCo: MESSAGE" on stderr, exit 1
 void tool_catchWarnings(const char* tool);
 long tool_warnings(void);
 

@@ -55,23 +55,6 @@ static void jsonNumber(FILE* f, double x) {
   tool_jsonNumberDigits(f, x, 9);  // null if not finite (counted: tool_jsonNullNote)
 }
 
-// open FILE for writing; NULL after "mjdiff-mpc: error: cannot write 'FILE'" on stderr
-static FILE* openOut(const char* path) {
-  FILE* f = fopen(path, "w");
-  if (!f) fprintf(stderr, TOOL ": error: cannot write '%s'\n", path);
-  return f;
-}
-
-// close it: 0 after the same message if the writes failed, 0 without one for f NULL, else 1
-static int closeOut(const char* path, FILE* f) {
-  if (!f) return 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, TOOL ": error: cannot write '%s'\n", path);
-    return 0;
-  }
-  return 1;
-}
-
 // MODEL.xml -> MODEL.task (any other name: MODEL + .task)
 static char* taskPath(const char* model) {
   size_t n = strlen(model);
@@ -473,9 +456,9 @@ static int mainRun(int argc, char** argv) {
     if (loop->failed) printf("FAILED: %s\n", loop->err);
   }
   if (a.c.out) {
-    FILE* f = openOut(a.c.out);
+    FILE* f = tool_openOut(TOOL, a.c.out);
     if (f) runJson(f, &a, task, loop, lo.shift, status);
-    if (!closeOut(a.c.out, f)) code = TOOL_EXIT_RUNTIME;
+    if (!tool_closeOut(TOOL, a.c.out, f)) code = TOOL_EXIT_RUNTIME;
   }
 
   mpc_freeLoop(loop);
@@ -1075,14 +1058,14 @@ static int mainBench(int argc, char** argv) {
 
   printTable(&a, names, ntask, run, n);
   if (a.csv) {
-    FILE* f = openOut(a.csv);
+    FILE* f = tool_openOut(TOOL, a.csv);
     if (f) writeCsv(f, names, run, n);
-    if (!closeOut(a.csv, f)) code = code ? code : TOOL_EXIT_RUNTIME;
+    if (!tool_closeOut(TOOL, a.csv, f)) code = code ? code : TOOL_EXIT_RUNTIME;
   }
   if (a.c.out) {
-    FILE* f = openOut(a.c.out);
+    FILE* f = tool_openOut(TOOL, a.c.out);
     if (f) benchJson(f, &a, names, run, n, status);
-    if (!closeOut(a.c.out, f)) code = code ? code : TOOL_EXIT_RUNTIME;
+    if (!tool_closeOut(TOOL, a.c.out, f)) code = code ? code : TOOL_EXIT_RUNTIME;
   }
   if (a.png) {
     char err[256];

@@ -11,7 +11,9 @@
 //
 // The CSV dialect: comma-separated, no quoting; names and numbers trimmed of blanks (so CRLF line
 // ends are fine); an optional UTF-8 byte order mark; trailing blank lines are ignored, blank lines
-// between rows are an error. Numbers are parsed whole with strtod and must be finite.
+// between rows are an error; every row ends with a line end (a last row without one may be cut
+// off). Numbers are parsed whole with strtod and must be finite and within 1e10; lines are read
+// by tool_readLine (bounded, no NUL bytes).
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -29,7 +31,10 @@
 #define TIME_TOL 1e-9
 
 // largest recording accepted: (T+1) x (nq + nv + nsensordata + nu) numbers
-#define MAX_ALIGNED 500000000.0
+#define MAX_ALIGNED 100000000.0
+
+// largest gap between two samples, in model timesteps (a gap is interpolated step by step)
+#define MAX_GAP_STEPS 1000
 
 // longest line and most lines of a CSV file
 #define MAX_LINE_BYTES ((size_t)1 << 24)
@@ -512,6 +517,15 @@ static int readTable(reader* r) {
              "%.17g is not after the previous sample's %.17g (time must "
              "increase strictly)",
              row[tcol], tprev);
+        ok = 0;
+        break;
+      }
+      double h = r->m->opt.timestep;
+      if (h > 0 && (row[tcol] - tprev) / h > MAX_GAP_STEPS) {
+        fail(r, line, "time",
+             "%.17g is %g s after the previous sample: more than %d timesteps of %g s (samples "
+             "at most that far apart are interpolated)",
+             row[tcol], row[tcol] - tprev, MAX_GAP_STEPS, h);
         ok = 0;
         break;
       }
