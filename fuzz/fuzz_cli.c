@@ -51,10 +51,18 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   volatile int code = setjmp(fuzz_jump);
   if (code == 0) {
     switch (which) {
-      case 0: fuzz_parseSysid(argc, argv); break;
-      case 1: fuzz_parseDemo(argc, argv); break;
-      case 2: fuzz_parseMpcRun(argc, argv); break;
-      default: fuzz_parseMpcBench(argc - 1, argv + 1); break;
+      case 0:
+        fuzz_parseSysid(argc, argv);
+        break;
+      case 1:
+        fuzz_parseDemo(argc, argv);
+        break;
+      case 2:
+        fuzz_parseMpcRun(argc, argv);
+        break;
+      default:
+        fuzz_parseMpcBench(argc - 1, argv + 1);
+        break;
     }
   } else if (code != 1000 && code != 1002) {
     fprintf(stderr, "fuzz_cli: exit code %d from a parser\n", code - 1000);

@@ -12,14 +12,13 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <mjdiff/adjoint.h>
+#include <mjdiff/mjdiff.h>
+#include <mujoco/mujoco.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <mjdiff/adjoint.h>
-#include <mjdiff/mjdiff.h>
-#include <mujoco/mujoco.h>
 
 #include "toolutil.h"
 
@@ -30,8 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 #define MAX_LINES 64
 #define MAX_VALUES 8
 
-static const char* kHead =
-    "<mujoco>\n  <option timestep=\"%s\" integrator=\"%s\"/>\n  <custom>\n";
+static const char* kHead = "<mujoco>\n  <option timestep=\"%s\" integrator=\"%s\"/>\n  <custom>\n";
 static const char* kBody =
     "  </custom>\n"
     "  <worldbody>\n"
@@ -60,7 +58,8 @@ static const char* kBody =
     "  </tendon>\n"
     "  <equality><joint name=\"eq\" joint1=\"slide\"/></equality>\n"
     "  <actuator><motor name=\"m\" joint=\"hinge\"/></actuator>\n"
-    "  <sensor><touch name=\"touch\" site=\"touch\"/><jointpos name=\"q\" joint=\"hinge\"/></sensor>\n"
+    "  <sensor><touch name=\"touch\" site=\"touch\"/><jointpos name=\"q\" "
+    "joint=\"hinge\"/></sensor>\n"
     "</mujoco>\n";
 
 static void quiet(const char* msg) {
@@ -129,7 +128,9 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!strcmp(name, "integrator")) {
       while (*p == ' ') p++;
       snprintf(integrator, sizeof(integrator), "%s",
-               !strncmp(p, "RK4", 3) ? "RK4" : !strncmp(p, "implicit", 8) ? "implicit" : "Euler");
+               !strncmp(p, "RK4", 3)        ? "RK4"
+               : !strncmp(p, "implicit", 8) ? "implicit"
+                                            : "Euler");
       continue;
     }
     if (!nval) continue;

@@ -6,12 +6,11 @@
 
 #define _POSIX_C_SOURCE 200809L
 
+#include <mujoco/mujoco.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <mujoco/mujoco.h>
 
 #include "mpc.h"
 
