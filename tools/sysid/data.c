@@ -548,8 +548,9 @@ static void normalise4(double* q) {
   }
 }
 
-static void* allocArray(size_t n, size_t size) {
-  return calloc(n ? n : 1, size);
+// zeroed (a x b) array, at least one element; NULL if the size overflows (tool_callocArray)
+static void* allocArray(size_t a, size_t b, size_t size) {
+  return tool_callocArray(a, b, size);
 }
 
 // align the samples in r to the model's steps into rec; 0 or -1 (message)
@@ -579,11 +580,11 @@ static int align(reader* r, sysidRecording* rec) {
   rec->T = T;
   rec->t0 = t0;
   rec->nrow = r->nrow;
-  rec->ctrl = (double*)allocArray((size_t)T * (size_t)nu, sizeof(double));
-  rec->has_ctrl = (int*)allocArray((size_t)nu, sizeof(int));
-  rec->qpos = (double*)allocArray(T1 * (size_t)nq, sizeof(double));
-  rec->qvel = (double*)allocArray(T1 * (size_t)nv, sizeof(double));
-  rec->sensor = (double*)allocArray(T1 * (size_t)ns, sizeof(double));
+  rec->ctrl = (double*)allocArray((size_t)T, (size_t)nu, sizeof(double));
+  rec->has_ctrl = (int*)allocArray((size_t)nu, 1, sizeof(int));
+  rec->qpos = (double*)allocArray(T1, (size_t)nq, sizeof(double));
+  rec->qvel = (double*)allocArray(T1, (size_t)nv, sizeof(double));
+  rec->sensor = (double*)allocArray(T1, (size_t)ns, sizeof(double));
   if (!rec->ctrl || !rec->has_ctrl || !rec->qpos || !rec->qvel || !rec->sensor) {
     fail(r, 0, NULL, "out of memory");
     return -1;
@@ -596,7 +597,7 @@ static int align(reader* r, sysidRecording* rec) {
   }
 
   // quaternions to normalise: ball and free joints with all 4 columns present
-  int* hasq = (int*)allocArray((size_t)nq, sizeof(int));
+  int* hasq = (int*)allocArray((size_t)nq, 1, sizeof(int));
   if (!hasq) {
     fail(r, 0, NULL, "out of memory");
     return -1;
