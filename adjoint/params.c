@@ -434,6 +434,15 @@ static mjdiffStatus addName(builder* b, const mjModel* m, const mjdiffModel* s, 
   return MJDIFF_OK;
 }
 
+// FNV-1a hash of the model's names: parameters are bound to elements by name
+static unsigned long long namesHash(const mjModel* m) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (int i = 0; i < m->nnames; i++) {
+    h = (h ^ (unsigned char)m->names[i]) * 1099511628211ULL;
+  }
+  return h;
+}
+
 mjdiffStatus mjdiff_makeParams(const mjModel* m, const mjdiffModel* s, const char* const* names,
                                int n, mjdiffParams** out, char* err, int errsz) {
   if (!out) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "out is NULL");
@@ -468,6 +477,7 @@ mjdiffStatus mjdiff_makeParams(const mjModel* m, const mjdiffModel* s, const cha
   p->nu = m->nu;
   p->na = m->na;
   p->ntendon = m->ntendon;
+  p->names_hash = namesHash(m);
   *out = p;
   return MJDIFF_OK;
 }
@@ -494,6 +504,18 @@ const char* mjdiff_paramName(const mjdiffParams* p, int i) {
 static int sameSizes(const mjModel* m, const mjdiffParams* p) {
   return m->nq == p->nq && m->nv == p->nv && m->nbody == p->nbody && m->njnt == p->njnt &&
          m->ngeom == p->ngeom && m->nu == p->nu && m->na == p->na && m->ntendon == p->ntendon;
+}
+
+mjdiffStatus mjdiff_checkParams(const mjModel* m, const mjdiffParams* p, char* err, int errsz) {
+  if (!p) return MJDIFF_OK;
+  if (!m) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "model is NULL");
+  if (!sameSizes(m, p) || p->names_hash != namesHash(m)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "parameters were made for another model (nq=%d nbody=%d ngeom=%d, other "
+                        "names; this one has nq=%d nbody=%d ngeom=%d)",
+                        p->nq, p->nbody, p->ngeom, m->nq, m->nbody, m->ngeom);
+  }
+  return MJDIFF_OK;
 }
 
 // address of an mjModel parameter (NULL for smooth-model values)

@@ -64,7 +64,11 @@ struct mjdiffParams_ {
   char* names;                 // expanded names, each 0-terminated
   int* nameadr;                // (n) offsets into names
   int nq, nv, nbody, njnt, ngeom, nu, na, ntendon;  // sizes of the model it was made for
+  unsigned long long names_hash;  // and a hash of its names
 };
+
+// MJDIFF_OK if p (nullable) was made for m (same sizes and names), else an error naming both
+mjdiffStatus mjdiff_checkParams(const mjModel* m, const mjdiffParams* p, char* err, int errsz);
 
 // name of a model-wide smooth field (as in mjdiff_setParam) and its per-geom index or -1
 const char* mjdiff_smoothFieldName(int field);

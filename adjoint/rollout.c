@@ -45,6 +45,9 @@ struct mjdiffRollout_ {
   size_t bytes;
 };
 
+// longest rollout: its sizes, such as (T + 1) x (nq + nv + na), stay far from int and size_t limits
+#define MAX_HORIZON 100000000
+
 void mjdiff_defaultRolloutOptions(mjdiffRolloutOptions* opt) {
   opt->checkpoint = 1;
 }
@@ -56,8 +59,9 @@ mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s, const mj
   *out = NULL;
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (horizon < 1) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "horizon must be >= 1, got %d", horizon);
+  if (horizon < 1 || horizon > MAX_HORIZON) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "horizon must be in [1, %d], got %d",
+                        MAX_HORIZON, horizon);
   }
   mjdiffRolloutOptions o;
   mjdiff_defaultRolloutOptions(&o);
@@ -375,9 +379,16 @@ mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const m
                                  int nitem, char* err, int errsz) {
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (!items || nitem < 0 || nthread < 1 || horizon < 1) {
+  if (!items || nitem < 0 || nthread < 1 || horizon < 1 || horizon > MAX_HORIZON) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
-                        "batch needs items, nitem >= 0, nthread >= 1 and horizon >= 1");
+                        "batch needs items, nitem >= 0, nthread >= 1 and horizon in [1, %d]",
+                        MAX_HORIZON);
+  }
+  for (int i = 0; i < nitem; i++) {
+    if (!items[i].x0 || (!items[i].ctrl && m->nu)) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "items[%d].%s is NULL", i,
+                          items[i].x0 ? "ctrl" : "x0");
+    }
   }
   if (nthread > nitem) nthread = nitem > 0 ? nitem : 1;
   batchJob jobs[64];

@@ -47,6 +47,7 @@
 #include "compat.h"
 #include "derivative.h"
 #include "internal.h"
+#include "params_internal.h"
 
 struct mjdiffStepDeriv_ {
   const mjModel* m;            // model and smooth model this workspace was made for
@@ -543,6 +544,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   if (st != MJDIFF_OK) return st;
   st = checkModel(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
+  st = mjdiff_checkParams(m, p, err, errsz);
+  if (st != MJDIFF_OK) return st;
 
   int nv = m->nv, na = m->na, nu = m->nu, np = p ? mjdiff_paramCount(p) : 0;
   int ndx = 2 * nv + na, ncol = ndx + nu + np;
@@ -898,6 +901,16 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   }
   if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
     return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  }
+  // input vectors must be finite (a NaN would give NaN products with status OK)
+  int nin = what == PRODUCT_VJP ? w->ndx : what == PRODUCT_JVP ? w->ndx + w->nin
+            : what == PRODUCT_SENSOR_VJP ? m->nsensordata : 0;
+  for (int i = 0; in && i < nin; i++) {
+    if (!isfinite(in[i])) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE, "%s[%d] is not finite (%g)",
+                          what == PRODUCT_VJP ? "adj_next" : what == PRODUCT_JVP ? "dx, du or dp"
+                          : "adj_sensor", i, in[i]);
+    }
   }
 
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after

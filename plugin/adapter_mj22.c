@@ -79,6 +79,7 @@ static int addEntry(mjModel* m, mjdiffModel* s, int owned) {
 static void evictOwned(void) {
   for (int i = 0; i < gNentry; i++) {
     if (gEntry[i].owned) {
+      if (gEntry[i].s) gEntry[i].s->attached = NULL;  // freed here, not detached (lock held)
       mjdiff_freeModel(gEntry[i].s);
       removeEntry(i);
       return;
@@ -122,6 +123,7 @@ static void passiveCallback(const mjModel* m, mjData* d) {
 
   // a freed model's address reused by a newly loaded one
   if (i >= 0 && gEntry[i].owned && gEntry[i].buffer != m->buffer) {
+    if (gEntry[i].s) gEntry[i].s->attached = NULL;  // freed here, not detached (lock held)
     mjdiff_freeModel(gEntry[i].s);
     removeEntry(i);
     i = -1;

@@ -562,6 +562,9 @@ mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* m, mjdiffMo
 
 void mjdiff_freeModel(mjdiffModel* s) {
   if (!s) return;
+  // still attached: detach, so that mj_step on its model no longer finds it (and has its own
+  // constraints back) instead of reading freed memory
+  if (s->attached) mjdiff_detach((mjModel*)s->attached);
   free(s->geom_param);
   free(s->geom_set);
   free(s->derived);

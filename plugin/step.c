@@ -47,6 +47,9 @@ static mjdiffStatus checkInputs(const mjModel* m, mjData* d, char* err, int errs
     {"qfrc_applied", d->qfrc_applied, m->nv, mjWARN_BADQACC},
     {"xfrc_applied", d->xfrc_applied, 6 * m->nbody, mjWARN_BADQACC},
   };
+  if (!isfinite(d->time)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE, "time is not finite (%g)", d->time);
+  }
   for (int a = 0; a < (int)(sizeof(arrays) / sizeof(arrays[0])); a++) {
     int i = firstBad(arrays[a].x, arrays[a].n);
     if (i >= 0) {

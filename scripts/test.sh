@@ -6,13 +6,15 @@
 # 1. installs the packages (scripts/setup.sh),
 # 2. Release build with warnings as errors in build/, all tests,
 # 3. AddressSanitizer + UBSan build in build-asan/ (RelWithDebInfo), all tests but the integration
-#    ones (they preload the library into MuJoCo's uninstrumented viewer). --fast skips this pass.
+#    ones (they preload the library into MuJoCo's uninstrumented viewer),
+# 4. the fuzz targets (scripts/fuzz.sh: clang, libFuzzer, build-fuzz/), each for FUZZ_SECONDS
+#    (default 30) with a fixed seed. --fast skips 3 and 4.
 set -euo pipefail
 
 usage() {
   cat <<USAGE
 usage: scripts/test.sh [--fast]
-  --fast      skip the sanitizer (ASan + UBSan) build and tests
+  --fast      skip the sanitizer (ASan + UBSan) build and tests and the fuzz targets
   -h, --help  show this help
 USAGE
 }
@@ -56,6 +58,8 @@ if [[ $fast -eq 0 ]]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   run_config build-asan RelWithDebInfo -E integration -- -DMJDIFF_SANITIZE=ON
+  phase "fuzz (${FUZZ_SECONDS:-30} s per target)"
+  "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-30}"
 fi
 
 phase "all tests passed"

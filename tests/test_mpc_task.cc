@@ -616,6 +616,10 @@ TEST(MpcTask, ParseErrors) {
       {"control 1\nsuccess 0\n", 2, "missing THRESHOLD", false},
       {"control 1 \"unterminated\n", 1, "unterminated quote", false},
       {"joint box_free 0 1\n", 1, "joint 'box_free' is a free joint", true},
+      // issue 14: a planning timestep longer than the horizon was accepted
+      {"control 1\ntimestep 0.6\n", 2,
+       "timestep 0.6 s is longer than the horizon 0.5 s (the default)", false},
+      {"horizon 0.1\ntimestep 0.2\ncontrol 1\n", 2, "longer than the horizon 0.1 s", false},
   };
   int index = 0;
   for (const Case& c : cases) {
@@ -626,6 +630,27 @@ TEST(MpcTask, ParseErrors) {
     EXPECT_EQ(t.err.rfind(prefix, 0), 0u) << c.text << " -> " << t.err;
     EXPECT_NE(t.err.find(c.expect), std::string::npos) << c.text << " -> " << t.err;
   }
+
+  // issue 14: a NUL byte hung the reader (/dev/zero forever), and a UTF-8 byte order mark was
+  // rejected with an invisible character in the message
+  std::string nul = writeTemp("nul", std::string("control 1\njoint elbow") + '\0' + " 0 1\n");
+  Task tn(s.m(), nul);
+  EXPECT_EQ(tn.task, nullptr);
+  EXPECT_EQ(tn.err, nul + ": line 2, column 12: NUL byte (a binary file?)");
+  Task tz(s.m(), "/dev/zero");
+  EXPECT_EQ(tz.task, nullptr);
+  EXPECT_EQ(tz.err, "/dev/zero: line 1, column 1: NUL byte (a binary file?)");
+  Task tl(s.m(), writeTemp("long", "control 1 # " + std::string(5000, 'x') + "\n"));
+  EXPECT_EQ(tl.task, nullptr);
+  EXPECT_NE(tl.err.find(": line 1: longer than 4094 bytes"), std::string::npos) << tl.err;
+  Task tb(s.m(), writeTemp("bom", "\xEF\xBB\xBFhorizon 0.25\ncontrol 1\n"));
+  EXPECT_NE(tb.task, nullptr) << tb.err;
+  if (tb.task) {
+    EXPECT_EQ(mpc_taskHorizon(tb.task), 0.25);
+  }
+  Task tb2(s.m(), writeTemp("bom2", "\xEF\xBB\xBF" "bogus 1\n"));
+  EXPECT_EQ(tb2.task, nullptr);
+  EXPECT_NE(tb2.err.find(":1: unknown term 'bogus'"), std::string::npos) << tb2.err;
 
   // whole-file errors name the file
   std::string empty = writeTemp("empty", "# nothing\n\n");

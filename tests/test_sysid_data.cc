@@ -393,7 +393,7 @@ TEST(SysidData, Dialect) {
     double slide1;  // qpos of the slide at step 1
   } cases[] = {
       {"time , qpos:cart_slide\r\n0, 1\r\n0.01 ,\t2\r\n", 1, 2, 2},
-      {"\xEF\xBB\xBFtime,qpos:cart_slide\n0,1\n0.02,3", 2, 2, 2},
+      {"\xEF\xBB\xBFtime,qpos:cart_slide\n0,1\n0.02,3\n", 2, 2, 2},
       {"time,qpos:cart_slide\n0,1\n0.01,2\n\n\r\n  \n", 1, 2, 2},
       {"time,qpos:cart_slide\n5,1\n", 0, 1, 0},
   };
@@ -581,6 +581,53 @@ TEST(SysidData, ReadErrors) {
 }
 
 // a failed write leaves no file behind
+// issue 14: inputs that were read wrongly or without bound are refused, naming file, line, column
+TEST(SysidData, ReadErrorsBinaryAndCutOff) {
+  Model cart("cartpole.xml");
+  ASSERT_TRUE(cart.m);
+  TempDir dir;
+  struct Case {
+    std::string csv;
+    std::vector<std::string> expect;  // substrings of the message
+  } cases[] = {
+      // a number cut off at the end of a file without a final newline was read as its prefix
+      {"time,qpos:cart_slide\n0,1\n0.01,2.5", {"line 3", "no line end", "cut off"}},
+      // the rest of a row after a NUL byte was ignored
+      {std::string("time,qpos:cart_slide\n0,1\n0.01,2") + '\0' + "5\n",
+       {"line 3, column 7: NUL byte"}},
+      {std::string("time,qpos:cart") + '\0' + "_slide\n0,1\n", {"line 1, column 15: NUL byte"}},
+      // a single 1e300 gave "the residuals cannot be evaluated at the starting values"
+      {"time,qpos:cart_slide\n0,1e300\n0.01,1\n",
+       {"line 2", "qpos:cart_slide", "'1e300' is out of range"}},
+      {"time,qpos:cart_slide\n0,1\n-2e10,1\n", {"line 3", "time", "out of range"}},
+      // two samples 5804 s apart: 580400 steps interpolated from a 30-byte file (found by fuzz_csv)
+      {"time,qpos:cart_slide\n0,1\n5804,2\n", {"line 3", "time", "more than 1000 timesteps"}},
+      // a file without newlines grew memory without bound
+      {"time," + std::string((1 << 24) + 10, 'x'), {"line 1: longer than 16777216 bytes"}},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    std::string path = dir.file("bin" + std::to_string(n++) + ".csv");
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_TRUE(f);
+    ASSERT_EQ(std::fwrite(c.csv.data(), 1, c.csv.size(), f), c.csv.size());
+    std::fclose(f);
+    sysidRecording rec;
+    char err[1000] = "";
+    EXPECT_EQ(sysid_readRecording(cart.m, path.c_str(), &rec, err, sizeof(err)), -1) << path;
+    EXPECT_NE(std::strstr(err, path.c_str()), nullptr) << err;
+    for (const std::string& e : c.expect) {
+      EXPECT_NE(std::strstr(err, e.c_str()), nullptr) << "'" << e << "' not in: " << err;
+    }
+    EXPECT_EQ(rec.qpos, nullptr);  // nothing left allocated
+  }
+  // /dev/zero ends at its first byte instead of filling memory
+  sysidRecording rec;
+  char err[1000] = "";
+  EXPECT_EQ(sysid_readRecording(cart.m, "/dev/zero", &rec, err, sizeof(err)), -1);
+  EXPECT_STREQ(err, "/dev/zero: line 1, column 1: NUL byte (a binary file?)");
+}
+
 TEST(SysidData, WriteErrors) {
   Model mod("cartpole.xml");
   ASSERT_TRUE(mod.m);

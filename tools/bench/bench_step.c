@@ -135,7 +135,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   int positional = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
-    if (!positional && (!strcmp(o, "--help") || !strcmp(o, "-h"))) {
+    if (!positional && tool_isHelp(o)) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!positional && !strcmp(o, "--rounds")) {

@@ -47,6 +47,10 @@ void tool_outOfMemory(const char* tool) {
   exit(TOOL_EXIT_RUNTIME);
 }
 
+int tool_isHelp(const char* arg) {
+  return arg && (!strcmp(arg, "--help") || !strcmp(arg, "-h"));
+}
+
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i) {
   if (*i + 1 >= argc) tool_usageError(tool, "option %s needs a value", argv[*i]);
   return argv[++*i];
@@ -126,6 +130,11 @@ char* tool_readFile(const char* path, long* size, char* err, int errsz) {
   char* buf = NULL;
   long n = -1;
   if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (n > TOOL_MAX_FILE) {
+    snprintf(err, (size_t)errsz, "%s: larger than %ld bytes", path, (long)TOOL_MAX_FILE);
+    fclose(f);
+    return NULL;
+  }
   if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)n + 1);
   if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
     snprintf(err, (size_t)errsz, "%s: cannot read", path);
@@ -179,18 +188,56 @@ void tool_jsonString(FILE* f, const char* s) {
   fputc('"', f);
 }
 
-void tool_jsonNumber(FILE* f, double x) {
+static long gJsonNulls = 0;
+static char gJsonKey[128] = "";
+static char gJsonFirstNull[128] = "";
+
+void tool_jsonNumberDigits(FILE* f, double x, int digits) {
   if (isfinite(x)) {
-    fprintf(f, "%.6g", x);
+    fprintf(f, "%.*g", digits, x);
   } else {
+    if (gJsonNulls++ == 0) snprintf(gJsonFirstNull, sizeof(gJsonFirstNull), "%s", gJsonKey);
     fprintf(f, "null");
   }
+}
+
+void tool_jsonNumber(FILE* f, double x) {
+  tool_jsonNumberDigits(f, x, 6);
+}
+
+void tool_jsonKey(FILE* f, const char* key) {
+  snprintf(gJsonKey, sizeof(gJsonKey), "%s", key ? key : "");
+  tool_jsonString(f, gJsonKey);
+  fputs(": ", f);
+}
+
+void tool_jsonField(FILE* f, const char* key, double x) {
+  tool_jsonKey(f, key);
+  tool_jsonNumber(f, x);
+}
+
+long tool_jsonNulls(const char** first) {
+  if (first) *first = gJsonFirstNull;
+  return gJsonNulls;
+}
+
+void tool_jsonResetNulls(void) {
+  gJsonNulls = 0;
+  gJsonFirstNull[0] = 0;
+}
+
+void tool_jsonNullNote(FILE* f) {
+  if (!gJsonNulls) return;
+  fprintf(f, ", \"nonfinite\": {\"count\": %ld, \"first\": ", gJsonNulls);
+  tool_jsonString(f, gJsonFirstNull);
+  fprintf(f, ", \"note\": \"NaN or infinite values, written as null\"}");
 }
 
 void tool_jsonNumbers(FILE* f, const char* const* names, const double* x, int n) {
   fputc('{', f);
   for (int i = 0; i < n; i++) {
     fprintf(f, "%s", i ? "," : "");
+    snprintf(gJsonKey, sizeof(gJsonKey), "%s", names[i]);
     tool_jsonString(f, names[i]);
     fputc(':', f);
     tool_jsonNumber(f, x[i]);
@@ -221,15 +268,27 @@ void tool_jsonHead(FILE* f, const char* tool, char* const* model, int nmodel) {
   fputc(']', f);
 }
 
+// PATH.tmp, where a report is written before it is renamed to PATH
+static int tmpPath(const char* path, char* buf, size_t n) {
+  int len = snprintf(buf, n, "%s.tmp", path);
+  return len > 0 && (size_t)len < n;
+}
+
 FILE* tool_openOut(const char* tool, const char* path) {
-  FILE* f = fopen(path, "w");
+  char tmp[4200];
+  FILE* f = tmpPath(path, tmp, sizeof(tmp)) ? fopen(tmp, "w") : NULL;
   if (!f) fprintf(stderr, "%s: error: cannot write %s\n", tool, path);
   return f;
 }
 
 int tool_closeOut(const char* tool, const char* path, FILE* f) {
   if (!f) return 0;
-  if (fclose(f) != 0) {
+  char tmp[4200];
+  int bad = ferror(f) != 0;
+  bad |= fclose(f) != 0;
+  bad |= !tmpPath(path, tmp, sizeof(tmp));
+  if (bad || rename(tmp, path) != 0) {
+    if (!bad || tmpPath(path, tmp, sizeof(tmp))) remove(tmp);
     fprintf(stderr, "%s: error: cannot write %s\n", tool, path);
     return 0;
   }
@@ -243,9 +302,17 @@ static void onWarning(const char* msg) {
   if (gWarnings++ < 5) fprintf(stderr, "%s: MuJoCo warning: %s\n", gWarningTool, msg);
 }
 
+// MuJoCo's fatal errors (which would print to stdout, append MUJOCO_LOG.TXT and exit): stderr,
+// exit 1
+static void onError(const char* msg) {
+  fprintf(stderr, "%s: error: MuJoCo: %s\n", gWarningTool, msg);
+  exit(TOOL_EXIT_RUNTIME);
+}
+
 void tool_catchWarnings(const char* tool) {
   gWarningTool = tool;
   mju_user_warning = onWarning;
+  mju_user_error = onError;
 }
 
 long tool_warnings(void) {

@@ -20,6 +20,9 @@
 int tool_parseDouble(const char* s, double* out);
 int tool_parseInt(const char* s, long lo, long hi, long* out);
 
+// 1 if arg asks for help: --help or -h (every tool accepts both)
+int tool_isHelp(const char* arg);
+
 // value of option argv[*i] ("--name VALUE"): advances *i; prints a usage error and exits 2 if missing
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i);
 
@@ -63,8 +66,9 @@ volatile int* tool_interruptFlag(void);
 // load an MJCF or MJB model; NULL with a message naming the file on failure
 mjModel* tool_loadModel(const char* path, char* err, int errsz);
 
-// the whole file at path as a NUL-terminated malloc'd string (*size its length without the NUL);
-// NULL with a message naming the file on failure
+// the whole file at path as a NUL-terminated malloc'd string (*size its length without the NUL),
+// at most TOOL_MAX_FILE bytes; NULL with a message naming the file on failure
+#define TOOL_MAX_FILE (1L << 30)
 char* tool_readFile(const char* path, long* size, char* err, int errsz);
 
 // compile MJCF text as if it were the file at path: the text goes through a MuJoCo VFS under that
@@ -75,8 +79,29 @@ mjModel* tool_loadXMLText(const char* path, const char* text, long size, char* e
 // JSON string with escapes
 void tool_jsonString(FILE* f, const char* s);
 
-// JSON number with 6 significant digits ("%.6g"); null if not finite
+// JSON numbers never carry NaN or Inf (which JSON cannot represent): they are written as null and
+// counted, with the key of the first one (the last key given to tool_jsonKey or tool_jsonField),
+// so that a report can say why (tool_jsonNullNote).
+// number with 6 significant digits ("%.6g"); null if not finite
 void tool_jsonNumber(FILE* f, double x);
+
+// number with `digits` significant digits; null if not finite
+void tool_jsonNumberDigits(FILE* f, double x, int digits);
+
+// "KEY": (remembered for the count of non-finite numbers)
+void tool_jsonKey(FILE* f, const char* key);
+
+// "KEY": X with tool_jsonNumber
+void tool_jsonField(FILE* f, const char* key, double x);
+
+// non-finite numbers written as null since the last tool_jsonResetNulls; *first (nullable) the
+// key of the first ("" if none)
+long tool_jsonNulls(const char** first);
+void tool_jsonResetNulls(void);
+
+// when numbers were written as null: ', "nonfinite": {"count": N, "first": KEY, "note": ...}'
+// (call inside the report's object, before its closing brace); nothing otherwise
+void tool_jsonNullNote(FILE* f);
 
 // JSON objects {"NAME":X, ...} of n named numbers (tool_jsonNumber) or counts
 void tool_jsonNumbers(FILE* f, const char* const* names, const double* x, int n);
@@ -85,15 +110,18 @@ void tool_jsonCounts(FILE* f, const char* const* names, const long* x, int n);
 // the head of a tool's JSON object: {"tool":TOOL,"version":...,"model":[MODEL, ...]
 void tool_jsonHead(FILE* f, const char* tool, char* const* model, int nmodel);
 
-// open the file of --out FILE for writing; NULL after "TOOL: error: cannot write FILE" on stderr
+// open the file of --out FILE for writing: FILE.tmp, renamed to FILE by tool_closeOut, so that a
+// report is never left half-written; NULL after "TOOL: error: cannot write FILE" on stderr
 FILE* tool_openOut(const char* tool, const char* path);
 
-// close it: 0 after the same message if the writes failed, 0 without one for f NULL, else 1
+// close it and rename it to path: 0 after the same message if the writes failed (FILE.tmp
+// removed, FILE as it was), 0 without one for f NULL, else 1
 int tool_closeOut(const char* tool, const char* path, FILE* f);
 
 // MuJoCo's default warning handler prints to stdout (which holds a tool's results) and appends
 // MUJOCO_LOG.TXT: install one that counts the warnings and shows the first five on stderr as
-// "TOOL: MuJoCo warning: MESSAGE"; tool_warnings() is the count so far
+// "TOOL: MuJoCo warning: MESSAGE"; tool_warnings() is the count so far. MuJoCo's fatal errors
+// likewise: "TOOL: error: MuJoCo: MESSAGE" on stderr, exit 1
 void tool_catchWarnings(const char* tool);
 long tool_warnings(void);
 

@@ -16,6 +16,13 @@
 
 static const char* kTool = "mjdiff-demo";
 
+// a run has diverged when a state or the energy leaves this bound (MuJoCo's mjMAXVAL, beyond
+// which its own mj_step resets the state), or is not finite
+#define MAX_STATE 1e10
+
+// most steps of a run
+#define MAX_STEPS 1e9
+
 typedef struct args_ {
   const char* model;
   double seconds;
@@ -51,7 +58,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->random = 1;
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+    if (tool_isHelp(arg)) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!strcmp(arg, "--seconds")) {
@@ -102,8 +109,43 @@ typedef struct summary_ {
   double slipMax;              // largest friction force / normal force
   double energy0, energy1;     // MuJoCo energy (potential + kinetic) at start and end
   int failed;
+  int diverged;                // a state or the energy not finite or beyond MAX_STATE
   char err[512];
 } summary;
+
+// index of the first entry of x (n) not finite or beyond MAX_STATE in magnitude, or -1
+static int firstWild(const mjtNum* x, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!(fabs(x[i]) <= MAX_STATE)) return i;
+  }
+  return -1;
+}
+
+// the run has diverged at the state in d (after a step): message in sum->err; 1 if so
+static int checkDiverged(const mjModel* m, const mjData* d, summary* sum) {
+  int iq = firstWild(d->qpos, m->nq), iv = firstWild(d->qvel, m->nv);
+  double energy = d->energy[0] + d->energy[1];
+  int reset = d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number +
+              d->warning[mjWARN_BADQACC].number;
+  if (iq >= 0) {
+    snprintf(sum->err, sizeof(sum->err), "diverged at time %g: qpos[%d] = %g (bound %g)", d->time,
+             iq, d->qpos[iq], MAX_STATE);
+  } else if (iv >= 0) {
+    snprintf(sum->err, sizeof(sum->err), "diverged at time %g: qvel[%d] = %g (bound %g)", d->time,
+             iv, d->qvel[iv], MAX_STATE);
+  } else if (!(fabs(energy) <= MAX_STATE)) {
+    snprintf(sum->err, sizeof(sum->err), "diverged at time %g: energy %g J (bound %g)", d->time,
+             energy, MAX_STATE);
+  } else if (reset) {
+    snprintf(sum->err, sizeof(sum->err),
+             "diverged at time %g: MuJoCo reset the state (bad qpos, qvel or qacc warning)",
+             d->time);
+  } else {
+    return 0;
+  }
+  sum->diverged = 1;
+  return 1;
+}
 
 static void setControls(const mjModel* m, mjData* d, int random, uint64_t* rng) {
   if (random) {
@@ -118,7 +160,7 @@ static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a
   memset(sum, 0, sizeof(*sum));
   uint64_t rng = (uint64_t)a->seed;
   tool_resetState(m, d);
-  long nstep = (long)ceil(a->seconds / m->opt.timestep);
+  long nstep = (long)ceil(a->seconds / m->opt.timestep);  // <= MAX_STEPS (main checks)
   long every = (long)fmax(1, round(a->every / m->opt.timestep));
   long hold = (long)fmax(1, round(0.1 / m->opt.timestep));
 
@@ -139,6 +181,7 @@ static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a
     }
     if (k == 0) sum->energy0 = d->energy[0] + d->energy[1];
     sum->steps++;
+    if (checkDiverged(m, d, sum)) break;
 
     // contacts of the forward pass of this step
     int active = 0;
@@ -189,45 +232,65 @@ static void printSummary(const char* label, const summary* s) {
          s->fnMax, s->fnTotalMax, s->slipMax);
   printf("  deepest penetration %.3f mm; energy %.5f J -> %.5f J\n", 1e3 * s->penMax, s->energy0,
          s->energy1);
-  if (s->failed) printf("  FAILED: %s\n", s->err);
+  if (s->failed || s->diverged) printf("  FAILED: %s\n", s->err);
 }
 
 static void jsonSummary(FILE* f, const char* key, const summary* s) {
-  fprintf(f,
-          "\"%s\": {\"steps\": %ld, \"sim_time_s\": %.6g, \"wall_s\": %.6g, "
-          "\"steps_per_s\": %.6g, \"contact_steps\": %ld, \"mean_active_contacts\": %.6g, "
-          "\"max_active_contacts\": %d, \"max_normal_force_N\": %.6g, "
-          "\"max_total_normal_force_N\": %.6g, \"max_friction_ratio\": %.6g, "
-          "\"max_penetration_m\": %.6g, \"energy_start_J\": %.9g, \"energy_end_J\": %.9g, "
-          "\"failed\": %s}",
-          key, s->steps, s->time, s->wall, s->wall > 0 ? s->steps / s->wall : 0.0,
-          s->contactSteps, s->steps ? (double)s->activeSum / s->steps : 0.0, s->activeMax,
-          s->fnMax, s->fnTotalMax, s->slipMax, s->penMax, s->energy0, s->energy1,
-          s->failed ? "true" : "false");
+  fprintf(f, "\"%s\": {\"steps\": %ld, ", key, s->steps);
+  tool_jsonField(f, "sim_time_s", s->time);
+  fprintf(f, ", ");
+  tool_jsonField(f, "wall_s", s->wall);
+  fprintf(f, ", ");
+  tool_jsonField(f, "steps_per_s", s->wall > 0 ? s->steps / s->wall : 0.0);
+  fprintf(f, ", \"contact_steps\": %ld, ", s->contactSteps);
+  tool_jsonField(f, "mean_active_contacts", s->steps ? (double)s->activeSum / s->steps : 0.0);
+  fprintf(f, ", \"max_active_contacts\": %d, ", s->activeMax);
+  tool_jsonField(f, "max_normal_force_N", s->fnMax);
+  fprintf(f, ", ");
+  tool_jsonField(f, "max_total_normal_force_N", s->fnTotalMax);
+  fprintf(f, ", ");
+  tool_jsonField(f, "max_friction_ratio", s->slipMax);
+  fprintf(f, ", ");
+  tool_jsonField(f, "max_penetration_m", s->penMax);
+  fprintf(f, ", \"energy_start_J\": ");
+  tool_jsonNumberDigits(f, s->energy0, 9);
+  fprintf(f, ", \"energy_end_J\": ");
+  tool_jsonNumberDigits(f, s->energy1, 9);
+  fprintf(f, ", \"failed\": %s, \"diverged\": %s", s->failed ? "true" : "false",
+          s->diverged ? "true" : "false");
+  if (s->failed || s->diverged) {
+    fprintf(f, ", \"error\": ");
+    tool_jsonString(f, s->err);
+  }
+  fprintf(f, "}");
 }
 
 static void writeJson(FILE* f, const args* a, const summary* smooth, const summary* native,
                       const char* status) {
+  tool_jsonResetNulls();
   fprintf(f, "{\"tool\": \"%s\", \"version\": \"%s\", \"model\": ", kTool,
           mjdiff_versionString());
   tool_jsonString(f, a->model);
-  fprintf(f,
-          ", \"args\": {\"seconds\": %g, \"ctrl\": \"%s\", \"seed\": %ld, \"native\": %s}, "
-          "\"status\": \"%s\", \"metrics\": {",
-          a->seconds, a->random ? "random" : "zero", a->seed, a->native ? "true" : "false",
-          status);
+  fprintf(f, ", \"args\": {");
+  tool_jsonField(f, "seconds", a->seconds);
+  fprintf(f, ", \"ctrl\": \"%s\", \"seed\": %ld, \"native\": %s}, \"status\": \"%s\", "
+          "\"metrics\": {", a->random ? "random" : "zero", a->seed,
+          a->native ? "true" : "false", status);
   jsonSummary(f, "smooth", smooth);
   if (native) {
     fprintf(f, ", ");
     jsonSummary(f, "native", native);
   }
-  fprintf(f, "}, \"series\": {}}\n");
+  fprintf(f, "}, \"series\": {}");
+  tool_jsonNullNote(f);
+  fprintf(f, "}\n");
 }
 
 int main(int argc, char** argv) {
   args a;
   parseArgs(argc, argv, &a);
   tool_catchInterrupt();
+  tool_catchWarnings(kTool);
 
   char err[1024] = "";
   mjModel* m = tool_loadModel(a.model, err, sizeof(err));
@@ -238,6 +301,13 @@ int main(int argc, char** argv) {
   mjdiffModel* s = NULL;
   if (mjdiff_makeModel(m, NULL, &s, err, sizeof(err)) != MJDIFF_OK) {
     fprintf(stderr, "%s: error: %s: %s\n", kTool, a.model, err);
+    mj_deleteModel(m);
+    return TOOL_EXIT_RUNTIME;
+  }
+  if (a.seconds / m->opt.timestep > MAX_STEPS) {
+    fprintf(stderr, "%s: error: --seconds %g: %.3g steps of %g s, more than %.0e\n", kTool,
+            a.seconds, a.seconds / m->opt.timestep, m->opt.timestep, MAX_STEPS);
+    mjdiff_freeModel(s);
     mj_deleteModel(m);
     return TOOL_EXIT_RUNTIME;
   }
@@ -266,6 +336,7 @@ int main(int argc, char** argv) {
   }
 
   summary smooth, native;
+  memset(&native, 0, sizeof(native));
   run(m, d, s, &a, &smooth, text);
   if (text) {
     printf("\n");
@@ -276,21 +347,20 @@ int main(int argc, char** argv) {
     if (text) printSummary("native", &native);
   }
 
-  const char* status = smooth.failed ? "error" : tool_interrupted() ? "interrupted" : "ok";
+  int bad = smooth.failed || smooth.diverged || (a.native && native.diverged);
+  const char* status = smooth.failed      ? "error"
+                       : bad              ? "diverged"
+                       : tool_interrupted() ? "interrupted"
+                                            : "ok";
   if (a.json) writeJson(stdout, &a, &smooth, a.native ? &native : NULL, status);
-  int code = smooth.failed ? TOOL_EXIT_RUNTIME
-             : tool_interrupted() ? TOOL_EXIT_INTERRUPTED : TOOL_EXIT_OK;
+  int code = bad ? TOOL_EXIT_RUNTIME : tool_interrupted() ? TOOL_EXIT_INTERRUPTED : TOOL_EXIT_OK;
   if (a.out) {
-    FILE* f = fopen(a.out, "w");
-    if (!f) {
-      fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, a.out);
-      code = TOOL_EXIT_RUNTIME;
-    } else {
-      writeJson(f, &a, &smooth, a.native ? &native : NULL, status);
-      fclose(f);
-    }
+    FILE* f = tool_openOut(kTool, a.out);
+    if (f) writeJson(f, &a, &smooth, a.native ? &native : NULL, status);
+    if (!tool_closeOut(kTool, a.out, f)) code = TOOL_EXIT_RUNTIME;
   }
-  if (smooth.failed) fprintf(stderr, "%s: error: %s\n", kTool, smooth.err);
+  if (smooth.failed || smooth.diverged) fprintf(stderr, "%s: error: %s\n", kTool, smooth.err);
+  if (a.native && native.diverged) fprintf(stderr, "%s: error: native: %s\n", kTool, native.err);
 
   mj_deleteData(d);
   mjdiff_freeModel(s);

@@ -18,6 +18,9 @@
 
 #include "toolutil.h"
 
+// control steps in a row with a non-finite plan cost that fail a run
+#define MAX_BADPLAN 10
+
 void mpc_defaultLoopOptions(mpcLoopOptions* opt) {
   opt->plant = MPC_PLANT_SMOOTH;
   opt->budget = 0.01;
@@ -152,6 +155,7 @@ void mpc_resetLoop(mpcLoop* loop) {
   loop->pending = 0;
   loop->wall = 0;
   loop->failed = 0;
+  loop->badplan = 0;
   loop->err[0] = 0;
   evaluate(loop);
 }
@@ -170,6 +174,19 @@ int mpc_loopStep(mpcLoop* loop) {
   double plan_cost = mpc_plan(loop->planner, d, loop->opt.budget, loop->pending, loop->ctrl);
   double t1 = tool_now();
   loop->pending = 0;
+
+  // a planner whose cost is never finite plans nothing: fail after MAX_BADPLAN such steps in a row
+  loop->badplan = isfinite(plan_cost) ? 0 : loop->badplan + 1;
+  if (loop->badplan >= MAX_BADPLAN) {
+    snprintf(loop->err, sizeof(loop->err),
+             "the planner's cost was not finite at %d control steps in a row (to t = %.4f s): its "
+             "rollouts diverge or its weights overflow (a smaller planning timestep, a shorter "
+             "horizon or smaller weights?)",
+             loop->badplan, d->time);
+    loop->failed = 1;
+    loop->wall += tool_now() - t0;
+    return 0;
+  }
 
   // cost and success at (x_k, u_k)
   if (!evaluate(loop)) {
@@ -243,6 +260,12 @@ int mpc_runLoop(mpcLoop* loop, double progress) {
               r->plan_cost, 1e3 * r->plan_s, loop->success);
       next += progress;
     }
+  }
+  if (loop->nrec > 0 && loop->badplan == loop->nrec) {
+    snprintf(loop->err, sizeof(loop->err),
+             "the planner's cost was not finite at any of the %d control steps", loop->nrec);
+    loop->failed = 1;
+    return 0;
   }
   return 1;
 }

@@ -59,7 +59,8 @@ typedef struct mpcLoop_ {
   double wall;                 // wall time of the control steps (s)
   double cost;                 // running cost at the current plant state and control
   int success;                 // success flag at the current plant state
-  int failed;                  // the plant or the cost evaluation failed
+  int failed;                  // the plant, the cost evaluation or the planner failed
+  int badplan;                 // control steps in a row whose plan cost was not finite
   char err[512];               // why
 } mpcLoop;
 

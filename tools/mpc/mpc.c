@@ -52,28 +52,7 @@ static int parsePlant(const char* s) {
 }
 
 static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.9g", x);
-  } else {
-    fprintf(f, "null");
-  }
-}
-
-// open FILE for writing; NULL after "mjdiff-mpc: error: cannot write 'FILE'" on stderr
-static FILE* openOut(const char* path) {
-  FILE* f = fopen(path, "w");
-  if (!f) fprintf(stderr, TOOL ": error: cannot write '%s'\n", path);
-  return f;
-}
-
-// close it: 0 after the same message if the writes failed, 0 without one for f NULL, else 1
-static int closeOut(const char* path, FILE* f) {
-  if (!f) return 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, TOOL ": error: cannot write '%s'\n", path);
-    return 0;
-  }
-  return 1;
+  tool_jsonNumberDigits(f, x, 9);  // null if not finite (counted: tool_jsonNullNote)
 }
 
 // MODEL.xml -> MODEL.task (any other name: MODEL + .task)
@@ -277,7 +256,7 @@ static void parseRun(int argc, char** argv, runArgs* a) {
   a->screenshot_after = 50;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+    if (tool_isHelp(o)) {
       usageRun();
       exit(TOOL_EXIT_OK);
     } else if (commonOption(&a->c, argc, argv, &i)) {
@@ -325,6 +304,7 @@ static void parseRun(int argc, char** argv, runArgs* a) {
 
 static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* loop,
                     int shift, const char* status) {
+  tool_jsonResetNulls();
   fprintf(f, "{\"tool\": \"" TOOL "\", \"version\": ");
   tool_jsonString(f, mjdiff_versionString());
   fprintf(f, ", \"model\": ");
@@ -339,22 +319,28 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
           a->c.threads, a->seed, a->c.key, a->c.init_noise);
   fprintf(f, "\"status\": \"%s\", \"metrics\": {", status);
   if (loop) {
-    fprintf(f, "\"final_cost\": ");
+    tool_jsonKey(f, "final_cost");
     jsonNumber(f, loop->cost);
-    fprintf(f, ", \"mean_cost\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "mean_cost");
     jsonNumber(f, mpc_loopMeanCost(loop));
     fprintf(f, ", \"success\": %s, \"success_fraction\": ",
             mpc_loopSuccess(loop) ? "true" : "false");
     jsonNumber(f, mpc_loopSuccessFraction(loop));
-    fprintf(f, ", \"plan_ms_mean\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms_mean");
     jsonNumber(f, 1e3 * mpc_loopMeanPlan(loop));
-    fprintf(f, ", \"plan_ms_max\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms_max");
     jsonNumber(f, 1e3 * mpc_loopMaxPlan(loop));
-    fprintf(f, ", \"realtime_factor\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "realtime_factor");
     jsonNumber(f, mpc_loopRealtime(loop));
-    fprintf(f, ", \"sim_time_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "sim_time_s");
     jsonNumber(f, mpc_loopTime(loop));
-    fprintf(f, ", \"wall_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "wall_s");
     jsonNumber(f, loop->wall);
     fprintf(f, ", \"control_steps\": %d, \"mujoco_warnings\": %ld, \"error\": ", loop->nrec,
             tool_warnings());
@@ -364,7 +350,9 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
   if (loop) {
     const char* key[5] = {"t_s", "cost", "plan_cost", "plan_ms", "success"};
     for (int j = 0; j < 5; j++) {
-      fprintf(f, "%s\"%s\": [", j ? ", " : "", key[j]);
+      fprintf(f, "%s", j ? ", " : "");
+      tool_jsonKey(f, key[j]);
+      fprintf(f, "[");
       for (int k = 0; k < loop->nrec; k++) {
         const mpcLoopRecord* r = loop->rec + k;
         if (k) fprintf(f, ", ");
@@ -377,7 +365,9 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
       fprintf(f, "]");
     }
   }
-  fprintf(f, "}}\n");
+  fprintf(f, "}");
+  tool_jsonNullNote(f);
+  fprintf(f, "}\n");
 }
 
 static int mainRun(int argc, char** argv) {
@@ -466,9 +456,9 @@ static int mainRun(int argc, char** argv) {
     if (loop->failed) printf("FAILED: %s\n", loop->err);
   }
   if (a.c.out) {
-    FILE* f = openOut(a.c.out);
+    FILE* f = tool_openOut(TOOL, a.c.out);
     if (f) runJson(f, &a, task, loop, lo.shift, status);
-    if (!closeOut(a.c.out, f)) code = TOOL_EXIT_RUNTIME;
+    if (!tool_closeOut(TOOL, a.c.out, f)) code = TOOL_EXIT_RUNTIME;
   }
 
   mpc_freeLoop(loop);
@@ -575,7 +565,7 @@ static void parseBench(int argc, char** argv, benchArgs* a) {
   if (!a->model) tool_outOfMemory(TOOL);
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+    if (tool_isHelp(o)) {
       usageBench();
       exit(TOOL_EXIT_OK);
     } else if (commonOption(&a->c, argc, argv, &i)) {
@@ -795,6 +785,7 @@ static void printTable(const benchArgs* a, char names[][64], int ntask, const be
 
 static void benchJson(FILE* f, const benchArgs* a, char names[][64], const benchRun* run, int n,
                       const char* status) {
+  tool_jsonResetNulls();
   fprintf(f, "{\"tool\": \"" TOOL "\", \"version\": ");
   tool_jsonString(f, mjdiff_versionString());
   fprintf(f, ", \"model\": [");
@@ -832,21 +823,28 @@ static void benchJson(FILE* f, const benchArgs* a, char names[][64], const bench
                "\"error\": ",
             kPlannerName[r->planner], kPlantName[r->plant], r->seed, r->status);
     tool_jsonString(f, r->error);
-    fprintf(f, ", \"final_cost\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "final_cost");
     jsonNumber(f, r->final_cost);
-    fprintf(f, ", \"mean_cost\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "mean_cost");
     jsonNumber(f, r->mean_cost);
     fprintf(f, ", \"success\": %s, \"success_fraction\": ", r->success ? "true" : "false");
     jsonNumber(f, r->success_fraction);
-    fprintf(f, ", \"plan_ms\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms");
     jsonNumber(f, r->plan_ms);
-    fprintf(f, ", \"plan_ms_max\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "plan_ms_max");
     jsonNumber(f, r->plan_ms_max);
-    fprintf(f, ", \"realtime_factor\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "realtime_factor");
     jsonNumber(f, r->rtf);
-    fprintf(f, ", \"sim_time_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "sim_time_s");
     jsonNumber(f, r->sim_s);
-    fprintf(f, ", \"wall_s\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "wall_s");
     jsonNumber(f, r->wall_s);
     fprintf(f, ", \"control_steps\": %d, \"shift\": %d}", r->steps, r->shift);
   }
@@ -871,7 +869,9 @@ static void benchJson(FILE* f, const benchArgs* a, char names[][64], const bench
     }
     fprintf(f, "]}");
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "]");
+  tool_jsonNullNote(f);
+  fprintf(f, "}\n");
 }
 
 // gnuplot string literal (single quotes, a quote doubled)
@@ -1058,14 +1058,14 @@ static int mainBench(int argc, char** argv) {
 
   printTable(&a, names, ntask, run, n);
   if (a.csv) {
-    FILE* f = openOut(a.csv);
+    FILE* f = tool_openOut(TOOL, a.csv);
     if (f) writeCsv(f, names, run, n);
-    if (!closeOut(a.csv, f)) code = code ? code : TOOL_EXIT_RUNTIME;
+    if (!tool_closeOut(TOOL, a.csv, f)) code = code ? code : TOOL_EXIT_RUNTIME;
   }
   if (a.c.out) {
-    FILE* f = openOut(a.c.out);
+    FILE* f = tool_openOut(TOOL, a.c.out);
     if (f) benchJson(f, &a, names, run, n, status);
-    if (!closeOut(a.c.out, f)) code = code ? code : TOOL_EXIT_RUNTIME;
+    if (!tool_closeOut(TOOL, a.c.out, f)) code = code ? code : TOOL_EXIT_RUNTIME;
   }
   if (a.png) {
     char err[256];

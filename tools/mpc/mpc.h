@@ -14,6 +14,8 @@
 #ifndef MJDIFF_TOOLS_MPC_H_
 #define MJDIFF_TOOLS_MPC_H_
 
+#include <stdio.h>
+
 #include <mjdiff/mjdiff.h>
 
 //---------------------------------- tasks (task.c) -----------------------------------------------
@@ -41,6 +43,9 @@ typedef struct mpcTask_ mpcTask;
 
 // Read a task for model m; NULL with a message naming the file and line on error.
 mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz);
+
+// the same from an open file f (not closed), named path in messages
+mpcTask* mpc_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err, int errsz);
 void mpc_freeTask(mpcTask* task);
 
 double mpc_taskHorizon(const mpcTask* task);

@@ -953,6 +953,12 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     return NULL;
   }
   double steps = horizon / dt;
+  if (steps < 1 - 1e-9) {
+    snprintf(err, (size_t)errsz,
+             "planning timestep %g s is longer than the horizon %g s (a plan needs one step)", dt,
+             horizon);
+    return NULL;
+  }
   if (steps > 1e6) {
     snprintf(err, (size_t)errsz, "horizon must be at most 1e6 steps, got %g s / %g s", horizon,
              dt);

@@ -37,6 +37,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include "guard.h"
 #include "mpc.h"
 
 //---------------------------------- task ---------------------------------------------------------
@@ -84,7 +85,8 @@ struct mpcTask_ {
 //---------------------------------- parsing ------------------------------------------------------
 
 #define MAX_TOKEN 64
-#define MAX_LINE 4096
+#define MAX_LINE 4094     // bytes of a line without its end
+#define MAX_LINES 100000  // lines of a task file
 
 typedef struct parser_ {
   const mjModel* m;
@@ -365,23 +367,33 @@ static int parseSetting(parser* ps, char** tok, int ntok, mpcTask* task, int* su
 
 mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) {
   if (err && errsz > 0) err[0] = 0;
-  parser ps = {m, path ? path : "(null)", 0, err, errsz};
   if (!m || !path) {
     if (err && errsz > 0) snprintf(err, (size_t)errsz, "mpc_readTask: model and path are required");
     return NULL;
   }
-  FILE* f = fopen(path, "r");
+  FILE* f = fopen(path, "rb");
   if (!f) {
     if (err && errsz > 0) {
       snprintf(err, (size_t)errsz, "%s: cannot open: %s", path, strerror(errno));
     }
     return NULL;
   }
+  mpcTask* task = mpc_readTaskFile(m, f, path, err, errsz);
+  fclose(f);
+  return task;
+}
+
+mpcTask* mpc_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err, int errsz) {
+  if (err && errsz > 0) err[0] = 0;
+  parser ps = {m, path ? path : "(null)", 0, err, errsz};
+  if (!m || !f) {
+    if (err && errsz > 0) snprintf(err, (size_t)errsz, "mpc_readTask: model and file are required");
+    return NULL;
+  }
 
   mpcTask* task = (mpcTask*)calloc(1, sizeof(mpcTask));
   if (!task) {
-    fclose(f);
-    if (err && errsz > 0) snprintf(err, (size_t)errsz, "%s: out of memory", path);
+    if (err && errsz > 0) snprintf(err, (size_t)errsz, "%s: out of memory", ps.path);
     return NULL;
   }
   task->horizon = 0.5;
@@ -390,18 +402,19 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
   static const char* kSetting[] = {"horizon", "timestep", "duration", "terminal", "success"};
   enum { NSETTING = sizeof(kSetting) / sizeof(kSetting[0]), SUCCESS = NSETTING - 1 };
   int cap = 0, ok = 1, success_line = 0, seen[NSETTING] = {0};
-  char line[MAX_LINE];
+  char* line = NULL;
   char* tok[MAX_TOKEN];
   int quoted[MAX_TOKEN];
+  toolReader in;
+  tool_readerInit(&in, f, ps.path, MAX_LINE, MAX_LINES);
 
-  while (ok && fgets(line, sizeof(line), f)) {
-    ps.line++;
-    size_t len = strlen(line);
-    if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
-      ok = fail(&ps, "line longer than %d characters", MAX_LINE - 2);
+  int got;
+  while (ok && (got = tool_readLine(&in, &line, NULL, err, errsz)) != 0) {
+    if (got < 0) {
+      ok = 0;
       break;
     }
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+    ps.line++;
     int ntok = tokenize(&ps, line, tok, quoted);
     if (ntok < 0) {
       ok = 0;
@@ -443,15 +456,16 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
     ok = parseTerm(&ps, tok, quoted, ntok, task->terms + task->nterm);
     if (ok) task->nterm++;
   }
-  if (ok && ferror(f)) {
-    if (err && errsz > 0) snprintf(err, (size_t)errsz, "%s: read error", path);
-    ok = 0;
-  }
-  fclose(f);
+  tool_readerFree(&in);
 
   if (ok && task->nterm == 0) {
-    if (err && errsz > 0) snprintf(err, (size_t)errsz, "%s: no cost terms", path);
+    if (err && errsz > 0) snprintf(err, (size_t)errsz, "%s: no cost terms", ps.path);
     ok = 0;
+  }
+  if (ok && task->timestep > task->horizon) {
+    ps.line = seen[1];
+    ok = fail(&ps, "timestep %g s is longer than the horizon %g s%s (a plan needs one step)",
+              task->timestep, task->horizon, seen[0] ? "" : " (the default)");
   }
   if (ok && task->success_term >= task->nterm) {
     ps.line = success_line;

@@ -11,7 +11,9 @@
 //
 // The CSV dialect: comma-separated, no quoting; names and numbers trimmed of blanks (so CRLF line
 // ends are fine); an optional UTF-8 byte order mark; trailing blank lines are ignored, blank lines
-// between rows are an error. Numbers are parsed whole with strtod and must be finite.
+// between rows are an error; every row ends with a line end (a last row without one may be cut
+// off). Numbers are parsed whole with strtod and must be finite and within 1e10; lines are read
+// by tool_readLine (bounded, no NUL bytes).
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -22,13 +24,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "sysid.h"
 
 // a sample within this fraction of a timestep of a step time counts as at the step
 #define TIME_TOL 1e-9
 
 // largest recording accepted: (T+1) x (nq + nv + nsensordata + nu) numbers
-#define MAX_ALIGNED 500000000.0
+#define MAX_ALIGNED 100000000.0
+
+// largest gap between two samples, in model timesteps (a gap is interpolated step by step)
+#define MAX_GAP_STEPS 1000
+
+// longest line and most lines of a CSV file
+#define MAX_LINE_BYTES ((size_t)1 << 24)
+#define MAX_LINES 50000000L
+
+// largest magnitude of a number (MuJoCo's own bound on states, mjMAXVAL)
+#define MAX_VALUE 1e10
 
 //---------------------------------- column names -------------------------------------------------
 
@@ -157,9 +170,8 @@ typedef struct reader_ {
   const char* path;
   char* err;
   int errsz;
-  FILE* f;
-  char* line;  // the current line (grows)
-  size_t linecap;
+  toolReader in;  // lines of the file
+  char* line;     // the current line (in's buffer)
   column* col;  // (ncol)
   int ncol;
   double* data;  // (nrow x ncol) samples
@@ -187,28 +199,10 @@ static void fail(reader* r, int line, const char* colname, const char* fmt, ...)
            colname ? ": " : "", msg);
 }
 
-// read one line into r->line without its '\n'; 0 at end of file, -1 on a read error
+// read one line into r->line (tool_readLine: bounded length and count, no NUL bytes); 1, 0 at the
+// end of the file, -1 with the message in err
 static int readLine(reader* r) {
-  size_t n = 0;
-  int c;
-  while ((c = fgetc(r->f)) != EOF) {
-    if (n + 1 >= r->linecap) {
-      size_t cap = r->linecap ? 2 * r->linecap : 256;
-      char* grown = (char*)realloc(r->line, cap);
-      if (!grown) {
-        errno = ENOMEM;
-        return -1;
-      }
-      r->line = grown;
-      r->linecap = cap;
-    }
-    if (c == '\n') break;
-    r->line[n++] = (char)c;
-  }
-  if (ferror(r->f)) return -1;
-  if (c == EOF && n == 0) return 0;
-  r->line[n] = 0;
-  return 1;
+  return tool_readLine(&r->in, &r->line, NULL, r->err, r->errsz);
 }
 
 static int isBlank(char c) {
@@ -385,6 +379,11 @@ static int parseNumber(reader* r, int line, int c, const char* s, double* out) {
     fail(r, line, name, "'%s' is not finite", s);
     return -1;
   }
+  if (fabs(v) > MAX_VALUE) {
+    fail(r, line, name, "'%s' is out of range (|value| > %g, MuJoCo's bound on states)", s,
+         MAX_VALUE);
+    return -1;
+  }
   // ERANGE with a finite value is an underflow to (near) zero: accepted
   *out = v;
   return 0;
@@ -412,18 +411,14 @@ static int readTable(reader* r) {
   int line = 0;
   int st = readLine(r);
   line++;
-  if (st < 0) {
-    fail(r, 0, NULL, "cannot read: %s", strerror(errno));
-    return -1;
-  }
+  if (st < 0) return -1;
   if (st == 0) {
     fail(r, 0, NULL, "empty file (no header)");
     return -1;
   }
 
-  // header: skip a UTF-8 byte order mark
+  // header (tool_readLine skips a UTF-8 byte order mark)
   char* header = r->line;
-  if (!strncmp(header, "\xEF\xBB\xBF", 3)) header += 3;
   if (blankLine(header)) {
     fail(r, 1, NULL, "empty header (expected column names, e.g. time,qpos:JOINT)");
     return -1;
@@ -498,8 +493,15 @@ static int readTable(reader* r) {
       ok = 0;
       break;
     }
+    if (r->in.unterminated) {
+      fail(r, line, NULL,
+           "the last row has no line end: the file may be cut off (end it with a newline if it "
+           "is complete)");
+      ok = 0;
+      break;
+    }
     if (addRow(r, line)) {
-      fail(r, line, NULL, "out of memory");
+      fail(r, line, NULL, "too many rows or out of memory");
       ok = 0;
       break;
     }
@@ -518,14 +520,19 @@ static int readTable(reader* r) {
         ok = 0;
         break;
       }
+      double h = r->m->opt.timestep;
+      if (h > 0 && (row[tcol] - tprev) / h > MAX_GAP_STEPS) {
+        fail(r, line, "time",
+             "%.17g is %g s after the previous sample: more than %d timesteps of %g s (samples "
+             "at most that far apart are interpolated)",
+             row[tcol], row[tcol] - tprev, MAX_GAP_STEPS, h);
+        ok = 0;
+        break;
+      }
     }
   }
   free(field);
-  if (!ok) return -1;
-  if (st < 0) {
-    fail(r, line + 1, NULL, "cannot read: %s", strerror(errno));
-    return -1;
-  }
+  if (!ok || st < 0) return -1;
   if (r->nrow == 0) {
     fail(r, 0, NULL, "no data rows (only a header)");
     return -1;
@@ -541,8 +548,9 @@ static void normalise4(double* q) {
   }
 }
 
-static void* allocArray(size_t n, size_t size) {
-  return calloc(n ? n : 1, size);
+// zeroed (a x b) array, at least one element; NULL if the size overflows (tool_callocArray)
+static void* allocArray(size_t a, size_t b, size_t size) {
+  return tool_callocArray(a, b, size);
 }
 
 // align the samples in r to the model's steps into rec; 0 or -1 (message)
@@ -572,11 +580,11 @@ static int align(reader* r, sysidRecording* rec) {
   rec->T = T;
   rec->t0 = t0;
   rec->nrow = r->nrow;
-  rec->ctrl = (double*)allocArray((size_t)T * (size_t)nu, sizeof(double));
-  rec->has_ctrl = (int*)allocArray((size_t)nu, sizeof(int));
-  rec->qpos = (double*)allocArray(T1 * (size_t)nq, sizeof(double));
-  rec->qvel = (double*)allocArray(T1 * (size_t)nv, sizeof(double));
-  rec->sensor = (double*)allocArray(T1 * (size_t)ns, sizeof(double));
+  rec->ctrl = (double*)allocArray((size_t)T, (size_t)nu, sizeof(double));
+  rec->has_ctrl = (int*)allocArray((size_t)nu, 1, sizeof(int));
+  rec->qpos = (double*)allocArray(T1, (size_t)nq, sizeof(double));
+  rec->qvel = (double*)allocArray(T1, (size_t)nv, sizeof(double));
+  rec->sensor = (double*)allocArray(T1, (size_t)ns, sizeof(double));
   if (!rec->ctrl || !rec->has_ctrl || !rec->qpos || !rec->qvel || !rec->sensor) {
     fail(r, 0, NULL, "out of memory");
     return -1;
@@ -589,7 +597,7 @@ static int align(reader* r, sysidRecording* rec) {
   }
 
   // quaternions to normalise: ball and free joints with all 4 columns present
-  int* hasq = (int*)allocArray((size_t)nq, sizeof(int));
+  int* hasq = (int*)allocArray((size_t)nq, 1, sizeof(int));
   if (!hasq) {
     fail(r, 0, NULL, "out of memory");
     return -1;
@@ -648,8 +656,7 @@ static int align(reader* r, sysidRecording* rec) {
 }
 
 static void freeReader(reader* r) {
-  if (r->f) fclose(r->f);
-  free(r->line);
+  tool_readerFree(&r->in);
   if (r->col) {
     for (int c = 0; c < r->ncol; c++) free(r->col[c].name);
   }
@@ -673,12 +680,32 @@ int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec,
     return -1;
   }
 
-  r.f = fopen(path, "rb");
-  if (!r.f) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
     fail(&r, 0, NULL, "cannot open: %s", strerror(errno));
     return -1;
   }
-  snprintf(rec->path, sizeof(rec->path), "%s", path);
+  int st = sysid_readRecordingFile(m, f, path, rec, err, errsz);
+  fclose(f);
+  return st;
+}
+
+int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRecording* rec,
+                            char* err, int errsz) {
+  if (err && errsz > 0) err[0] = 0;
+  if (rec) memset(rec, 0, sizeof(*rec));
+  reader r;
+  memset(&r, 0, sizeof(r));
+  r.m = m;
+  r.path = path ? path : "(null)";
+  r.err = err;
+  r.errsz = errsz;
+  if (!m || !f || !rec) {
+    fail(&r, 0, NULL, "sysid_readRecording: model, file and recording must not be NULL");
+    return -1;
+  }
+  snprintf(rec->path, sizeof(rec->path), "%s", r.path);
+  tool_readerInit(&r.in, f, r.path, MAX_LINE_BYTES, MAX_LINES);
   int st = readTable(&r);
   if (!st) st = align(&r, rec);
   freeReader(&r);

@@ -44,6 +44,7 @@ struct sysidModel_ {
   double* e;
   double* rows3;
   long rollouts;
+  char lastErr[1200];           // why the last residual evaluation failed ("" if it did not)
 };
 
 //---------------------------------- SO(3) -------------------------------------------------------
@@ -172,6 +173,27 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
       return NULL;
     }
     for (int c = 0; c < m->sensor_dim[i]; c++) sm->sensor_ok[m->sensor_adr[i] + c] = 1;
+  }
+
+  // every recording must span a step (a window of 0 steps has no residual) and measure something
+  for (int r = 0; r < nrec; r++) {
+    if (rec[r].T < 1) {
+      snprintf(err, (size_t)errsz,
+               "%s: %d sample%s spanning less than one timestep (%g s): a recording needs samples "
+               "at least one timestep apart",
+               rec[r].path, rec[r].nrow, rec[r].nrow == 1 ? "" : "s", m->opt.timestep);
+      sysid_freeModel(sm);
+      return NULL;
+    }
+    int rows = 0;
+    for (int k = 0; k <= rec[r].T && !rows; k++) rows += stepRows(sm, rec + r, k);
+    if (!rows) {
+      snprintf(err, (size_t)errsz,
+               "%s: measures nothing to fit: no qpos, qvel or sensor column (only time and "
+               "controls)", rec[r].path);
+      sysid_freeModel(sm);
+      return NULL;
+    }
   }
 
   // windows
@@ -417,12 +439,27 @@ static void startWindow(sysidModel* sm, const window* w, const double* dw, doubl
   }
 }
 
+// record why the residuals of recording R failed at step k; returns 1
+static int residualFail(sysidModel* sm, const sysidRecording* R, int k, const char* why) {
+  snprintf(sm->lastErr, sizeof(sm->lastErr), "%s: step %d (time %g s): %s", R->path, k,
+           R->t0 + k * sm->m->opt.timestep, why);
+  return 1;
+}
+
+const char* sysid_lastError(const sysidModel* sm) {
+  return sm ? sm->lastErr : "";
+}
+
 int sysid_residual(void* user, const double* z, double* r, double* J) {
   sysidModel* sm = (sysidModel*)user;
   mjModel* m = sm->m;
   mjData* d = sm->d;
   char err[300];
-  if (mjdiff_setParamValues(m, sm->s, sm->p, z, err, sizeof(err)) != MJDIFF_OK) return 1;
+  sm->lastErr[0] = 0;
+  if (mjdiff_setParamValues(m, sm->s, sm->p, z, err, sizeof(err)) != MJDIFF_OK) {
+    snprintf(sm->lastErr, sizeof(sm->lastErr), "parameter values: %s", err);
+    return 1;
+  }
   int ncs = sm->np + sm->ndx, ndx = sm->ndx, np = sm->np, row = 0;
   double h = m->opt.timestep;
   for (int wi = 0; wi < sm->nwin; wi++) {
@@ -443,19 +480,22 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
         }
         if (J && sensors) {
           if (mjdiff_sensorJacobian(m, d, sm->s, sm->w, sm->C, NULL, sm->Q, err, sizeof(err))) {
-            return 1;
+            return residualFail(sm, R, k, err);
           }
         } else if (mjdiff_forward(m, d, sm->s, err, sizeof(err)) != MJDIFF_OK) {
-          return 1;
+          return residualFail(sm, R, k, err);
         }
         int n = emitStep(sm, R, k, wi, r, J, row, sensors);
-        if (n < 0) return 1;
+        if (n < 0) {
+          snprintf(err, sizeof(err), "a residual is not finite (|value| too large?)");
+          return residualFail(sm, R, k, err);
+        }
         row += n;
       }
       if (k == w->k1) break;
       if (J) {
         if (mjdiff_stepJacobian(m, d, sm->s, sm->w, sm->A, NULL, sm->P, err, sizeof(err))) {
-          return 1;
+          return residualFail(sm, R, k, err);
         }
         // S <- A S + [P 0]
         for (int i = 0; i < ndx; i++) {
@@ -472,7 +512,9 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
         sm->S = sm->S2;
         sm->S2 = t;
       }
-      if (mjdiff_step(m, d, sm->s, err, sizeof(err)) != MJDIFF_OK) return 1;
+      if (mjdiff_step(m, d, sm->s, err, sizeof(err)) != MJDIFF_OK) {
+        return residualFail(sm, R, k, err);
+      }
     }
 
     // continuity with the next window: e = x_k1 (-) x_next, x_next = xbar' (+) d'

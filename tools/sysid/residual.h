@@ -49,6 +49,10 @@ void sysid_initialVariables(const sysidModel* sm, double* z);
 // residual function for the optimiser (sysidResidualFn): user = the sysidModel
 int sysid_residual(void* user, const double* z, double* r, double* J);
 
+// why the last call of sysid_residual failed, naming the recording, step and time ("" if it did
+// not fail)
+const char* sysid_lastError(const sysidModel* sm);
+
 // number of rollouts (window simulations) done so far
 long sysid_rollouts(const sysidModel* sm);
 

@@ -19,6 +19,7 @@
 #include <mjdiff/mjdiff.h>
 #include <mjdiff/params.h>
 
+#include "guard.h"
 #include "residual.h"
 #include "sysid.h"
 #include "toolutil.h"
@@ -26,6 +27,9 @@
 static const char* kTool = "mjdiff-sysid";
 
 #define MAXLIST 256
+
+// largest recording --generate writes: numbers in all (time, controls, qpos, qvel, sensors)
+#define GENERATE_MAX_VALUES 2e8
 
 typedef struct args_ {
   const char* model;
@@ -118,7 +122,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->seed = 1;
   for (int i = 1; i < argc; i++) {
     const char* s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+    if (tool_isHelp(s)) {
       usage();
       exit(TOOL_EXIT_OK);
     } else if (!strcmp(s, "--param") || !strcmp(s, "--prior") || !strcmp(s, "--set")) {
@@ -284,12 +288,28 @@ static int generate(mjModel* m, mjdiffModel* s, const args* a) {
   char err[1024];
   if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
   double h = m->opt.timestep;
-  int T = (int)floor(a->duration / h + 1e-9);
   int nq = m->nq, nv = m->nv, nu = m->nu, ns = m->nsensordata;
-  double* ctrl = (double*)calloc((size_t)T * (nu ? nu : 1), sizeof(double));
-  double* qpos = (double*)calloc((size_t)(T + 1) * nq, sizeof(double));
-  double* qvel = (double*)calloc((size_t)(T + 1) * nv, sizeof(double));
-  double* sens = (double*)calloc((size_t)(T + 1) * (ns ? ns : 1), sizeof(double));
+  // steps: at most GENERATE_MAX_VALUES numbers in the recording (and an int)
+  double steps = floor(a->duration / h + 1e-9);
+  if (!(steps >= 1) || (steps + 1) * (double)(nq + nv + nu + ns + 1) > GENERATE_MAX_VALUES) {
+    fprintf(stderr,
+            "%s: error: --duration %g: %.3g steps of %g s (%d numbers each); a recording has 1 "
+            "to %.3g numbers in all\n",
+            kTool, a->duration, steps, h, nq + nv + nu + ns + 1, GENERATE_MAX_VALUES);
+    return TOOL_EXIT_RUNTIME;
+  }
+  int T = (int)steps;
+  double* ctrl = (double*)tool_callocArray((size_t)T, (size_t)(nu ? nu : 1), sizeof(double));
+  double* qpos = (double*)tool_callocArray((size_t)T + 1, (size_t)nq, sizeof(double));
+  double* qvel = (double*)tool_callocArray((size_t)T + 1, (size_t)nv, sizeof(double));
+  double* sens = (double*)tool_callocArray((size_t)T + 1, (size_t)(ns ? ns : 1), sizeof(double));
+  if (!ctrl || !qpos || !qvel || !sens) {
+    free(ctrl);
+    free(qpos);
+    free(qvel);
+    free(sens);
+    tool_outOfMemory(kTool);
+  }
   sysidRecording file;
   memset(&file, 0, sizeof(file));
   int code = TOOL_EXIT_OK;
@@ -379,11 +399,7 @@ done:
 //---------------------------------- fit ----------------------------------------------------------
 
 static void jsonNumber(FILE* f, double x) {
-  if (isfinite(x)) {
-    fprintf(f, "%.10g", x);
-  } else {
-    fprintf(f, "null");
-  }
+  tool_jsonNumberDigits(f, x, 10);  // null if not finite (counted: tool_jsonNullNote)
 }
 
 // write the report (one JSON object) to path or stdout; to path.tmp then renamed
@@ -401,6 +417,7 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
     }
   }
   static const char* methods[] = {"lm", "fd-lm", "nelder-mead"};
+  tool_jsonResetNulls();
   fprintf(f, "{\"tool\": \"%s\", \"version\": \"%s\", \"model\": ", kTool, mjdiff_versionString());
   tool_jsonString(f, a->model);
   fprintf(f, ", \"args\": {\"data\": [");
@@ -414,7 +431,8 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
   tool_jsonString(f, status);
   fprintf(f, ", \"metrics\": {\"loss_before\": ");
   jsonNumber(f, res ? res->F0 : NAN);
-  fprintf(f, ", \"loss_after\": ");
+  fprintf(f, ", ");
+  tool_jsonKey(f, "loss_after");
   jsonNumber(f, res ? res->F : NAN);
   fprintf(f, ", \"iterations\": %d, \"evaluations\": %d, \"jacobians\": %d, \"rollouts\": %ld, "
              "\"residuals\": %d, \"wall_s\": %.6g, \"xml\": ",
@@ -426,15 +444,20 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
   for (int i = 0; i < np; i++) {
     fprintf(f, "%s{\"name\": ", i ? ", " : "");
     tool_jsonString(f, mjdiff_paramName(p, i));
-    fprintf(f, ", \"initial\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "initial");
     jsonNumber(f, z0[i]);
-    fprintf(f, ", \"fitted\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "fitted");
     jsonNumber(f, z[i]);
-    fprintf(f, ", \"stderr\": ");
+    fprintf(f, ", ");
+    tool_jsonKey(f, "stderr");
     jsonNumber(f, res && res->stderr_z ? res->stderr_z[i] : NAN);
     fprintf(f, "}");
   }
-  fprintf(f, "]}, \"series\": {}}\n");
+  fprintf(f, "]}, \"series\": {}");
+  tool_jsonNullNote(f);
+  fprintf(f, "}\n");
   if (path) {
     int bad = ferror(f);
     bad |= fclose(f) != 0;
@@ -741,8 +764,9 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
   sysidResult res;
   memset(&res, 0, sizeof(res));
   if (sysid_solve(&prob, &opt, z, &res)) {
-    fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values\n",
-            kTool);
+    const char* why = sysid_lastError(sm);
+    fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values%s%s\n",
+            kTool, why[0] ? ": " : "", why);
     code = TOOL_EXIT_RUNTIME;
     goto done;
   }
@@ -791,6 +815,7 @@ done:
 int main(int argc, char** argv) {
   args a;
   parseArgs(argc, argv, &a);
+  tool_catchWarnings(kTool);
   char err[1024] = "";
   mjModel* m = tool_loadModel(a.model, err, sizeof(err));
   if (!m) {

@@ -44,10 +44,15 @@ typedef struct sysidRecording_ {
 } sysidRecording;
 
 // Read a CSV recording for model m. Returns 0, or -1 with a message naming the file, row and
-// column in err (unknown column name, unparsable number, NaN, time not increasing, missing time
-// column, no data rows).
+// column in err (unknown column name, unparsable number, NaN, a value beyond 1e10, time not
+// increasing, two samples more than 1000 timesteps apart, missing time column, no data rows, a
+// NUL byte, a line longer than 16 MiB, a last row without its line end).
 int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec, char* err,
                         int errsz);
+
+// the same from an open file f (not closed), named path in messages
+int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRecording* rec,
+                            char* err, int errsz);
 void sysid_freeRecording(sysidRecording* rec);
 
 // Write a CSV recording: header from the model's names, one row per step t = 0..T: time, every
