@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "../adjoint/derivative.h"
+#include "../plugin/boxbox.h"
 #include "../plugin/convex.h"
 #include "shim.h"
 #include "testutil.h"
@@ -190,9 +191,11 @@ class PairSim {
     return d_;
   }
 
-  // contacts at the current geom poses
+  // contacts at the current geom poses (box-box face contacts with their full depth, as
+  // mjdiff_collide reports them: plugin/boxbox.c)
   std::vector<mjContact> Collide() {
     mj_collision(&view_, d_);
+    mjdiff_boxBoxDepth(m_, d_);
     return std::vector<mjContact>(d_->contact, d_->contact + d_->ncon);
   }
 
