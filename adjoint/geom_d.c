@@ -128,9 +128,17 @@
 //                    an edge of I cut by a side: W = W0 + t E, t = (+-lx - W0_x)/E_x (or in y)
 //                    a face corner over I:       W = (+-lx, +-ly, c0_z + u E1_z + v E2_z), (u, v)
 //                                                solving c0_xy + u E1_xy + v E2_xy = (+-lx, +-ly)
-//                  dist = W_z/2 (!: the engine reports half the depth in this case),
-//                  pos = p_R + F (W_x, W_y, W_z/2 + hz), n = +-f_z (+ when R = geom 1),
-//                  d(F w) = dth_R x (F w) + F dw.
+//                  dist = W_z (the engine reports W_z/2; mjdiff_collide corrects it to the full
+//                  depth, plugin/boxbox.c, so that the case switches to and from the edge case
+//                  keep dist continuous), pos = p_R + F (W_x, W_y, W_z/2 + hz),
+//                  n = +-f_z (+ when R = geom 1), d(F w) = dth_R x (F w) + F dw.
+//                  The case (code) is the engine's own choice, recomputed with its arithmetic
+//                  (mjdiff_boxBoxAxis). Flush stacks (equal boxes with coplanar side faces, and
+//                  any parallel faces) sit on a tie of a face normal with an edge cross product:
+//                  the engine takes the face case there and the edge case at tilts out of the
+//                  tie; dist and pos agree between the two, but n follows the reference face in
+//                  one and the edge cross product in the other, so differences across such a
+//                  pose see the edge case's dn (tests/test_geom_d.cc, GeomJacobianBoxStack.*).
 // box-box, edge case (code >= 12): N = (x_i1 x x_j2)/|x_i1 x x_j2| (edge i of box 1, edge j of
 //                  box 2), sg = -1 if box 2 lies on the negative side of N, else 1; face frame F on
 //                  the box-1 face the engine picks (as above, R = box 1, I = box 2), r = F'N. The
