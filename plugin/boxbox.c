@@ -19,9 +19,10 @@
 //     switch: a face normal and an edge cross product give the same overlap to first order in any
 //     tilt out of the flush plane, the edge one is smaller at second order, so the engine takes the
 //     face case at the flush pose and the edge case at every tilt of about 1e-8 rad or more on
-//     either side. The force jumps by the factor 2 in depth and a finite difference of it (whose
-//     two evaluations both lie off the flush pose) sees another function than the derivative at
-//     the flush pose (issue: tests/test_geom_d.cc, BoxBoxFlush).
+//     either side. The force jumped by the factor 2 in depth and a finite difference of it (whose
+//     two evaluations both lie off the flush pose) saw another function than the derivative at
+//     the flush pose: d f/dq of two such boxes on a plane off by 36% along tilts (7.6e3 of 2.1e4).
+//     tests/test_geom_d.cc, GeomJacobianBoxStack.FlushStackContinuousAcrossFaceEdgeSwitch.
 //   - appearance: a face-case point is admitted at W_z = margin, i.e. at dist = margin / 2, where
 //     the ramp s(w - dist) is not zero (mjdiff_collide sets margin >= w): the force would pop in.
 // With dist = W_z both cases report the same function at a switch and a face point appears at
@@ -42,6 +43,17 @@
 //
 // Derivative (adjoint/geom_d.c, box-box face case): d dist = d W_z instead of d W_z / 2, the rest
 // unchanged. No allocation; the model is only read.
+//
+// What remains at flush poses (engine case switches, not derivative errors; measured on the
+// two-box stack on a plane, equal boxes offset 0.01 m along x, after 20 implicit steps):
+//   - normal: across the tie the engine's n is the reference face normal at the pose and the edge
+//     cross product off it (beyond tilts of about sqrt(1e-12 |overlap| / height), 2e-7 rad here):
+//     dn differs, d f/dq along tilts is off by 0.3% (3 steps) to 1.9% (20 steps), the same at every
+//     difference step from 1e-5 to 1e-6;
+//   - sideways: a corner on a flush side becomes two contacts a translation apart (the incident
+//     corner and the side's cut of its edge) under any sideways shift of either box: the smooth
+//     force jumps by one corner's share (7.1 N of the 20 N load). MuJoCo's contact set is the
+//     overlap polygon's vertices; a penalty summed over them jumps where two vertices merge.
 
 #include "boxbox.h"
 
