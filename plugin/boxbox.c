@@ -36,7 +36,8 @@
 //   pos21 = R1'(p2 - p1), pos12 = R2'(p1 - p2), rot = R1' R2, plen2 = |rot| s2, plen1 = |rot|' s1,
 //   face i of box 1: c = -|pos21_i| + s1_i + plen2_i,  of box 2: c = -|pos12_i| + s2_i + plen1_i,
 //   edge (i, j): a = e_i x rot e_j normalised (skipped if |e_i x rot e_j| < mjMINVAL),
-//     c = sum_{k != i} s1_k |a_k| + sum_{k != j} s2_k |rot_{i, 3-k-j}| / |e_i x rot e_j| - |pos21.a|,
+//     c = sum_{k != i} s1_k |a_k| + sum_{k != j} s2_k |rot_{i,3-k-j}| / |e_i x rot e_j|
+//         - |pos21.a|,
 //   in the engine's order (box-1 face i, box-2 face i, i = 0..2, then the edges i, j), keeping the
 //   first strict minimum (edges must beat it by the factor 1 - 1e-12), starting from
 //   margin + 3 (sum s1 + sum s2); any c < -margin: apart (code -1).
@@ -63,8 +64,8 @@
 #include "convex.h"
 
 mjdiffBoxAxis mjdiff_boxBoxAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum* s1,
-                                const mjtNum* p2, const mjtNum* R2, const mjtNum* s2,
-                                mjtNum margin, mjtNum rot[9]) {
+                                const mjtNum* p2, const mjtNum* R2, const mjtNum* s2, mjtNum margin,
+                                mjtNum rot[9]) {
   mjdiffBoxAxis res = {-1, 0, 0, 0};
   mjtNum tmp[3], pos21[3], pos12[3], rotabs[9], plen1[3], plen2[3];
   mju_sub3(tmp, p2, p1);
@@ -155,10 +156,10 @@ void mjdiff_boxBoxDepth(const mjModel* m, mjData* d) {
       g1 = c1;
       g2 = c2;
       mjtNum rot[9];
-      mjdiffBoxAxis ax = mjdiff_boxBoxAxis(d->geom_xpos + 3 * g1, d->geom_xmat + 9 * g1,
-                                           m->geom_size + 3 * g1, d->geom_xpos + 3 * g2,
-                                           d->geom_xmat + 9 * g2, m->geom_size + 3 * g2,
-                                           mjdiff_contactMargin(m, con), rot);
+      mjdiffBoxAxis ax =
+          mjdiff_boxBoxAxis(d->geom_xpos + 3 * g1, d->geom_xmat + 9 * g1, m->geom_size + 3 * g1,
+                            d->geom_xpos + 3 * g2, d->geom_xmat + 9 * g2, m->geom_size + 3 * g2,
+                            mjdiff_contactMargin(m, con), rot);
       face = ax.code >= 0 && ax.code < 12;
     }
     if (face) con->dist *= 2;

@@ -1267,7 +1267,8 @@ TEST(GeomJacobianBoxStack, FaceCaseFullDepthAndJacobian) {
         ox = std::copysign(0.01 + 0.07 * u01(rng), ox);
         oy = std::copysign(0.01 + 0.07 * u01(rng), oy);
       }
-      double yaw = mode == 0 || (which && mode == 2) ? 0 : (which ? 1e-3 : 0.3) * (2 * u01(rng) - 1);
+      double yaw =
+          mode == 0 || (which && mode == 2) ? 0 : (which ? 1e-3 : 0.3) * (2 * u01(rng) - 1);
       double tilt = mode == 2 ? 0.002 + 0.008 * u01(rng) : 0;
       StackPose(sim, R1, ox, oy, depth, yaw, tilt, rng);
       int code = StackCode(sim);
@@ -1281,10 +1282,11 @@ TEST(GeomJacobianBoxStack, FaceCaseFullDepthAndJacobian) {
       // rotation out of parallel switches case; translations keep them parallel
       CheckContacts(sim, &st, mode == 2 ? 0xFFF : 0x1C7);
     }
-    std::printf("%-13s poses %3d contacts %4d (face %d, aligned %d) checked %4d skipped %3d "
-                "errors %d worst %.2e; surface points off by %.1e, aligned depth off by %.1e\n",
-                spec.name, st.poses, st.contacts, face, aligned, st.checked, st.skipped,
-                st.failed_calls, st.worst, worst_sdf, worst_aligned);
+    std::printf(
+        "%-13s poses %3d contacts %4d (face %d, aligned %d) checked %4d skipped %3d "
+        "errors %d worst %.2e; surface points off by %.1e, aligned depth off by %.1e\n",
+        spec.name, st.poses, st.contacts, face, aligned, st.checked, st.skipped, st.failed_calls,
+        st.worst, worst_sdf, worst_aligned);
     EXPECT_GE(st.poses, 40);
     EXPECT_GE(aligned, 40);
     EXPECT_LE(worst_sdf, 1e-9);
@@ -1297,10 +1299,11 @@ TEST(GeomJacobianBoxStack, FaceCaseFullDepthAndJacobian) {
 
 // Equal boxes stacked flush (offset along box 1's x only: their y side faces coplanar), tilted
 // about the shared y axis: the engine takes the face case at the pose and, for most poses, the edge
-// case once box 2 or box 1 is turned out of the flush plane (about x) by 1e-6 rad either way. The two cases now
-// report the same depth: each contact's dist moves by at most the tilt times the lever (0.4 m),
-// and the smooth normal force by a matching amount; with the engine's half depth the dist jumped
-// by half the depth (the force Jacobian of such a stack, against differences, was off by 36%).
+// case once box 2 or box 1 is turned out of the flush plane (about x) by 1e-6 rad either way. The
+// two cases now report the same depth: each contact's dist moves by at most the tilt times the
+// lever (0.4 m), and the smooth normal force by a matching amount; with the engine's half depth the
+// dist jumped by half the depth (the force Jacobian of such a stack, against differences, was off
+// by 36%).
 TEST(GeomJacobianBoxStack, FlushStackContinuousAcrossFaceEdgeSwitch) {
   std::string xml = std::string("<mujoco><custom><numeric name=\"mjdiff_contact_stiffness\" ") +
                     "data=\"1e4\"/><numeric name=\"mjdiff_contact_width\" data=\"2e-3\"/>" +
@@ -1376,13 +1379,104 @@ TEST(GeomJacobianBoxStack, FlushStackContinuousAcrossFaceEdgeSwitch) {
       }
     }
   }
-  std::printf("flush stacks: %d switches face -> edge, %d contacts compared, |d dist| %.2e m, "
-              "|d fn| %.2e N of %.2e N\n",
-              switched, compared, worst_dist, worst_fn, fn_scale);
+  std::printf(
+      "flush stacks: %d switches face -> edge, %d contacts compared, |d dist| %.2e m, "
+      "|d fn| %.2e N of %.2e N\n",
+      switched, compared, worst_dist, worst_fn, fn_scale);
   EXPECT_GE(switched, 30) << "the engine's case did not switch off the flush pose";
   EXPECT_LE(worst_dist, 0.4 * 1e-6 * 1.01);
   EXPECT_LE(worst_fn, 1e4 * 0.4 * 1e-6 * 1.01);
   EXPECT_GT(fn_scale, 1.0);
+}
+
+// The smooth force Jacobian d f_s/dq (mjdiff_forceDerivativeParts, MJDIFF_FORCES_SMOOTH) of two
+// boxes stacked on a plane (box-box face contacts with the full depth, plane-box corners) against
+// central differences of mjdiff_collide + mjdiff_addForces, at the states after 3 and 20 implicit
+// smooth steps, along 6 random directions of q (eps = 1e-6), error <= 1e-6 max |fd| (measured
+// 3.2e-7: the eps^2 term of the differences):
+//   offset and yawed (equal boxes; a smaller top box): no side flush, the face case holds;
+//   flush (equal boxes offset along x only, settling with tilts about y alone): directions in the
+//   xz plane only (x, z translations, rotations about y), which keep the flush tie and so the
+//   face case. Along tilts out of the plane the engine switches to its edge case (one edge pair
+//   or another on either side: no derivative there; before the depth fix the differences were
+//   36% off) and sideways shifts split a flush corner into two contacts (plugin/boxbox.c); the
+//   regression test of the fix is FlushStackContinuousAcrossFaceEdgeSwitch.
+TEST(GeomJacobianBoxStack, SmoothForceJacobianOfStacks) {
+  struct StackCase {
+    const char* name;
+    const char* top;  // top box: pos, euler, size
+    bool inplane;     // directions in the xz plane only (translations x, z; rotation about y)
+  };
+  const StackCase cases[] = {
+      {"offset", "pos='0.01 0.007 0.15' euler='0 0 3'><freejoint/><geom size='0.1 0.1 0.05'",
+       false},
+      {"smaller", "pos='0.01 0.007 0.15' euler='0 0 3'><freejoint/><geom size='0.07 0.06 0.05'",
+       false},
+      {"flush", "pos='0.01 0 0.15'><freejoint/><geom size='0.1 0.1 0.05'", true},
+  };
+  for (const StackCase& sc : cases) {
+    std::string xml = std::string("<mujoco><option timestep='0.002'/><worldbody>") +
+                      "<geom type='plane' size='2 2 0.1'/><body pos='0 0 0.05'><freejoint/>" +
+                      "<geom type='box' size='0.1 0.1 0.05' mass='1'/></body><body " + sc.top +
+                      " type='box' mass='2'/></body></worldbody></mujoco>";
+    testutil::Sim sim(xml.c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    mjdiffModel* s = sim.sim.s;
+    char err[300];
+    ASSERT_EQ(mjdiff_setParam(s, "integrator", 1, err, sizeof(err)), MJDIFF_OK) << err;
+    int nv = m->nv;
+    double worst = 0, scale = 0;
+    bool differs = false;
+    for (int steps : {3, 17}) {
+      ASSERT_EQ(shim_steps(&sim.sim, steps), MJDIFF_OK) << sim.sim.err;
+      ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+      int nbox = 0;
+      for (int i = 0; i < d->ncon; i++) {
+        nbox += m->geom_type[d->contact[i].geom1] == mjGEOM_BOX;
+      }
+      ASSERT_GE(nbox, 4) << sc.name << ": the boxes do not touch";
+      std::vector<mjtNum> Dq(nv * nv), Dv(nv * nv), q0(d->qpos, d->qpos + m->nq);
+      ASSERT_EQ(mjdiff_forceDerivativeParts(m, d, s, MJDIFF_FORCES_SMOOTH, Dq.data(), Dv.data(),
+                                            nullptr, nullptr, nullptr, nullptr),
+                0);
+      auto force = [&](const std::vector<mjtNum>& dq, double h, std::vector<mjtNum>* f) {
+        mju_copy(d->qpos, q0.data(), m->nq);
+        mj_integratePos(m, d->qpos, dq.data(), h);
+        mj_kinematics(m, d);
+        mj_comPos(m, d);
+        mj_tendon(m, d);
+        mjdiff_collide(m, d, s);
+        mj_comVel(m, d);
+        f->assign(nv, 0);
+        mjdiff_addForces(m, d, s, f->data());
+      };
+      for (int t = 0; t < 6; t++) {
+        std::vector<mjtNum> dq(nv), pred(nv), fp, fm;
+        for (int i = 0; i < nv; i++) {
+          dq[i] = sc.inplane && i % 2 ? 0 : std::sin(7.0 * i + t + steps);  // flush: x, z, rot y
+        }
+        mju_mulMatVec(pred.data(), Dq.data(), dq.data(), nv, nv);
+        force(dq, 1e-6, &fp);
+        force(dq, -1e-6, &fm);
+        for (int i = 0; i < nv; i++) {
+          double fd = (fp[i] - fm[i]) / 2e-6;
+          worst = std::max(worst, std::fabs(fd - pred[i]));
+          scale = std::max(scale, std::fabs(fd));
+          if (fd != pred[i]) differs = true;
+        }
+      }
+      // the state as it was, for the next steps
+      mju_copy(d->qpos, q0.data(), m->nq);
+      ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+    }
+    std::printf("stack %-8s |fd| %.3e worst %.3e (relative %.2e)\n", sc.name, scale, worst,
+                worst / scale);
+    EXPECT_GT(scale, 1e3);
+    EXPECT_LE(worst, 1e-6 * scale) << sc.name;
+    EXPECT_TRUE(differs);
+  }
 }
 
 // the supported table: every pair MuJoCo 2.2.2's collision table has a function for (all but
