@@ -46,11 +46,14 @@
 // unchanged. No allocation; the model is only read.
 //
 // What remains at flush poses (engine case switches, not derivative errors; measured on the
-// two-box stack on a plane, equal boxes offset 0.01 m along x, after 20 implicit steps):
-//   - normal: across the tie the engine's n is the reference face normal at the pose and the edge
-//     cross product off it (beyond tilts of about sqrt(1e-12 |overlap| / height), 2e-7 rad here):
-//     dn differs, d f/dq along tilts is off by 0.3% (3 steps) to 1.9% (20 steps), the same at every
-//     difference step from 1e-5 to 1e-6;
+// two-box stack on a plane, equal boxes offset 0.01 m along x, after 3 and 20 implicit steps):
+//   - normal: across the tie the engine's n is the reference face normal at the pose and an edge
+//     cross product off it (beyond tilts of about sqrt(1e-12 |overlap| / height), 2e-7 rad here),
+//     with another dn; where both boxes tilt the two sides can take different edge pairs (a kink).
+//     d f/dq against central differences (the same at every step from 1e-5 to 1e-6): along the
+//     four directions of the report 0.3% (3 steps) to 1.9% (20 steps), along random directions up
+//     to 15%; along directions in the flush plane (no tilt out of it, no sideways shift) 3e-7
+//     (tests/test_geom_d.cc, GeomJacobianBoxStack.SmoothForceJacobianOfStacks);
 //   - sideways: a corner on a flush side becomes two contacts a translation apart (the incident
 //     corner and the side's cut of its edge) under any sideways shift of either box: the smooth
 //     force jumps by one corner's share (7.1 N of the 20 N load). MuJoCo's contact set is the
