@@ -128,9 +128,17 @@
 //                    an edge of I cut by a side: W = W0 + t E, t = (+-lx - W0_x)/E_x (or in y)
 //                    a face corner over I:       W = (+-lx, +-ly, c0_z + u E1_z + v E2_z), (u, v)
 //                                                solving c0_xy + u E1_xy + v E2_xy = (+-lx, +-ly)
-//                  dist = W_z/2 (!: the engine reports half the depth in this case),
-//                  pos = p_R + F (W_x, W_y, W_z/2 + hz), n = +-f_z (+ when R = geom 1),
-//                  d(F w) = dth_R x (F w) + F dw.
+//                  dist = W_z (the engine reports W_z/2; mjdiff_collide corrects it to the full
+//                  depth, plugin/boxbox.c, so that the case switches to and from the edge case
+//                  keep dist continuous), pos = p_R + F (W_x, W_y, W_z/2 + hz),
+//                  n = +-f_z (+ when R = geom 1), d(F w) = dth_R x (F w) + F dw.
+//                  The case (code) is the engine's own choice, recomputed with its arithmetic
+//                  (mjdiff_boxBoxAxis). Flush stacks (equal boxes with coplanar side faces, and
+//                  any parallel faces) sit on a tie of a face normal with an edge cross product:
+//                  the engine takes the face case there and the edge case at tilts out of the
+//                  tie; dist and pos agree between the two, but n follows the reference face in
+//                  one and the edge cross product in the other, so differences across such a
+//                  pose see the edge case's dn (tests/test_geom_d.cc, GeomJacobianBoxStack.*).
 // box-box, edge case (code >= 12): N = (x_i1 x x_j2)/|x_i1 x x_j2| (edge i of box 1, edge j of
 //                  box 2), sg = -1 if box 2 lies on the negative side of N, else 1; face frame F on
 //                  the box-1 face the engine picks (as above, R = box 1, I = box 2), r = F'N. The
@@ -177,6 +185,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "boxbox.h"
 #include "compat.h"
 #include "convex.h"
 #include "derivative.h"
@@ -1030,93 +1039,17 @@ static void vaddAt(tvec* v, int k, const tnum* a, mjtNum c) {
   vset(v, k, &t);
 }
 
-// the engine's separating-axis choice: code < 12 face (code % 6 face, code / 6 box 2), else edges
-typedef struct {
-  int code;
-  int cle1, cle2, in;
-} satResult;
-
-static satResult separatingAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum* s1,
-                                const mjtNum* p2, const mjtNum* R2, const mjtNum* s2,
-                                mjtNum rot[9]) {
-  satResult res = {-1, 0, 0, 0};
-  mjtNum tmp[3], pos21[3], pos12[3], rotabs[9], plen1[3], plen2[3];
-  mju_sub3(tmp, p2, p1);
-  mju_mulMatTVec(pos21, R1, tmp, 3, 3);
-  mju_sub3(tmp, p1, p2);
-  mju_mulMatTVec(pos12, R2, tmp, 3, 3);
-  mju_mulMatTMat(rot, R1, R2, 3, 3, 3);
-  for (int i = 0; i < 9; i++) rotabs[i] = fabs(rot[i]);
-  mju_mulMatVec(plen2, rotabs, s2, 3, 3);
-  mju_mulMatTVec(plen1, rotabs, s1, 3, 3);
-
-  // face axes
-  mjtNum pen = mjMAXVAL;
-  for (int i = 0; i < 3; i++) {
-    mjtNum c1 = -fabs(pos21[i]) + s1[i] + plen2[i];
-    mjtNum c2 = -fabs(pos12[i]) + s2[i] + plen1[i];
-    if (c1 < pen) {
-      pen = c1;
-      res.code = i + 3 * (pos21[i] < 0);
-    }
-    if (c2 < pen) {
-      pen = c2;
-      res.code = i + 3 * (pos12[i] < 0) + 6;
-    }
-  }
-
-  // edge axes: box-1 axis i cross box-2 axis j, in the box-1 frame
-  for (int i = 0; i < 3; i++) {
-    for (int j = 0; j < 3; j++) {
-      mjtNum b[3] = {rot[j], rot[3 + j], rot[6 + j]}, ax[3] = {0, 0, 0};
-      if (i == 0) {
-        ax[1] = -b[2];
-        ax[2] = b[1];
-      } else if (i == 1) {
-        ax[0] = b[2];
-        ax[2] = -b[0];
-      } else {
-        ax[0] = -b[1];
-        ax[1] = b[0];
-      }
-      mjtNum len = mju_normalize3(ax);
-      if (len < mjMINVAL) continue;
-      mjtNum c2 = mju_dot3(pos21, ax), c3 = 0;
-      for (int k = 0; k < 3; k++) {
-        if (k != i) c3 += s1[k] * fabs(ax[k]);
-      }
-      for (int k = 0; k < 3; k++) {
-        if (k != j) c3 += s2[k] * rotabs[3 * i + 3 - k - j] / len;
-      }
-      c3 -= fabs(c2);
-      if (c3 < pen * (1 - 1e-12)) {
-        pen = c3;
-        res.cle1 = res.cle2 = 0;
-        for (int k = 0; k < 3; k++) {
-          if (k != i && ((ax[k] > 0) ^ (c2 < 0))) res.cle1 += 1 << k;
-          if (k != j && ((rot[3 * i + 3 - k - j] > 0) ^ (c2 < 0) ^ ((k - j + 3) % 3 == 1))) {
-            res.cle2 += 1 << k;
-          }
-        }
-        res.code = 12 + 3 * i + j;
-        res.in = c2 < 0;
-      }
-    }
-  }
-  return res;
-}
-
-// face-case contact at incident point W (face coordinates, z from the face); the engine reports
-// half the depth W_z as dist
+// face-case contact at incident point W (face coordinates, z from the face): dist is the depth
+// W_z as mjdiff_collide reports it (the engine reports W_z/2; plugin/boxbox.c), pos at W_z/2
 static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, const tnum* hz, mjtNum nsg,
                         const tvec* W) {
   mjtNum wl[3] = {W->v[0], W->v[1], 0.5 * W->v[2] + hz->v}, pv[3], nv[3];
   worldValue(f, pref->v, wl, pv);
   mju_scl3(nv, f[2].v, nsg);
-  if (mismatch(x, 0.5 * W->v[2], nv, pv) >= x->best) return;
-  tnum dist = tscl(vget(W, 2), 0.5);
+  if (mismatch(x, W->v[2], nv, pv) >= x->best) return;
+  tnum dist = vget(W, 2);
   tvec posl = *W;
-  tnum z = tadd(dist, *hz);
+  tnum z = tadd(tscl(dist, 0.5), *hz);
   vset(&posl, 2, &z);
   tvec pos = toWorld(f, pref, &posl);
   tvec n = vsclc(f[2], nsg);
@@ -1223,7 +1156,7 @@ static void edgeContact(pairCtx* x, const tvec f[3], const tnum* hz, const tvec*
   offer(x, dist, &n, &pos);
 }
 
-static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNum margin) {
+static void boxEdge(pairCtx* x, const mjdiffBoxAxis* sat, const mjtNum rot[9], mjtNum margin) {
   const tnum* S2 = x->S2;
   int q1 = (sat->code - 12) / 3, q2 = (sat->code - 12) % 3;
 
@@ -1360,7 +1293,7 @@ static void boxEdge(pairCtx* x, const satResult* sat, const mjtNum rot[9], mjtNu
 static void boxBox(pairCtx* x, const mjtNum* p1, const mjtNum* R1, const mjtNum* p2,
                    const mjtNum* R2, mjtNum margin) {
   mjtNum rot[9];
-  satResult sat = separatingAxis(p1, R1, x->s1, p2, R2, x->s2, rot);
+  mjdiffBoxAxis sat = mjdiff_boxBoxAxis(p1, R1, x->s1, p2, R2, x->s2, margin, rot);
   if (sat.code < 0) return;
   if (sat.code < 12) {
     boxFace(x, sat.code);

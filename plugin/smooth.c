@@ -29,6 +29,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "boxbox.h"
 #include "compat.h"
 #include "convex.h"
 #include "internal.h"
@@ -245,6 +246,9 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
   mj_collision(&view, d);
+
+  // box-box face contacts: the full depth (the engine reports half of it; boxbox.c)
+  mjdiff_boxBoxDepth(m, d);
 
   // exact geometry for the pairs MuJoCo collides with MPR (convex.c)
   mjdiff_convexContacts(m, d);

@@ -8,7 +8,8 @@
 // each contact, each of the 12 pose directions is perturbed by +-eps (translate d->geom_xpos, or
 // rotate d->geom_xmat by exp([+-eps e_k]x) on the left), mj_collision is run again on a model view
 // with the activation margins (as mjdiff_collide does), the perturbed contact is matched to the
-// original (same geom pair, nearest pos) and y = (dist, n, pos) is differenced.
+// original (same geom pair, nearest pos) and y = (dist, n, pos) is differenced. Box-box face
+// contacts get their full depth (mjdiff_boxBoxDepth, as mjdiff_collide does).
 //
 // Tolerance. eps = 1e-6 and a relative error max|J_fd - J| / max(1, max|J|) <= 1e-6. Central
 // differences of a smooth function err by eps^2 |y'''| / 6 (1e-13 for unit-scale curvature) plus
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "../adjoint/derivative.h"
+#include "../plugin/boxbox.h"
 #include "../plugin/convex.h"
 #include "shim.h"
 #include "testutil.h"
@@ -190,9 +192,11 @@ class PairSim {
     return d_;
   }
 
-  // contacts at the current geom poses
+  // contacts at the current geom poses (box-box face contacts with their full depth, as
+  // mjdiff_collide reports them: plugin/boxbox.c)
   std::vector<mjContact> Collide() {
     mj_collision(&view_, d_);
+    mjdiff_boxBoxDepth(m_, d_);
     return std::vector<mjContact>(d_->contact, d_->contact + d_->ncon);
   }
 
@@ -1135,6 +1139,343 @@ TEST(GeomJacobianCases, SphereInsideBoxAndParallelCapsules) {
     EXPECT_EQ(st.failed_calls, 0);
     EXPECT_GE(st.checked, 0.8 * st.contacts);
     EXPECT_TRUE(st.differs);
+  }
+}
+
+// ---------------------------------- box stacks: the face case ------------------------------------
+//
+// MuJoCo 2.2.2's box-box face case reports half the depth; mjdiff_collide (and the Collide above)
+// reports the full depth (plugin/boxbox.c). Stacks of a box on a box: the reference face below or
+// above, aligned (parallel faces, no yaw), yawed, slightly tilted, offset; unequal and equal sizes.
+
+const PairSpec kStackUnequal = {"StackUnequal", "type=\"box\" size=\"0.3 0.4 0.2\"",
+                                "type=\"box\" size=\"0.2 0.25 0.1\"", 0, 0};
+const PairSpec kStackEqual = {"StackEqual", "type=\"box\" size=\"0.3 0.4 0.2\"",
+                              "type=\"box\" size=\"0.3 0.4 0.2\"", 0, 0};
+
+// rotation by angle about a unit axis, times R
+void RotateAbout(const double axis[3], double angle, const double R[9], double out[9]) {
+  double q[4], Rq[9];
+  mju_axisAngle2Quat(q, axis, angle);
+  mju_quat2Mat(Rq, q);
+  mju_mulMatMat(out, Rq, R, 3, 3, 3);
+}
+
+// box 2 stacked on box 1 (both at random world orientations R1): in box 1's frame offset
+// (ox, oy), overlap depth at the centre, yaw about z and a tilt about a random horizontal axis
+void StackPose(PairSim& sim, const double R1[9], double ox, double oy, double depth, double yaw,
+               double tilt, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u01(0, 1);
+  const mjtNum* s = sim.model()->geom_size;
+  double p1[3] = {0.1, -0.2, 0.3}, l[3] = {ox, oy, s[2] + s[5] - depth}, w[3], p2[3];
+  mju_mulMatVec(w, R1, l, 3, 3);
+  mju_add3(p2, p1, w);
+  double z[3] = {R1[2], R1[5], R1[8]}, h = 2 * mjPI * u01(rng);
+  double a[3] = {cos(h) * R1[0] + sin(h) * R1[1], cos(h) * R1[3] + sin(h) * R1[4],
+                 cos(h) * R1[6] + sin(h) * R1[7]};
+  double Ry[9], R2[9];
+  RotateAbout(z, yaw, R1, Ry);
+  RotateAbout(a, tilt, Ry, R2);
+  sim.SetPose(0, p1, R1);
+  sim.SetPose(1, p2, R2);
+}
+
+// signed distance of world point x to box g's surface
+double BoxSdf(PairSim& sim, int g, const double x[3]) {
+  const mjtNum* s = sim.model()->geom_size + 3 * g;
+  mjData* d = sim.data();
+  double r[3], l[3], out = 0, in = -1e300;
+  mju_sub3(r, x, d->geom_xpos + 3 * g);
+  mju_mulMatTVec(l, d->geom_xmat + 9 * g, r, 3, 3);
+  for (int k = 0; k < 3; k++) {
+    double e = std::fabs(l[k]) - s[k];
+    out += e > 0 ? e * e : 0;
+    in = std::max(in, e);
+  }
+  return in > 0 ? std::sqrt(out) : in;
+}
+
+// the engine's case for the current poses: code 0..11 a face (code / 6: of box 2, axis code % 3),
+// 12.. an edge pair, -1 apart
+int StackCode(PairSim& sim) {
+  const mjModel* m = sim.model();
+  mjData* d = sim.data();
+  mjtNum rot[9];
+  mjdiffBoxAxis ax = mjdiff_boxBoxAxis(d->geom_xpos, d->geom_xmat, m->geom_size, d->geom_xpos + 3,
+                                       d->geom_xmat + 9, m->geom_size + 3, kMargin, rot);
+  return ax.code;
+}
+
+// the depth checks of FaceCaseFullDepthAndJacobian for the current poses (face case code; depth
+// > 0: aligned, every penetrating contact must report -depth); false if there is no contact
+[[gnu::noinline]] bool CheckStackDepth(PairSim& sim, int code, double depth, int* face,
+                                       int* aligned, double* worst_sdf, double* worst_aligned) {
+  std::vector<mjContact> con = sim.Collide();
+  if (con.empty()) return false;
+  // the engine's own values: half the depth
+  mjModel view = *sim.model();
+  std::vector<mjtNum> margin(2, kMargin);
+  view.geom_margin = margin.data();
+  mj_collision(&view, sim.data());
+  EXPECT_EQ(sim.data()->ncon, static_cast<int>(con.size()));
+  if (sim.data()->ncon != static_cast<int>(con.size())) return false;
+  int ref = code / 6, inc = 1 - ref, kf = code % 3;
+  const mjtNum* pr = sim.data()->geom_xpos + 3 * ref;
+  const mjtNum* Rr = sim.data()->geom_xmat + 9 * ref;
+  double af[3] = {Rr[kf], Rr[3 + kf], Rr[6 + kf]};
+  for (size_t i = 0; i < con.size(); i++) {
+    const mjContact& c = con[i];
+    EXPECT_EQ(sim.data()->contact[i].dist, 0.5 * c.dist) << "engine's dist not halved";
+    // incident point and its projection on the reference face plane (n from geom 1 to 2)
+    double xi[3], xr[3], r[3];
+    mju_addScl3(xi, c.pos, c.frame, (inc == 1 ? 0.5 : -0.5) * c.dist);
+    mju_addScl3(xr, c.pos, c.frame, (inc == 1 ? -0.5 : 0.5) * c.dist);
+    mju_sub3(r, xr, pr);
+    double plane = std::fabs(mju_dot3(r, af)) - sim.model()->geom_size[3 * ref + kf];
+    *worst_sdf = std::max({*worst_sdf, std::fabs(BoxSdf(sim, inc, xi)), std::fabs(plane)});
+    if (depth > 0 && c.dist < 0) {
+      (*aligned)++;
+      *worst_aligned = std::max(*worst_aligned, std::fabs(c.dist + depth));
+    }
+    (*face)++;
+  }
+  return true;
+}
+
+// Face-case contacts are the full depth: pos + n dist/2 lies on the incident box's surface and
+// pos - n dist/2 on the reference face's plane (to 1e-9; the engine's half depth puts them |dist|/4
+// off), aligned stacks report dist = -depth; the engine's raw dist is half of it (the correction is
+// not the identity). Their geometry Jacobians match central differences (CheckContacts). Equal
+// boxes: offset along both axes (no side faces flush: flush stacks switch case, next test).
+TEST(GeomJacobianBoxStack, FaceCaseFullDepthAndJacobian) {
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> u01(0, 1);
+  for (int which = 0; which < 2; which++) {
+    const PairSpec& spec = which ? kStackEqual : kStackUnequal;
+    PairSim sim(spec);
+    ASSERT_TRUE(sim.ok());
+    PairStats st;
+    int face = 0, aligned = 0;
+    double worst_sdf = 0, worst_aligned = 0;
+    for (int k = 0; k < 90 && st.poses < 60; k++) {
+      int mode = k % 3;  // aligned, yawed (equal boxes: 1e-3), yawed and tilted
+      double R1[9];
+      RandomRotation(rng, R1);
+      double depth = (k / 3) % 2 ? 0.01 + 0.02 * u01(rng) : 0.001 + 0.002 * u01(rng);
+      double ox = 0.08 * (2 * u01(rng) - 1), oy = 0.08 * (2 * u01(rng) - 1);
+      if (which) {
+        ox = std::copysign(0.01 + 0.07 * u01(rng), ox);
+        oy = std::copysign(0.01 + 0.07 * u01(rng), oy);
+      }
+      double yaw =
+          mode == 0 || (which && mode == 2) ? 0 : (which ? 1e-3 : 0.3) * (2 * u01(rng) - 1);
+      double tilt = mode == 2 ? 0.002 + 0.008 * u01(rng) : 0;
+      StackPose(sim, R1, ox, oy, depth, yaw, tilt, rng);
+      int code = StackCode(sim);
+      if (code < 0 || code >= 12) continue;
+      if (!CheckStackDepth(sim, code, mode == 0 ? depth : 0, &face, &aligned, &worst_sdf,
+                           &worst_aligned)) {
+        continue;
+      }
+      st.poses++;
+      // parallel faces: every cross product of two face axes is parallel to the normal, a
+      // rotation out of parallel switches case; translations keep them parallel
+      CheckContacts(sim, &st, mode == 2 ? 0xFFF : 0x1C7);
+    }
+    std::printf(
+        "%-13s poses %3d contacts %4d (face %d, aligned %d) checked %4d skipped %3d "
+        "errors %d worst %.2e; surface points off by %.1e, aligned depth off by %.1e\n",
+        spec.name, st.poses, st.contacts, face, aligned, st.checked, st.skipped, st.failed_calls,
+        st.worst, worst_sdf, worst_aligned);
+    EXPECT_GE(st.poses, 40);
+    EXPECT_GE(aligned, 40);
+    EXPECT_LE(worst_sdf, 1e-9);
+    EXPECT_LE(worst_aligned, 1e-12);
+    EXPECT_EQ(st.failed_calls, 0);
+    EXPECT_GE(st.checked, 0.8 * st.contacts);
+    EXPECT_TRUE(st.differs);
+  }
+}
+
+// Equal boxes stacked flush (offset along box 1's x only: their y side faces coplanar), tilted
+// about the shared y axis: the engine takes the face case at the pose and, for most poses, the edge
+// case once box 2 or box 1 is turned out of the flush plane (about x) by 1e-6 rad either way. The
+// two cases now report the same depth: each contact's dist moves by at most the tilt times the
+// lever (0.4 m), and the smooth normal force by a matching amount; with the engine's half depth the
+// dist jumped by half the depth (the force Jacobian of such a stack, against differences, was off
+// by 36%).
+TEST(GeomJacobianBoxStack, FlushStackContinuousAcrossFaceEdgeSwitch) {
+  std::string xml = std::string("<mujoco><custom><numeric name=\"mjdiff_contact_stiffness\" ") +
+                    "data=\"1e4\"/><numeric name=\"mjdiff_contact_width\" data=\"2e-3\"/>" +
+                    "</custom><worldbody><body><freejoint/><geom " + kStackEqual.geom1 +
+                    "/></body><body><freejoint/><geom " + kStackEqual.geom2 +
+                    "/></body></worldbody></mujoco>";
+  testutil::Sim sim(xml.c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mj_kinematics(m, d);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u01(0, 1);
+  int switched = 0, compared = 0;
+  double worst_dist = 0, worst_fn = 0, fn_scale = 0;
+  for (int k = 0; k < 20; k++) {
+    double R1[9], R2[9], Rt[9], y[3] = {0, 1, 0}, x[3] = {1, 0, 0};
+    double th1 = 3e-5 * (2 * u01(rng) - 1), th2 = th1 + 3e-5 * (2 * u01(rng) - 1);
+    const double I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    RotateAbout(y, th1, I, R1);
+    RotateAbout(y, th2, I, R2);
+    double depth = 5e-4 + 1e-3 * u01(rng);
+    double p1[3] = {0, 0, 0.2}, p2[3] = {0.05 * (2 * u01(rng) - 1), 0, 0.6 - depth};
+    auto sample = [&](const double* Ra, const double* Rb, std::vector<mjContact>* con,
+                      std::vector<double>* fn, int* face) {
+      mju_copy3(d->geom_xpos, p1);
+      mju_copy(d->geom_xmat, Ra, 9);
+      mju_copy3(d->geom_xpos + 3, p2);
+      mju_copy(d->geom_xmat + 9, Rb, 9);
+      mjtNum rot[9];
+      mjdiffBoxAxis ax = mjdiff_boxBoxAxis(p1, Ra, m->geom_size, p2, Rb, m->geom_size + 3,
+                                           mjdiff_contactMargin(m, d->contact), rot);
+      mjdiff_collide(m, d, sim.sim.s);
+      *face = ax.code >= 0 && ax.code < 12;
+      con->assign(d->contact, d->contact + d->ncon);
+      fn->clear();
+      for (int i = 0; i < d->ncon; i++) {
+        mjdiffContactForce f;
+        EXPECT_EQ(mjdiff_contactForce(m, d, sim.sim.s, i, &f), MJDIFF_OK);
+        fn->push_back(f.force[0]);
+      }
+    };
+    std::vector<mjContact> c0, c1;
+    std::vector<double> f0, f1;
+    int face0, face1;
+    sample(R1, R2, &c0, &f0, &face0);
+    ASSERT_EQ(c0.size(), 4u);
+    for (int t = 0; t < 4; t++) {
+      RotateAbout(x, (t % 2 ? -1 : 1) * 1e-6, t < 2 ? R2 : R1, Rt);
+      if (t < 2) {
+        sample(R1, Rt, &c1, &f1, &face1);
+      } else {
+        sample(Rt, R2, &c1, &f1, &face1);
+      }
+      if (face0 && !face1) switched++;
+      ASSERT_EQ(c1.size(), c0.size());
+      for (size_t i = 0; i < c0.size(); i++) {
+        // the same corner: nearest pos
+        size_t best = 0;
+        double bd = 1e300;
+        for (size_t j = 0; j < c1.size(); j++) {
+          double e[3];
+          mju_sub3(e, c1[j].pos, c0[i].pos);
+          if (mju_dot3(e, e) < bd) {
+            bd = mju_dot3(e, e);
+            best = j;
+          }
+        }
+        worst_dist = std::max(worst_dist, std::fabs(c1[best].dist - c0[i].dist));
+        worst_fn = std::max(worst_fn, std::fabs(f1[best] - f0[i]));
+        fn_scale = std::max(fn_scale, std::fabs(f0[i]));
+        compared++;
+      }
+    }
+  }
+  std::printf(
+      "flush stacks: %d switches face -> edge, %d contacts compared, |d dist| %.2e m, "
+      "|d fn| %.2e N of %.2e N\n",
+      switched, compared, worst_dist, worst_fn, fn_scale);
+  EXPECT_GE(switched, 30) << "the engine's case did not switch off the flush pose";
+  EXPECT_LE(worst_dist, 0.4 * 1e-6 * 1.01);
+  EXPECT_LE(worst_fn, 1e4 * 0.4 * 1e-6 * 1.01);
+  EXPECT_GT(fn_scale, 1.0);
+}
+
+// The smooth force Jacobian d f_s/dq (mjdiff_forceDerivativeParts, MJDIFF_FORCES_SMOOTH) of two
+// boxes stacked on a plane (box-box face contacts with the full depth, plane-box corners) against
+// central differences of mjdiff_collide + mjdiff_addForces, at the states after 3 and 20 implicit
+// smooth steps, along 6 random directions of q (eps = 1e-6), error <= 1e-6 max |fd| (measured
+// 3.2e-7: the eps^2 term of the differences):
+//   offset and yawed (equal boxes; a smaller top box): no side flush, the face case holds;
+//   flush (equal boxes offset along x only, settling with tilts about y alone): directions in the
+//   xz plane only (x, z translations, rotations about y), which keep the flush tie and so the
+//   face case. Along tilts out of the plane the engine switches to its edge case (one edge pair
+//   or another on either side: no derivative there; before the depth fix the differences were
+//   36% off) and sideways shifts split a flush corner into two contacts (plugin/boxbox.c); the
+//   regression test of the fix is FlushStackContinuousAcrossFaceEdgeSwitch.
+TEST(GeomJacobianBoxStack, SmoothForceJacobianOfStacks) {
+  struct StackCase {
+    const char* name;
+    const char* top;  // top box: pos, euler, size
+    bool inplane;     // directions in the xz plane only (translations x, z; rotation about y)
+  };
+  const StackCase cases[] = {
+      {"offset", "pos='0.01 0.007 0.15' euler='0 0 3'><freejoint/><geom size='0.1 0.1 0.05'",
+       false},
+      {"smaller", "pos='0.01 0.007 0.15' euler='0 0 3'><freejoint/><geom size='0.07 0.06 0.05'",
+       false},
+      {"flush", "pos='0.01 0 0.15'><freejoint/><geom size='0.1 0.1 0.05'", true},
+  };
+  for (const StackCase& sc : cases) {
+    std::string xml = std::string("<mujoco><option timestep='0.002'/><worldbody>") +
+                      "<geom type='plane' size='2 2 0.1'/><body pos='0 0 0.05'><freejoint/>" +
+                      "<geom type='box' size='0.1 0.1 0.05' mass='1'/></body><body " + sc.top +
+                      " type='box' mass='2'/></body></worldbody></mujoco>";
+    testutil::Sim sim(xml.c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    mjdiffModel* s = sim.sim.s;
+    char err[300];
+    ASSERT_EQ(mjdiff_setParam(s, "integrator", 1, err, sizeof(err)), MJDIFF_OK) << err;
+    int nv = m->nv;
+    double worst = 0, scale = 0;
+    bool differs = false;
+    for (int steps : {3, 17}) {
+      ASSERT_EQ(shim_steps(&sim.sim, steps), MJDIFF_OK) << sim.sim.err;
+      ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+      int nbox = 0;
+      for (int i = 0; i < d->ncon; i++) {
+        nbox += m->geom_type[d->contact[i].geom1] == mjGEOM_BOX;
+      }
+      ASSERT_GE(nbox, 4) << sc.name << ": the boxes do not touch";
+      std::vector<mjtNum> Dq(nv * nv), Dv(nv * nv), q0(d->qpos, d->qpos + m->nq);
+      ASSERT_EQ(mjdiff_forceDerivativeParts(m, d, s, MJDIFF_FORCES_SMOOTH, Dq.data(), Dv.data(),
+                                            nullptr, nullptr, nullptr, nullptr),
+                0);
+      auto force = [&](const std::vector<mjtNum>& dq, double h, std::vector<mjtNum>* f) {
+        mju_copy(d->qpos, q0.data(), m->nq);
+        mj_integratePos(m, d->qpos, dq.data(), h);
+        mj_kinematics(m, d);
+        mj_comPos(m, d);
+        mj_tendon(m, d);
+        mjdiff_collide(m, d, s);
+        mj_comVel(m, d);
+        f->assign(nv, 0);
+        mjdiff_addForces(m, d, s, f->data());
+      };
+      for (int t = 0; t < 6; t++) {
+        std::vector<mjtNum> dq(nv), pred(nv), fp, fm;
+        for (int i = 0; i < nv; i++) {
+          dq[i] = sc.inplane && i % 2 ? 0 : std::sin(7.0 * i + t + steps);  // flush: x, z, rot y
+        }
+        mju_mulMatVec(pred.data(), Dq.data(), dq.data(), nv, nv);
+        force(dq, 1e-6, &fp);
+        force(dq, -1e-6, &fm);
+        for (int i = 0; i < nv; i++) {
+          double fd = (fp[i] - fm[i]) / 2e-6;
+          worst = std::max(worst, std::fabs(fd - pred[i]));
+          scale = std::max(scale, std::fabs(fd));
+          if (fd != pred[i]) differs = true;
+        }
+      }
+      // the state as it was, for the next steps
+      mju_copy(d->qpos, q0.data(), m->nq);
+      ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+    }
+    std::printf("stack %-8s |fd| %.3e worst %.3e (relative %.2e)\n", sc.name, scale, worst,
+                worst / scale);
+    EXPECT_GT(scale, 1e3);
+    EXPECT_LE(worst, 1e-6 * scale) << sc.name;
+    EXPECT_TRUE(differs);
   }
 }
 
