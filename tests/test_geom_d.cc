@@ -1395,11 +1395,12 @@ TEST(GeomJacobianBoxStack, FlushStackContinuousAcrossFaceEdgeSwitch) {
 // smooth steps, along 6 random directions of q (eps = 1e-6), error <= 1e-6 max |fd| (measured
 // 3.2e-7: the eps^2 term of the differences):
 //   offset and yawed (equal boxes; a smaller top box): no side flush, the face case holds;
-//   flush (equal boxes offset along x only, settling with tilts about y alone): directions in the
-//   xz plane only (x, z translations, rotations about y), which keep the flush tie and so the
-//   face case. Along tilts out of the plane the engine switches to its edge case (one edge pair
-//   or another on either side: no derivative there; before the depth fix the differences were
-//   36% off) and sideways shifts split a flush corner into two contacts (plugin/boxbox.c); the
+//   not flush stacks (equal boxes offset along x only): there the engine's choice between its
+//   face and edge cases is a tie that any tilt out of the xz plane breaks (one edge pair or
+//   another on either side: no derivative; before the depth fix the differences were 36% off),
+//   and sideways shifts split a flush corner into two contacts (plugin/boxbox.c). Whether a
+//   settled flush stack stays on the tie depends on the last bits of the steps before (it held
+//   under the implicit step's first Newton variant, not under the line-searched one): the
 //   regression test of the fix is FlushStackContinuousAcrossFaceEdgeSwitch.
 TEST(GeomJacobianBoxStack, SmoothForceJacobianOfStacks) {
   struct StackCase {
@@ -1412,7 +1413,6 @@ TEST(GeomJacobianBoxStack, SmoothForceJacobianOfStacks) {
        false},
       {"smaller", "pos='0.01 0.007 0.15' euler='0 0 3'><freejoint/><geom size='0.07 0.06 0.05'",
        false},
-      {"flush", "pos='0.01 0 0.15'><freejoint/><geom size='0.1 0.1 0.05'", true},
   };
   for (const StackCase& sc : cases) {
     std::string xml = std::string("<mujoco><option timestep='0.002'/><worldbody>") +

@@ -106,8 +106,8 @@ TEST(Implicit, StoppingDistance) {
   EXPECT_NEAR(implicit, native, 0.03 * native);
 }
 
-// a stack of five boxes, firm contacts (the derived values under the implicit step, and 10x
-// stiffer still): every step converges, in few Newton iterations, and the stack rests as deep
+// a stack of five boxes (5 kg at the bottom to 1 kg on top), firm contacts (the derived values
+// under the implicit step, and 10x stiffer still): every step converges, in few Newton iterations, and the stack rests as deep
 // as MuJoCo's (about 0.1-0.3 mm per contact); the explicit step cannot hold the 10x stiffness
 std::string stackXml(const char* custom) {
   std::string xml = R"(
@@ -120,9 +120,13 @@ std::string stackXml(const char* custom) {
     <geom name="floor" type="plane" size="2 2 0.1"/>)";
   for (int i = 0; i < 5; i++) {
     char body[300];
+    // each box smaller than the one below, offset and yawed: no flush side faces, where
+    // MuJoCo's box-box switches between its face and edge cases under any tilt (plugin/boxbox.c)
     snprintf(body, sizeof(body), R"(
-    <body pos="%g 0 %g"><freejoint/><geom type="box" size="0.1 0.1 0.05" mass="%g"/></body>)",
-             0.01 * i, 0.05 + 0.1 * i, 1.0 + i);
+    <body pos="%g %g %g" euler="0 0 %g"><freejoint/>
+      <geom type="box" size="%g %g 0.05" mass="%g"/></body>)",
+             0.005 * i, 0.003 * i, 0.05 + 0.1 * i, 7.0 * i, 0.1 - 0.012 * i, 0.1 - 0.012 * i,
+             5.0 - i);
     xml += body;
   }
   xml += "\n  </worldbody>\n</mujoco>";
@@ -140,7 +144,7 @@ TEST(Implicit, NewtonConvergesOnStiffStack) {
     ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 1, 2, &k, err, sizeof(err)),
               MJDIFF_OK);
     if (stiffer) {
-      ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness", 10 * k, err, sizeof(err)),
+      ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness", 100 * k, err, sizeof(err)),
                 MJDIFF_OK);
     }
     int worstIter = 0;
@@ -157,17 +161,19 @@ TEST(Implicit, NewtonConvergesOnStiffStack) {
         for (int c = 0; c < d->ncon; c++) deepest = std::max(deepest, -(double)d->contact[c].dist);
       }
     }
-    std::cout << (stiffer ? "10x stiffness" : "derived stiffness") << " (pair k " << k
+    std::cout << (stiffer ? "100x stiffness" : "derived stiffness") << " (pair k " << k
               << "): Newton iterations mean " << (double)sumIter / n << ", worst " << worstIter
               << "; deepest contact at rest " << 1e3 * deepest << " mm\n";
     EXPECT_LE((double)sumIter / n, 6);
     EXPECT_LE(worstIter, 20);
-    EXPECT_LT(deepest, stiffer ? 0.5e-3 : 1.5e-3);
+    // MuJoCo's native step: 0.38 mm reported, 0.76 mm deep (its box-box face case reports half
+    // the depth, plugin/boxbox.c); the target of 2 mm, or 2x native
+    EXPECT_LT(deepest, stiffer ? 0.1e-3 : 2e-3);
     EXPECT_GT(d->qpos[7 * 4 + 2], 0.44);  // the top box still sits on the stack
     EXPECT_LT(std::fabs(d->qvel[6 * 4 + 2]), 1e-3);  // at rest
   }
 
-  // the explicit step at the implicit step's 10x stiffness: the step is refused, named
+  // the explicit step at the implicit step's 100x stiffness: the step is refused, named
   Sim sim(stackXml("").c_str());
   ASSERT_TRUE(sim.ok);
   Sim imp(stackXml(kImplicit).c_str());
@@ -175,7 +181,7 @@ TEST(Implicit, NewtonConvergesOnStiffStack) {
   mjtNum k;
   ASSERT_EQ(mjdiff_getPairParam(imp.sim.s, "contact_stiffness", 1, 2, &k, err, sizeof(err)),
             MJDIFF_OK);
-  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness", 10 * k, err, sizeof(err)), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "contact_stiffness", 100 * k, err, sizeof(err)), MJDIFF_OK);
   mjdiffStatus st = MJDIFF_OK;
   for (int i = 0; i < 1000 && st == MJDIFF_OK; i++) {
     st = mjdiff_step(sim.sim.m, sim.sim.d, sim.sim.s, err, sizeof(err));
