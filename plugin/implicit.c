@@ -141,11 +141,12 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
   }
 }
 
-// N = Mdense + hdamp B - h Dv - h^2 Dq Psi(h v), factored in place; tmp (nv x nv) and delta (nv)
+// N = (1 + lam) Mdense + hdamp B - h Dv - h^2 Dq Psi(h v) (lam >= 0: Levenberg-Marquardt
+// damping of the forward's Newton matrix, 0 for the exact one), factored in place; tmp (nv x nv) and delta (nv)
 // scratch; 0 or -1 if singular
-static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, const mjtNum* Dq,
-                        const mjtNum* Dv, const mjtNum* v, mjtNum* tmp, mjtNum* delta, mjtNum* N,
-                        int* piv) {
+static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, mjtNum lam,
+                        const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v, mjtNum* tmp,
+                        mjtNum* delta, mjtNum* N, int* piv) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
   mju_zero(tmp, nv * nv);
@@ -155,7 +156,7 @@ static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, co
   }
   mjdiff_integrateJacobian(m, delta, NULL, tmp, nv, N);  // Psi
   mju_mulMatMat(tmp, Dq, N, nv, nv, nv);                  // Dq Psi
-  for (int i = 0; i < nv * nv; i++) N[i] = Mdense[i] - h * Dv[i] - h * h * tmp[i];
+  for (int i = 0; i < nv * nv; i++) N[i] = (1 + lam) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
   for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * m->dof_damping[i];
   return mjdiff_luFactor(nv, N, piv);
 }
@@ -238,8 +239,9 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mju_sub(Fe, d->qfrc_smooth, fs, nv);
   mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
   mjdiffStatus st = MJDIFF_OK;
+  mjtNum lam = 0;  // Levenberg-Marquardt damping of N (0: Newton)
   mju_copy(vk, v0, nv);  // N_0 at v' = v
-  if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
+  if (newtonMatrix(m, Mdense, hdamp, lam, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                       "the implicit step's Newton matrix is singular at time %g", d->time);
   }
@@ -259,7 +261,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     k++;
     if (!keep && k > 1) {  // at vk (d holds its kinematics): rebuild N
       mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
-      if (newtonMatrix(m, Mdense, hdamp, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
+      if (newtonMatrix(m, Mdense, hdamp, lam, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);
         break;
@@ -299,8 +301,9 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
       break;
     }
 
-    // line search: full step, halved while phi does not decrease enough
-    mjtNum alpha = 1, phitry = INFINITY;
+    // line search: full step (at most a velocity change of 1 + |v'_k| per iteration: a trust
+    // region against a near-singular N), halved while phi does not decrease enough
+    mjtNum alpha = mju_min(1, (1 + normInf(vk, nv)) / normInf(dv, nv)), phitry = INFINITY;
     for (;;) {
       for (int i = 0; i < nv; i++) vtry[i] = vk[i] + alpha * dv[i];
       st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vtry, fs, tmp, gtry, &phitry, err,
@@ -310,7 +313,15 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     }
     if (st != MJDIFF_OK) break;
     // a step that needed backtracking or contracted slowly: rebuild N at the next iterate
-    keep = alpha == 1 && corr <= 0.1 * corr_prev;
+    keep = alpha == 1 && corr <= 0.1 * corr_prev;  // (a capped step rebuilds N too)
+    // a step that had to be cut: damp N towards M (a near-singular or indefinite N, from the
+    // geometric terms of large contact forces); relax the damping while full steps succeed
+    if (alpha < 1) {
+      lam = lam > 0 ? mju_min(10 * lam, 1e6) : 1e-2;
+    } else if (lam > 0) {
+      lam = lam < 1e-6 ? 0 : 0.1 * lam;
+      keep = 0;
+    }
     corr_prev = corr;
     mju_copy(vk, vtry, nv);
     mju_copy(g, gtry, nv);

@@ -258,6 +258,38 @@ TEST(Implicit, HumanoidRestsAsDeepAsNative) {
   }
 }
 
+// the humanoid at its 5 ms step under smooth controls (mjdiff-bench-fidelity's control run, seed
+// 1): steep friction under large loads made Newton stall (an indefinite N from the geometric
+// terms of large contact forces: corrections of 1e3 m/s) until steps were capped and N damped
+// towards M (Levenberg-Marquardt); every step converges now
+TEST(Implicit, HumanoidUnderControlsConverges) {
+  Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[1000];
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
+  unsigned long long rng = 1;
+  std::vector<double> phase(m->nu);
+  for (int i = 0; i < m->nu; i++) phase[i] = 6.283185307179586 * testutil::uniform(&rng);
+  int worst = 0;
+  long sum = 0, n = 200;
+  for (int k = 0; k < n; k++) {
+    for (int i = 0; i < m->nu; i++) {
+      double lo, hi;
+      testutil::ctrlRange(m, i, &lo, &hi);
+      d->ctrl[i] = lo + (hi - lo) * (0.5 + 0.4 * std::sin(0.05 * k + phase[i]));
+    }
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << k << ": "
+                                                                         << err;
+    worst = std::max(worst, d->solver_iter);
+    sum += d->solver_iter;
+  }
+  std::cout << "humanoid under controls: Newton iterations mean " << (double)sum / n
+            << ", worst " << worst << "\n";
+  EXPECT_LE(worst, 60);
+}
+
 // Newton that cannot converge in the allowed iterations: a named error, the state untouched
 TEST(Implicit, NewtonFailureIsNamed) {
   Sim sim(stackXml(kImplicit).c_str());
