@@ -49,6 +49,7 @@ typedef struct args_ {
   double min_time;
   double fd_eps;
   int json;
+  int implicit;  // --implicit: the implicit smooth step (mjdiff_integrator = 1)
   const char* out;
   int nmodel;
   char** model;  // nmodel paths
@@ -98,6 +99,8 @@ static void usage(void) {
       "  --seed S        seed of the control sequence (default 1)\n"
       "  --min-time T    least time of one op in one round, in seconds (default 0.05)\n"
       "  --fd-eps E      step of mjd_transitionFD (default 1e-6)\n"
+      "  --implicit      time the implicit smooth step (mjdiff_integrator = 1) and its\n"
+      "                  derivatives instead of the explicit one\n"
       "  --json          print the results as JSON on stdout instead of the table\n"
       "  --out FILE      also write the results as JSON to FILE (default: none)\n"
       "  --help          print this help and exit\n"
@@ -155,6 +158,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->fd_eps = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "a number in (0, 1]");
     } else if (!positional && !strcmp(o, "--json")) {
       a->json = 1;
+    } else if (!positional && !strcmp(o, "--implicit")) {
+      a->implicit = 1;
     } else if (!positional && !strcmp(o, "--out")) {
       a->out = tool_optionValue(TOOL, argc, argv, &i);
     } else if (!positional && !strcmp(o, "--")) {
@@ -317,6 +322,9 @@ static int benchModel(const args* a, result* res) {
   mjdiffModel* s = NULL;
   mjdiffStepDeriv* w = NULL;
   mjdiffStatus st = mjdiff_makeModel(m, NULL, &s, err, sizeof(err));
+  if (st == MJDIFF_OK && a->implicit) {
+    st = mjdiff_setParam(s, "integrator", MJDIFF_INT_IMPLICIT, err, sizeof(err));
+  }
   if (st != MJDIFF_OK) {
     snprintf(res->error, sizeof(res->error), "%s: smooth model rejected: %s (%s)", res->path, err,
              mjdiff_statusName(st));
@@ -507,9 +515,10 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
   tool_jsonHead(f, TOOL, a->model, a->nmodel);
   fprintf(f,
           ",\"args\":{\"rounds\":%ld,\"states\":%ld,\"stride\":%ld,\"warmup\":%ld,\"seed\":%ld,"
-          "\"min_time_s\":%g,\"fd_eps\":%g,\"default_models\":%s,\"mujoco_version\":%d},",
+          "\"min_time_s\":%g,\"fd_eps\":%g,\"default_models\":%s,\"implicit\":%s,"
+          "\"mujoco_version\":%d},",
           a->rounds, a->states, a->stride, a->warmup, a->seed, a->min_time, a->fd_eps,
-          a->defaults ? "true" : "false", mj_version());
+          a->defaults ? "true" : "false", a->implicit ? "true" : "false", mj_version());
   fprintf(f, "\"status\":");
   tool_jsonString(f, status);
 
