@@ -119,9 +119,9 @@ note "3. --set friction = MJCF variant byte for byte (changes the recording by $
 
 #---------------------------------- 4. usage -------------------------------------------------------
 run "$SYSID" --generate "$TMP/x.csv" --plant hard "$ARM"
-[[ $RC -eq 2 ]] && grep -q -- "--plant" <<<"$ERR" || fail "4. --plant hard: exit $RC: $ERR"
+if [[ $RC -ne 2 ]] || ! grep -q -- "--plant" <<<"$ERR"; then fail "4. --plant hard: exit $RC: $ERR"; fi
 run "$SYSID" --plant native --param body:box:mass "$ARM" box_native.csv
-[[ $RC -eq 2 ]] && grep -q -- "--plant" <<<"$ERR" || fail "4. --plant in a fit: exit $RC: $ERR"
+if [[ $RC -ne 2 ]] || ! grep -q -- "--plant" <<<"$ERR"; then fail "4. --plant in a fit: exit $RC: $ERR"; fi
 [[ -e "$TMP/x.csv" ]] && fail "4. a usage error left x.csv"
 note "4. usage errors name --plant"
 note "PASS"
