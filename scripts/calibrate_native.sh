@@ -38,8 +38,8 @@
 # --box-friction: a diagnostic, the true table friction (default 0.8; above 0.6, the corners')
 # Defaults: both cases, at most 40 LM iterations on the box (its fits run about 1-2 s per
 # iteration here; they have not converged by then, see the status column) and 200 on the hopper,
-# the sysid scripts' durations (2 s box, 1.5 s hopper). About 6 minutes here on 2 shared cores,
-# 9-10 with --elliptic.
+# the sysid scripts' durations (2 s box, 1.5 s hopper). 3-4 minutes here on 2 shared cores,
+# 4.5-7 with --elliptic (depending on the load).
 # Output in out/calibrate_native/CASE/: ctrl_REC.csv (the servo's torques), data_REC.csv,
 # data_REC_clean.csv, data_REC_floor.txt (REC native or native_elliptic), implicit.xml,
 # native_elliptic.xml, fit_REC_STEP.json / .log, self_STEP.csv / .json / .log, table.txt;

@@ -1,12 +1,13 @@
 # Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 #
 # Shared steps of the system identification scripts (scripts/sysid_arm.sh, sysid_box.sh,
-# sysid_hopper.sh); sourced, not run. Sourcing sets root (the repository). A case script then sets
+# sysid_hopper.sh, calibrate_native.sh); sourced, not run. Sourcing sets root (the repository). A case script then sets
 # its configuration and calls, in order:
 #   sysid_init CASE MODEL "$@"   sets case, model, out (out/sysid_CASE), data_only (--data-only)
 #   sysid_build                  builds mjdiff-sysid (sets sysid), makes and enters $out, sets
 #                                sets (--set NAME=VALUE...) and params (--param NAME...) from truth
 #   sysid_servo CONTROLLER       optional: a servo run on the true system writes ctrl.csv
+#                                (controllers: SYSID_SERVO_PUSH, SYSID_SERVO_HOP, below)
 #   sysid_record CTRL...         the recording data.csv, fit_args and truth (CTRL: --ctrl options)
 #   sysid_fit                    fit.json, fit.log, calibrated.xml; prints and saves table.txt
 #   sysid_simulate               sim_initial.csv, sim_fitted.csv under the recorded controls
