@@ -9,8 +9,8 @@
 #   hopper  models/hopper.xml: hops (sysid_hopper.sh's servo); truth foot friction 1.2 (model
 #           0.9, the tie with the floor), torso mass 3.85 (model 3.5)
 # Per case: the servo runs closed-loop on the native plant with the true values (mjdiff-sysid
-# --generate --plant native), which records its torques (ctrl.csv) and the noisy trajectory
-# (data.csv; noise 1e-3 on positions, 1e-2 on velocities, the fit's sigmas). Then mjdiff-sysid fits
+# --generate --plant native), which records its torques (ctrl_native.csv) and the noisy trajectory
+# (data_native.csv; noise 1e-3 on positions, 1e-2 on velocities, the fit's sigmas). Then mjdiff-sysid fits
 # the parameters from the model's own values with
 #   explicit  the smooth step as the model has it (its mjdiff_* numerics, explicit Euler)
 #   implicit  the implicit smooth step with its derived defaults: the model's mjdiff_* numerics
