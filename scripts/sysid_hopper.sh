@@ -34,27 +34,10 @@ panels=(qpos:rootx "torso x (m)" qpos:rootz "torso z (m, from its start)" qpos:r
         "torso pitch (rad)" qpos:thigh_joint "hip (rad)" qpos:leg_joint "knee (rad)"
         qpos:foot_joint "ankle (rad)")
 
-# the hop servo: python3 -c "$SERVO" SYSID MODEL OUT.csv DURATION [generate options...]
-# the hop servo (the controller of sysid_lib.sh's servo harness)
-read -r -d '' SERVO <<'EOF' || true
-h, chunk, period = 0.002, 5, 0.5            # model timestep; servo period 5 steps; hop period (s)
-T = int(round(D / h))
-CTRL = ['ctrl:thigh_motor', 'ctrl:leg_motor', 'ctrl:foot_motor']
-gear = [100, 100, 40]
-def control(k, s):                          # PD on the leg joints to crouch / extend targets
-    x = lambda c: s.get(c, 0.0)
-    crouch = (k * h) % period < 0.6 * period
-    target = [-0.6, 1.0, 0.0] if crouch else [0.0, 0.0, 0.0]   # hip, knee, ankle (rad)
-    tau = [300 * (target[0] - x('qpos:thigh_joint')) - 20 * x('qvel:thigh_joint'),
-           300 * (target[1] - x('qpos:leg_joint')) - 20 * x('qvel:leg_joint'),
-           50 * (target[2] - x('qpos:foot_joint')) - 4 * x('qvel:foot_joint')]
-    tau[0] += 400 * x('qpos:rooty') + 40 * x('qvel:rooty')     # torso upright
-    return [max(-1, min(1, tau[j] / gear[j])) for j in range(3)]
-EOF
 sysid_build
 # recording: true values, the servo's torques, noise
 echo "sysid_$case: servo hopping (re-simulated every 5 steps)"
-sysid_servo "$SERVO"
+sysid_servo "$SYSID_SERVO_HOP"
 sysid_record --ctrl ctrl.csv
 ((data_only)) && exit 0
 sysid_fit_and_plot

@@ -1,12 +1,13 @@
 # Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 #
 # Shared steps of the system identification scripts (scripts/sysid_arm.sh, sysid_box.sh,
-# sysid_hopper.sh); sourced, not run. Sourcing sets root (the repository). A case script then sets
+# sysid_hopper.sh, calibrate_native.sh); sourced, not run. Sourcing sets root (the repository). A case script then sets
 # its configuration and calls, in order:
 #   sysid_init CASE MODEL "$@"   sets case, model, out (out/sysid_CASE), data_only (--data-only)
 #   sysid_build                  builds mjdiff-sysid (sets sysid), makes and enters $out, sets
 #                                sets (--set NAME=VALUE...) and params (--param NAME...) from truth
 #   sysid_servo CONTROLLER       optional: a servo run on the true system writes ctrl.csv
+#                                (controllers: SYSID_SERVO_PUSH, SYSID_SERVO_HOP, below)
 #   sysid_record CTRL...         the recording data.csv, fit_args and truth (CTRL: --ctrl options)
 #   sysid_fit                    fit.json, fit.log, calibrated.xml; prints and saves table.txt
 #   sysid_simulate               sim_initial.csv, sim_fitted.csv under the recorded controls
@@ -14,12 +15,15 @@
 #   sysid_fit_and_plot           the last three, then lists what it wrote
 # Configuration read from the caller: truth (NAME=VALUE..., the parameters fitted), duration (s),
 # noise (generate options), fitopt (fit options), panels (trajectory panels: CSV column, label...;
-# a column yaw:JOINT is the heading of a free joint).
+# a column yaw:JOINT is the heading of a free joint), plant (generate options of the true system
+# for the servo and the recording; default none: the smooth model; (--plant native): MuJoCo's
+# native step, as scripts/calibrate_native.sh records).
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # truth, duration, noise, fitopt, panels: set by the case script
 # shellcheck disable=SC2034  # case, data_only: read by the case script
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+plant=()
 
 # sysid_init CASE MODEL [--data-only]
 sysid_init() {
@@ -130,17 +134,91 @@ state(T)
 os.remove(out + '.sim.csv')
 EOF
 
+# SYSID_SERVO_PUSH: the arm of models/arm_box.xml pushes the box along -y (sysid_box.sh; gravity
+# compensation + PD on the joints at 50 Hz to a fingertip path behind the box, then along -y)
+read -r -d '' SYSID_SERVO_PUSH <<'EOF' || true
+h, chunk = 0.002, 10                        # model timestep; servo period 10 steps (50 Hz)
+T = int(round(D / h))
+CTRL = [f'ctrl:motor{i + 1}' for i in range(7)]
+gear = [40, 60, 30, 40, 15, 15, 5]
+kp = [100, 150, 60, 80, 20, 20, 3]          # N m / rad
+kd = [10, 15, 6, 8, 1, 1, 0.2]              # N m s / rad
+BASE, SHOULDER = (0.1, 0.0), 0.65           # joint 1 axis (x, y), joint 2 height (m)
+LA, LB, LC = 0.4, 0.38, 0.18                # shoulder-elbow, elbow-wrist, wrist-fingertip (m)
+# the arm in its vertical plane (joints 3, 5, 7 at 0), per body: pitch joint (index or None),
+# length, [(mass, centre of mass along the body)]
+CHAIN = [(1, 0.2, [(1.5, 0.1)]), (None, 0.2, [(1.2, 0.1)]), (3, 0.2, [(1.0, 0.1)]),
+         (None, 0.18, [(0.8, 0.09)]), (5, 0.08, [(0.5, 0.04)]), (None, 0, [(0.2, 0.04), (0.1, 0.1)])]
+def potential(q):
+    z, phi, V = SHOULDER, 0.0, 0.0
+    for j, length, masses in CHAIN:
+        phi += q[j] if j is not None else 0
+        V += sum(m * 9.81 * (z + s * math.cos(phi)) for m, s in masses)
+        z += length * math.cos(phi)
+    return V
+def gravity(q):                             # torques that hold the arm: dV/dq
+    g = [0.0] * 7
+    for j in (1, 3, 5):
+        qp, qm = list(q), list(q)
+        qp[j] += 1e-6
+        qm[j] -= 1e-6
+        g[j] = (potential(qp) - potential(qm)) / 2e-6
+    return g
+def ik(x, y, z):                            # joint angles: fingertip centre at (x, y, z), pointing down
+    wr, wz = math.hypot(x - BASE[0], y - BASE[1]), z + LC - SHOULDER
+    e = math.acos(max(-1, min(1, (wr * wr + wz * wz - LA * LA - LB * LB) / (2 * LA * LB))))
+    a = math.atan2(wr, wz) - math.atan2(LB * math.sin(e), LA + LB * math.cos(e))
+    return [math.atan2(y - BASE[1], x - BASE[0]), a, 0, e, 0, math.pi - a - e, 0]
+def fingertip(t):                           # keyframe point -> behind the box -> along -y
+    p0 = (0.1 + 0.4064 * math.cos(0.66), 0.4064 * math.sin(0.66))
+    p1, p2 = (0.45, 0.21), (0.45, -0.15)
+    if t < 0.4:
+        s, a, b = 0.5 - 0.5 * math.cos(math.pi * t / 0.4), p0, p1
+    else:
+        s, a, b = min(1, (t - 0.4) / (D - 0.5)), p1, p2
+        s = s * s * (3 - 2 * s)
+    return a[0] + (b[0] - a[0]) * s, a[1] + (b[1] - a[1]) * s
+Q = [ik(*fingertip(k * h), 0.422) for k in range(T + 2)]
+def control(k, s):                          # gravity compensation + PD on the joints
+    if s:
+        q = [s[f'qpos:joint{i + 1}'] for i in range(7)]
+        v = [s[f'qvel:joint{i + 1}'] for i in range(7)]
+    else:
+        q, v = Q[0], [0.0] * 7
+    g = gravity(Q[k])
+    return [max(-1, min(1, (g[j] + kp[j] * (Q[k][j] - q[j]) +
+                            kd[j] * ((Q[k + 1][j] - Q[k][j]) / h - v[j])) / gear[j])) for j in range(7)]
+EOF
+
+# SYSID_SERVO_HOP: models/hopper.xml hops (sysid_hopper.sh; PD on the leg joints at 100 Hz:
+# crouch for 0.3 s, extend for 0.2 s; the hip also holds the torso upright)
+read -r -d '' SYSID_SERVO_HOP <<'EOF' || true
+h, chunk, period = 0.002, 5, 0.5            # model timestep; servo period 5 steps; hop period (s)
+T = int(round(D / h))
+CTRL = ['ctrl:thigh_motor', 'ctrl:leg_motor', 'ctrl:foot_motor']
+gear = [100, 100, 40]
+def control(k, s):                          # PD on the leg joints to crouch / extend targets
+    x = lambda c: s.get(c, 0.0)
+    crouch = (k * h) % period < 0.6 * period
+    target = [-0.6, 1.0, 0.0] if crouch else [0.0, 0.0, 0.0]   # hip, knee, ankle (rad)
+    tau = [300 * (target[0] - x('qpos:thigh_joint')) - 20 * x('qvel:thigh_joint'),
+           300 * (target[1] - x('qpos:leg_joint')) - 20 * x('qvel:leg_joint'),
+           50 * (target[2] - x('qpos:foot_joint')) - 4 * x('qvel:foot_joint')]
+    tau[0] += 400 * x('qpos:rooty') + 40 * x('qvel:rooty')     # torso upright
+    return [max(-1, min(1, tau[j] / gear[j])) for j in range(3)]
+EOF
+
 # sysid_servo CONTROLLER: run the servo with the true values, write ctrl.csv
 sysid_servo() {
   python3 -c "$SYSID_SERVO_HEAD"$'\n'"$1"$'\n'"$SYSID_SERVO_TAIL" "$sysid" "$model" ctrl.csv \
-    "$duration" "${sets[@]}"
+    "$duration" "${sets[@]}" "${plant[@]}"
 }
 
 # sysid_record CTRL...: recording with the true values, the controls CTRL (--ctrl options) and
 # noise; write data.csv (sensor columns dropped), fit_args (one a line) and truth
 sysid_record() {
-  "$sysid" --generate raw.csv "${sets[@]}" --duration "$duration" "$@" "${noise[@]}" --quiet \
-    "$model"
+  "$sysid" --generate raw.csv "${sets[@]}" "${plant[@]}" --duration "$duration" "$@" \
+    "${noise[@]}" --quiet "$model"
   sysid_py strip raw.csv data.csv
   rm -f raw.csv
   printf '%s\n' "${params[@]}" "${fitopt[@]}" "$model" "$out/data.csv" >fit_args

@@ -7,7 +7,9 @@
 //             exact Jacobians of the step adjoint (or, as baselines, finite-difference
 //             Levenberg-Marquardt and Nelder-Mead); report JSON; write the calibrated MJCF
 //   generate  simulate the model with given parameter values and controls, write a noisy
-//             recording in the same CSV format
+//             recording in the same CSV format; --plant native steps MuJoCo's own mj_step (its
+//             hard constraints and solver: a stand-in for a real system) instead of the smooth
+//             model, after mj_setConst so that set masses act as a recompiled model's would
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -55,6 +57,7 @@ typedef struct args_ {
   const char* ctrl;            // random, chirp or a CSV file
   double noise_qpos, noise_qvel, noise_sensor;
   long seed;
+  int native;                  // --plant native: MuJoCo's mj_step instead of the smooth step
 } args;
 
 static void usage(void) {
@@ -92,7 +95,9 @@ static void usage(void) {
       "                         (default random)\n"
       "  --noise-qpos S, --noise-qvel S, --noise-sensor S\n"
       "                         Gaussian noise added to the recording (default 0)\n"
-      "  --seed N               random seed (default 1)\n\n"
+      "  --seed N               random seed (default 1)\n"
+      "  --plant P              smooth (the smooth model's step, default) or native (MuJoCo's\n"
+      "                         mj_step with its hard contacts, limits and solver)\n\n"
       "  --help                 show this help and exit\n\n"
       "Data format (CSV, header of names): time; ctrl:ACTUATOR; qpos:JOINT and qvel:JOINT\n"
       "(components qpos:JOINT:K for ball and free joints); sensor:SENSOR (sensor:SENSOR:K).\n"
@@ -182,6 +187,13 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->noise_qvel = numberArg(argc, argv, &i, 0);
     } else if (!strcmp(s, "--noise-sensor")) {
       a->noise_sensor = numberArg(argc, argv, &i, 0);
+    } else if (!strcmp(s, "--plant")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!strcmp(v, "smooth") || !strcmp(v, "native")) {
+        a->native = !strcmp(v, "native");
+      } else {
+        tool_usageError(kTool, "--plant must be smooth or native, got '%s'", v);
+      }
     } else if (!strcmp(s, "--seed")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
       if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
@@ -199,6 +211,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   if (!a->model) tool_usageError(kTool, "no model given");
   if (!a->generate && a->ndata == 0) tool_usageError(kTool, "no data file given");
   if (!a->generate && a->nparam == 0) tool_usageError(kTool, "no --param given");
+  if (!a->generate && a->native) tool_usageError(kTool, "--plant is an option of --generate");
 }
 
 //---------------------------------- parameters ---------------------------------------------------
@@ -284,6 +297,18 @@ static double gaussian(void) {
   return sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform());
 }
 
+// native step: MuJoCo resets a diverging state itself (warning mjWARN_BADQACC) and carries on;
+// a recording must not hide that
+static int nativeFinite(const mjModel* m, const mjData* d) {
+  if (d->warning[mjWARN_BADQACC].number || d->warning[mjWARN_BADQPOS].number ||
+      d->warning[mjWARN_BADQVEL].number) {
+    return 0;
+  }
+  for (int i = 0; i < m->nq; i++) if (!isfinite(d->qpos[i])) return 0;
+  for (int i = 0; i < m->nv; i++) if (!isfinite(d->qvel[i])) return 0;
+  return 1;
+}
+
 static int generate(mjModel* m, mjdiffModel* s, const args* a) {
   char err[1024];
   if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
@@ -353,11 +378,21 @@ static int generate(mjModel* m, mjdiffModel* s, const args* a) {
 
   // simulate from the initial state (keyframe 0 if present)
   mjData* d = mj_makeData(m);
+  // native: the constants a recompiled model would have (invweight0 from set masses, which
+  // MuJoCo's constraint regularisation uses); m is this tool's own copy
+  if (a->native) mj_setConst(m, d);
   if (m->nkey) mj_resetDataKeyframe(m, d, 0);
   for (int k = 0; k <= T; k++) {
     if (k < T) mju_copy(d->ctrl, ctrl + (size_t)nu * k, nu);
     else if (T > 0) mju_copy(d->ctrl, ctrl + (size_t)nu * (T - 1), nu);
-    if (mjdiff_forward(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
+    if (a->native) {
+      mj_forward(m, d);
+      if (!nativeFinite(m, d)) {
+        fprintf(stderr, "%s: error: native simulation at step %d: state not finite\n", kTool, k);
+        code = TOOL_EXIT_RUNTIME;
+        break;
+      }
+    } else if (mjdiff_forward(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
       fprintf(stderr, "%s: error: simulation at step %d: %s\n", kTool, k, err);
       code = TOOL_EXIT_RUNTIME;
       break;
@@ -366,7 +401,9 @@ static int generate(mjModel* m, mjdiffModel* s, const args* a) {
     mju_copy(qvel + (size_t)nv * k, d->qvel, nv);
     mju_copy(sens + (size_t)ns * k, d->sensordata, ns);
     if (k == T) break;
-    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
+    if (a->native) {
+      mj_step(m, d);
+    } else if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
       fprintf(stderr, "%s: error: simulation at step %d: %s\n", kTool, k, err);
       code = TOOL_EXIT_RUNTIME;
       break;
