@@ -214,6 +214,18 @@ static int hasDamping(const mjModel* m) {
   return 0;
 }
 
+// w->Dadot (na x (ndx + nin)) from DadotDa, DadotDu, DadotDp: the activations' rows in [x u p]
+static void dadotRows(mjdiffStepDeriv* w) {
+  int nv = w->nv, na = w->na, nu = w->nu, np = w->np, ndx = w->ndx, ncol = ndx + w->nin;
+  for (int r = 0; r < na; r++) {
+    mjtNum* row = w->Dadot + ncol * r;
+    mju_zero(row, ncol);
+    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
+    for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
+    for (int c = 0; c < np; c++) row[ndx + nu + c] = w->DadotDp[(size_t)np * r + c];
+  }
+}
+
 //---------------------------------- continuous-time derivatives ----------------------------------
 
 // at the state in d after the smooth forward pass: the acceleration the step uses (acc), the
@@ -272,13 +284,7 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   }
 
   // activations
-  for (int r = 0; r < na; r++) {
-    mjtNum* row = w->Dadot + ncol * r;
-    mju_zero(row, ncol);
-    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
-    for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
-    for (int c = 0; c < np; c++) row[ndx + nu + c] = w->DadotDp[(size_t)np * r + c];
-  }
+  dadotRows(w);
   return implicit;
 }
 
@@ -405,13 +411,7 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
       row[ndx + nu + c] = w->DrDp[(size_t)np * r + c] + w->DrDpS[(size_t)np * r + c];
     }
   }
-  for (int r = 0; r < na; r++) {
-    mjtNum* row = w->Dadot + ncol * r;
-    mju_zero(row, ncol);
-    for (int c = 0; c < na; c++) row[2 * nv + c] = w->DadotDa[na * r + c];
-    for (int c = 0; c < nu; c++) row[ndx + c] = w->DadotDu[nu * r + c];
-    for (int c = 0; c < np; c++) row[ndx + nu + c] = w->DadotDp[(size_t)np * r + c];
-  }
+  dadotRows(w);
 
   // N = M + h B - h Dv' - h^2 Dq' Psi
   mj_fullM(m, w->RhsT, d->qM);

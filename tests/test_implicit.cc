@@ -394,12 +394,8 @@ void checkParamJacobian(const char* path, std::vector<const char*> names, int ns
   if (inlineXml) {
     xml = path;  // the MJCF itself
   } else {
-    FILE* f = fopen(path, "rb");
-    ASSERT_TRUE(f) << path;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) xml.append(buf, n);
-    fclose(f);
+    xml = testutil::readFile(path);
+    ASSERT_FALSE(xml.empty()) << path;
   }
   size_t at = xml.find("<custom>");
   if (at != std::string::npos) {

@@ -321,17 +321,6 @@ std::string withImplicit(std::string xml) {
   return xml;
 }
 
-std::string readFile(const std::string& path) {
-  FILE* f = fopen(path.c_str(), "rb");
-  std::string text;
-  if (!f) return text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-  fclose(f);
-  return text;
-}
-
 TEST(StepDerivImplicit, Constraints) {
   checkModel(withImplicit(kConstraints).c_str(), nullptr, 20, 1e-6, 60);
 }
@@ -358,7 +347,7 @@ class StepDerivImplicitModels : public ::testing::TestWithParam<const char*> {};
 TEST_P(StepDerivImplicitModels, MatchesFiniteDifferences) {
   std::string path = GetParam();
   if (path.find('/') == std::string::npos) path = shim_modelPath(path.c_str());
-  std::string xml = readFile(path);
+  std::string xml = testutil::readFile(path);
   ASSERT_FALSE(xml.empty()) << path;
   checkModel(withImplicit(xml).c_str(), nullptr, 12, 1e-6, 150);
 }

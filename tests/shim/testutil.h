@@ -19,6 +19,7 @@
 #define MJDIFF_TESTS_TESTUTIL_H_
 
 #include <cmath>
+#include <cstdio>
 #include <cstddef>
 #include <initializer_list>
 #include <string>
@@ -76,6 +77,17 @@ struct Sim {
   Sim(const Sim&) = delete;
   Sim& operator=(const Sim&) = delete;
 };
+
+// the contents of a file ("" if it cannot be read)
+inline std::string readFile(const std::string& path) {
+  std::string text;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
 
 // the full state (qpos, qvel, act, ctrl, time) of d (shim_getState)
 inline std::vector<mjtNum> getState(const mjModel* m, const mjData* d) {
