@@ -57,19 +57,6 @@ mjdiffStatus mjdiff_stepAdjoint(const mjModel* m, mjData* d, const mjdiffModel* 
   return st;
 }
 
-void mjdiff_defaultBatchDef(mjdiffBatchDef* def) {
-  memset(def, 0, sizeof(*def));
-  mjdiff_defaultRolloutOptions(&def->options);
-  def->nthread = 1;
-}
-
-mjdiffStatus mjdiff_runBatch(const mjModel* m, const mjdiffModel* s, const mjdiffBatchDef* def,
-                             mjdiffBatchItem* items, int nitem, char* err, int errsz) {
-  if (!def) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "batch definition is NULL");
-  return mjdiff_rolloutBatch(m, s, def->params, def->horizon, &def->options, def->loss,
-                             def->nthread, items, nitem, err, errsz);
-}
-
 // nonzero if the expanded name e is name itself or one of its components (name "[k]")
 static int nameMatches(const char* e, const char* name) {
   size_t n = strlen(name);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mjdiff/args.h>
 #include <mjdiff/loss.h>
 #include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
@@ -436,6 +437,7 @@ typedef struct batchJob_ {
   int T;
   const mjdiffRolloutOptions* opt;
   const mjdiffLoss* loss;
+  const mjdiffTerms* terms;    // nullable: loss terms (mjdiff_runBatch)
   mjdiffBatchItem* items;
   int nitem, nthread, thread;
 } batchJob;
@@ -464,8 +466,20 @@ static mjdiffStatus runItem(const batchJob* job, const mjModel* m, const mjdiffM
     it->loss = job->loss->grad(m, index, T, states, r->ctrl, sens, job->loss->user, dLdx, dLdu,
                                ns ? dLds : NULL);
   }
-  return mjdiff_rolloutBackward(m, d, s, r, dLdx, dLdu, ns ? dLds : NULL, it->grad_x0,
-                                it->grad_ctrl, NULL, it->grad_param, NULL, 0);
+  mjdiffRolloutGrad g;
+  mjdiff_defaultRolloutGrad(&g);
+  g.dLdx = dLdx;
+  g.dLdu = dLdu;
+  g.dLds = ns ? dLds : NULL;
+  g.terms = job->terms;
+  mjtNum value = 0;
+  g.loss = &value;
+  g.grad_x0 = it->grad_x0;
+  g.grad_ctrl = it->grad_ctrl;
+  g.grad_param = it->grad_param;
+  st = mjdiff_rolloutGradient(m, d, s, r, &g, NULL, 0);
+  it->loss += value;
+  return st;
 }
 
 static void* batchThread(void* arg) {
@@ -525,10 +539,10 @@ static void* batchThread(void* arg) {
   return NULL;
 }
 
-mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
-                                 int horizon, const mjdiffRolloutOptions* opt,
-                                 const mjdiffLoss* loss, int nthread, mjdiffBatchItem* items,
-                                 int nitem, char* err, int errsz) {
+static mjdiffStatus runBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                             int horizon, const mjdiffRolloutOptions* opt, const mjdiffLoss* loss,
+                             const mjdiffTerms* terms, int nthread, mjdiffBatchItem* items,
+                             int nitem, char* err, int errsz) {
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (!items || nitem < 0 || nthread < 1 || horizon < 1) {
@@ -541,7 +555,7 @@ mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const m
   if (nthread > 64) nthread = 64;
   int started[64] = {0};
   for (int t = 0; t < nthread; t++) {
-    jobs[t] = (batchJob){m, s, p, horizon, opt, loss, items, nitem, nthread, t};
+    jobs[t] = (batchJob){m, s, p, horizon, opt, loss, terms, items, nitem, nthread, t};
   }
   for (int t = 1; t < nthread; t++) {
     started[t] = !pthread_create(threads + t, NULL, batchThread, jobs + t);
@@ -565,4 +579,24 @@ mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const m
     }
   }
   return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                                 int horizon, const mjdiffRolloutOptions* opt,
+                                 const mjdiffLoss* loss, int nthread, mjdiffBatchItem* items,
+                                 int nitem, char* err, int errsz) {
+  return runBatch(m, s, p, horizon, opt, loss, NULL, nthread, items, nitem, err, errsz);
+}
+
+void mjdiff_defaultBatchDef(mjdiffBatchDef* def) {
+  memset(def, 0, sizeof(*def));
+  mjdiff_defaultRolloutOptions(&def->options);
+  def->nthread = 1;
+}
+
+mjdiffStatus mjdiff_runBatch(const mjModel* m, const mjdiffModel* s, const mjdiffBatchDef* def,
+                             mjdiffBatchItem* items, int nitem, char* err, int errsz) {
+  if (!def) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "batch definition is NULL");
+  return runBatch(m, s, def->params, def->horizon, &def->options, def->loss, def->terms,
+                  def->nthread, items, nitem, err, errsz);
 }

@@ -691,6 +691,38 @@ TEST(Loss, ArgumentStructsMatchPositionalCalls) {
   ASSERT_EQ(mjdiff_runBatch(m, A.sim.s, &def, items2.data(), 2, err, sizeof(err)), MJDIFF_OK);
   EXPECT_EQ(gx, gx2);
   EXPECT_GT(mju_norm(gx.data(), ndx), 0);
+  // terms in a batch: each item's loss and gradient equal the serial sweep with the terms
+  std::vector<mjtNum> tgt = {0.4, 0.1, 0.45};
+  mjdiffTerm term;
+  mjdiff_defaultTerm(&term);
+  term.object = "site:ee";
+  term.target = tgt.data();
+  mjdiffTerms* terms = makeTerms(m, {term});
+  def.loss = nullptr;
+  def.terms = terms;
+  ASSERT_EQ(mjdiff_runBatch(m, A.sim.s, &def, items2.data(), 2, err, sizeof(err)), MJDIFF_OK);
+  mjdiffRollout* r = nullptr;
+  ASSERT_EQ(mjdiff_makeRollout(m, A.sim.s, nullptr, A.T, nullptr, &r, err, sizeof(err)),
+            MJDIFF_OK);
+  mj_resetData(m, d);
+  mjdiff_setState(m, d, A.x0.data());
+  ASSERT_EQ(mjdiff_rolloutForward(m, d, A.sim.s, r, A.ctrl.data(), nullptr, nullptr, nullptr,
+                                  nullptr, err, sizeof(err)), MJDIFF_OK);
+  mjtNum Ls = NAN;
+  mjdiffRolloutGrad g;
+  mjdiff_defaultRolloutGrad(&g);
+  g.terms = terms;
+  g.loss = &Ls;
+  g.grad_x0 = gx.data();
+  ASSERT_EQ(mjdiff_rolloutGradient(m, d, A.sim.s, r, &g, err, sizeof(err)), MJDIFF_OK);
+  for (int i = 0; i < 2; i++) {
+    EXPECT_EQ(items2[i].loss, Ls);
+    EXPECT_EQ(std::vector<mjtNum>(gx.begin(), gx.begin() + ndx),
+              std::vector<mjtNum>(gx2.begin() + ndx * i, gx2.begin() + ndx * (i + 1)));
+  }
+  EXPECT_GT(Ls, 0);
+  mjdiff_freeRollout(r);
+  mjdiff_freeTerms(terms);
   def.horizon = 0;
   EXPECT_EQ(mjdiff_runBatch(m, A.sim.s, &def, items2.data(), 2, err, sizeof(err)),
             MJDIFF_ERR_ARGUMENT);

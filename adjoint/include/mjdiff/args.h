@@ -69,11 +69,14 @@ typedef struct mjdiffBatchDef_ {
   const mjdiffParams* params;  // nullable: model parameters differentiated (grad_param)
   int horizon;                 // T (required, >= 1)
   mjdiffRolloutOptions options;  // checkpointing (default: store every state)
-  const mjdiffLoss* loss;      // nullable: the loss callback (no loss: zero gradients)
+  const mjdiffLoss* loss;      // nullable: the loss callback on each item's recorded arrays
+  const mjdiffTerms* terms;    // nullable: loss terms (<mjdiff/loss.h>), evaluated in each
+                               // item's sweep at their steps; their value adds to item.loss
   int nthread;                 // threads (default 1)
 } mjdiffBatchDef;
 
-// Defaults: no parameters, horizon 0 (set it), default rollout options, no loss, 1 thread.
+// Defaults: no parameters, horizon 0 (set it), default rollout options, no loss or terms, 1
+// thread.
 MJDIFF_API void mjdiff_defaultBatchDef(mjdiffBatchDef* def);
 
 // mjdiff_rolloutBatch with the arguments of def.
