@@ -26,6 +26,7 @@
 
 #include "compat.h"
 #include "internal.h"
+#include "loss_internal.h"
 #include "spatial.h"
 
 typedef struct term_ {
@@ -41,7 +42,7 @@ typedef struct term_ {
 
 struct mjdiffTerms_ {
   const mjModel* m;
-  int nterm, nq, nv, na, nu;
+  int nterm, nq, nv, na, nu, nsensordata, nbody, nsite;
   term* terms;
   int maxn;                     // largest n
 };
@@ -140,6 +141,9 @@ mjdiffStatus mjdiff_makeTerms(const mjModel* m, const mjdiffTerm* terms, int n, 
   ts->nv = m->nv;
   ts->na = m->na;
   ts->nu = m->nu;
+  ts->nsensordata = m->nsensordata;
+  ts->nbody = m->nbody;
+  ts->nsite = m->nsite;
   mjdiffStatus st = MJDIFF_OK;
   for (int i = 0; i < n && st == MJDIFF_OK; i++) {
     const mjdiffTerm* in = terms + i;
@@ -309,6 +313,16 @@ mjtNum mjdiff_evalTerms(const mjModel* m, mjData* d, const mjdiffTerms* ts, int 
   return L;
 }
 
+mjdiffStatus mjdiff_checkTerms(const mjdiffTerms* ts, const mjModel* m, char* err, int errsz) {
+  if (ts->m == m) return MJDIFF_OK;
+  if (ts->nq != m->nq || ts->nv != m->nv || ts->na != m->na || ts->nu != m->nu ||
+      ts->nsensordata != m->nsensordata || ts->nbody != m->nbody || ts->nsite != m->nsite) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "loss terms were made for another model (sizes differ)");
+  }
+  return MJDIFF_OK;
+}
+
 mjdiffStatus mjdiff_trajectoryLoss(const mjModel* m, mjData* d, const mjdiffModel* s,
                                    const mjdiffTerms* ts, int T, const mjtNum* states,
                                    const mjtNum* ctrl, mjtNum* loss, mjtNum* dLdx, mjtNum* dLdu,
@@ -317,9 +331,8 @@ mjdiffStatus mjdiff_trajectoryLoss(const mjModel* m, mjData* d, const mjdiffMode
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "trajectoryLoss needs m, d, s, terms, states, ctrl and T >= 1");
   }
-  if (ts->m != m && (ts->nq != m->nq || ts->nv != m->nv || ts->na != m->na || ts->nu != m->nu)) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "terms were made for another model");
-  }
+  mjdiffStatus st0 = mjdiff_checkTerms(ts, m, err, errsz);
+  if (st0 != MJDIFF_OK) return st0;
   int nx = m->nq + m->nv + m->na, ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
   mjtNum t0 = d->time, L = 0;
   for (int k = 0; k <= T; k++) {

@@ -28,6 +28,7 @@
 #include "compat.h"
 #include "derivative.h"
 #include "internal.h"
+#include "loss_internal.h"
 
 struct mjdiffRollout_ {
   const mjModel* m;            // model, smooth model and parameters this rollout was made for
@@ -293,6 +294,10 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
   }
   if (g->dLds_T) {
     st = checkSensorGrad(m, g->dLds_T, 1, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
+  if (g->terms) {
+    st = mjdiff_checkTerms(g->terms, m, err, errsz);
     if (st != MJDIFF_OK) return st;
   }
   int stepwise = g->terms || (g->step_loss && g->step_loss->eval);
