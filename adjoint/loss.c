@@ -250,6 +250,7 @@ mjtNum mjdiff_evalTerms(const mjModel* m, mjData* d, const mjdiffTerms* ts, int 
   int nv = m->nv, nq = m->nq, na = m->na;
   mjdiffStackMark mark = compat_stackMark(d);
   int nbuf = 3 * ts->maxn + 3 * nv + nq + nv + na + 8;
+  if (compat_stackSpace(d) < nbuf) return NAN;
   mjtNum* r = compat_stackAllocNum(d, nbuf);
   mjtNum* g = r + ts->maxn;
   mjtNum* y = g + ts->maxn;

@@ -260,8 +260,15 @@ static mjdiffStatus stepLosses(const mjModel* m, mjData* d, const mjdiffModel* s
   mju_zero(r->ls, m->nsensordata);
   mjdiffStatus st = mjdiff_forward(m, d, s, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (on_terms) *value += mjdiff_evalTerms(m, d, g->terms, t, T, r->lx, t < T ? r->lu : NULL, r->ls);
-  if (on_cb) *value += cb->eval(m, d, t, T, cb->user, r->lx, t < T ? r->lu : NULL, r->ls);
+  mjtNum l = 0;
+  if (on_terms) l += mjdiff_evalTerms(m, d, g->terms, t, T, r->lx, t < T ? r->lu : NULL, r->ls);
+  if (on_cb) l += cb->eval(m, d, t, T, cb->user, r->lx, t < T ? r->lu : NULL, r->ls);
+  if (!isfinite(l)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the step-wise loss at step %d is not finite (%g)%s", t, l,
+                        on_terms && compat_stackSpace(d) < 1000 ? ": mjData stack too small" : "");
+  }
+  *value += l;
   return MJDIFF_OK;
 }
 

@@ -794,6 +794,21 @@ TEST(Loss, NamesAndErrors) {
   EXPECT_NE(std::string(err).find("forward"), std::string::npos) << err;
   EXPECT_EQ(mjdiff_rolloutGradient(m, A.sim.d, A.sim.s, r, nullptr, err, sizeof(err)),
             MJDIFF_ERR_ARGUMENT);
+  // terms made for another model
+  shimSim other;
+  ASSERT_TRUE(shim_open(&other, nullptr, shim_modelPath("cartpole.xml"))) << other.err;
+  mjdiff_defaultTerm(&t);
+  t.type = MJDIFF_TERM_CONTROL;
+  ASSERT_EQ(mjdiff_makeTerms(other.m, &t, 1, &terms, err, sizeof(err)), MJDIFF_OK);
+  A.start();
+  ASSERT_EQ(mjdiff_rolloutForward(m, A.sim.d, A.sim.s, r, A.ctrl.data(), nullptr, nullptr,
+                                  nullptr, nullptr, err, sizeof(err)), MJDIFF_OK);
+  g.terms = terms;
+  EXPECT_EQ(mjdiff_rolloutGradient(m, A.sim.d, A.sim.s, r, &g, err, sizeof(err)),
+            MJDIFF_ERR_ARGUMENT);
+  EXPECT_NE(std::string(err).find("another model"), std::string::npos) << err;
+  mjdiff_freeTerms(terms);
+  shim_close(&other);
   EXPECT_EQ(mjdiff_rolloutHorizon(nullptr), 0);
   EXPECT_EQ(mjdiff_rolloutSizes(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr), 0);
   EXPECT_EQ(mjdiff_paramIndex(nullptr, "x"), -1);

@@ -88,7 +88,8 @@ MJDIFF_API int mjdiff_termsActive(const mjdiffTerms* terms, int t, int T);
 // pass (mjdiff_forward: kinematics, sensors) with controls d->ctrl. ADDS the gradients:
 // dldx (2nv+na) in the state, dldu (nu; ignored at t = T) in the controls and dlds
 // (nsensordata) in the sensor readings (turn these into state and control gradients with
-// mjdiff_sensorVJP; mjdiff_rolloutGradient does). Uses d's stack.
+// mjdiff_sensorVJP; mjdiff_rolloutGradient does). Uses d's stack (3 max(3, sensor_dim, 2nv+na,
+// nu) + 4nv + nq + na numbers); NaN, with no gradient added, if it is too small.
 // Nullable: dldx, dldu, dlds.
 MJDIFF_API mjtNum mjdiff_evalTerms(const mjModel* m, mjData* d, const mjdiffTerms* terms, int t,
                                    int T, mjtNum* dldx, mjtNum* dldu, mjtNum* dlds);

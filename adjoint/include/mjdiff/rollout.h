@@ -128,9 +128,10 @@ typedef struct mjdiffRolloutGrad_ {
 MJDIFF_API void mjdiff_defaultRolloutGrad(mjdiffRolloutGrad* g);
 
 // Backward sweep of the last forward rollout with the inputs and outputs in g. d is scratch; its
-// state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if g is NULL or no forward rollout was
-// recorded, and (MJDIFF_ERR_UNSUPPORTED) if a sensor gradient weights a sensor without a
-// derivative. Units: a gradient of L in the units of L per unit of the variable (per m, rad, m/s,
+// state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if g is NULL, no forward rollout was
+// recorded or the terms were made for another model, (MJDIFF_ERR_UNSUPPORTED) if a sensor
+// gradient weights a sensor without a derivative, and (MJDIFF_ERR_NONFINITE) if a step-wise loss
+// is not finite (err names the step). Units: a gradient of L in the units of L per unit of the variable (per m, rad, m/s,
 // N m of a control, kg of a mass ...).
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffModel* s,
