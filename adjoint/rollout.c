@@ -8,7 +8,8 @@
 //               g_u = a_u + dl/du_t;  policy: a_x += pi_x' g_u, g_theta += pi_theta' g_u
 //               g_p += a_p;  lambda_t = a_x + dl/dx_t
 //   x_T's readings s_T (forward pass at x_T with u_{T-1} held) and the step-wise losses l_T:
-//               lambda_T += C_T' dl/ds_T + dl_T/dx_T,  g_u_{T-1} += D_T' dl/ds_T,  g_p += Q_T' dl/ds_T
+//               lambda_T += C_T' dl/ds_T + dl_T/dx_T,  g_u_{T-1} += D_T' dl/ds_T,
+//               g_p += Q_T' dl/ds_T
 //   step-wise losses (terms, callback) at step t add dl_t/dx_t, dl_t/du_t, dl_t/ds_t to the dense
 //   inputs of that step; only their active steps run the extra forward pass
 //   checkpointing recomputes the states of one segment (k steps) from its stored start with the
@@ -277,7 +278,9 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
                                     int errsz) {
   mjdiffStatus st = checkRollout(m, d, s, r, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (!g) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "rollout gradient arguments are NULL");
+  if (!g) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "rollout gradient arguments are NULL");
+  }
   if (!r->recorded) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "no forward rollout recorded: call mjdiff_rolloutForward first");

@@ -13,6 +13,8 @@
 //   active steps only;
 // - the second program: gradient descent with a backtracking line search on the controls pushes
 //   the box further;
+// - the hard cases of the sweep: RK4 (acrobot) and a free torso in contact (quadruped) with sqrt(T)
+//   checkpoints, state, control and position terms against differences of whole rollouts;
 // - names: mjdiff_paramIndex, mjdiff_paramNameCount, the geom:G:field spelling in setParam;
 //   argument structs equal to the positional calls (bit for bit); errors name the term.
 // Tolerances: whole-rollout differences at eps 1e-6 carry ~1e-9 relative rounding and
@@ -303,7 +305,8 @@ TEST(Loss, FinalBoxPositionGradient) {
         // 0.0001 each): MuJoCo uses the maximum, so from below nothing changes, and the
         // derivative is half the one-sided one from above (forward differences, extrapolated)
         double h = 1e-6, f0 = at(0);
-        EXPECT_EQ(at(-h), f0) << mjdiff_paramName(p, k) << ": below the tie the partner's value is used";
+        EXPECT_EQ(at(-h), f0) << mjdiff_paramName(p, k)
+                              << ": below the tie the partner's value is used";
         double g1 = (at(h) - f0) / h, g2 = (at(2 * h) - f0) / (2 * h);
         fd = 0.5 * (2 * g1 - g2);
       }
@@ -602,6 +605,109 @@ TEST(Loss, DescentPushesTheBoxFurther) {
             << " accepted steps)\n";
   mjdiff_freeTerms(terms);
   mjdiff_freeRollout(r);
+}
+
+// the hard cases of the sweep: RK4 (acrobot), sqrt(T) checkpoints, a free-joint state cost and
+// the quadruped's torso, terms every step and at chosen steps
+void checkTermsRollout(const char* model, int T, int warm, double eps_x) {
+  testutil::Sim S(nullptr, shim_modelPath(model));
+  ASSERT_TRUE(S.ok) << S.sim.err;
+  const mjModel* m = S.sim.m;
+  mjData* d = S.sim.d;
+  char err[300];
+  if (m->nkey) mj_resetDataKeyframe(m, d, 0);
+  for (int i = 0; i < warm; i++) mjdiff_step(m, d, S.sim.s, err, sizeof(err));
+  int nx = mjdiff_stateSize(m), ndx = mjdiff_tangentSize(m), nu = m->nu;
+  std::vector<mjtNum> x0(nx), xref(nx), ctrl((size_t)T * nu);
+  mjdiff_getState(m, d, x0.data());
+  unsigned long long seed = 77;
+  std::vector<mjtNum> dref(ndx);
+  for (auto& v : dref) v = 0.3 * (uniform(&seed) - 0.5);
+  mjdiff_stateIntegrate(m, x0.data(), dref.data(), 1, xref.data());  // rotated free joints too
+  for (int i = 0; i < nu; i++) {
+    double lo, hi, phase = 6.28 * uniform(&seed);
+    testutil::ctrlRange(m, i, &lo, &hi);
+    for (int t = 0; t < T; t++) {
+      ctrl[(size_t)t * nu + i] = lo + (hi - lo) * (0.5 + 0.3 * std::sin(0.07 * t + phase));
+    }
+  }
+  std::vector<mjtNum> ptarget = {0.1, 0.2, 1.0};
+  std::vector<mjdiffTerm> t(3);
+  for (auto& x : t) mjdiff_defaultTerm(&x);
+  int some[] = {T / 3, -1};
+  t[0].type = MJDIFF_TERM_STATE;
+  t[0].target = xref.data();
+  t[1].type = MJDIFF_TERM_CONTROL;
+  t[1].weight = 1e-2;
+  t[2].object = !strcmp(model, "quadruped.xml") ? "body:torso" : "body:lower_link";
+  t[2].target = ptarget.data();
+  t[2].norm = MJDIFF_NORM_SMOOTHABS;
+  t[2].steps = some;
+  t[2].nstep = 2;
+  mjdiffTerms* terms = makeTerms(m, t);
+  ASSERT_NE(terms, nullptr);
+  mjdiffRolloutOptions opt;
+  mjdiff_defaultRolloutOptions(&opt);
+  opt.checkpoint = 0;
+  mjdiffRollout* r = nullptr;
+  ASSERT_EQ(mjdiff_makeRollout(m, S.sim.s, nullptr, T, &opt, &r, err, sizeof(err)), MJDIFF_OK);
+  auto start = [&](const mjtNum* dx) {
+    mj_resetData(m, d);
+    std::vector<mjtNum> x(nx);
+    mjdiff_stateIntegrate(m, x0.data(), dx, 1, x.data());
+    mjdiff_setState(m, d, x.data());
+  };
+  std::vector<mjtNum> zero(ndx, 0), gx0(ndx), gu(ctrl.size()), states((size_t)(T + 1) * nx);
+  start(zero.data());
+  ASSERT_EQ(mjdiff_rolloutForward(m, d, S.sim.s, r, ctrl.data(), nullptr, nullptr, nullptr,
+                                  nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffRolloutGrad g;
+  mjdiff_defaultRolloutGrad(&g);
+  g.terms = terms;
+  g.grad_x0 = gx0.data();
+  g.grad_ctrl = gu.data();
+  ASSERT_EQ(mjdiff_rolloutGradient(m, d, S.sim.s, r, &g, err, sizeof(err)), MJDIFF_OK) << err;
+  auto lossAt = [&](const mjtNum* dx, const mjtNum* u) {
+    start(dx);
+    EXPECT_EQ(mjdiff_rolloutForward(m, d, S.sim.s, r, u, nullptr, nullptr, states.data(), nullptr,
+                                    err, sizeof(err)), MJDIFF_OK) << err;
+    mjtNum L = NAN;
+    mj_resetData(m, d);
+    EXPECT_EQ(mjdiff_trajectoryLoss(m, d, S.sim.s, terms, T, states.data(), u, &L, nullptr,
+                                    nullptr, nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+    return L;
+  };
+  double worst = 0;
+  for (int trial = 0; trial < 4; trial++) {
+    std::vector<mjtNum> dx(ndx, 0), du(ctrl.size(), 0);
+    for (auto& v : (trial % 2 ? du : dx)) v = uniform(&seed) - 0.5;
+    double an = mju_dot(gx0.data(), dx.data(), ndx) + mju_dot(gu.data(), du.data(), (int)du.size());
+    auto at = [&](double h) {
+      std::vector<mjtNum> x(dx), u(ctrl);
+      for (auto& v : x) v *= h;
+      for (size_t k = 0; k < u.size(); k++) u[k] += h * du[k];
+      return lossAt(x.data(), u.data());
+    };
+    // start-state directions on the quadruped (feet in contact, a free torso) have large higher
+    // derivatives: the extrapolated difference's truncation is 2e-4 at eps 1e-5, 7e-6 at 1e-6,
+    // 7e-10 at 1e-7 (measured), hence eps_x; elsewhere rounding dominates below 1e-6
+    double fd = richardsonFD(at, trial % 2 ? 1e-6 : eps_x);
+    double rel = std::fabs(an - fd) / std::fmax(std::fabs(fd), 1e-8);
+    worst = std::fmax(worst, rel);
+    EXPECT_LE(rel, 1e-5) << model << " trial " << trial << ": " << an << " vs " << fd;
+  }
+  std::cout << model << " (" << T << " steps, sqrt(T) checkpoints): worst relative error " << worst
+            << "\n";
+  mjdiff_freeRollout(r);
+  mjdiff_freeTerms(terms);
+}
+
+TEST(Loss, TermsOnRK4Rollout) {
+  checkTermsRollout("acrobot.xml", 100, 0, 1e-6);
+}
+
+TEST(Loss, TermsOnFreeJointRollout) {
+  checkTermsRollout("quadruped.xml", 100, 50, 1e-7);
 }
 
 TEST(Loss, ArgumentStructsMatchPositionalCalls) {

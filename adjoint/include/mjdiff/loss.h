@@ -71,9 +71,10 @@ MJDIFF_API void mjdiff_defaultTerm(mjdiffTerm* term);
 // A set of terms made for one mjModel. Opaque; read-only once made (threads may share it).
 typedef struct mjdiffTerms_ mjdiffTerms;
 
-// Make a set of n terms of m; use it with m (or a copy of it: mj_copyModel, a batch's copies). Fails with MJDIFF_ERR_NAME for an unknown object (err names the term
-// and object), MJDIFF_ERR_VALUE for a bad type, norm, weight or p, and MJDIFF_ERR_UNSUPPORTED for
-// a sensor without a derivative (mjdiff_sensorSupported).
+// Make a set of n terms of m; use it with m (or a copy of it: mj_copyModel, a batch's copies).
+// Fails with MJDIFF_ERR_NAME for an unknown object (err names the term and object),
+// MJDIFF_ERR_VALUE for a bad type, norm, weight or p, and MJDIFF_ERR_UNSUPPORTED for a sensor
+// without a derivative (mjdiff_sensorSupported).
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_makeTerms(const mjModel* m, const mjdiffTerm* terms, int n,
                                          mjdiffTerms** out, char* err, int errsz);

@@ -69,7 +69,8 @@ MJDIFF_API size_t mjdiff_rolloutMemory(const mjdiffRollout* r);
 // Simulate T steps from the state in d (qpos, qvel, act, time) with controls ctrl (T x nu), or
 // with the policy (then ctrl is ignored), recording for the backward sweep. d ends at x_T.
 // Optional outputs: states ((T+1) x (nq+nv+na)), sensordata (T x nsensordata: the readings of
-// step t's forward pass, at x_t). On failure (a non-finite state) nothing is recorded and err names
+// step t's forward pass, at x_t; the readings at x_T come from mjdiff_forward on d afterwards,
+// controls held at u_{T-1}, and their gradient goes in mjdiffRolloutGrad.dLds_T). On failure (a non-finite state) nothing is recorded and err names
 // the step. The policy and theta are used again by mjdiff_rolloutBackward: keep them alive.
 // Nullable: ctrl (with a policy), policy, theta (without a policy), states, sensordata, err.
 MJDIFF_API mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffModel* s,
@@ -131,8 +132,8 @@ MJDIFF_API void mjdiff_defaultRolloutGrad(mjdiffRolloutGrad* g);
 // state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if g is NULL, no forward rollout was
 // recorded or the terms were made for another model, (MJDIFF_ERR_UNSUPPORTED) if a sensor
 // gradient weights a sensor without a derivative, and (MJDIFF_ERR_NONFINITE) if a step-wise loss
-// is not finite (err names the step). Units: a gradient of L in the units of L per unit of the variable (per m, rad, m/s,
-// N m of a control, kg of a mass ...).
+// is not finite (err names the step). Units: a gradient of L is in the units of L per unit of
+// the variable (per m, rad, m/s, control unit, kg of a mass ...).
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffModel* s,
                                                mjdiffRollout* r, const mjdiffRolloutGrad* g,

@@ -6,9 +6,9 @@
 //   layout    size         rows                                   used by
 //   state     nq+nv+na     qpos (nq) | qvel (nv) | act (na)       mjdiff_rolloutForward's states,
 //                                                                 mjdiffBatchItem.x0, loss targets
-//   tangent   2nv+na       dq (nv)   | dv (nv)   | da (na)        dLdx, grad_x0, adj_x, A, B, P rows,
-//                                                                 mjdiffPolicy's adj_x, loss
-//                                                                 gradients
+//   tangent   2nv+na       dq (nv)   | dv (nv)   | da (na)        dLdx, grad_x0, adj_x, rows of
+//                                                                 A, B, P, mjdiffPolicy's adj_x,
+//                                                                 loss gradients
 //
 // dq is a qpos perturbation in MuJoCo's velocity space, qpos (+) dq = mj_integratePos(qpos, dq, 1)
 // (mjd_transitionFD's layout):
