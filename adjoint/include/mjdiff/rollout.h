@@ -70,8 +70,9 @@ MJDIFF_API size_t mjdiff_rolloutMemory(const mjdiffRollout* r);
 // with the policy (then ctrl is ignored), recording for the backward sweep. d ends at x_T.
 // Optional outputs: states ((T+1) x (nq+nv+na)), sensordata (T x nsensordata: the readings of
 // step t's forward pass, at x_t; the readings at x_T come from mjdiff_forward on d afterwards,
-// controls held at u_{T-1}, and their gradient goes in mjdiffRolloutGrad.dLds_T). On failure (a non-finite state) nothing is recorded and err names
-// the step. The policy and theta are used again by mjdiff_rolloutBackward: keep them alive.
+// controls held at u_{T-1}, and their gradient goes in mjdiffRolloutGrad.dLds_T). On failure (a
+// non-finite state) nothing is recorded and err names the step. The policy and theta are used
+// again by the backward sweep (mjdiff_rolloutGradient, mjdiff_rolloutBackward): keep them alive.
 // Nullable: ctrl (with a policy), policy, theta (without a policy), states, sensordata, err.
 MJDIFF_API mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffModel* s,
                                               mjdiffRollout* r, const mjtNum* ctrl,
