@@ -7,6 +7,11 @@
 //               (a_x, a_u, a_p) = [A_t B_t P_t]' lambda_{t+1} + [C_t D_t Q_t]' dl/ds_t
 //               g_u = a_u + dl/du_t;  policy: a_x += pi_x' g_u, g_theta += pi_theta' g_u
 //               g_p += a_p;  lambda_t = a_x + dl/dx_t
+//   x_T's readings s_T (forward pass at x_T with u_{T-1} held) and the step-wise losses l_T:
+//               lambda_T += C_T' dl/ds_T + dl_T/dx_T,  g_u_{T-1} += D_T' dl/ds_T,
+//               g_p += Q_T' dl/ds_T
+//   step-wise losses (terms, callback) at step t add dl_t/dx_t, dl_t/du_t, dl_t/ds_t to the dense
+//   inputs of that step; only their active steps run the extra forward pass
 //   checkpointing recomputes the states of one segment (k steps) from its stored start with the
 //   recorded controls: the smooth step is a deterministic function of (x, u, t), so the states,
 //   and the gradients, are bit for bit those of storing everything.
@@ -16,12 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mjdiff/args.h>
+#include <mjdiff/loss.h>
 #include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
 
 #include "compat.h"
 #include "derivative.h"
 #include "internal.h"
+#include "loss_internal.h"
 
 struct mjdiffRollout_ {
   const mjModel* m;            // model, smooth model and parameters this rollout was made for
@@ -42,6 +50,10 @@ struct mjdiffRollout_ {
   mjtNum* au;
   mjtNum* ap;
   mjtNum* gu;
+  mjtNum* lx;                  // (ndx), (nu), (ns): per-step loss gradients of terms and callback
+  mjtNum* lu;
+  mjtNum* ls;
+  mjtNum* uT;                  // (nu): control gradient of the readings at x_T, for u_{T-1}
   size_t bytes;
 };
 
@@ -92,7 +104,8 @@ mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s, const mj
   r->stride = stride;
   r->nstored = horizon / stride + 1;
   size_t n = (size_t)r->nstored * r->nx + (size_t)stride * r->nx + (size_t)horizon * r->nu +
-             2 * (size_t)r->ndx + 2 * (size_t)r->nu + (size_t)r->np + 8;
+             2 * (size_t)r->ndx + 2 * (size_t)r->nu + (size_t)r->np + 8 +
+             (size_t)r->ndx + 2 * (size_t)r->nu + (size_t)m->nsensordata;
   mjtNum* buf = (mjtNum*)calloc(n, sizeof(mjtNum));
   if (!buf) {
     mjdiff_freeStepDeriv(r->w);
@@ -107,6 +120,10 @@ mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s, const mj
   r->au = r->ax + r->ndx;
   r->gu = r->au + r->nu;
   r->ap = r->gu + r->nu;
+  r->lx = r->ap + r->np;
+  r->lu = r->lx + r->ndx;
+  r->uT = r->lu + r->nu;
+  r->ls = r->uT + r->nu;
   r->bytes = sizeof(mjdiffRollout) + n * sizeof(mjtNum);
   *out = r;
   return MJDIFF_OK;
@@ -121,6 +138,24 @@ void mjdiff_freeRollout(mjdiffRollout* r) {
 
 size_t mjdiff_rolloutMemory(const mjdiffRollout* r) {
   return r ? r->bytes + mjdiff_stepDerivMemory(r->w) : 0;
+}
+
+int mjdiff_rolloutHorizon(const mjdiffRollout* r) {
+  return r ? r->T : 0;
+}
+
+int mjdiff_rolloutSizes(const mjdiffRollout* r, int* nx, int* ndx, int* nu, int* ns, int* np) {
+  if (!r) return 0;
+  if (nx) *nx = r->nx - 1;
+  if (ndx) *ndx = r->ndx;
+  if (nu) *nu = r->nu;
+  if (ns) *ns = r->m->nsensordata;
+  if (np) *np = r->np;
+  return r->T;
+}
+
+void mjdiff_defaultRolloutGrad(mjdiffRolloutGrad* g) {
+  memset(g, 0, sizeof(*g));
 }
 
 static mjdiffStatus checkRollout(const mjModel* m, const mjData* d, const mjdiffModel* s,
@@ -186,17 +221,81 @@ mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffMode
   return MJDIFF_OK;
 }
 
-mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                    mjdiffRollout* r, const mjtNum* dLdx, const mjtNum* dLdu,
-                                    const mjtNum* dLds, mjtNum* grad_x0, mjtNum* grad_ctrl,
-                                    mjtNum* grad_theta, mjtNum* grad_param, char* err,
+// fail if the sensor gradient dlds (nrow x ns) weights a sensor without a derivative
+static mjdiffStatus checkSensorGrad(const mjModel* m, const mjtNum* dlds, int nrow, char* err,
+                                    int errsz) {
+  int ns = m->nsensordata;
+  for (int i = 0; i < m->nsensor; i++) {
+    if (mjdiff_sensorSupported(m, i)) continue;
+    int adr = m->sensor_adr[i];
+    for (int t = 0; t < nrow; t++) {
+      for (int k = 0; k < m->sensor_dim[i]; k++) {
+        if (dlds[(size_t)ns * t + adr + k] != 0) {
+          const char* name = mj_id2name(m, mjOBJ_SENSOR, i);
+          return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                              "the loss weights sensor %d ('%s', type %d), which has no "
+                              "derivative", i, name ? name : "", m->sensor_type[i]);
+        }
+      }
+    }
+  }
+  return MJDIFF_OK;
+}
+
+static int anyNonzero(const mjtNum* v, int n) {
+  for (int i = 0; i < n; i++) {
+    if (v[i] != 0) return 1;
+  }
+  return 0;
+}
+
+// the step-wise losses (terms, callback) at step t with d at x_t (controls set): value, and their
+// gradients into r->lx, r->lu, r->ls (zeroed here); d's state is restored bit for bit
+static mjdiffStatus stepLosses(const mjModel* m, mjData* d, const mjdiffModel* s,
+                               mjdiffRollout* r, const mjdiffRolloutGrad* g, int t, mjtNum* value,
+                               int* active, char* err, int errsz) {
+  int T = r->T;
+  const mjdiffStepLoss* cb = g->step_loss;
+  int on_terms = g->terms && mjdiff_termsActive(g->terms, t, T);
+  int on_cb = cb && cb->eval && (!cb->active || cb->active(t, T, cb->user));
+  *active = on_terms || on_cb;
+  if (!*active) return MJDIFF_OK;
+  mju_zero(r->lx, r->ndx);
+  mju_zero(r->lu, r->nu);
+  mju_zero(r->ls, m->nsensordata);
+  mjdiffStatus st = mjdiff_forward(m, d, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  mjtNum l = 0;
+  if (on_terms) l += mjdiff_evalTerms(m, d, g->terms, t, T, r->lx, t < T ? r->lu : NULL, r->ls);
+  if (on_cb) l += cb->eval(m, d, t, T, cb->user, r->lx, t < T ? r->lu : NULL, r->ls);
+  if (!isfinite(l)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the step-wise loss at step %d is not finite (%g)%s", t, l,
+                        on_terms && compat_stackSpace(d) < 1000 ? ": mjData stack too small" : "");
+  }
+  *value += l;
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                    mjdiffRollout* r, const mjdiffRolloutGrad* g, char* err,
                                     int errsz) {
   mjdiffStatus st = checkRollout(m, d, s, r, err, errsz);
   if (st != MJDIFF_OK) return st;
+  if (!g) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "rollout gradient arguments are NULL");
+  }
   if (!r->recorded) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "no forward rollout recorded: call mjdiff_rolloutForward first");
   }
+  const mjtNum* dLdx = g->dLdx;
+  const mjtNum* dLdu = g->dLdu;
+  const mjtNum* dLds = g->dLds;
+  mjtNum* grad_x0 = g->grad_x0;
+  mjtNum* grad_ctrl = g->grad_ctrl;
+  mjtNum* grad_theta = g->grad_theta;
+  mjtNum* grad_param = g->grad_param;
   int T = r->T, nu = r->nu, np = r->np, ndx = r->ndx, nx = r->nx, ns = m->nsensordata;
   int ntheta = r->policy ? r->policy->nparam : 0;
   if (ntheta > 0 && !grad_theta) {
@@ -204,21 +303,19 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
                         "grad_theta is needed with a policy that has parameters");
   }
   if (dLds) {
-    for (int i = 0; i < m->nsensor; i++) {
-      if (mjdiff_sensorSupported(m, i)) continue;
-      int adr = m->sensor_adr[i];
-      for (int t = 0; t < T; t++) {
-        for (int k = 0; k < m->sensor_dim[i]; k++) {
-          if (dLds[(size_t)ns * t + adr + k] != 0) {
-            const char* name = mj_id2name(m, mjOBJ_SENSOR, i);
-            return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                                "the loss weights sensor %d ('%s', type %d), which has no "
-                                "derivative", i, name ? name : "", m->sensor_type[i]);
-          }
-        }
-      }
-    }
+    st = checkSensorGrad(m, dLds, T, err, errsz);
+    if (st != MJDIFF_OK) return st;
   }
+  if (g->dLds_T) {
+    st = checkSensorGrad(m, g->dLds_T, 1, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
+  if (g->terms) {
+    st = mjdiff_checkTerms(g->terms, m, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
+  int stepwise = g->terms || (g->step_loss && g->step_loss->eval);
+  mjtNum value = 0;
 
   if (grad_theta) mju_zero(grad_theta, ntheta);
   if (grad_param) mju_zero(grad_param, np);
@@ -226,6 +323,42 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
     mju_copy(r->lambda, dLdx + (size_t)ndx * T, ndx);
   } else {
     mju_zero(r->lambda, ndx);
+  }
+  if (g->dLdx_T) mju_addTo(r->lambda, g->dLdx_T, ndx);
+  mju_zero(r->uT, nu);
+
+  // x_T: the step-wise losses and the readings there (controls held at u_{T-1})
+  if (stepwise || g->dLds_T) {
+    int last = T / r->stride;
+    mjdiff_loadState(m, d, r->stored + (size_t)nx * last);
+    for (int t = last * r->stride; t < T; t++) {
+      mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+      st = mjdiff_step(m, d, s, err, errsz);
+      if (st != MJDIFF_OK) return st;
+    }
+    mju_copy(d->ctrl, r->ctrl + (size_t)nu * (T - 1), nu);
+    mjdiff_saveState(m, d, r->segment);
+    int active = 0;
+    if (stepwise) {
+      st = stepLosses(m, d, s, r, g, T, &value, &active, err, errsz);
+      if (st != MJDIFF_OK) return st;
+      mjdiff_loadState(m, d, r->segment);
+      mju_copy(d->ctrl, r->ctrl + (size_t)nu * (T - 1), nu);
+    }
+    if (active) {
+      mju_addTo(r->lambda, r->lx, ndx);
+    } else {
+      mju_zero(r->ls, ns);
+    }
+    if (g->dLds_T) mju_addTo(r->ls, g->dLds_T, ns);
+    if (ns && anyNonzero(r->ls, ns)) {
+      st = checkSensorGrad(m, r->ls, 1, err, errsz);
+      if (st != MJDIFF_OK) return st;
+      mju_zero(r->ap, np);
+      st = mjdiff_sensorVJP(m, d, s, r->w, r->ls, r->lambda, r->uT, r->ap, err, errsz);
+      if (st != MJDIFF_OK) return st;
+      if (grad_param) mju_addTo(grad_param, r->ap, np);
+    }
   }
 
   // segments from the last: recompute their states from the stored start, then sweep back
@@ -242,15 +375,36 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
     }
 
     for (int t = t1 - 1; t >= t0; t--) {
-      mjdiff_loadState(m, d, r->segment + (size_t)nx * (t - t0));
+      const mjtNum* xt = r->segment + (size_t)nx * (t - t0);
+      mjdiff_loadState(m, d, xt);
       mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
       st = mjdiff_stepVJP(m, d, s, r->w, r->lambda, r->ax, r->au, r->ap, err, errsz);
       if (st != MJDIFF_OK) return st;
-      if (dLds) {
-        st = mjdiff_sensorVJP(m, d, s, r->w, dLds + (size_t)ns * t, r->ax, r->au, r->ap, err,
-                              errsz);
+      int active = 0;
+      if (stepwise) {
+        st = stepLosses(m, d, s, r, g, t, &value, &active, err, errsz);
+        if (st != MJDIFF_OK) return st;
+        mjdiff_loadState(m, d, xt);
+        mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+      }
+      const mjtNum* st_ls = NULL;
+      if (active && ns && anyNonzero(r->ls, ns)) {
+        if (dLds) mju_addTo(r->ls, dLds + (size_t)ns * t, ns);
+        st = checkSensorGrad(m, r->ls, 1, err, errsz);
+        if (st != MJDIFF_OK) return st;
+        st_ls = r->ls;
+      } else if (dLds) {
+        st_ls = dLds + (size_t)ns * t;
+      }
+      if (st_ls) {
+        st = mjdiff_sensorVJP(m, d, s, r->w, st_ls, r->ax, r->au, r->ap, err, errsz);
         if (st != MJDIFF_OK) return st;
       }
+      if (active) {
+        mju_addTo(r->ax, r->lx, ndx);
+        mju_addTo(r->au, r->lu, nu);
+      }
+      if (t == T - 1) mju_addTo(r->au, r->uT, nu);
       for (int i = 0; i < nu; i++) r->gu[i] = r->au[i] + (dLdu ? dLdu[(size_t)nu * t + i] : 0);
       if (r->policy) {
         r->policy->vjp(m, d, r->theta, r->policy->user, r->gu, r->ax, grad_theta);
@@ -263,6 +417,7 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
     }
   }
   if (grad_x0) mju_copy(grad_x0, r->lambda, ndx);
+  if (g->loss) *g->loss = value;
 
   // leave d at x_T
   int last = T / r->stride;
@@ -275,6 +430,23 @@ mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffMod
   return MJDIFF_OK;
 }
 
+mjdiffStatus mjdiff_rolloutBackward(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                    mjdiffRollout* r, const mjtNum* dLdx, const mjtNum* dLdu,
+                                    const mjtNum* dLds, mjtNum* grad_x0, mjtNum* grad_ctrl,
+                                    mjtNum* grad_theta, mjtNum* grad_param, char* err,
+                                    int errsz) {
+  mjdiffRolloutGrad g;
+  mjdiff_defaultRolloutGrad(&g);
+  g.dLdx = dLdx;
+  g.dLdu = dLdu;
+  g.dLds = dLds;
+  g.grad_x0 = grad_x0;
+  g.grad_ctrl = grad_ctrl;
+  g.grad_theta = grad_theta;
+  g.grad_param = grad_param;
+  return mjdiff_rolloutGradient(m, d, s, r, &g, err, errsz);
+}
+
 //---------------------------------- batches ------------------------------------------------------
 
 typedef struct batchJob_ {
@@ -284,6 +456,7 @@ typedef struct batchJob_ {
   int T;
   const mjdiffRolloutOptions* opt;
   const mjdiffLoss* loss;
+  const mjdiffTerms* terms;    // nullable: loss terms (mjdiff_runBatch)
   mjdiffBatchItem* items;
   int nitem, nthread, thread;
 } batchJob;
@@ -312,8 +485,20 @@ static mjdiffStatus runItem(const batchJob* job, const mjModel* m, const mjdiffM
     it->loss = job->loss->grad(m, index, T, states, r->ctrl, sens, job->loss->user, dLdx, dLdu,
                                ns ? dLds : NULL);
   }
-  return mjdiff_rolloutBackward(m, d, s, r, dLdx, dLdu, ns ? dLds : NULL, it->grad_x0,
-                                it->grad_ctrl, NULL, it->grad_param, NULL, 0);
+  mjdiffRolloutGrad g;
+  mjdiff_defaultRolloutGrad(&g);
+  g.dLdx = dLdx;
+  g.dLdu = dLdu;
+  g.dLds = ns ? dLds : NULL;
+  g.terms = job->terms;
+  mjtNum value = 0;
+  g.loss = &value;
+  g.grad_x0 = it->grad_x0;
+  g.grad_ctrl = it->grad_ctrl;
+  g.grad_param = it->grad_param;
+  st = mjdiff_rolloutGradient(m, d, s, r, &g, NULL, 0);
+  it->loss += value;
+  return st;
 }
 
 static void* batchThread(void* arg) {
@@ -373,10 +558,10 @@ static void* batchThread(void* arg) {
   return NULL;
 }
 
-mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
-                                 int horizon, const mjdiffRolloutOptions* opt,
-                                 const mjdiffLoss* loss, int nthread, mjdiffBatchItem* items,
-                                 int nitem, char* err, int errsz) {
+static mjdiffStatus runBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                             int horizon, const mjdiffRolloutOptions* opt, const mjdiffLoss* loss,
+                             const mjdiffTerms* terms, int nthread, mjdiffBatchItem* items,
+                             int nitem, char* err, int errsz) {
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (!items || nitem < 0 || nthread < 1 || horizon < 1 || horizon > MAX_HORIZON) {
@@ -396,7 +581,7 @@ mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const m
   if (nthread > 64) nthread = 64;
   int started[64] = {0};
   for (int t = 0; t < nthread; t++) {
-    jobs[t] = (batchJob){m, s, p, horizon, opt, loss, items, nitem, nthread, t};
+    jobs[t] = (batchJob){m, s, p, horizon, opt, loss, terms, items, nitem, nthread, t};
   }
   for (int t = 1; t < nthread; t++) {
     started[t] = !pthread_create(threads + t, NULL, batchThread, jobs + t);
@@ -420,4 +605,24 @@ mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const m
     }
   }
   return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_rolloutBatch(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
+                                 int horizon, const mjdiffRolloutOptions* opt,
+                                 const mjdiffLoss* loss, int nthread, mjdiffBatchItem* items,
+                                 int nitem, char* err, int errsz) {
+  return runBatch(m, s, p, horizon, opt, loss, NULL, nthread, items, nitem, err, errsz);
+}
+
+void mjdiff_defaultBatchDef(mjdiffBatchDef* def) {
+  memset(def, 0, sizeof(*def));
+  mjdiff_defaultRolloutOptions(&def->options);
+  def->nthread = 1;
+}
+
+mjdiffStatus mjdiff_runBatch(const mjModel* m, const mjdiffModel* s, const mjdiffBatchDef* def,
+                             mjdiffBatchItem* items, int nitem, char* err, int errsz) {
+  if (!def) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "batch definition is NULL");
+  return runBatch(m, s, def->params, def->horizon, &def->options, def->loss, def->terms,
+                  def->nthread, items, nitem, err, errsz);
 }

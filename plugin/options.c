@@ -252,9 +252,30 @@ void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c)
   if (!isfinite(*c)) *c = 0;
 }
 
-// parse "field" or "field:geomname"; geom = -1 for the model-wide field
+// parse "field" or "field:geomname" (the MJCF's spelling), or <mjdiff/params.h>'s
+// "mjdiff:field" and "geom:geomname:field"; geom = -1 for the model-wide field
 static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInfo** param,
                               int* geom, char* err, int errsz) {
+  if (!strncmp(name, "mjdiff:", 7)) name += 7;
+  const char* last = strrchr(name, ':');
+  if (!strncmp(name, "geom:", 5) && last > name + 4) {
+    *param = findParam(last + 1, strlen(last + 1));
+    *geom = -1;
+    if (!*param || (*param)->geom < 0) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_NAME,
+                          "'%s': '%s' is not a per-geom smooth-model field (contact_stiffness, "
+                          "contact_damping, contact_width, friction_speed, spin_speed)", name,
+                          last + 1);
+    }
+    char gname[256];
+    snprintf(gname, sizeof(gname), "%.*s", (int)(last - name - 5), name + 5);
+    *geom = mj_name2id(m, mjOBJ_GEOM, gname);
+    if (*geom < 0) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_NAME, "mjdiff parameter '%s': no geom named '%s'",
+                          name, gname);
+    }
+    return MJDIFF_OK;
+  }
   const char* colon = strchr(name, ':');
   size_t len = colon ? (size_t)(colon - name) : strlen(name);
   *param = findParam(name, len);

@@ -10,6 +10,20 @@
 //   P = dx'/dp   ((2nv+na) x np, row-major) for model parameters p selected by name
 //                (<mjdiff/params.h>)
 // No finite differences: every derivative is hand-derived (see the top of each adjoint/ file).
+// Sizes and indices of the layouts, and conversions: <mjdiff/state.h>.
+//
+// Units: rows and columns carry the units of their variables (dq in m or rad per joint type, dv
+// in m/s or rad/s, act in the actuator's units, u in the actuator's control units: N, N m, or
+// the servo's target); A is dimensionless per pair of like rows.
+//
+// Controls outside ctrlrange: MuJoCo clamps ctrl to actuator_ctrlrange (ctrllimited actuators,
+// unless mjDSBL_CLAMPCTRL) before the actuator force. The derivative in u is that of the clamp
+// taken one-sided from inside: at a bound (ctrl equal to lo or hi) the interior derivative; beyond
+// it (ctrl < lo or ctrl > hi) zero, so B's column of that actuator is zero and gradient descent
+// on raw controls stalls once a control leaves its range -- clip the controls to ctrlrange in the
+// optimiser. An actuator force at or beyond its forcerange (forcelimited) likewise has zero
+// derivative in its input, length and velocity. Filter and integrator dynamics clamp the same
+// way.
 
 #ifndef MJDIFF_ADJOINT_H_
 #define MJDIFF_ADJOINT_H_

@@ -47,6 +47,19 @@
 // body_pos and geom sizes are not parameters (they move the kinematics and contact geometry):
 // MJDIFF_ERR_UNSUPPORTED.
 //
+// Names are the one spelling of the C API: mjdiff_setParam and mjdiff_getParam accept
+// "geom:G:contact_stiffness" and "mjdiff:contact_stiffness" as well. A name with several
+// components expands unseen ("geom:table:friction" is 3 parameters, sliding, torsional, rolling):
+// find them with mjdiff_paramIndex and mjdiff_paramNameCount, or select one ("...friction[0]").
+//
+// An explicit MJCF <pair> has values of its own: its friction (pair_friction, 5 values) is not a
+// parameter -- geom:G:friction does not reach a <pair>'s contacts (derivative 0 there); change
+// m->pair_friction directly, or drop the <pair> so that the geoms' values apply. Its smooth-model
+// values are derived from the pair's solref/solimp unless a geom or the model sets them
+// explicitly: name them through the geoms (geom:G:contact_stiffness, the pair rule of
+// <mjdiff/smooth.h>) or model-wide (mjdiff:contact_stiffness); mjdiff_getPairParam(s, field, g1,
+// g2) reads the value a pair uses.
+//
 // Derivatives at non-smooth points: a contact's friction is the larger of its two geoms' values
 // (MuJoCo's mj_collideGeoms; the value of the higher-priority geom if priorities differ; the
 // pair's own value for explicit <pair> contacts, which geom friction does not touch). The
@@ -103,6 +116,18 @@ MJDIFF_API int mjdiff_paramCount(const mjdiffParams* p);
 // Expanded name of parameter i (0 <= i < np), e.g. "body:torso:mass", "body:torso:inertia[1]";
 // NULL if i is out of range. Valid while p lives.
 MJDIFF_API const char* mjdiff_paramName(const mjdiffParams* p, int i);
+
+// Index of the first parameter named name, or -1: an expanded name ("geom:table:friction[0]")
+// or a name as given to mjdiff_makeParams without an index ("geom:table:friction" expands to
+// three parameters, [0] sliding, [1] torsional, [2] rolling: its first is returned). Patterns with
+// '*' are not looked up. The components of one name are consecutive.
+// Nullable: p, name (-1).
+MJDIFF_API int mjdiff_paramIndex(const mjdiffParams* p, const char* name);
+
+// Number of parameters name expands to in p (1 for a scalar field, 3 for geom friction or a body
+// inertia, a joint's dof count for damping, ...; 0 if absent).
+// Nullable: p, name (0).
+MJDIFF_API int mjdiff_paramNameCount(const mjdiffParams* p, const char* name);
 
 // Current values of the selected parameters (np x 1). A smooth-model field with s NULL reads NaN.
 // Nullable: s.

@@ -10,7 +10,12 @@
 //   (a_x, a_u, a_p) = VJP of step t with lambda_{t+1},  plus the sensor VJP with dl_t/ds_t
 //   g_u_t = a_u + dl_t/du_t;  policy: a_x += (du/dx)' g_u_t, g_theta += (du/dtheta)' g_u_t
 //   g_p += a_p;  lambda_t = a_x + dl_t/dx_t;  dL/dx_0 = lambda_0
-// State gradients use the step adjoint's tangent layout (<mjdiff/adjoint.h>).
+// State gradients use the step adjoint's tangent layout (<mjdiff/state.h>: sizes, rows of a
+// joint or body, conversions from qpos differences and qpos gradients); states are rows of
+// (qpos, qvel, act). A loss on a few steps (a terminal loss, a sensor at x_T, positions at chosen
+// steps) needs no dense arrays: mjdiffRolloutGrad's dLdx_T, dLds_T, terms (<mjdiff/loss.h>) or
+// step_loss. Gradients are in the units of L per unit of the variable; controls are clamped to
+// ctrlrange with the derivative of <mjdiff/adjoint.h> (zero beyond a bound, interior at it).
 
 #ifndef MJDIFF_ROLLOUT_H_
 #define MJDIFF_ROLLOUT_H_
@@ -64,8 +69,10 @@ MJDIFF_API size_t mjdiff_rolloutMemory(const mjdiffRollout* r);
 // Simulate T steps from the state in d (qpos, qvel, act, time) with controls ctrl (T x nu), or
 // with the policy (then ctrl is ignored), recording for the backward sweep. d ends at x_T.
 // Optional outputs: states ((T+1) x (nq+nv+na)), sensordata (T x nsensordata: the readings of
-// step t's forward pass, at x_t). On failure (a non-finite state) nothing is recorded and err names
-// the step. The policy and theta are used again by mjdiff_rolloutBackward: keep them alive.
+// step t's forward pass, at x_t; the readings at x_T come from mjdiff_forward on d afterwards,
+// controls held at u_{T-1}, and their gradient goes in mjdiffRolloutGrad.dLds_T). On failure (a
+// non-finite state) nothing is recorded and err names the step. The policy and theta are used
+// again by the backward sweep (mjdiff_rolloutGradient, mjdiff_rolloutBackward): keep them alive.
 // Nullable: ctrl (with a policy), policy, theta (without a policy), states, sensordata, err.
 MJDIFF_API mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffModel* s,
                                               mjdiffRollout* r, const mjtNum* ctrl,
@@ -73,6 +80,69 @@ MJDIFF_API mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const
                                               mjtNum* states, mjtNum* sensordata, char* err,
                                               int errsz);
 
+// Horizon T of a rollout (0 for NULL).
+MJDIFF_API int mjdiff_rolloutHorizon(const mjdiffRollout* r);
+
+// Sizes of a rollout's arrays (any output may be NULL): nx = nq+nv+na (a row of states), ndx =
+// 2nv+na (a row of dLdx, grad_x0), nu (a row of ctrl, dLdu, grad_ctrl), ns = nsensordata (a row
+// of sensordata, dLds), np (grad_param; 0 without parameters). Returns T (0 for NULL).
+MJDIFF_API int mjdiff_rolloutSizes(const mjdiffRollout* r, int* nx, int* ndx, int* nu, int* ns,
+                                   int* np);
+
+// A loss evaluated step by step in the backward sweep, so that a loss on a few steps costs nothing
+// for the others. At each step t = T, T-1, .., 0 where active(t) is nonzero (every step without
+// active), eval runs with d at x_t after the smooth forward pass (kinematics, sensors; controls
+// u_t, held at u_{T-1} for t = T), returns l_t and ADDS dl_t/dx_t to dldx (2nv+na, tangent
+// layout), dl_t/du_t to dldu (nu; NULL at t = T) and dl_t/ds_t to dlds (nsensordata; the sweep
+// applies the sensor VJP). eval must not change d's state.
+typedef struct mjdiffStepLoss_ {
+  void* user;
+  mjtNum (*eval)(const mjModel* m, const mjData* d, int t, int T, void* user, mjtNum* dldx,
+                 mjtNum* dldu, mjtNum* dlds);
+  int (*active)(int t, int T, void* user);  // nullable: every step
+} mjdiffStepLoss;
+
+// Loss terms (<mjdiff/loss.h>).
+typedef struct mjdiffTerms_ mjdiffTerms;
+
+// Inputs and outputs of mjdiff_rolloutGradient. Fill with mjdiff_defaultRolloutGrad (every field
+// NULL), then set what you have and what you want: a NULL input is zero, a NULL output is not
+// computed. The loss is the sum of every input given.
+typedef struct mjdiffRolloutGrad_ {
+  // loss inputs (T: the rollout's horizon)
+  const mjtNum* dLdx;          // ((T+1) x (2nv+na)) dense state gradients, tangent layout
+  const mjtNum* dLdu;          // (T x nu) control gradients
+  const mjtNum* dLds;          // (T x nsensordata) gradients in the readings at x_0 .. x_{T-1}
+  const mjtNum* dLdx_T;        // (2nv+na) terminal state gradient, added to row T of dLdx
+  const mjtNum* dLds_T;        // (nsensordata) gradient in the readings at x_T (controls held at
+                               // u_{T-1}; their control derivative goes to u_{T-1})
+  const mjdiffTerms* terms;    // loss terms, evaluated at their steps only
+  const mjdiffStepLoss* step_loss;  // a loss callback, at its active steps only
+  // outputs
+  mjtNum* loss;                // (1) value of terms + step_loss (the dense inputs carry no value)
+  mjtNum* grad_x0;             // (2nv+na) dL/dx_0, tangent layout
+  mjtNum* grad_ctrl;           // (T x nu) dL/du_t (with a policy: the total through x)
+  mjtNum* grad_theta;          // (nparam) policy parameters; required with a policy that has them
+  mjtNum* grad_param;          // (np) model parameters of the rollout's selection
+} mjdiffRolloutGrad;
+
+// Every field NULL.
+MJDIFF_API void mjdiff_defaultRolloutGrad(mjdiffRolloutGrad* g);
+
+// Backward sweep of the last forward rollout with the inputs and outputs in g. d is scratch; its
+// state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if g is NULL, no forward rollout was
+// recorded or the terms were made for another model, (MJDIFF_ERR_UNSUPPORTED) if a sensor
+// gradient weights a sensor without a derivative, and (MJDIFF_ERR_NONFINITE) if a step-wise loss
+// is not finite (err names the step). Units: a gradient of L is in the units of L per unit of
+// the variable (per m, rad, m/s, control unit, kg of a mass ...).
+// Nullable: err.
+MJDIFF_API mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                               mjdiffRollout* r, const mjdiffRolloutGrad* g,
+                                               char* err, int errsz);
+
+// Positional form of mjdiff_rolloutGradient, kept as a thin wrapper for the code written against
+// it (tools, tests): the same sweep with terms, step_loss, dLdx_T, dLds_T and loss unset. New code
+// should prefer mjdiffRolloutGrad: its named fields cannot swap silently.
 // Backward sweep of the last forward rollout, given loss gradients: dLdx ((T+1) x (2nv+na),
 // tangent layout), dLdu (T x nu), dLds (T x nsensordata). Outputs: grad_x0 (2nv+na), grad_ctrl
 // (T x nu: dL/du_t, through the policy's parameters when there is one), grad_theta (nparam),

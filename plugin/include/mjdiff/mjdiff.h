@@ -1,6 +1,14 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// mjdiff: differentiable MuJoCo. Umbrella header.
+// mjdiff: differentiable MuJoCo. Umbrella header: includes every public header.
+//   base.h     status codes, version
+//   smooth.h   the smooth model: make, parameters, step, forward, contact forces, stability
+//   adjoint.h  step and sensor derivatives (Jacobians, VJP, JVP)
+//   params.h   model parameters selected by name
+//   state.h    the state and tangent layouts: sizes, indices, conversions
+//   rollout.h  rollouts and their gradients, batches
+//   loss.h     loss terms (positions, sensors, states, controls at chosen steps)
+//   args.h     argument structs for the step derivatives and batches
 
 #ifndef MJDIFF_MJDIFF_H_
 #define MJDIFF_MJDIFF_H_
@@ -8,6 +16,10 @@
 #include <mjdiff/base.h>
 #include <mjdiff/smooth.h>
 #include <mjdiff/adjoint.h>
+#include <mjdiff/params.h>
+#include <mjdiff/state.h>
 #include <mjdiff/rollout.h>
+#include <mjdiff/loss.h>
+#include <mjdiff/args.h>
 
 #endif  // MJDIFF_MJDIFF_H_

@@ -27,7 +27,8 @@
 //              (weld rotation error scaled by the weld's torquescale)
 //
 // Parameters are read from the model's <custom> numerics named mjdiff_<field>; contact fields may be
-// set per geom with mjdiff_<field>:<geomname>. A pair of geoms uses the geom value that was set
+// set per geom with mjdiff_<field>:<geomname> (in C: mjdiff_setParam with
+// "geom:<geomname>:<field>", the name <mjdiff/params.h> uses). A pair of geoms uses the geom value that was set
 // explicitly; if both were, their mean; if neither, the model-wide value, or, where that is
 // MJDIFF_DERIVED (the default), the value derived for the pair from the MJCF (plugin/derive.c).
 
@@ -124,10 +125,12 @@ MJDIFF_API void mjdiff_freeModel(mjdiffModel* s);
 // Current model-wide parameters (MJDIFF_DERIVED where derived per element).
 MJDIFF_API const mjdiffOptions* mjdiff_getOptions(const mjdiffModel* s);
 
-// Set one parameter by name, as in the MJCF: "contact_stiffness" (model-wide) or
-// "contact_stiffness:geomname" (one geom; contact fields only). MJDIFF_DERIVED returns a
-// model-wide field to its derived values, and makes a geom's field follow the model-wide one
-// again. Not thread-safe against a concurrent step of the same model.
+// Set one parameter by name. The spelling of <mjdiff/params.h>, "mjdiff:contact_stiffness"
+// (model-wide) and "geom:geomname:contact_stiffness" (one geom; contact fields only), is the one
+// to use in C; the MJCF numerics' spelling without the prefix, "contact_stiffness" and
+// "contact_stiffness:geomname", is accepted too (MuJoCo 2.2 custom numerics carry it).
+// MJDIFF_DERIVED returns a model-wide field to its derived values, and makes a geom's field follow
+// the model-wide one again. Not thread-safe against a concurrent step of the same model.
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value,
                                         char* err, int errsz);
