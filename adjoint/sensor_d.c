@@ -252,7 +252,7 @@ int mjdiff_sensorSupported(const mjModel* m, int i) {
               m->actuator_gaintype[id] == mjGAIN_AFFINE) &&
              (m->actuator_biastype[id] == mjBIAS_NONE || m->actuator_biastype[id] == mjBIAS_AFFINE);
     case mjSENS_FRAMEQUAT:
-      if (ENABLED(m, mjENBL_SENSORNOISE) && m->sensor_noise[i] > 0) return 0;
+      if (compat_sensorNoise(m) && m->sensor_noise[i] > 0) return 0;
       // fall through
     case mjSENS_FRAMEPOS:
     case mjSENS_FRAMELINVEL:
@@ -917,7 +917,7 @@ static void vectorSensor(const mjModel* m, const mjData* d, work* w, output* out
 // user configured it); returns 0, or -1 if a counted contact has no derivative
 static int touchSensor(const mjModel* mu, mjData* d, const mjdiffModel* s, output* out, int i) {
   int nv = mu->nv, adr = mu->sensor_adr[i], status = 0;
-  if (DISABLED(mu, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT) || !out->DsDx || !nv) {
+  if (DISABLED(mu, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) || compat_passiveOff(mu) || !out->DsDx || !nv) {
     return 0;
   }
   if (compat_stackSpace(d) < 2 * nv) return -1;
