@@ -724,10 +724,11 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
+  COMPAT_MOMENT_BUF(mbuf, nv);
   for (int i = 0; i < nu; i++) {
     const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
     const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
-    const mjtNum* moment = d->actuator_moment + (size_t)nv * i;
+    const mjtNum* moment = compat_actuatorMoment(m, d, i, mbuf);
     int ia = i - (nu - na), stateful = m->actuator_dyntype[i] != mjDYN_NONE;
 
     // clamped control: derivative 1 inside the range, 0 outside

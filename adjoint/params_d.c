@@ -469,7 +469,7 @@ static void equalityColumn(const mjModel* m, mjData* d, const mjdiffModel* s, in
 // actuator parameter: DrDp column and DadotDp column (na, may be NULL)
 static void actuatorColumn(const mjModel* m, const mjData* d, const paramEntry* e, mjtNum* col,
                            mjtNum* adot) {
-  int nv = m->nv, nu = m->nu, na = m->na, i = e->id;
+  int nu = m->nu, na = m->na, i = e->id;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL) && m->actuator_ctrllimited[i];
   int ia = i - (nu - na), stateful = m->actuator_dyntype[i] != mjDYN_NONE;
@@ -499,7 +499,7 @@ static void actuatorColumn(const mjModel* m, const mjData* d, const paramEntry* 
     if (e->kind == PK_ACT_GAINPRM && (e->comp == 0 || gaffine)) df = lv[e->comp] * in;
     if (e->kind == PK_ACT_BIASPRM && baffine) df = lv[e->comp];
     if (clamped || df == 0) return;
-    mju_addToScl(col, d->actuator_moment + (size_t)nv * i, df, nv);
+    compat_addActuatorForce(m, d, i, df, col);
     return;
   }
 

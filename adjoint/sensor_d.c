@@ -598,7 +598,8 @@ static int actuatorForce(const mjModel* m, mjData* d, output* out, int i, int ro
   if (DISABLED(m, mjDSBL_ACTUATION)) return 0;
   const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
   const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
-  const mjtNum* moment = d->actuator_moment + (size_t)nv * i;
+  COMPAT_MOMENT_BUF(mbuf, nv);
+  const mjtNum* moment = compat_actuatorMoment(m, d, i, mbuf);
   int stateful = m->actuator_dyntype[i] != mjDYN_NONE, ia = i - (nu - na);
 
   // clamped force: zero derivative
@@ -1002,7 +1003,9 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
       case mjSENS_ACTUATORPOS:
       case mjSENS_ACTUATORVEL: {
         int off = m->sensor_type[i] == mjSENS_ACTUATORVEL ? nv : 0;
-        for (int k = 0; k < nv; k++) setX(&out, adr, off + k, d->actuator_moment[nv * id + k]);
+        COMPAT_MOMENT_BUF(mbuf, nv);
+        const mjtNum* moment = compat_actuatorMoment(m, d, id, mbuf);
+        for (int k = 0; k < nv; k++) setX(&out, adr, off + k, moment[k]);
         int t = m->actuator_trnid[2 * id];
         if (off && m->actuator_trntype[id] == mjTRN_TENDON && mjdiff_tendonSpatial(m, t) &&
             tendonRow(m, d, &out, t, adr, 0, m->actuator_gear[6 * id], 0) && !status) {

@@ -394,6 +394,44 @@ static inline void compat_eqAnchors(const mjModel* m, int i, const mjtNum* ancho
   *torquescale = weld ? data[10] : 0;
 }
 
+// ---------------------------------- actuator moments ----------------------------------------------
+// 2.2: d->actuator_moment dense (nu x nv). 3.x: row-sparse (d->moment_rownnz, moment_rowadr,
+// moment_colind), one row per force output (m->nout; actuators with more than one output, or an
+// output address other than their index, are refused by compat_unsupported).
+
+// res += f * moment(i, :)^T  (nv x 1)
+static inline void compat_addActuatorForce(const mjModel* m, const mjData* d, int i, mjtNum f,
+                                           mjtNum* res) {
+#if MJDIFF_MUJOCO_3
+  (void)m;
+  int adr = d->moment_rowadr[i], nnz = d->moment_rownnz[i];
+  for (int k = 0; k < nnz; k++) res[d->moment_colind[adr + k]] += f * d->actuator_moment[adr + k];
+#else
+  mju_addToScl(res, d->actuator_moment + (size_t)m->nv * i, f, m->nv);
+#endif
+}
+
+// a dense row buffer for compat_actuatorMoment: on 3.x nv numbers on the C stack (a VLA), on 2.2
+// none (the rows are read in place)
+#if MJDIFF_MUJOCO_3
+#define COMPAT_MOMENT_BUF(name, nv) mjtNum name[(nv) > 0 ? (nv) : 1]
+#else
+#define COMPAT_MOMENT_BUF(name, nv) mjtNum* name = NULL
+#endif
+
+// dense row i of the actuator moment (nv x 1): in place (2.2) or expanded into buf (3.x)
+static inline const mjtNum* compat_actuatorMoment(const mjModel* m, const mjData* d, int i,
+                                                  mjtNum* buf) {
+#if MJDIFF_MUJOCO_3
+  mju_zero(buf, (int)m->nv);
+  compat_addActuatorForce(m, d, i, 1, buf);
+  return buf;
+#else
+  (void)buf;
+  return d->actuator_moment + (size_t)m->nv * i;
+#endif
+}
+
 // ---------------------------------- tendon spring -------------------------------------------------
 // 2.2: tendon_lengthspring (ntendon x 1). 3.x: a range (ntendon x 2), no force inside it; ranges
 // with lo < hi are refused (compat_unsupported), so the rest length is the first entry.
@@ -488,6 +526,13 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     if (m->actuator_plugin[i] >= 0) {
       *id = i;
       return "a plugin actuator";
+    }
+  }
+  if (m->nout != m->nu) return "an actuator with more than one force output";
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_outadr[i] != i || m->actuator_outnum[i] != 1) {
+      *id = i;
+      return "an actuator with more than one force output";
     }
   }
   for (int b = 0; b < m->nbody; b++) {
