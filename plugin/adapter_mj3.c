@@ -37,6 +37,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <mujoco/mjplugin.h>
 
@@ -67,7 +68,7 @@ static int init(const mjModel* m, mjData* d, int instance) {
   char err[512];
   mjdiffModel* s = NULL;
   if (mjdiff_makeModel(m, NULL, &s, err, sizeof(err)) != MJDIFF_OK) {
-    mju_warning(COMPAT_PLUGIN_NAME ": %s", err);
+    mju_warning("%s%s", strncmp(err, "plugin ", 7) ? COMPAT_PLUGIN_NAME ": " : "", err);
     return -1;
   }
   d->plugin_data[instance] = (uintptr_t)s;
@@ -98,7 +99,7 @@ static void compute(const mjModel* m, mjData* d, int instance, int capability_bi
   // mjdiff's own pipeline (step.c's view), or every hard constraint off: nothing to replace
   if ((m->opt.disableflags & COMPAT_DSBL_HARD) == COMPAT_DSBL_HARD) return;
   const mjdiffModel* s = (const mjdiffModel*)d->plugin_data[instance];
-  if (!s || mjdiff_checkPair(m, s, NULL, 0) != MJDIFF_OK) return;
+  if (!s || s->ngeom != m->ngeom || s->nv != m->nv) return;
 
   // contacts again with the activation margins; this also drops the constraint rows MuJoCo built
   mjdiff_collide(m, d, s);
