@@ -964,7 +964,10 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
   memset(&w, 0, sizeof(w));
   w.nv = nv;
   if (level) {
-    if (workSize(m, level) > (size_t)compat_stackSpace(d)) return -1 - first;
+    if (workSize(m, level) > (size_t)compat_stackSpace(d)) {
+      compat_stackFree(d, mark);  // 3.x: the frame itself must be popped
+      return -1 - first;
+    }
     size_t nb = (size_t)m->nbody;
     w.cdof0 = stackNum(d, 6 * (size_t)nv);
     w.J = stackNum(d, 6 * (size_t)nv * nb);

@@ -824,11 +824,11 @@ mjdiffStatus mjdiff_sensorJacobian(const mjModel* m, mjData* d, const mjdiffMode
                                    int errsz) {
   if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
   int ns = m->nsensordata, ndx = w->ndx, nu = w->nu, np = w->np, ncol = ndx + w->nin;
-  mjdiffStackMark mark = compat_stackMark(d);
   if (compat_stackSpace(d) < ns * ncol + 1000) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
                         "mjData stack too small for the sensor Jacobian (%d x %d)", ns, ncol);
   }
+  mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* out = compat_stackAllocNum(d, ns * ncol > 0 ? ns * ncol : 1);
   mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_SENSOR_JACOBIAN, NULL, out, err, errsz);
   if (st == MJDIFF_OK) {
