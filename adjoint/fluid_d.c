@@ -86,7 +86,7 @@
 //---------------------------------- which elements ------------------------------------------------
 
 static int fluidActive(const mjModel* m) {
-  return (m->opt.density > 0 || m->opt.viscosity > 0) && !DISABLED(m, mjDSBL_PASSIVE);
+  return (m->opt.density > 0 || m->opt.viscosity > 0) && !compat_passiveOff(m);
 }
 
 // 1 if body b uses the ellipsoid model (one of its geoms has geom_fluid[0] > 0)
@@ -547,7 +547,7 @@ void mjdiff_fluidParamColumn(const mjModel* m, const mjData* d, const paramEntry
   int kind = pe->kind;
   int inertial = kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS;
   if (kind != PK_DENSITY && kind != PK_VISCOSITY && kind != PK_WIND && !inertial) return;
-  if (DISABLED(m, mjDSBL_PASSIVE)) return;
+  if (compat_passiveOff(m)) return;
   // density and viscosity: the derivative from above at 0 (the force switches on there)
   int on = m->opt.density > 0 || m->opt.viscosity > 0;
   if (!on && kind != PK_DENSITY && kind != PK_VISCOSITY) return;

@@ -682,9 +682,10 @@ static void spatialTendon(int t, mjtNum f, mjtNum fx, mjtNum fv, mjtNum* tf) {
 static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum* DfDq,
                          mjtNum* DfDv, mjtNum* tf) {
   int nv = m->nv;
-  if (DISABLED(m, mjDSBL_PASSIVE)) return;
+  if (compat_passiveOff(m)) return;
+  mjtNum spring = compat_springOff(m) ? 0 : 1, damper = compat_damperOff(m) ? 0 : 1;
   for (int j = 0; j < m->njnt; j++) {
-    mjtNum k = m->jnt_stiffness[j];
+    mjtNum k = spring * m->jnt_stiffness[j];
     if (k == 0) continue;
     int da = m->jnt_dofadr[j], qa = m->jnt_qposadr[j], type = m->jnt_type[j];
     if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
@@ -703,17 +704,16 @@ static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum*
     for (int i = 0; i < 3; i++)
       for (int l = 0; l < 3; l++) DfDq[nv * (da + i) + da + l] -= k * Jinv[3 * i + l];
   }
-  for (int i = 0; i < nv; i++) DfDv[nv * i + i] -= m->dof_damping[i];
+  for (int i = 0; i < nv; i++) DfDv[nv * i + i] -= damper * m->dof_damping[i];
   for (int t = 0; t < m->ntendon; t++) {
-    if (m->tendon_stiffness[t] == 0 && m->tendon_damping[t] == 0) continue;
+    mjtNum k = spring * m->tendon_stiffness[t], b = damper * m->tendon_damping[t];
+    if (k == 0 && b == 0) continue;
     if (mjdiff_tendonSpatial(m, t)) {
-      mjtNum k = m->tendon_stiffness[t], b = m->tendon_damping[t];
-      mjtNum f = -k * (d->ten_length[t] - m->tendon_lengthspring[t]) - b * d->ten_velocity[t];
+      mjtNum f = -k * (d->ten_length[t] - compat_tendonLengthSpring(m, t)) - b * d->ten_velocity[t];
       spatialTendon(t, f, -k, -b, tf);
       continue;
     }
-    addScalarDeriv(m, d, t, -1, -m->tendon_stiffness[t], -m->tendon_damping[t], row, DfDq,
-                   DfDv);
+    addScalarDeriv(m, d, t, -1, -k, -b, row, DfDq, DfDv);
   }
 }
 
@@ -724,10 +724,11 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
+  COMPAT_MOMENT_BUF(mbuf, nv);
   for (int i = 0; i < nu; i++) {
     const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
     const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
-    const mjtNum* moment = d->actuator_moment + (size_t)nv * i;
+    const mjtNum* moment = compat_actuatorMoment(m, d, i, mbuf);
     int ia = i - (nu - na), stateful = m->actuator_dyntype[i] != mjDYN_NONE;
 
     // clamped control: derivative 1 inside the range, 0 outside
@@ -845,7 +846,7 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   }
 
   // smooth forces (plugin/smooth.c), under the same flags
-  if ((parts & MJDIFF_FORCES_SMOOTH) && !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
+  if ((parts & MJDIFF_FORCES_SMOOTH) && !DISABLED(m, mjDSBL_CONSTRAINT) && !compat_passiveOff(m)) {
     if (!DISABLED(m, mjDSBL_CONTACT)) {
       for (int i = 0; i < d->ncon; i++) {
         if (contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv) && !status) status = -1 - i;

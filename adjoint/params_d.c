@@ -176,7 +176,7 @@ typedef struct contactPartial_ {
 // 1 if the contact between g1 and g2 came from an explicit <pair> (mj_collision: pairs merged
 // with the dynamic ones, the geom pair then skipped there)
 static int fromPair(const mjModel* m, int g1, int g2) {
-  if (m->opt.collision == mjCOL_PAIR) return 1;
+  if (!compat_collidesDynamic(m)) return 1;
   return mjdiff_pairIndex(m, g1, g2) >= 0;
 }
 
@@ -469,7 +469,7 @@ static void equalityColumn(const mjModel* m, mjData* d, const mjdiffModel* s, in
 // actuator parameter: DrDp column and DadotDp column (na, may be NULL)
 static void actuatorColumn(const mjModel* m, const mjData* d, const paramEntry* e, mjtNum* col,
                            mjtNum* adot) {
-  int nv = m->nv, nu = m->nu, na = m->na, i = e->id;
+  int nu = m->nu, na = m->na, i = e->id;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL) && m->actuator_ctrllimited[i];
   int ia = i - (nu - na), stateful = m->actuator_dyntype[i] != mjDYN_NONE;
@@ -499,7 +499,7 @@ static void actuatorColumn(const mjModel* m, const mjData* d, const paramEntry* 
     if (e->kind == PK_ACT_GAINPRM && (e->comp == 0 || gaffine)) df = lv[e->comp] * in;
     if (e->kind == PK_ACT_BIASPRM && baffine) df = lv[e->comp];
     if (clamped || df == 0) return;
-    mju_addToScl(col, d->actuator_moment + (size_t)nv * i, df, nv);
+    compat_addActuatorForce(m, d, i, df, col);
     return;
   }
 
@@ -521,13 +521,14 @@ static void actuatorColumn(const mjModel* m, const mjData* d, const paramEntry* 
 // joint, dof and tendon parameters of MuJoCo's passive forces, armature and friction loss
 static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s,
                          const paramEntry* e, const mjtNum* acc, mjtNum hdamp, mjtNum* col) {
-  int passive = !DISABLED(m, mjDSBL_PASSIVE);
-  int loss = !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_FRICTIONLOSS);
+  int spring = !compat_passiveOff(m) && !compat_springOff(m);
+  int damper = !compat_passiveOff(m) && !compat_damperOff(m);
+  int loss = !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_FRICTIONLOSS) && !compat_passiveOff(m);
   int id = e->id;
   mjtNum q;
   switch (e->kind) {
     case PK_DOF_DAMPING:
-      col[id] = (passive ? -d->qvel[id] : 0) - hdamp * acc[id];
+      col[id] = (damper ? -d->qvel[id] : 0) - hdamp * acc[id];
       break;
     case PK_DOF_ARMATURE:
       col[id] = -acc[id];
@@ -536,7 +537,7 @@ static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s
       if (loss) col[id] = -rho1(d->qvel[id] / mjdiff_lossSpeed(s, 0, id), &q);
       break;
     case PK_JNT_STIFFNESS: {
-      if (!passive) break;
+      if (!spring) break;
       int qa = m->jnt_qposadr[id], da = m->jnt_dofadr[id], type = m->jnt_type[id];
       if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
         col[da] = -(d->qpos[qa] - m->qpos_spring[qa]);
@@ -553,15 +554,15 @@ static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s
       break;
     }
     case PK_JNT_SPRINGREF:
-      if (passive) col[m->jnt_dofadr[id]] = m->jnt_stiffness[id];
+      if (spring) col[m->jnt_dofadr[id]] = m->jnt_stiffness[id];
       break;
     case PK_TEN_STIFFNESS:
-      if (passive) {
-        compat_addTendonForce(m, d, id, -(d->ten_length[id] - m->tendon_lengthspring[id]), col);
+      if (spring) {
+        compat_addTendonForce(m, d, id, -(d->ten_length[id] - compat_tendonLengthSpring(m, id)), col);
       }
       break;
     case PK_TEN_DAMPING:
-      if (passive) compat_addTendonForce(m, d, id, -d->ten_velocity[id], col);
+      if (damper) compat_addTendonForce(m, d, id, -d->ten_velocity[id], col);
       break;
     case PK_TEN_FRICTIONLOSS:
       if (loss) {
@@ -617,7 +618,7 @@ int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
                     (kind == PK_SMOOTH && mjdiff_smoothFieldGeom(p->entry[i].comp) >= 0);
   }
   int contacts = needContacts && d->ncon > 0 &&
-                 !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT);
+                 !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) && !compat_passiveOff(m);
   int perContact = (int)((sizeof(contactPartial) + sizeof(mjtNum) - 1) / sizeof(mjtNum));
   int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0);
   if (compat_stackSpace(d) < need) {
@@ -663,7 +664,7 @@ int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
         if (ncp) contactColumn(m, d, s, e, cps, ncp, wrench, col);
         break;
       case PK_SMOOTH:
-        if (DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) break;
+        if (DISABLED(m, mjDSBL_CONSTRAINT) || compat_passiveOff(m)) break;
         if (mjdiff_smoothFieldGeom(e->comp) >= 0) {
           if (ncp) contactColumn(m, d, s, e, cps, ncp, wrench, col);
         } else if (e->comp == SF_EQ_STIFFNESS || e->comp == SF_EQ_DAMPING) {

@@ -252,7 +252,7 @@ int mjdiff_sensorSupported(const mjModel* m, int i) {
               m->actuator_gaintype[id] == mjGAIN_AFFINE) &&
              (m->actuator_biastype[id] == mjBIAS_NONE || m->actuator_biastype[id] == mjBIAS_AFFINE);
     case mjSENS_FRAMEQUAT:
-      if (ENABLED(m, mjENBL_SENSORNOISE) && m->sensor_noise[i] > 0) return 0;
+      if (compat_sensorNoise(m) && m->sensor_noise[i] > 0) return 0;
       // fall through
     case mjSENS_FRAMEPOS:
     case mjSENS_FRAMELINVEL:
@@ -598,7 +598,8 @@ static int actuatorForce(const mjModel* m, mjData* d, output* out, int i, int ro
   if (DISABLED(m, mjDSBL_ACTUATION)) return 0;
   const mjtNum* gain = m->actuator_gainprm + mjNGAIN * i;
   const mjtNum* bias = m->actuator_biasprm + mjNBIAS * i;
-  const mjtNum* moment = d->actuator_moment + (size_t)nv * i;
+  COMPAT_MOMENT_BUF(mbuf, nv);
+  const mjtNum* moment = compat_actuatorMoment(m, d, i, mbuf);
   int stateful = m->actuator_dyntype[i] != mjDYN_NONE, ia = i - (nu - na);
 
   // clamped force: zero derivative
@@ -917,7 +918,7 @@ static void vectorSensor(const mjModel* m, const mjData* d, work* w, output* out
 // user configured it); returns 0, or -1 if a counted contact has no derivative
 static int touchSensor(const mjModel* mu, mjData* d, const mjdiffModel* s, output* out, int i) {
   int nv = mu->nv, adr = mu->sensor_adr[i], status = 0;
-  if (DISABLED(mu, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT) || !out->DsDx || !nv) {
+  if (DISABLED(mu, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) || compat_passiveOff(mu) || !out->DsDx || !nv) {
     return 0;
   }
   if (compat_stackSpace(d) < 2 * nv) return -1;
@@ -963,7 +964,10 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
   memset(&w, 0, sizeof(w));
   w.nv = nv;
   if (level) {
-    if (workSize(m, level) > (size_t)compat_stackSpace(d)) return -1 - first;
+    if (workSize(m, level) > (size_t)compat_stackSpace(d)) {
+      compat_stackFree(d, mark);  // 3.x: the frame itself must be popped
+      return -1 - first;
+    }
     size_t nb = (size_t)m->nbody;
     w.cdof0 = stackNum(d, 6 * (size_t)nv);
     w.J = stackNum(d, 6 * (size_t)nv * nb);
@@ -1002,7 +1006,9 @@ int mjdiff_sensorDerivative(const mjModel* m, mjData* d, const struct mjdiffMode
       case mjSENS_ACTUATORPOS:
       case mjSENS_ACTUATORVEL: {
         int off = m->sensor_type[i] == mjSENS_ACTUATORVEL ? nv : 0;
-        for (int k = 0; k < nv; k++) setX(&out, adr, off + k, d->actuator_moment[nv * id + k]);
+        COMPAT_MOMENT_BUF(mbuf, nv);
+        const mjtNum* moment = compat_actuatorMoment(m, d, id, mbuf);
+        for (int k = 0; k < nv; k++) setX(&out, adr, off + k, moment[k]);
         int t = m->actuator_trnid[2 * id];
         if (off && m->actuator_trntype[id] == mjTRN_TENDON && mjdiff_tendonSpatial(m, t) &&
             tendonRow(m, d, &out, t, adr, 0, m->actuator_gear[6 * id], 0) && !status) {

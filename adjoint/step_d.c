@@ -69,7 +69,7 @@ struct mjdiffStepDeriv_ {
   mjtNum* X;                   // (nv x (ndx + nu)): unsolved right-hand sides, H Dacc = X
   mjtNum* Dacc;                // (nv x (ndx + nu)): qacc derivative in [X, u] at one state
   mjtNum* Dadot;               // (na x (ndx + nu))
-  mjtNum* H;                   // (nM) factor of M + h B
+  mjtNum* H;                   // (compat_massSize) factor of M + h B
   mjtNum* stage;               // RK4: per stage DX_i (ndx x (ndx + nu)) and DK_i ((ndx) x (ndx+nu))
   mjtNum* AB;                  // (ndx x (ndx + nu)) the step Jacobian [A B]
   mjtNum* state;               // saved qpos, qvel, act, time (nq + nv + na + 1)
@@ -176,42 +176,18 @@ static void integrateJacobianT(const mjModel* m, const mjtNum* delta, const mjtN
 
 //---------------------------------- sparse LDL of M + h B ---------------------------------------
 
-// H = L' D L in MuJoCo's qM layout (row i: diagonal, then ancestors), in place
+// H = L' D L in the host's layout of M (compat.h), in place
 static void factorLDL(const mjModel* m, mjtNum* H) {
-  for (int k = m->nv - 1; k >= 0; k--) {
-    int ak = m->dof_Madr[k] + 1;
-    for (int i = m->dof_parentid[k]; i >= 0; i = m->dof_parentid[i], ak++) {
-      mjtNum a = H[ak] / H[m->dof_Madr[k]];
-      // H_ij -= a H_kj for j = i and its ancestors (H_kj at ak, ak+1, ...)
-      int aj = m->dof_Madr[i], bk = ak;
-      for (int j = i; j >= 0; j = m->dof_parentid[j], aj++, bk++) H[aj] -= a * H[bk];
-      H[ak] = a;
-    }
-  }
+  compat_massFactor(m, H);
 }
 
 // x = H^-1 x for n vectors (rows of x, nv each)
 static void solveLDL(const mjModel* m, const mjtNum* H, mjtNum* x, int n) {
-  int nv = m->nv;
-  for (int r = 0; r < n; r++) {
-    mjtNum* y = x + (size_t)nv * r;
-    for (int i = nv - 1; i >= 0; i--) {  // L'^-1
-      int a = m->dof_Madr[i] + 1;
-      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[j] -= H[a] * y[i];
-    }
-    for (int i = 0; i < nv; i++) y[i] /= H[m->dof_Madr[i]];
-    for (int i = 0; i < nv; i++) {  // L^-1
-      int a = m->dof_Madr[i] + 1;
-      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[i] -= H[a] * y[j];
-    }
-  }
+  compat_massSolve(m, H, x, n);
 }
 
 static int hasDamping(const mjModel* m) {
-  for (int i = 0; i < m->nv; i++) {
-    if (m->dof_damping[i] > 0) return 1;
-  }
-  return 0;
+  return compat_eulerImplicit(m);
 }
 
 // w->Dadot (na x (ndx + nin)) from DadotDa, DadotDu, DadotDp: the activations' rows in [x u p]
@@ -241,7 +217,7 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
 
   // acceleration the step uses
   if (implicit) {
-    mju_copy(w->H, d->qM, m->nM);
+    compat_massCopy(m, d, w->H);
     for (int i = 0; i < nv; i++) {
       *compat_massDiag(m, w->H, i) += m->opt.timestep * m->dof_damping[i];
     }
@@ -414,7 +390,7 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
   dadotRows(w);
 
   // N = M + h B - h Dv' - h^2 Dq' Psi
-  mj_fullM(m, w->RhsT, d->qM);
+  compat_fullM(m, d, w->RhsT);
   for (int i = 0; i < nv * nv; i++) w->N[i] = w->RhsT[i] - h * w->DsV[i] - h * h * DqPsi[i];
   for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * m->dof_damping[i];
   if (mjdiff_luFactor(nv, w->N, (int*)w->piv)) {
@@ -502,7 +478,7 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
   }
   // contact pairs that can occur (MuJoCo's own filters: contype/conaffinity, weld, parent,
   // exclude); none if contacts are off
-  int contacts = !(m->opt.disableflags & (mjDSBL_CONTACT | mjDSBL_CONSTRAINT | mjDSBL_PASSIVE));
+  int contacts = !(m->opt.disableflags & (mjDSBL_CONTACT | mjDSBL_CONSTRAINT)) && !compat_passiveOff(m);
   for (int g1 = 0; g1 < m->ngeom && contacts; g1++) {
     for (int g2 = g1 + 1; g2 < m->ngeom; g2++) {
       int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
@@ -553,7 +529,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   size_t sizes[] = {
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * na, (size_t)nv * nu, (size_t)na * na,
     (size_t)na * nu, (size_t)nv * np, (size_t)na * np, (size_t)nv * nv, (size_t)nv * nv, (size_t)ncol * nv, (size_t)nv * ncol,
-    (size_t)nv * ncol, (size_t)na * ncol, (size_t)m->nM, (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
+    (size_t)nv * ncol, (size_t)na * ncol, (size_t)compat_massSize(m), (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
     (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
@@ -1041,11 +1017,11 @@ mjdiffStatus mjdiff_sensorJacobian(const mjModel* m, mjData* d, const mjdiffMode
                                    int errsz) {
   if (!w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "workspace is NULL");
   int ns = m->nsensordata, ndx = w->ndx, nu = w->nu, np = w->np, ncol = ndx + w->nin;
-  mjdiffStackMark mark = compat_stackMark(d);
   if (compat_stackSpace(d) < ns * ncol + 1000) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
                         "mjData stack too small for the sensor Jacobian (%d x %d)", ns, ncol);
   }
+  mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* out = compat_stackAllocNum(d, ns * ncol > 0 ? ns * ncol : 1);
   mjdiffStatus st = evaluate(m, d, s, w, PRODUCT_SENSOR_JACOBIAN, NULL, out, err, errsz);
   if (st == MJDIFF_OK) {

@@ -8,19 +8,94 @@
 #ifndef MJDIFF_COMPAT_H_
 #define MJDIFF_COMPAT_H_
 
+#include <string.h>
+
 #include <mujoco/mujoco.h>
 
 #if !defined(mjVERSION_HEADER)
 #error "mujoco.h does not define mjVERSION_HEADER"
 #endif
+// 2.2.x reports 22x; 3.x reports major * 1000000 + minor * 1000 + patch (3.12.1: 3012001)
 #define MJDIFF_MUJOCO_2_2 (mjVERSION_HEADER >= 220 && mjVERSION_HEADER < 230)
+#define MJDIFF_MUJOCO_3 (mjVERSION_HEADER >= 3012000 && mjVERSION_HEADER < 3013000)
+#if !MJDIFF_MUJOCO_2_2 && !MJDIFF_MUJOCO_3
+#error "mjdiff supports MuJoCo 2.2.x and 3.12.x only (mujoco.h reports mjVERSION_HEADER)"
+#endif
+
+// the MuJoCo version range a build of mjdiff works with, for the load-time check (mj_version())
+#if MJDIFF_MUJOCO_3
+#define COMPAT_VERSION_MIN 3012000
+#define COMPAT_VERSION_MAX 3012999
+#else
+#define COMPAT_VERSION_MIN 220
+#define COMPAT_VERSION_MAX 229
+#endif
+
+// ---------------------------------- renamed utilities ---------------------------------------------
+// 3.x dropped mju_rotVecMat(res, vec, mat) and mju_rotVecMatT for mju_mulMatVec3(res, mat, vec) and
+// mju_mulMatTVec3, and gave mju_rayGeom a trailing normal output (Nullable). The 2.2 spellings are
+// kept for our sources on 3.x (a function-like macro does not expand itself).
+#if MJDIFF_MUJOCO_3
+#define mju_rotVecMat(res, vec, mat) mju_mulMatVec3(res, mat, vec)
+#define mju_rotVecMatT(res, vec, mat) mju_mulMatTVec3(res, mat, vec)
+#define mju_rayGeom(pos, mat, size, pnt, vec, type) (mju_rayGeom)(pos, mat, size, pnt, vec, type, NULL)
+// viewer utilities (tools): mjv_moveCamera lost its scene argument, mjv_makeConnector became
+// mjv_connector with point arrays
+#define mjv_moveCamera(m, action, reldx, reldy, scn, cam) (mjv_moveCamera)(m, action, reldx, reldy, cam)
+static inline void compat_makeConnector(mjvGeom* geom, int type, mjtNum width, mjtNum a0,
+                                        mjtNum a1, mjtNum a2, mjtNum b0, mjtNum b1, mjtNum b2) {
+  mjtNum from[3] = {a0, a1, a2}, to[3] = {b0, b1, b2};
+  mjv_connector(geom, type, width, from, to);
+}
+#define mjv_makeConnector compat_makeConnector
+#endif
+
+// ---------------------------------- virtual file system -------------------------------------------
+// add a file named name holding n bytes of buf to vfs (made by mj_defaultVFS); 0 on success.
+// 2.2: mj_makeEmptyFileVFS, then copy into vfs->filedata. 3.x: mj_addBufferVFS (opaque mjVFS).
+static inline int compat_vfsAddBuffer(mjVFS* vfs, const char* name, const void* buf, int n) {
+#if MJDIFF_MUJOCO_3
+  return mj_addBufferVFS(vfs, name, buf, n);
+#else
+  if (mj_makeEmptyFileVFS(vfs, name, n)) return -1;
+  int i = mj_findFileVFS(vfs, name);
+  if (i < 0) return -1;
+  memcpy(vfs->filedata[i], buf, (size_t)n);
+  return 0;
+#endif
+}
 
 // ---------------------------------- scratch stack -------------------------------------------------
-// 2.2: d->pstack is the top of d->stack, mj_stackAlloc(d, n) returns mjtNum*.
-// 3.x: mj_markStack / mj_freeStack / mj_stackAllocNum.
+// 2.2: d->pstack counts mjtNums used of d->nstack; mj_stackAlloc(d, n) returns mjtNum*; a mark is
+//      the old pstack. 3.x: nested frames (mj_markStack / mj_freeStack, strictly LIFO, as every
+//      caller here uses them), mj_stackAllocNum, the stack shares d->arena (narena bytes) with
+//      the contacts and constraint rows (parena bytes from the bottom, pstack bytes from the top).
 
 typedef int mjdiffStackMark;
 
+#if MJDIFF_MUJOCO_3
+static inline mjdiffStackMark compat_stackMark(mjData* d) {
+  mj_markStack(d);
+  return 0;
+}
+
+static inline void compat_stackFree(mjData* d, mjdiffStackMark mark) {
+  (void)mark;
+  mj_freeStack(d);
+}
+
+// space left on the stack, in mjtNums (a frame's bookkeeping takes a few bytes: 8 numbers kept)
+static inline int compat_stackSpace(const mjData* d) {
+  size_t used = d->pstack + d->parena, n = (size_t)d->narena;
+  size_t left = used < n ? (n - used) / sizeof(mjtNum) : 0;
+  left = left > 8 ? left - 8 : 0;
+  return left > 0x7fffffff ? 0x7fffffff : (int)left;
+}
+
+static inline mjtNum* compat_stackAllocNum(mjData* d, int n) {
+  return mj_stackAllocNum(d, (size_t)n);
+}
+#else
 static inline mjdiffStackMark compat_stackMark(mjData* d) {
   return d->pstack;
 }
@@ -37,6 +112,7 @@ static inline int compat_stackSpace(const mjData* d) {
 static inline mjtNum* compat_stackAllocNum(mjData* d, int n) {
   return mj_stackAlloc(d, n);
 }
+#endif
 
 // ---------------------------------- disable flags -------------------------------------------------
 // the hard constraints the smooth model replaces (3.x keeps these names)
@@ -45,10 +121,84 @@ static inline mjtNum* compat_stackAllocNum(mjData* d, int n) {
 // flags that also stop contact detection
 #define COMPAT_DSBL_DETECT (mjDSBL_CONSTRAINT | mjDSBL_CONTACT)
 
-// ---------------------------------- contacts ------------------------------------------------------
-// 2.2: geom ids in geom1/geom2; normal in frame[0..2]; friction[5]; dim. 3.x: geom[2], plus flex and
-// a changed exclude meaning.
+// passive forces off (the smooth forces are passive forces and go with them). 2.2: mjDSBL_PASSIVE.
+// 3.x: mjDSBL_PASSIVE split into mjDSBL_SPRING and mjDSBL_DAMPER; MuJoCo skips every passive
+// force, plugins' included, only when both are set (since 3.3.6).
+#if MJDIFF_MUJOCO_3
+#define COMPAT_DSBL_SPRING mjDSBL_SPRING
+#define COMPAT_DSBL_DAMPER mjDSBL_DAMPER
+static inline int compat_passiveOff(const mjModel* m) {
+  return (m->opt.disableflags & (mjDSBL_SPRING | mjDSBL_DAMPER)) == (mjDSBL_SPRING | mjDSBL_DAMPER);
+}
+#else
+#define COMPAT_DSBL_SPRING mjDSBL_PASSIVE
+#define COMPAT_DSBL_DAMPER mjDSBL_PASSIVE
+static inline int compat_passiveOff(const mjModel* m) {
+  return (m->opt.disableflags & mjDSBL_PASSIVE) != 0;
+}
+#endif
 
+// the flags that turn every passive force off
+#if MJDIFF_MUJOCO_3
+#define COMPAT_DSBL_PASSIVE_ALL (mjDSBL_SPRING | mjDSBL_DAMPER)
+#else
+#define COMPAT_DSBL_PASSIVE_ALL mjDSBL_PASSIVE
+#endif
+
+// joint springs (stiffness) off, joint dampers off
+static inline int compat_springOff(const mjModel* m) {
+  return (m->opt.disableflags & COMPAT_DSBL_SPRING) != 0;
+}
+static inline int compat_damperOff(const mjModel* m) {
+  return (m->opt.disableflags & COMPAT_DSBL_DAMPER) != 0;
+}
+
+// ---------------------------------- sensor noise --------------------------------------------------
+// 2.2: mj_sensor* add N(0, sensor_noise) to readings when mjENBL_SENSORNOISE is set. 3.x: the
+// engine never adds noise (sensor_noise is metadata for the user); the flag is gone.
+static inline int compat_sensorNoise(const mjModel* m) {
+#if MJDIFF_MUJOCO_3
+  (void)m;
+  return 0;
+#else
+  return (m->opt.enableflags & mjENBL_SENSORNOISE) != 0;
+#endif
+}
+
+// ---------------------------------- collision pairs -----------------------------------------------
+// 2.2: opt.collision chooses the MJCF <pair> list, the dynamic (contype/conaffinity) pairs or both.
+// 3.x: both, always (the option was removed).
+static inline int compat_collidesPairs(const mjModel* m) {
+#if MJDIFF_MUJOCO_3
+  (void)m;
+  return 1;
+#else
+  return m->opt.collision != mjCOL_DYNAMIC;
+#endif
+}
+
+static inline int compat_collidesDynamic(const mjModel* m) {
+#if MJDIFF_MUJOCO_3
+  (void)m;
+  return 1;
+#else
+  return m->opt.collision != mjCOL_PAIR;
+#endif
+}
+
+// ---------------------------------- contacts ------------------------------------------------------
+// 2.2: geom ids in geom1/geom2; normal in frame[0..2]; friction[5]; dim. 3.x: geom[2] (geom1/geom2
+// deprecated), -1 for a flex side (models with flexes are refused: compat_unsupported).
+
+#if MJDIFF_MUJOCO_3
+static inline int compat_contactGeom1(const mjContact* c) {
+  return c->geom[0];
+}
+
+static inline int compat_contactGeom2(const mjContact* c) {
+  return c->geom[1];
+}
+#else
 static inline int compat_contactGeom1(const mjContact* c) {
   return c->geom1;
 }
@@ -56,14 +206,21 @@ static inline int compat_contactGeom1(const mjContact* c) {
 static inline int compat_contactGeom2(const mjContact* c) {
   return c->geom2;
 }
+#endif
 
 // ---------------------------------- tendon Jacobian -----------------------------------------------
-// 2.2: d->ten_J, dense (ntendon x nv) or row-sparse when mj_isSparse(m). 3.x: d->ten_J always
-// row-sparse (ten_J_rownnz, ten_J_rowadr, ten_J_colind).
+// 2.2: d->ten_J, dense (ntendon x nv) or row-sparse (d->ten_J_rownnz, rowadr, colind) when
+// mj_isSparse(m). 3.x: always row-sparse, the structure in the model (m->ten_J_rownnz, ...).
 
 // res += f * J_ten(i, :)^T  (nv x 1)
 static inline void compat_addTendonForce(const mjModel* m, const mjData* d, int i, mjtNum f,
                                          mjtNum* res) {
+#if MJDIFF_MUJOCO_3
+  int adr = m->ten_J_rowadr[i], nnz = m->ten_J_rownnz[i];
+  for (int k = 0; k < nnz; k++) {
+    res[m->ten_J_colind[adr + k]] += f * d->ten_J[adr + k];
+  }
+#else
   if (mj_isSparse(m)) {
     int adr = d->ten_J_rowadr[i], nnz = d->ten_J_rownnz[i];
     for (int k = 0; k < nnz; k++) {
@@ -75,6 +232,7 @@ static inline void compat_addTendonForce(const mjModel* m, const mjData* d, int 
       res[j] += f * row[j];
     }
   }
+#endif
 }
 
 // dense row i of the tendon Jacobian (nv x 1)
@@ -84,20 +242,179 @@ static inline void compat_tendonRow(const mjModel* m, const mjData* d, int i, mj
 }
 
 // ---------------------------------- mass matrix ---------------------------------------------------
-// 2.2 and 3.x (before 3.3): d->qM in MuJoCo's sparse "Madr" layout, diagonal at m->dof_Madr[i].
-// The sparse LDL of M + h B in adjoint/step_d.c (factorLDL, solveLDL) relies on this layout too.
+// The joint-space inertia M and the factor of M + h B (Euler's implicit damping, adjoint/step_d.c),
+// each in the host's own sparse layout; both are lower triangles whose row i holds the diagonal and
+// the dof ancestors of i (dof_parentid chain).
+//   2.2: d->qM, m->nM numbers, MuJoCo's "Madr" layout: row i starts at m->dof_Madr[i] with the
+//        diagonal, then the ancestors from the nearest up.
+//   3.x: d->M, m->nC numbers, CSR (m->M_rownnz, M_rowadr, M_colind): row i holds its ancestors in
+//        ascending order, the diagonal last; a "simple" dof (dof_simplenum, off-diagonals
+//        structurally zero) keeps only its diagonal. Every row i that appears in row k is a prefix
+//        of row k (the ancestors of an ancestor), which makes the in-place factor below work.
+// Factor H = L' D L (L unit lower triangular, the layout of H), in place: for k = nv-1 down to 0,
+// with a_ki = H_ki / H_kk for each i in row k:  H_ij -= a_ki H_kj (j in row i), then H_ki = a_ki.
+// Solve x = H^-1 x:  x_j -= L_ij x_i (i = nv-1..0, j < i in row i);  x_i /= D_i;
+//                    x_i -= L_ij x_j (i = 0..nv-1).
 
-static inline mjtNum* compat_massDiag(const mjModel* m, mjtNum* qM, int i) {
-  return qM + m->dof_Madr[i];
+// numbers in the mass matrix storage
+static inline int compat_massSize(const mjModel* m) {
+#if MJDIFF_MUJOCO_3
+  return (int)m->nC;
+#else
+  return m->nM;
+#endif
+}
+
+// dst = M in the host's layout (compat_massSize numbers)
+static inline void compat_massCopy(const mjModel* m, const mjData* d, mjtNum* dst) {
+#if MJDIFF_MUJOCO_3
+  mju_copy(dst, d->M, (int)m->nC);
+#else
+  mju_copy(dst, d->qM, m->nM);
+#endif
+}
+
+// address of the diagonal of row i in the layout
+static inline int compat_massDiagAdr(const mjModel* m, int i) {
+#if MJDIFF_MUJOCO_3
+  return m->M_rowadr[i] + m->M_rownnz[i] - 1;
+#else
+  return m->dof_Madr[i];
+#endif
+}
+
+static inline mjtNum* compat_massDiag(const mjModel* m, mjtNum* M, int i) {
+  return M + compat_massDiagAdr(m, i);
+}
+
+// H = L' D L in place (H positive definite, in the layout of M)
+static inline void compat_massFactor(const mjModel* m, mjtNum* H) {
+#if MJDIFF_MUJOCO_3
+  for (int k = m->nv - 1; k >= 0; k--) {
+    int start = m->M_rowadr[k], diag = start + m->M_rownnz[k] - 1;
+    for (int adr = diag - 1; adr >= start; adr--) {
+      int i = m->M_colind[adr];
+      mjtNum a = H[adr] / H[diag];
+      // row i is the prefix of row k up to column i
+      int ai = m->M_rowadr[i], n = m->M_rownnz[i];
+      for (int j = 0; j < n; j++) H[ai + j] -= a * H[start + j];
+      H[adr] = a;
+    }
+  }
+#else
+  for (int k = m->nv - 1; k >= 0; k--) {
+    int ak = m->dof_Madr[k] + 1;
+    for (int i = m->dof_parentid[k]; i >= 0; i = m->dof_parentid[i], ak++) {
+      mjtNum a = H[ak] / H[m->dof_Madr[k]];
+      // H_ij -= a H_kj for j = i and its ancestors (H_kj at ak, ak+1, ...)
+      int aj = m->dof_Madr[i], bk = ak;
+      for (int j = i; j >= 0; j = m->dof_parentid[j], aj++, bk++) H[aj] -= a * H[bk];
+      H[ak] = a;
+    }
+  }
+#endif
+}
+
+// x = H^-1 x for n vectors (rows of x, nv each), H factored by compat_massFactor
+static inline void compat_massSolve(const mjModel* m, const mjtNum* H, mjtNum* x, int n) {
+  int nv = m->nv;
+  for (int r = 0; r < n; r++) {
+    mjtNum* y = x + (size_t)nv * r;
+#if MJDIFF_MUJOCO_3
+    for (int i = nv - 1; i >= 0; i--) {  // L'^-1
+      int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
+      for (int a = start; a < diag; a++) y[m->M_colind[a]] -= H[a] * y[i];
+    }
+    for (int i = 0; i < nv; i++) y[i] /= H[m->M_rowadr[i] + m->M_rownnz[i] - 1];
+    for (int i = 0; i < nv; i++) {  // L^-1
+      int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
+      for (int a = start; a < diag; a++) y[i] -= H[a] * y[m->M_colind[a]];
+    }
+#else
+    for (int i = nv - 1; i >= 0; i--) {  // L'^-1
+      int a = m->dof_Madr[i] + 1;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[j] -= H[a] * y[i];
+    }
+    for (int i = 0; i < nv; i++) y[i] /= H[m->dof_Madr[i]];
+    for (int i = 0; i < nv; i++) {  // L^-1
+      int a = m->dof_Madr[i] + 1;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[i] -= H[a] * y[j];
+    }
+#endif
+  }
+}
+
+// ---------------------------------- solver statistics --------------------------------------------
+// The implicit smooth step reports its Newton iterations where MuJoCo reports its solver's.
+// 2.2: d->solver_iter, d->solver[mjNSOLVER]; 3.x: per island, d->solver_niter[0] and
+// d->solver[0 .. mjNSOLVER) for island 0.
+
+// iteration k's statistics: improvement = residual norm, gradient = relative velocity correction
+static inline void compat_solverStat(mjData* d, int k, mjtNum residual, mjtNum correction) {
+  if (k < 0 || k >= mjNSOLVER) return;
+  d->solver[k].improvement = residual;
+  d->solver[k].gradient = correction;
+}
+
+static inline void compat_solverIter(mjData* d, int n) {
+#if MJDIFF_MUJOCO_3
+  d->solver_niter[0] = n;
+#else
+  d->solver_iter = n;
+#endif
+}
+
+static inline int compat_getSolverIter(const mjData* d) {
+#if MJDIFF_MUJOCO_3
+  return d->solver_niter[0];
+#else
+  return d->solver_iter;
+#endif
+}
+
+// the last recorded statistic of iteration k: 0 the residual norm, 1 the correction
+static inline mjtNum compat_getSolverStat(const mjData* d, int k, int which) {
+  if (k < 0) return 0;
+  if (k >= mjNSOLVER) k = mjNSOLVER - 1;
+  return which ? d->solver[k].gradient : d->solver[k].improvement;
+}
+
+// dense M (nv x nv). 2.2: mj_fullM(m, dst, d->qM); 3.10+: mj_fullM(m, d, dst)
+static inline void compat_fullM(const mjModel* m, const mjData* d, mjtNum* dst) {
+#if MJDIFF_MUJOCO_3
+  mj_fullM(m, d, dst);
+#else
+  mj_fullM(m, dst, d->qM);
+#endif
+}
+
+// whether mj_Euler integrates damping implicitly (M + h B): 2.2 as soon as one dof has damping;
+// 3.x also unless mjDSBL_EULERDAMP or mjDSBL_DAMPER is set (dampingpoly and actuator damping,
+// which would join B there, are refused by compat_unsupported)
+static inline int compat_eulerImplicit(const mjModel* m) {
+#if MJDIFF_MUJOCO_3
+  if (m->opt.disableflags & (mjDSBL_EULERDAMP | mjDSBL_DAMPER)) return 0;
+#endif
+  for (int i = 0; i < m->nv; i++) {
+    if (m->dof_damping[i] > 0) return 1;
+  }
+  return 0;
 }
 
 // ---------------------------------- equality data ------------------------------------------------
-// 2.2: connect anchors at eq_data[0..2] (body1) and [3..5] (body2); weld anchors [3..5] on body1 and
-// [0..2] on body2, relative pose quaternion [6..9], torquescale [10]; eq_active in the model.
+// 2.2 and 3.x (body semantics): connect anchors at eq_data[0..2] (body1) and [3..5] (body2); weld
+// anchors [3..5] on body1 and [0..2] on body2, relative pose quaternion [6..9], torquescale [10].
+// 2.2: eq_active in the model; 3.x: d->eq_active (m->eq_active0 its initial value), and site
+// semantics (eq_objtype mjOBJ_SITE; refused by compat_unsupported).
 
 static inline int compat_eqActive(const mjModel* m, const mjData* d, int i) {
+#if MJDIFF_MUJOCO_3
+  (void)m;
+  return d->eq_active[i];
+#else
   (void)d;
   return m->eq_active[i];
+#endif
 }
 
 // anchors of a connect or weld in the frames of obj1 and obj2; weld relative pose and torquescale
@@ -110,6 +427,196 @@ static inline void compat_eqAnchors(const mjModel* m, int i, const mjtNum* ancho
   anchor[1] = weld ? data : data + 3;
   *relpose = weld ? data + 6 : NULL;
   *torquescale = weld ? data[10] : 0;
+}
+
+// ---------------------------------- actuator moments ----------------------------------------------
+// 2.2: d->actuator_moment dense (nu x nv). 3.x: row-sparse (d->moment_rownnz, moment_rowadr,
+// moment_colind), one row per force output (m->nout; actuators with more than one output, or an
+// output address other than their index, are refused by compat_unsupported).
+
+// res += f * moment(i, :)^T  (nv x 1)
+static inline void compat_addActuatorForce(const mjModel* m, const mjData* d, int i, mjtNum f,
+                                           mjtNum* res) {
+#if MJDIFF_MUJOCO_3
+  (void)m;
+  int adr = d->moment_rowadr[i], nnz = d->moment_rownnz[i];
+  for (int k = 0; k < nnz; k++) res[d->moment_colind[adr + k]] += f * d->actuator_moment[adr + k];
+#else
+  mju_addToScl(res, d->actuator_moment + (size_t)m->nv * i, f, m->nv);
+#endif
+}
+
+// a dense row buffer for compat_actuatorMoment: on 3.x nv numbers on the C stack (a VLA), on 2.2
+// none (the rows are read in place)
+#if MJDIFF_MUJOCO_3
+#define COMPAT_MOMENT_BUF(name, nv) mjtNum name[(nv) > 0 ? (nv) : 1]
+#else
+#define COMPAT_MOMENT_BUF(name, nv) mjtNum* name = NULL
+#endif
+
+// dense row i of the actuator moment (nv x 1): in place (2.2) or expanded into buf (3.x)
+static inline const mjtNum* compat_actuatorMoment(const mjModel* m, const mjData* d, int i,
+                                                  mjtNum* buf) {
+#if MJDIFF_MUJOCO_3
+  mju_zero(buf, (int)m->nv);
+  compat_addActuatorForce(m, d, i, 1, buf);
+  return buf;
+#else
+  (void)buf;
+  return d->actuator_moment + (size_t)m->nv * i;
+#endif
+}
+
+// ---------------------------------- tendon spring -------------------------------------------------
+// 2.2: tendon_lengthspring (ntendon x 1). 3.x: a range (ntendon x 2), no force inside it; ranges
+// with lo < hi are refused (compat_unsupported), so the rest length is the first entry.
+static inline mjtNum compat_tendonLengthSpring(const mjModel* m, int t) {
+#if MJDIFF_MUJOCO_3
+  return m->tendon_lengthspring[2 * t];
+#else
+  return m->tendon_lengthspring[t];
+#endif
+}
+
+// ---------------------------------- features without a smooth counterpart ------------------------
+// 3.x features the smooth model and its derivatives do not cover: the name of the first one the
+// model uses (with the element's id in *id, -1 for a model-wide one), or NULL. 2.2: none.
+static inline const char* compat_unsupported(const mjModel* m, int* id) {
+  *id = -1;
+#if MJDIFF_MUJOCO_3
+  if (m->nflex) return "flex (deformable) objects";
+  for (int i = 0; i < m->neq; i++) {
+    if (m->eq_objtype[i] == mjOBJ_SITE) {
+      *id = i;
+      return "an equality with site semantics";
+    }
+  }
+  for (int i = 0; i < m->nv; i++) {
+    for (int k = 0; k < mjNPOLY; k++) {
+      if (m->dof_dampingpoly[mjNPOLY * i + k] != 0) {
+        *id = i;
+        return "a dof with polynomial damping (dampingpoly)";
+      }
+    }
+  }
+  for (int j = 0; j < m->njnt; j++) {
+    for (int k = 0; k < mjNPOLY; k++) {
+      if (m->jnt_stiffnesspoly[mjNPOLY * j + k] != 0) {
+        *id = j;
+        return "a joint with polynomial stiffness (stiffnesspoly)";
+      }
+    }
+  }
+  for (int i = 0; i < m->ntendon; i++) {
+    for (int k = 0; k < mjNPOLY; k++) {
+      if (m->tendon_stiffnesspoly[mjNPOLY * i + k] != 0 ||
+          m->tendon_dampingpoly[mjNPOLY * i + k] != 0) {
+        *id = i;
+        return "a tendon with polynomial stiffness or damping";
+      }
+    }
+  }
+  for (int i = 0; i < m->nu; i++) {
+    int poly = 0;
+    for (int k = 0; k < mjNPOLY; k++) poly |= m->actuator_dampingpoly[mjNPOLY * i + k] != 0;
+    if (poly || m->actuator_damping[i] != 0 || m->actuator_armature[i] != 0) {
+      *id = i;
+      return "an actuator with damping or armature";
+    }
+  }
+  for (int i = 0; i < m->ntendon; i++) {
+    if (m->tendon_armature[i] != 0) {
+      *id = i;
+      return "a tendon with armature";
+    }
+  }
+  for (int j = 0; j < m->njnt; j++) {
+    if (m->jnt_actgravcomp[j]) {
+      *id = j;
+      return "a joint with actuator gravity compensation";
+    }
+  }
+  for (int i = 0; i < m->ntendon; i++) {
+    if (m->tendon_lengthspring[2 * i] != m->tendon_lengthspring[2 * i + 1] &&
+        m->tendon_stiffness[i] != 0) {
+      *id = i;
+      return "a tendon spring with a dead band (springlength range)";
+    }
+    if (m->tendon_actfrclimited[i]) {
+      *id = i;
+      return "a tendon with actuator force limits (actuatorfrcrange)";
+    }
+  }
+  for (int j = 0; j < m->njnt; j++) {
+    if (m->jnt_actfrclimited[j]) {
+      *id = j;
+      return "a joint with actuator force limits (actuatorfrcrange)";
+    }
+  }
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_actearly[i]) {
+      *id = i;
+      return "an actuator with actearly";
+    }
+    if (m->actuator_plugin[i] >= 0) {
+      *id = i;
+      return "a plugin actuator";
+    }
+  }
+  if (m->nout != m->nu) return "an actuator with more than one force output";
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_outadr[i] != i || m->actuator_outnum[i] != 1) {
+      *id = i;
+      return "an actuator with more than one force output";
+    }
+  }
+  for (int b = 0; b < m->nbody; b++) {
+    if (m->body_gravcomp[b] != 0) {
+      *id = b;
+      return "a body with gravity compensation (gravcomp)";
+    }
+  }
+#else
+  (void)m;
+#endif
+  return NULL;
+}
+
+// ---------------------------------- engine plugin (3.x) -------------------------------------------
+// 3.x: a model's <extension><plugin plugin="NAME"><instance> blocks are plugin instances (m->nplugin,
+// registry slot m->plugin[i]), each with its <config key value> strings. 2.2: none.
+
+#define COMPAT_PLUGIN_NAME "mjdiff.smooth"
+
+// number of instances of the plugin named name in m; the first one's index in *first (-1: none)
+static inline int compat_pluginInstances(const mjModel* m, const char* name, int* first) {
+  int n = 0;
+  *first = -1;
+#if MJDIFF_MUJOCO_3
+  for (int i = 0; i < m->nplugin; i++) {
+    const mjpPlugin* p = mjp_getPluginAtSlot(m->plugin[i]);
+    if (p && p->name && !strcmp(p->name, name)) {
+      if (!n++) *first = i;
+    }
+  }
+#else
+  (void)m;
+  (void)name;
+#endif
+  return n;
+}
+
+// the value of config key in plugin instance i, or NULL when the instance does not set it
+static inline const char* compat_pluginConfig(const mjModel* m, int i, const char* key) {
+#if MJDIFF_MUJOCO_3
+  const char* v = mj_getPluginConfig(m, i, key);
+  return v && *v ? v : NULL;
+#else
+  (void)m;
+  (void)i;
+  (void)key;
+  return NULL;
+#endif
 }
 
 #endif  // MJDIFF_COMPAT_H_

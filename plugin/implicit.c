@@ -107,10 +107,7 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
 }
 
 int mjdiff_eulerDamped(const mjModel* m) {
-  for (int i = 0; i < m->nv; i++) {
-    if (m->dof_damping[i] > 0) return 1;
-  }
-  return 0;
+  return compat_eulerImplicit(m);
 }
 
 size_t mjdiff_implicitStackNeed(const mjModel* m) {
@@ -167,12 +164,14 @@ static mjtNum normInf(const mjtNum* x, int n) {
   return r;
 }
 
-// g = H (v - v0) - h (F_e + f_s(q0 (+) h v, v)) and phi = sum g_i^2 / M_ii, with d's state set
+// g = H (v - v0) - h (F_e + f_s(q0 (+) h v, v)) and phi = sum g_i^2 / M_ii (M_ii from Mdense, the
+// start state's M), with d's state set
 // to (q0 (+) h v, v) and evaluated there; fails on a non-finite iterate or residual
 static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
                                  const mjdiffModel* s, const mjtNum* q0, const mjtNum* v0,
                                  const mjtNum* Fe, mjtNum hdamp, const mjtNum* v, mjtNum* fs,
-                                 mjtNum* tmp, mjtNum* g, mjtNum* phi, char* err, int errsz) {
+                                 const mjtNum* Mdense, mjtNum* tmp, mjtNum* g, mjtNum* phi,
+                                 char* err, int errsz) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
   mju_copy(d->qpos, q0, m->nq);
@@ -184,7 +183,7 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   *phi = 0;
   for (int i = 0; i < nv; i++) {
     g[i] -= h * (Fe[i] + fs[i]);
-    *phi += g[i] * g[i] / d->qM[m->dof_Madr[i]];
+    *phi += g[i] * g[i] / Mdense[(size_t)nv * i + i];
   }
   if (!isfinite(*phi)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
@@ -231,7 +230,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   int* piv = (int*)compat_stackAllocNum(d, nv);
   mju_copy(q0, d->qpos, nq);
   mju_copy(v0, d->qvel, nv);
-  mj_fullM(m, Mdense, d->qM);
+  compat_fullM(m, d, Mdense);
 
   // F_e and the Newton matrix at the start state
   mju_zero(fs, nv);
@@ -255,7 +254,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mjtNum phi = 0, corr_prev = INFINITY;
   int keep = 0, k = 0;  // keep: N serves the next iterate too (a chord step)
   if (st == MJDIFF_OK) {
-    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vk, fs, tmp, g, &phi, err, errsz);
+    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vk, fs, Mdense, tmp, g, &phi, err, errsz);
   }
   while (st == MJDIFF_OK) {
     k++;
@@ -270,10 +269,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     mju_scl(dv, g, -1, nv);
     mjdiff_luSolve(nv, N, piv, dv);
     mjtNum corr = normInf(dv, nv) / (1 + normInf(vk, nv));
-    if (k <= mjNSOLVER) {
-      d->solver[k - 1].improvement = sqrt(phi);
-      d->solver[k - 1].gradient = corr;
-    }
+    compat_solverStat(d, k - 1, sqrt(phi), corr);
     *iters = k;
     *correction = corr;
     if (corr <= tol) {
@@ -306,8 +302,8 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     mjtNum alpha = mju_min(1, (1 + normInf(vk, nv)) / normInf(dv, nv)), phitry = INFINITY;
     for (;;) {
       for (int i = 0; i < nv; i++) vtry[i] = vk[i] + alpha * dv[i];
-      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vtry, fs, tmp, gtry, &phitry, err,
-                        errsz);
+      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vtry, fs, Mdense, tmp, gtry,
+                        &phitry, err, errsz);
       if (st != MJDIFF_OK || phitry <= (1 - 1e-4 * alpha) * phi || alpha < 1e-6) break;
       alpha *= 0.5;
     }
@@ -327,11 +323,18 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     mju_copy(g, gtry, nv);
     phi = phitry;
   }
-  d->solver_iter = *iters;
+  compat_solverIter(d, *iters);
   if (st != MJDIFF_OK) {
     mju_copy(d->qpos, q0, nq);
     mju_copy(d->qvel, v0, nv);
   }
   compat_stackFree(d, mark);
   return st;
+}
+
+int mjdiff_implicitStats(const mjData* d, mjtNum* correction, mjtNum* residual) {
+  int n = compat_getSolverIter(d);
+  if (correction) *correction = n > 0 ? compat_getSolverStat(d, n - 1, 1) : 0;
+  if (residual) *residual = n > 0 ? compat_getSolverStat(d, n - 1, 0) : 0;
+  return n;
 }

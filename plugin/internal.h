@@ -147,4 +147,8 @@ mjdiffStatus mjdiff_checkPair(const mjModel* m, const mjdiffModel* s, char* err,
 mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, char* err,
                                    int errsz);
 
+// the model-wide parameters by name, in a fixed order (the MuJoCo 3 plugin's config keys)
+MJDIFF_API int mjdiff_optionCount(void);
+MJDIFF_API const char* mjdiff_optionName(int i);
+
 #endif  // MJDIFF_INTERNAL_H_

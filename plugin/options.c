@@ -168,7 +168,7 @@ static mjtNum geomFieldOption(const mjdiffOptions* o, int field) {
 }
 
 int mjdiff_pairIndex(const mjModel* m, int g1, int g2) {
-  if (m->opt.collision == mjCOL_DYNAMIC) return -1;
+  if (!compat_collidesPairs(m)) return -1;
   for (int i = 0; i < m->npair; i++) {
     if ((m->pair_geom1[i] == g1 && m->pair_geom2[i] == g2) ||
         (m->pair_geom1[i] == g2 && m->pair_geom2[i] == g1)) {
@@ -386,7 +386,7 @@ static const char* numericName(const mjModel* m, int i) {
 
 int mjdiff_wantsSmooth(const mjModel* m) {
   if (!m) return 0;
-  int found = 0;
+  int inst, found = compat_pluginInstances(m, COMPAT_PLUGIN_NAME, &inst) > 0;
   for (int i = 0; i < m->nnumeric; i++) {
     const char* name = numericName(m, i);
     if (strncmp(name, PREFIX, strlen(PREFIX))) continue;
@@ -433,6 +433,48 @@ static mjdiffStatus readCustom(mjdiffModel* s, const mjModel* m, char* err, int 
   return MJDIFF_OK;
 }
 
+// MuJoCo 3: the model's mjdiff.smooth plugin instance, its config keys named as the fields
+// (model-wide values; per-geom values stay in the mjdiff_* numerics), applied after the numerics
+static mjdiffStatus readPluginConfig(mjdiffModel* s, const mjModel* m, char* err, int errsz) {
+  int inst, n = compat_pluginInstances(m, COMPAT_PLUGIN_NAME, &inst);
+  if (n > 1) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "plugin " COMPAT_PLUGIN_NAME " is declared %d times in the model (at most "
+                        "one instance: its forces would add up)", n);
+  }
+  for (int i = 0; n && i < NPARAM; i++) {
+    const char* text = compat_pluginConfig(m, inst, kParams[i].name);
+    if (!text) continue;
+    char* end = NULL;
+    double v = strtod(text, &end);
+    while (end && (*end == ' ' || *end == '\t')) end++;
+    if (end == text || !end || *end) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                          "plugin " COMPAT_PLUGIN_NAME " config key '%s': value '%s' is not a "
+                          "number", kParams[i].name, text);
+    }
+    mjdiffStatus st = checkValue(kParams + i, (mjtNum)v, err, errsz);
+    if (st != MJDIFF_OK) {
+      // name the key and the text as written
+      char why[256];
+      snprintf(why, sizeof(why), "%s", err ? err : "");
+      return mjdiff_error(err, errsz, st, "plugin " COMPAT_PLUGIN_NAME " config key '%s' = '%s': %s",
+                          kParams[i].name, text, why);
+    }
+    *optField(&s->opt, kParams + i) = (mjtNum)v;
+    spreadGeomParam(s, kParams + i);
+  }
+  return MJDIFF_OK;
+}
+
+int mjdiff_optionCount(void) {
+  return NPARAM;
+}
+
+const char* mjdiff_optionName(int i) {
+  return i >= 0 && i < NPARAM ? kParams[i].name : NULL;
+}
+
 //---------------------------------- model checks --------------------------------------------------
 
 mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, char* err,
@@ -442,6 +484,13 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
                         "integrator %d (%s) is not supported by the smooth model: use Euler or "
                         "RK4", m->opt.integrator,
                         m->opt.integrator == mjINT_IMPLICIT ? "implicit" : "unknown");
+  }
+  int id;
+  const char* feature = compat_unsupported(m, &id);
+  if (feature) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "the model uses %s (element %d), which the smooth model does not cover",
+                        feature, id);
   }
   for (int i = 0; i < m->neq; i++) {
     if (m->eq_type[i] != mjEQ_CONNECT && m->eq_type[i] != mjEQ_WELD &&
@@ -473,7 +522,7 @@ mjdiffStatus mjdiff_checkPair(const mjModel* m, const mjdiffModel* s, char* err,
   if (m->ngeom != s->ngeom || m->nv != s->nv) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "smooth model was made for a model with ngeom=%d nv=%d, got ngeom=%d "
-                        "nv=%d", s->ngeom, s->nv, m->ngeom, m->nv);
+                        "nv=%d", s->ngeom, s->nv, (int)m->ngeom, (int)m->nv);
   }
   return MJDIFF_OK;
 }
@@ -551,6 +600,7 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
   }
 
   st = readCustom(s, m, err, errsz);
+  if (st == MJDIFF_OK) st = readPluginConfig(s, m, err, errsz);
   if (st == MJDIFF_OK) {
     st = mjdiff_checkSupported(m, &s->opt, err, errsz);
   }

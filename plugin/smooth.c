@@ -209,7 +209,7 @@ mjtNum mjdiff_touchForce(const mjModel* m, const mjData* d, const mjdiffModel* s
 
 void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
                         mjtNum* sensordata) {
-  int contacts = !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_CONTACT);
+  int contacts = !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) && !compat_passiveOff(m);
   for (int i = 0; i < m->nsensor; i++) {
     if (m->sensor_type[i] != mjSENS_TOUCH) continue;
     mjtNum sum = 0;
@@ -223,7 +223,7 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 //---------------------------------- collision -----------------------------------------------------
 
 void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
-  if (DISABLED(m, COMPAT_DSBL_DETECT | mjDSBL_PASSIVE)) {
+  if (DISABLED(m, COMPAT_DSBL_DETECT) || compat_passiveOff(m)) {
     d->ncon = 0;
     return;
   }
@@ -435,9 +435,9 @@ static void limitsAndLoss(const mjModel* m, const mjData* d, const mjdiffModel* 
 //---------------------------------- all forces ----------------------------------------------------
 
 void mjdiff_addForces(const mjModel* m, mjData* d, const mjdiffModel* s, mjtNum* qfrc) {
-  // smooth forces are delivered as passive forces: MuJoCo 2.2 skips mjcb_passive when passive
+  // smooth forces are delivered as passive forces: MuJoCo skips mjcb_passive (3.x: plugins) when passive
   // forces are disabled, and the direct step agrees with the adapter
-  if (DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) return;
+  if (DISABLED(m, mjDSBL_CONSTRAINT) || compat_passiveOff(m)) return;
   int contacts = !DISABLED(m, mjDSBL_CONTACT) && d->ncon > 0;
   int bodyeq = 0;
   if (!DISABLED(m, mjDSBL_EQUALITY)) {

@@ -118,7 +118,7 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
   w->id = w->id2 = -1;
   w->hmax = INFINITY;
   w->stiffness = w->damping = w->mass = 0;
-  if (m->opt.disableflags & (mjDSBL_CONSTRAINT | mjDSBL_PASSIVE)) {
+  if ((m->opt.disableflags & mjDSBL_CONSTRAINT) || compat_passiveOff(m)) {
     compat_stackFree(d, mark);
     return;
   }

@@ -91,7 +91,7 @@ static mjdiffStatus checkAcc(const mjModel* m, mjData* d, char* err, int errsz) 
 // min(s, cutoff). mu: the model as its user configured it.
 static void sensorAcc(const mjModel* mu, mjModel* view, mjData* d, const mjdiffModel* s) {
   int ntouch = 0, noisy = 0;
-  int noise = view->opt.enableflags & mjENBL_SENSORNOISE;
+  int noise = compat_sensorNoise(view);
   for (int i = 0; i < view->nsensor; i++) {
     if (view->sensor_type[i] != mjSENS_TOUCH) continue;
     ntouch++;

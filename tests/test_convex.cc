@@ -993,9 +993,15 @@ TEST(ConvexErrors, RefusedContactsAndDeterminism) {
   EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
   bad = con;
   bad.geom2 = m->ngeom;
+#if MJDIFF_MUJOCO_3
+  bad.geom[1] = bad.geom2;  // 3.x reads geom[] (geom1, geom2 deprecated)
+#endif
   EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
   bad = con;
   bad.geom2 = bad.geom1;  // cylinder-cylinder with itself: not the contact
+#if MJDIFF_MUJOCO_3
+  bad.geom[1] = bad.geom2;
+#endif
   EXPECT_EQ(mjdiff_convexGeomJacobian(m, d, &bad, J), -1);
   EXPECT_EQ(mjdiff_convexPair(mjGEOM_PLANE, mjGEOM_ELLIPSOID), 0);
   EXPECT_EQ(mjdiff_convexPair(mjGEOM_BOX, mjGEOM_BOX), 0);

@@ -358,7 +358,7 @@ TEST(FluidForce, InForceDerivative) {
   mjdiff_fluidDerivative(&off, d, z1.data(), z2.data());
   EXPECT_EQ(0, maxAbs(z1) + maxAbs(z2));
   mjModel nopass = *m;
-  nopass.opt.disableflags |= mjDSBL_PASSIVE;
+  nopass.opt.disableflags |= COMPAT_DSBL_PASSIVE_ALL;
   mjdiff_fluidDerivative(&nopass, d, z1.data(), z2.data());
   EXPECT_EQ(0, maxAbs(z1) + maxAbs(z2));
 }

@@ -319,7 +319,7 @@ TEST(MpcPlanner, GradientMatchesFiniteDifferences) {
       EXPECT_LE(rel, 1e-5) << "g.v " << gv << " fd " << fd << " |g| " << gnorm;
     }
     std::printf("[ gradient ] %-10s knots %d x %d  |g| %.4g  worst error %.3g (relative to |g|)\n",
-                name.c_str(), nknot, m->nu, gnorm, worst);
+                name.c_str(), nknot, (int)m->nu, gnorm, worst);
     mpc_freePlanner(p);
   }
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "shim.h"
+#include "compat.h"
 
 extern "C" {
 #include "../adjoint/derivative.h"
@@ -431,11 +432,13 @@ TEST_P(RneDerivative, StackTooSmallGivesNan) {
   std::vector<mjtNum> qpos, qvel, acc, Aq, Av;
   RandomState(m, &rng, &qpos, &qvel, &acc);
   Analytic(m, d, qpos, qvel, acc, &Aq, &Av);
-  int pstack0 = d->pstack;
-  d->pstack = d->nstack - 8;  // as if the caller held all but 8 numbers of the stack
+  // as if the caller held all but 8 numbers of the stack
+  mjdiffStackMark mark = compat_stackMark(d);
+  compat_stackAllocNum(d, compat_stackSpace(d) - 8);
+  auto pstack1 = d->pstack;
   mjdiff_rneDerivative(m, d, acc.data(), Aq.data(), Av.data());
-  EXPECT_EQ(d->pstack, d->nstack - 8);
-  d->pstack = pstack0;
+  EXPECT_EQ(d->pstack, pstack1);
+  compat_stackFree(d, mark);
   for (int i = 0; i < nv * nv; i++) {
     ASSERT_TRUE(std::isnan(Aq[i]));
     ASSERT_TRUE(std::isnan(Av[i]));

@@ -20,10 +20,16 @@ unset LD_LIBRARY_PATH LD_PRELOAD
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
 libdir=${libdir:-lib}
+# the host: MuJoCo 3 builds the engine plugin instead of the preload library, and the consumer
+# must find the same MuJoCo (its prefix from the build's mujoco_DIR)
+mj3=$(sed -n 's/^MJDIFF_HOST_MUJOCO3:INTERNAL=//p' "$build/CMakeCache.txt")
+mjdir=$(sed -n 's/^mujoco_DIR:PATH=//p' "$build/CMakeCache.txt")
+addon="$libdir/libmjdiff_preload.so" mjprefix=""
+if [[ $mj3 == ON ]]; then addon="$libdir/libmjdiff_plugin.so" mjprefix=";$mjdir/../../.."; fi
 
 # installed files
 for f in include/mjdiff/mjdiff.h include/mjdiff/smooth.h include/mjdiff/base.h \
-         "$libdir/libmjdiff.so" "$libdir/libmjdiff_preload.so" \
+         "$libdir/libmjdiff.so" "$addon" \
          "$libdir/cmake/mjdiff/mjdiffConfig.cmake" "$libdir/cmake/mjdiff/mjdiffConfigVersion.cmake" \
          "$libdir/cmake/mjdiff/mjdiffTargets.cmake"; do
   [[ -e "$prefix/$f" ]] || fail "missing $f"
@@ -31,7 +37,7 @@ done
 [[ -x "$prefix/bin/mjdiff-demo" ]] || fail "missing bin/mjdiff-demo"
 
 # installed binaries resolve libmjdiff from the prefix, not from the build tree
-for f in "$prefix/bin/mjdiff-demo" "$prefix/$libdir/libmjdiff_preload.so"; do
+for f in "$prefix/bin/mjdiff-demo" "$prefix/$addon"; do
   deps=$(ldd "$f") || fail "ldd $f"
   if grep -q "not found" <<<"$deps"; then echo "$deps" >&2; fail "unresolved libraries in $f"; fi
   grep -q "libmjdiff\.so.* => $prefix/" <<<"$deps" || { echo "$deps" >&2; fail "$f does not load libmjdiff from $prefix"; }
@@ -40,9 +46,11 @@ done
 # installed tool runs
 "$prefix/bin/mjdiff-demo" --help >"$work/help.txt" 2>&1 || { cat "$work/help.txt"; fail "mjdiff-demo --help exit $?"; }
 
-# installed preload library loads and runs its constructor
-env LD_PRELOAD="$prefix/$libdir/libmjdiff_preload.so" MJDIFF_LOG="$work/preload.log" true
-grep -q "mjdiff: preloaded" "$work/preload.log" 2>/dev/null || fail "preload library did not load"
+# installed preload library loads and runs its constructor (MuJoCo 2.2)
+if [[ $mj3 != ON ]]; then
+  env LD_PRELOAD="$prefix/$libdir/libmjdiff_preload.so" MJDIFF_LOG="$work/preload.log" true
+  grep -q "mjdiff: preloaded" "$work/preload.log" 2>/dev/null || fail "preload library did not load"
+fi
 
 # a consumer project
 mkdir -p "$work/app"
@@ -76,8 +84,12 @@ int main(void) {
   mjVFS* vfs = malloc(sizeof(mjVFS));
   if (!vfs) return 1;
   mj_defaultVFS(vfs);
+#if mjVERSION_HEADER >= 3000000
+  if (mj_addBufferVFS(vfs, "sphere.xml", kXml, (int)strlen(kXml))) return 1;
+#else
   if (mj_makeEmptyFileVFS(vfs, "sphere.xml", (int)strlen(kXml))) return 1;
   memcpy(vfs->filedata[mj_findFileVFS(vfs, "sphere.xml")], kXml, strlen(kXml));
+#endif
   mjModel* m = mj_loadXML("sphere.xml", vfs, err, sizeof(err));
   mj_deleteVFS(vfs);
   free(vfs);
@@ -109,7 +121,7 @@ int main(void) {
 C
 
 cmake -S "$work/app" -B "$work/app/build" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
+      -DCMAKE_PREFIX_PATH="$prefix$mjprefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
       >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "consumer configure"; }
 grep -q "mjdiff_DIR=$prefix/" "$work/configure.log" || { cat "$work/configure.log"; fail "consumer did not find mjdiff in $prefix"; }
 cmake --build "$work/app/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "consumer build"; }

@@ -2,6 +2,8 @@
 
 #include "shim.h"
 
+#include "compat.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,12 +16,11 @@ mjModel* shim_loadString(const char* xml, char* err, int errsz) {
   mjVFS vfs;
   mj_defaultVFS(&vfs);
   int n = (int)strlen(xml);
-  if (mj_makeEmptyFileVFS(&vfs, "model.xml", n)) {
+  if (compat_vfsAddBuffer(&vfs, "model.xml", xml, n)) {
     snprintf(err, (size_t)errsz, "cannot make VFS file");
+    mj_deleteVFS(&vfs);
     return NULL;
   }
-  int i = mj_findFileVFS(&vfs, "model.xml");
-  memcpy(vfs.filedata[i], xml, (size_t)n);
   mjModel* m = mj_loadXML("model.xml", &vfs, err, errsz);
   mj_deleteVFS(&vfs);
   return m;

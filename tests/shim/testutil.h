@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "shim.h"
+#include "compat.h"  // the host MuJoCo version's differences (plugin/compat.h)
 
 namespace testutil {
 

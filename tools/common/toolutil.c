@@ -4,6 +4,8 @@
 
 #include "toolutil.h"
 
+#include "compat.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -161,10 +163,9 @@ mjModel* tool_loadXMLText(const char* path, const char* text, long size, char* e
   mj_defaultVFS(vfs);
   mjModel* m = NULL;
   char msg[800] = "";
-  if (mj_makeEmptyFileVFS(vfs, path, (int)size) != 0) {
+  if (compat_vfsAddBuffer(vfs, path, text, (int)size) != 0) {
     snprintf(msg, sizeof(msg), "cannot add the model text to a VFS");
   } else {
-    memcpy(vfs->filedata[vfs->nfile - 1], text, (size_t)size);
     m = mj_loadXML(path, vfs, msg, sizeof(msg));
   }
   mj_deleteVFS(vfs);

@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
   int text = !a.json;
   if (text) {
     printf("%s %s: %s (nq=%d nv=%d nu=%d ngeom=%d, timestep %g s, %s)\n", kTool,
-           mjdiff_versionString(), a.model, m->nq, m->nv, m->nu, m->ngeom, m->opt.timestep,
+           mjdiff_versionString(), a.model, (int)m->nq, (int)m->nv, (int)m->nu, (int)m->ngeom, m->opt.timestep,
            m->opt.integrator == mjINT_RK4 ? "RK4" : "Euler");
     const mjtNum v[4] = {o->contact_stiffness, o->contact_damping, o->contact_width,
                          o->friction_speed};

@@ -63,7 +63,7 @@ mpcLoop* mpc_makeLoop(const mjModel* m, const mjdiffModel* s, const mpcTask* tas
   }
   if (opt->key > 0 && opt->key >= m->nkey) {
     snprintf(err, (size_t)errsz, "keyframe %d does not exist (the model has %d)", opt->key,
-             m->nkey);
+             (int)m->nkey);
     return NULL;
   }
   mpcLoop* loop = calloc(1, sizeof(mpcLoop));

@@ -37,6 +37,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include "compat.h"
 #include "guard.h"
 #include "mpc.h"
 
@@ -679,8 +680,8 @@ double mpc_cost(const mpcTask* task, const mjModel* m, mjData* d, int terminal, 
   int nv = m->nv, nu = m->nu, ndx = 2 * nv + m->na;
   if (dldx) mju_zero(dldx, ndx);
   if (dldu) mju_zero(dldu, nu);
-  int mark = d->pstack;
-  mjtNum* R = mj_stackAlloc(d, scratchSize(m));
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* R = compat_stackAllocNum(d, scratchSize(m));
   mjtNum* scratch = R + 3 * ndx;
 
   mjtNum cost = 0, r[3], c, e;
@@ -706,7 +707,7 @@ double mpc_cost(const mpcTask* task, const mjModel* m, mjData* d, int terminal, 
     }
   }
 
-  d->pstack = mark;
+  compat_stackFree(d, mark);
   return cost;
 }
 
@@ -715,8 +716,8 @@ void mpc_costHessian(const mpcTask* task, const mjModel* m, mjData* d, int termi
   int nv = m->nv, nu = m->nu, ndx = 2 * nv + m->na;
   if (lxx) mju_zero(lxx, ndx * ndx);
   if (luu) mju_zero(luu, nu * nu);
-  int mark = d->pstack;
-  mjtNum* R = mj_stackAlloc(d, scratchSize(m) + 3 * ndx);
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* R = compat_stackAllocNum(d, scratchSize(m) + 3 * ndx);
   mjtNum* T = R + 3 * ndx;
   mjtNum* scratch = T + 3 * ndx;
 
@@ -756,7 +757,7 @@ void mpc_costHessian(const mpcTask* task, const mjModel* m, mjData* d, int termi
     }
   }
 
-  d->pstack = mark;
+  compat_stackFree(d, mark);
 }
 
 int mpc_success(const mpcTask* task, const mjModel* m, mjData* d) {
@@ -766,12 +767,12 @@ int mpc_success(const mpcTask* task, const mjModel* m, mjData* d) {
   if (t->type == TERM_CONTROL) {
     norm = mju_norm(d->ctrl, m->nu);
   } else {
-    int mark = d->pstack;
-    mjtNum* scratch = mj_stackAlloc(d, scratchSize(m));
+    mjdiffStackMark mark = compat_stackMark(d);
+    mjtNum* scratch = compat_stackAllocNum(d, scratchSize(m));
     mjtNum r[3];
     int dim = stateResidual(t, m, d, r, NULL, scratch);
     norm = mju_norm(r, dim);
-    d->pstack = mark;
+    compat_stackFree(d, mark);
   }
   return norm < task->success_threshold;
 }

@@ -31,6 +31,7 @@
 
 #include <GLFW/glfw3.h>
 
+#include "compat.h"
 #include "loop.h"
 #include "toolutil.h"
 

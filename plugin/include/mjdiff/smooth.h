@@ -81,6 +81,12 @@ typedef struct mjdiffOptions_ {
 #define MJDIFF_INT_EXPLICIT 0
 #define MJDIFF_INT_IMPLICIT 1
 
+// After an implicit mjdiff_step on d: the Newton iterations it took (0 after an explicit step that
+// followed mj_resetData; otherwise whatever MuJoCo's solver left), with the last relative velocity
+// correction and residual norm (nullable). Per iteration they are in MuJoCo's own solver
+// statistics (2.2: d->solver_iter, d->solver[i].gradient = correction, .improvement = residual).
+MJDIFF_API int mjdiff_implicitStats(const mjData* d, mjtNum* correction, mjtNum* residual);
+
 // Per-contact force in the contact frame (normal, tangent 1, tangent 2), acting on geom2;
 // geom1 receives the opposite.
 typedef struct mjdiffContactForce_ {
@@ -101,14 +107,15 @@ MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_validateOptions(const mjdiffOptions* opt, char* err, int errsz);
 
-// Nonzero if the model asks for the smooth model: it holds a custom numeric named mjdiff_* and no
-// mjdiff_enable equal to 0.
+// Nonzero if the model asks for the smooth model: it holds a custom numeric named mjdiff_* (or, on
+// MuJoCo 3, an instance of the engine plugin mjdiff.smooth) and no mjdiff_enable equal to 0.
 MJDIFF_API int mjdiff_wantsSmooth(const mjModel* m);
 
 // Make the smooth model of m. Parameters start from opt (defaults if NULL) and are then overridden
-// by the model's mjdiff_* custom numerics. Fails on an unknown mjdiff_* name, a bad value, or a model
-// feature the smooth model cannot handle (named in err). m must outlive the result and must not be
-// resized; its option and parameter arrays may change between steps.
+// by the model's mjdiff_* custom numerics, then (MuJoCo 3) by the config keys of its mjdiff.smooth
+// plugin instance (model-wide fields; at most one instance). Fails on an unknown mjdiff_* name, a
+// bad value, or a model feature the smooth model cannot handle (named in err). m must outlive the
+// result and must not be resized; its option and parameter arrays may change between steps.
 // Nullable: opt, err.
 MJDIFF_API mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt,
                                          mjdiffModel** out, char* err, int errsz);

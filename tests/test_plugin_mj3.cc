@@ -1,0 +1,276 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// MuJoCo 3 only (built when CMake found MuJoCo 3.12): the engine plugin mjdiff.smooth in
+// libmjdiff_plugin.so, loaded as a user does with mj_loadPluginLibrary, on the bundled
+// models/mj3/box_plugin.xml and inline variants of it. Checks: registration and config keys; the
+// plain mj_step of a model declaring the plugin leaves no hard constraint row and equals mjdiff_step
+// of the same model (the smooth forces are added once, not twice); mjdiff_makeModel reads the
+// instance's config; bad keys, bad values and a doubled plugin are load errors naming them.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <mujoco/mjplugin.h>
+
+extern "C" {
+#include "internal.h"  // mjdiff_optionCount, mjdiff_optionName (C, no extern "C" of its own)
+}
+#include "testutil.h"
+
+#ifndef MJDIFF_PLUGIN_PATH
+#error "MJDIFF_PLUGIN_PATH must name libmjdiff_plugin.so"
+#endif
+
+namespace {
+
+struct ModelDeleter {
+  void operator()(mjModel* m) const { mj_deleteModel(m); }
+};
+struct DataDeleter {
+  void operator()(mjData* d) const { mj_deleteData(d); }
+};
+struct SmoothDeleter {
+  void operator()(mjdiffModel* s) const { mjdiff_freeModel(s); }
+};
+using ModelPtr = std::unique_ptr<mjModel, ModelDeleter>;
+using DataPtr = std::unique_ptr<mjData, DataDeleter>;
+using SmoothPtr = std::unique_ptr<mjdiffModel, SmoothDeleter>;
+
+const mjpPlugin* LoadPlugin() {
+  static int loaded = 0;
+  if (!loaded) {
+    mj_loadPluginLibrary(MJDIFF_PLUGIN_PATH);
+    loaded = 1;
+  }
+  return mjp_getPlugin("mjdiff.smooth", nullptr);
+}
+
+std::string BoxXml() {
+  std::ifstream f(std::string(MJDIFF_MODEL_DIR) + "/mj3/box_plugin.xml");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// xml with the first occurrence of from replaced by to (which must exist)
+std::string Replace(std::string xml, const std::string& from, const std::string& to) {
+  size_t at = xml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) xml.replace(at, from.size(), to);
+  return xml;
+}
+
+ModelPtr Load(const std::string& xml, std::string* error) {
+  char err[1000] = "";
+  mjModel* m = shim_loadString(xml.c_str(), err, sizeof(err));
+  if (error) *error = err;
+  return ModelPtr(m);
+}
+
+double MaxStateDiff(const mjModel* m, const mjData* a, const mjData* b) {
+  double worst = 0;
+  for (int i = 0; i < m->nq; i++) worst = std::fmax(worst, std::fabs(a->qpos[i] - b->qpos[i]));
+  for (int i = 0; i < m->nv; i++) worst = std::fmax(worst, std::fabs(a->qvel[i] - b->qvel[i]));
+  return worst;
+}
+
+TEST(PluginMj3, RegistersWithTheOptionNamesAsConfigKeys) {
+  const mjpPlugin* p = LoadPlugin();
+  ASSERT_NE(p, nullptr) << "mjdiff.smooth not registered by " << MJDIFF_PLUGIN_PATH;
+  EXPECT_TRUE(p->capabilityflags & mjPLUGIN_PASSIVE);
+  ASSERT_EQ(p->nattribute, mjdiff_optionCount());
+  for (int i = 0; i < p->nattribute; i++) {
+    EXPECT_STREQ(p->attributes[i], mjdiff_optionName(i));
+  }
+  EXPECT_STREQ(p->attributes[0], "contact_stiffness");
+}
+
+TEST(PluginMj3, MakeModelReadsTheInstanceConfig) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  std::string error;
+  ModelPtr m = Load(BoxXml(), &error);
+  ASSERT_TRUE(m) << error;
+  EXPECT_EQ(m->nplugin, 1);
+  EXPECT_TRUE(mjdiff_wantsSmooth(m.get()));
+  mjdiffModel* raw = nullptr;
+  char err[512] = "";
+  ASSERT_EQ(mjdiff_makeModel(m.get(), nullptr, &raw, err, sizeof(err)), MJDIFF_OK) << err;
+  SmoothPtr s(raw);
+  mjtNum v = 0;
+  ASSERT_EQ(mjdiff_getParam(s.get(), "contact_stiffness", &v, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(v, 4000);
+  ASSERT_EQ(mjdiff_getParam(s.get(), "contact_damping", &v, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(v, 40);
+  ASSERT_EQ(mjdiff_getParam(s.get(), "contact_width", &v, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(v, 0.002);
+  // per geom: the numeric, as on 2.2; a geom without one takes the config's model-wide value
+  ASSERT_EQ(mjdiff_getParam(s.get(), "contact_stiffness:ball", &v, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(v, 2000);
+  ASSERT_EQ(mjdiff_getParam(s.get(), "contact_stiffness:box", &v, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(v, 4000);
+  // a field the config does not set keeps its default (derived)
+  ASSERT_EQ(mjdiff_getParam(s.get(), "limit_stiffness", &v, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(v, MJDIFF_DERIVED);
+}
+
+// mj_step with the plugin against mjdiff_step on the same model: the same trajectory, no
+// constraint rows, contacts detected, the box and ball come to rest on the floor
+TEST(PluginMj3, MjStepMatchesMjdiffStepAndLeavesNoConstraintRows) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  std::string error;
+  ModelPtr m = Load(BoxXml(), &error);
+  ASSERT_TRUE(m) << error;
+  mjdiffModel* raw = nullptr;
+  char err[512] = "";
+  ASSERT_EQ(mjdiff_makeModel(m.get(), nullptr, &raw, err, sizeof(err)), MJDIFF_OK) << err;
+  SmoothPtr s(raw);
+  DataPtr a(mj_makeData(m.get())), b(mj_makeData(m.get()));
+  int flags0 = m->opt.disableflags;
+  long long ncon = 0;
+  double worst = 0;
+  for (int i = 0; i < 1000; i++) {
+    a->ctrl[0] = b->ctrl[0] = 0.1 * std::sin(0.01 * i);  // gravity holds the arm at its limit
+    mj_step(m.get(), a.get());
+    ASSERT_EQ(mjdiff_step(m.get(), b.get(), s.get(), err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(a->nefc, 0) << "step " << i << ": MuJoCo's hard constraints are active";
+    ASSERT_EQ(a->ncon, b->ncon) << "step " << i;
+    ncon += a->ncon;
+    worst = std::fmax(worst, MaxStateDiff(m.get(), a.get(), b.get()));
+  }
+  std::cout << "mj_step with the plugin vs mjdiff_step: 1000 steps, max |state diff| " << worst
+            << ", " << ncon << " contacts\n";
+  EXPECT_EQ(m->opt.disableflags, flags0) << "the plugin changed the model's flags";
+  EXPECT_LE(worst, 1e-10);
+  EXPECT_GT(ncon, 1000);
+  // at rest on the floor: box centre at about its half size (within the contact width), ball too
+  EXPECT_NEAR(a->qpos[2], 0.05, 0.004);
+  EXPECT_NEAR(a->qpos[9], 0.04, 0.004);
+  EXPECT_LT(std::fabs(a->qvel[2]), 0.01);
+  // the arm rests on its upper limit (30 degrees) under gravity, through the smooth limit
+  EXPECT_GT(a->qpos[14], 0.45);
+  EXPECT_LT(a->qpos[14], 0.56);
+}
+
+// the guard that keeps mjdiff_step from adding the forces twice: the plugin model and the same
+// model without the plugin (its values as numerics) step identically under mjdiff_step
+TEST(PluginMj3, MjdiffStepAddsTheForcesOnce) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  std::string xml = BoxXml(), error;
+  size_t a0 = xml.find("<extension>"), a1 = xml.find("</extension>");
+  ASSERT_NE(a0, std::string::npos);
+  std::string plain = xml.substr(0, a0) + xml.substr(a1 + strlen("</extension>"));
+  plain = Replace(plain, "<custom>\n",
+                  "<custom>\n<numeric name=\"mjdiff_contact_stiffness\" data=\"4000\"/>"
+                  "<numeric name=\"mjdiff_contact_damping\" data=\"40\"/>"
+                  "<numeric name=\"mjdiff_contact_width\" data=\"0.002\"/>");
+  ModelPtr mp = Load(xml, &error), mn = Load(plain, &error);
+  ASSERT_TRUE(mp && mn) << error;
+  EXPECT_EQ(mn->nplugin, 0);
+  mjdiffModel *rp = nullptr, *rn = nullptr;
+  char err[512] = "";
+  ASSERT_EQ(mjdiff_makeModel(mp.get(), nullptr, &rp, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_makeModel(mn.get(), nullptr, &rn, err, sizeof(err)), MJDIFF_OK) << err;
+  SmoothPtr sp(rp), sn(rn);
+  DataPtr dp(mj_makeData(mp.get())), dn(mj_makeData(mn.get()));
+  for (int g1 = 0; g1 < mp->ngeom; g1++) {
+    for (int g2 = 0; g2 < mp->ngeom; g2++) {
+      for (const char* f : {"contact_stiffness", "contact_damping", "contact_width",
+                            "friction_speed", "spin_speed"}) {
+        mjtNum vp, vn;
+        ASSERT_EQ(mjdiff_getPairParam(sp.get(), f, g1, g2, &vp, err, sizeof(err)), MJDIFF_OK);
+        ASSERT_EQ(mjdiff_getPairParam(sn.get(), f, g1, g2, &vn, err, sizeof(err)), MJDIFF_OK);
+        EXPECT_EQ(vp, vn) << f << " " << g1 << " " << g2;
+      }
+    }
+  }
+  for (int i = 0; i < 300; i++) {
+    ASSERT_EQ(mjdiff_step(mp.get(), dp.get(), sp.get(), err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_step(mn.get(), dn.get(), sn.get(), err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(MaxStateDiff(mp.get(), dp.get(), dn.get()), 0) << "step " << i;
+  }
+  EXPECT_GT(dp->ncon, 0);
+  EXPECT_EQ(MaxStateDiff(mp.get(), dp.get(), dn.get()), 0);
+  // and the plain model under mj_step has MuJoCo's hard contacts (rows), the plugin model none
+  DataPtr hp(mj_makeData(mp.get())), hn(mj_makeData(mn.get()));
+  for (int i = 0; i < 300; i++) {
+    mj_step(mp.get(), hp.get());
+    mj_step(mn.get(), hn.get());
+  }
+  EXPECT_EQ(hp->nefc, 0);
+  EXPECT_GT(hn->nefc, 0);
+}
+
+TEST(PluginMj3, CopiedDataStepsAlike) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  std::string error;
+  ModelPtr m = Load(BoxXml(), &error);
+  ASSERT_TRUE(m) << error;
+  DataPtr a(mj_makeData(m.get()));
+  for (int i = 0; i < 100; i++) mj_step(m.get(), a.get());
+  DataPtr b(mj_copyData(nullptr, m.get(), a.get()));
+  ASSERT_TRUE(b);
+  EXPECT_NE(b->plugin_data[0], 0u);
+  EXPECT_NE(b->plugin_data[0], a->plugin_data[0]);
+  for (int i = 0; i < 100; i++) {
+    mj_step(m.get(), a.get());
+    mj_step(m.get(), b.get());
+  }
+  EXPECT_EQ(MaxStateDiff(m.get(), a.get(), b.get()), 0);
+  EXPECT_EQ(b->nefc, 0);
+}
+
+// bad configuration: MuJoCo's load error names the key and the value
+TEST(PluginMj3, BadConfigIsALoadErrorNamingKeyAndValue) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  std::string xml = BoxXml(), error;
+  struct {
+    const char* value;
+    const char* expect;
+  } cases[] = {{"abc", "value 'abc' is not a number"},
+               {"-5", "'-5'"},
+               {"1e4x", "value '1e4x' is not a number"},
+               {"nan", "'nan'"}};
+  for (const auto& c : cases) {
+    std::string bad = Replace(xml, "value=\"4000\"", std::string("value=\"") + c.value + "\"");
+    ModelPtr m = Load(bad, &error);
+    EXPECT_FALSE(m) << c.value;
+    EXPECT_NE(error.find("contact_stiffness"), std::string::npos) << error;
+    EXPECT_NE(error.find(c.expect), std::string::npos) << error;
+    std::cout << "value " << c.value << ": " << error << "\n";
+  }
+
+  // an unknown key: MuJoCo's compiler refuses it by name
+  std::string unknown = Replace(xml, "key=\"contact_damping\"", "key=\"contact_dampin\"");
+  ModelPtr m = Load(unknown, &error);
+  EXPECT_FALSE(m);
+  EXPECT_NE(error.find("contact_dampin"), std::string::npos) << error;
+
+  // a bad per-geom numeric: the mjdiff error, through the same path
+  std::string geom = Replace(xml, "mjdiff_contact_stiffness:ball", "mjdiff_contact_stiffness:nogeom");
+  m = Load(geom, &error);
+  EXPECT_FALSE(m);
+  EXPECT_NE(error.find("no geom named 'nogeom'"), std::string::npos) << error;
+}
+
+TEST(PluginMj3, DeclaredTwiceIsALoadError) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  std::string xml = BoxXml(), error;
+  std::string twice = Replace(xml, "</extension>",
+                              "<plugin plugin=\"mjdiff.smooth\"><instance name=\"again\"/></plugin>"
+                              "</extension>");
+  ModelPtr m = Load(twice, &error);
+  if (m) {
+    // MuJoCo may merge the two <plugin> elements into one plugin with two instances
+    EXPECT_EQ(m->nplugin, 2);
+  }
+  EXPECT_FALSE(m);
+  EXPECT_NE(error.find("declared 2 times"), std::string::npos) << error;
+}
+
+}  // namespace
