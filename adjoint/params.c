@@ -513,7 +513,7 @@ mjdiffStatus mjdiff_checkParams(const mjModel* m, const mjdiffParams* p, char* e
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "parameters were made for another model (nq=%d nbody=%d ngeom=%d, other "
                         "names; this one has nq=%d nbody=%d ngeom=%d)",
-                        p->nq, p->nbody, p->ngeom, m->nq, m->nbody, m->ngeom);
+                        p->nq, p->nbody, p->ngeom, (int)m->nq, (int)m->nbody, (int)m->ngeom);
   }
   return MJDIFF_OK;
 }
