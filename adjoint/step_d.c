@@ -202,6 +202,16 @@ static void dadotRows(mjdiffStepDeriv* w) {
   }
 }
 
+// record a failed force derivative (mjdiff_forceDerivative's code) of the state in d
+static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
+  if (bad && -1 - bad >= d->ncon && w->badTendon < 0) {  // a tendon: its cause at this state
+    w->badTendon = -1 - bad - d->ncon;
+    w->tendonCause = mjdiff_tendonDerivative(m, d, w->badTendon, NULL, NULL, NULL);
+  } else if (bad && -1 - bad < d->ncon && w->badContact < 0) {
+    w->badContact = -1 - bad;
+  }
+}
+
 //---------------------------------- continuous-time derivatives ----------------------------------
 
 // at the state in d after the smooth forward pass: the acceleration the step uses (acc), the
@@ -228,14 +238,8 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
     mju_copy(acc, d->qacc, nv);
   }
 
-  int bad = mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu, w->DadotDa,
-                                   w->DadotDu);
-  if (bad && -1 - bad >= d->ncon && w->badTendon < 0) {  // a tendon: its cause at this state
-    w->badTendon = -1 - bad - d->ncon;
-    w->tendonCause = mjdiff_tendonDerivative(m, d, w->badTendon, NULL, NULL, NULL);
-  } else if (bad && -1 - bad < d->ncon && w->badContact < 0) {
-    w->badContact = -1 - bad;
-  }
+  noteBad(w, m, d, mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu,
+                                          w->DadotDa, w->DadotDu));
   mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
 
   for (int r = 0; r < nv; r++) {
@@ -251,8 +255,8 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   // parameters: H dacc = DrDp dp (Euler's implicit damping included; at all-zero damping MuJoCo's
   // Euler switches to the implicit form as soon as one grows: the derivative from above)
   if (np) {
-    bad = mjdiff_paramDerivative(mu, d, w->s, w->p, acc, euler ? m->opt.timestep : 0, w->DrDp,
-                                 w->DadotDp);
+    int bad = mjdiff_paramDerivative(mu, d, w->s, w->p, acc, euler ? m->opt.timestep : 0, w->DrDp,
+                                     w->DadotDp);
     if (bad && w->badContact < 0) w->badContact = -1 - bad;
     for (int r = 0; r < nv; r++) {
       mju_copy(w->X + (size_t)ncol * r + ndx + nu, w->DrDp + (size_t)np * r, np);
@@ -298,16 +302,6 @@ static void solveAll(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
 
 //---------------------------------- the implicit step ---------------------------------------------
 
-// record a failed force derivative (mjdiff_forceDerivative's code) of the state in d
-static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
-  if (bad && -1 - bad >= d->ncon && w->badTendon < 0) {  // a tendon: its cause at this state
-    w->badTendon = -1 - bad - d->ncon;
-    w->tendonCause = mjdiff_tendonDerivative(m, d, w->badTendon, NULL, NULL, NULL);
-  } else if (bad && -1 - bad < d->ncon && w->badContact < 0) {
-    w->badContact = -1 - bad;
-  }
-}
-
 // at the state X in d after the smooth forward pass (saved in w->state): solve the implicit
 // step, differentiate the smooth forces at X', return to X, and fill acc = (v' - v)/h, w->X,
 // w->Dadot and the LU of N (header)
@@ -318,7 +312,7 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
   mjtNum h = m->opt.timestep, *acc = w->acc;
   mjModel view;
   const mjModel* mu = mjdiff_userModel(m, w->s, &view);
-  mjtNum hdamp = mjdiff_eulerDamped(m) ? h : 0;
+  mjtNum hdamp = hasDamping(m) ? h : 0;
 
   // the converged step and the smooth forces' derivatives at X' (d holds X''s kinematics)
   int iters;

@@ -106,11 +106,8 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
   }
 }
 
-int mjdiff_eulerDamped(const mjModel* m) {
-  return compat_eulerImplicit(m);
-}
-
-size_t mjdiff_implicitStackNeed(const mjModel* m) {
+// d's stack the implicit step needs (mjtNums)
+static size_t stackNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
   return 5 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
 }
@@ -164,6 +161,13 @@ static mjtNum normInf(const mjtNum* x, int n) {
   return r;
 }
 
+// d's state set to the Newton iterate: qpos = q0 (+) h v, qvel = v
+static void setIterate(const mjModel* m, mjData* d, const mjtNum* q0, const mjtNum* v) {
+  mju_copy(d->qpos, q0, m->nq);
+  mj_integratePos(m, d->qpos, v, m->opt.timestep);
+  mju_copy(d->qvel, v, m->nv);
+}
+
 // g = H (v - v0) - h (F_e + f_s(q0 (+) h v, v)) and phi = sum g_i^2 / M_ii (M_ii from Mdense, the
 // start state's M), with d's state set
 // to (q0 (+) h v, v) and evaluated there; fails on a non-finite iterate or residual
@@ -174,9 +178,7 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
                                  char* err, int errsz) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
-  mju_copy(d->qpos, q0, m->nq);
-  mj_integratePos(m, d->qpos, v, h);
-  mju_copy(d->qvel, v, nv);
+  setIterate(m, d, q0, v);
   mjdiff_evalSmooth(mu, d, s, fs);
   mju_sub(tmp, v, v0, nv);
   mulH(m, d, hdamp, tmp, g);
@@ -199,16 +201,16 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mjtNum h = m->opt.timestep;
   mjModel user;
   const mjModel* mu = mjdiff_userModel(m, s, &user);
-  mjtNum hdamp = mjdiff_eulerDamped(m) ? h : 0;
+  mjtNum hdamp = compat_eulerImplicit(m) ? h : 0;
   mjtNum tol = s->opt.implicit_tol;
   int maxiter = (int)s->opt.implicit_maxiter;
   *iters = 0;
   *correction = 0;
   if (nv == 0) return MJDIFF_OK;
-  if ((size_t)compat_stackSpace(d) < mjdiff_implicitStackNeed(m)) {
+  if ((size_t)compat_stackSpace(d) < stackNeed(m)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
                         "mjData stack too small for the implicit step (%zu numbers needed, %d "
-                        "free): raise the model's <size nstack>", mjdiff_implicitStackNeed(m),
+                        "free): raise the model's <size nstack>", stackNeed(m),
                         compat_stackSpace(d));
   }
 
@@ -277,9 +279,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
       // smooth function of the inputs to far below the tolerance (finite differences of the
       // step); d's kinematics stay those of the evaluated iterate, within tol of (q', v')
       mju_addTo(vk, dv, nv);
-      mju_copy(d->qpos, q0, nq);
-      mj_integratePos(m, d->qpos, vk, h);
-      mju_copy(d->qvel, vk, nv);
+      setIterate(m, d, q0, vk);
       break;
     }
     if (k >= maxiter) {

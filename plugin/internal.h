@@ -121,12 +121,6 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
 // tendon and body velocities (no mass matrix, no bias forces), then mjdiff_addForces into fs
 void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs);
 
-// d's stack the implicit step needs (mjtNums)
-size_t mjdiff_implicitStackNeed(const mjModel* m);
-
-// nonzero if MuJoCo's Euler integrates m's dof damping implicitly (any dof_damping > 0)
-int mjdiff_eulerDamped(const mjModel* m);
-
 // dense LU with partial pivoting of A (n x n, row-major, in place): 0, or -1 if singular;
 // x = A^-1 x, x = A^-T x with the factor
 int mjdiff_luFactor(int n, mjtNum* A, int* piv);

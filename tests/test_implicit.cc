@@ -44,10 +44,19 @@ std::string boxXml(double h, double ang, double mu, const char* cone, const char
 
 const char* kImplicit = R"(<numeric name="mjdiff_integrator" data="1"/>)";
 
-// finite differences of the converged step resolve its derivative only where Newton's error
-// (implicit_tol relative) is far below the difference step: converge tighter than the default
-const char* kImplicitTight = R"(<numeric name="mjdiff_integrator" data="1"/>
-    <numeric name="mjdiff_implicit_tol" data="1e-12"/>)";
+
+// one step of the box scenes: MuJoCo's native step (mode 0) or the smooth step (its model sets
+// explicit or implicit); false, with a test failure naming the step's message, if it fails
+bool stepBox(Sim& sim, int mode) {
+  if (mode == 0) {
+    mj_step(sim.sim.m, sim.sim.d);
+    return true;
+  }
+  char err[1000];
+  if (mjdiff_step(sim.sim.m, sim.sim.d, sim.sim.s, err, sizeof(err)) == MJDIFF_OK) return true;
+  ADD_FAILURE() << err;
+  return false;
+}
 
 // native (mode 0), explicit smooth (1) or implicit smooth (2) run of T seconds from qvel[0] = v0:
 // the box's x speed over the second half (creep), or its distance travelled (v0 > 0); NaN if a
@@ -55,20 +64,13 @@ const char* kImplicitTight = R"(<numeric name="mjdiff_integrator" data="1"/>
 double boxRun(int mode, double ang, double mu, double v0, double T, const char* cone = "pyramidal") {
   Sim sim(boxXml(0.002, ang, mu, cone, mode == 2 ? kImplicit : "").c_str());
   if (!sim.ok) return NAN;
-  const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   d->qvel[0] = v0;
   int n = (int)std::lround(T / 0.002);
   double x1 = 0;
-  char err[1000];
   for (int i = 0; i < n; i++) {
     if (i == n / 2) x1 = d->qpos[0];
-    if (mode == 0) {
-      mj_step(m, d);
-    } else if (mjdiff_step(m, d, sim.sim.s, err, sizeof(err)) != MJDIFF_OK) {
-      ADD_FAILURE() << err;
-      return NAN;
-    }
+    if (!stepBox(sim, mode)) return NAN;
   }
   return v0 > 0 ? std::hypot(d->qpos[0], d->qpos[1]) : (d->qpos[0] - x1) / (T / 2);
 }
@@ -113,23 +115,14 @@ TEST(Implicit, StoppingDistance) {
 double effectiveMu(bool smooth, const char* cone, double ang) {
   Sim sim(boxXml(0.002, 0, 0.8, cone, smooth ? kImplicit : "").c_str());
   if (!sim.ok) return NAN;
-  const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
-  char err[1000];
-  auto step = [&]() {
-    if (!smooth) {
-      mj_step(m, d);
-      return true;
-    }
-    return mjdiff_step(m, d, sim.sim.s, err, sizeof(err)) == MJDIFF_OK;
-  };
   for (int i = 0; i < 200; i++) {
-    if (!step()) return NAN;  // settle
+    if (!stepBox(sim, smooth ? 2 : 0)) return NAN;  // settle
   }
   d->qvel[0] = 2 * std::cos(ang);
   d->qvel[1] = 2 * std::sin(ang);
   for (int i = 0; i < 50; i++) {
-    if (!step()) return NAN;
+    if (!stepBox(sim, smooth ? 2 : 0)) return NAN;
   }
   return (2 - std::hypot(d->qvel[0], d->qvel[1])) / 0.1 / 9.81;
 }
@@ -150,18 +143,12 @@ TEST(Implicit, FrictionIsotropic) {
 double bounce(int mode) {
   Sim sim(boxXml(0.002, 0, 0.8, "pyramidal", mode == 2 ? kImplicit : "").c_str());
   if (!sim.ok) return NAN;
-  const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   d->qpos[2] = 0.5;
-  char err[1000];
   bool hit = false;
   double peak = 0;
   for (int i = 0; i < 1000; i++) {
-    if (mode == 0) {
-      mj_step(m, d);
-    } else if (mjdiff_step(m, d, sim.sim.s, err, sizeof(err)) != MJDIFF_OK) {
-      return NAN;
-    }
+    if (!stepBox(sim, mode)) return NAN;
     if (d->qvel[2] > 0) hit = true;
     if (hit) peak = std::max(peak, (double)d->qpos[2] - 0.05);
   }
@@ -400,12 +387,7 @@ void checkParamJacobian(const char* path, std::vector<const char*> names, int ns
     xml = testutil::readFile(path);
     ASSERT_FALSE(xml.empty()) << path;
   }
-  size_t at = xml.find("<custom>");
-  if (at != std::string::npos) {
-    xml.insert(at + 8, kImplicitTight);
-  } else {
-    xml.insert(xml.rfind("</mujoco>"), std::string("<custom>") + kImplicitTight + "</custom>");
-  }
+  xml = testutil::withNumerics(xml, testutil::kImplicitTight);
   Sim sim(xml.c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   mjModel* m = sim.sim.m;

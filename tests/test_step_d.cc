@@ -308,17 +308,8 @@ TEST(StepDeriv, SphereOnFloorWithContact) {
 
 // the implicit smooth step (opt.integrator = 1): derivatives by the implicit function theorem at
 // the converged Newton step, against finite differences of the same step
-std::string withImplicit(std::string xml) {
-  const char* num =
-      "<numeric name=\"mjdiff_integrator\" data=\"1\"/>"
-      "<numeric name=\"mjdiff_implicit_tol\" data=\"1e-12\"/>";  // far below the FD steps
-  size_t at = xml.find("<custom>");
-  if (at != std::string::npos) {
-    xml.insert(at + 8, num);
-  } else {
-    xml.insert(xml.rfind("</mujoco>"), std::string("<custom>") + num + "</custom>");
-  }
-  return xml;
+std::string withImplicit(const std::string& xml) {
+  return testutil::withNumerics(xml, testutil::kImplicitTight);
 }
 
 TEST(StepDerivImplicit, Constraints) {

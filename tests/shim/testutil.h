@@ -90,6 +90,24 @@ inline std::string readFile(const std::string& path) {
   return text;
 }
 
+// the MJCF text with custom numerics added: inside its <custom> element, or in a new one
+inline std::string withNumerics(std::string xml, const std::string& numerics) {
+  size_t at = xml.find("<custom>");
+  if (at != std::string::npos) {
+    xml.insert(at + 8, numerics);
+  } else {
+    xml.insert(xml.rfind("</mujoco>"), "<custom>" + numerics + "</custom>");
+  }
+  return xml;
+}
+
+// numerics for the implicit smooth step converged far below finite-difference steps (tests
+// that difference the converged step: Newton's error, implicit_tol relative, must stay below
+// their resolution)
+inline constexpr const char* kImplicitTight =
+    "<numeric name=\"mjdiff_integrator\" data=\"1\"/>"
+    "<numeric name=\"mjdiff_implicit_tol\" data=\"1e-12\"/>";
+
 // the full state (qpos, qvel, act, ctrl, time) of d (shim_getState)
 inline std::vector<mjtNum> getState(const mjModel* m, const mjData* d) {
   std::vector<mjtNum> state(shim_stateSize(m));
