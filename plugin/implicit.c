@@ -19,9 +19,16 @@
 // Dv (v' - v) gives N_0 (v'_1 - v) = h (F_e + f_s(q, v) + h Dq v) ~ -g(v)), line-searched too.
 // Each iterate evaluates f_s at (q (+) h v'_k, v'_k): kinematics, collision, velocities, smooth
 // forces (no mass matrix, no bias forces). N is kept (a chord method) while the corrections
-// shrink at least 10x per iteration and rebuilt at the iterate otherwise; a correction that
-// increases |g| is halved (at most 8 times per iteration). The step is accepted at the first
-// iterate whose correction |N^-1 g|_inf <= tol (1 + |v'_k|_inf) (opt.implicit_tol), with that
+// shrink at least 10x per iteration and rebuilt at the iterate otherwise. Globalisation, on the
+// merit phi = g' W g, W = diag(1/M_ii):
+//  - a trust region: a correction moves v' by at most 1 + |v'_k|_inf;
+//  - a backtracking line search (halving, sufficient decrease 1e-4 alpha);
+//  - a cut step damps N towards M (N + lam M, lam 1e-2, x10 per cut, /10 per full step);
+//  - where even that direction does not decrease phi at all (N unsymmetric from the contacts'
+//    geometric terms, so -(N + lam M)^-1 g need not descend), the damped Gauss-Newton step
+//    -(N' W N + lam D)^-1 N' W g, which always descends, until lam returns to 0.
+// The step is accepted at the first iterate whose exact Newton correction (lam = 0)
+// |N^-1 g|_inf <= tol (1 + |v'_k|_inf) (opt.implicit_tol), with that
 // last correction applied (its error then ~ tol^2); d's kinematics, contacts and body velocities
 // are those of the last evaluated iterate, within tol of (q', v'), while its mass matrix, bias
 // forces, accelerations and sensors stay those of the start state, as after mj_step.
@@ -109,7 +116,7 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
 // d's stack the implicit step needs (mjtNums)
 static size_t stackNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
-  return 5 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
+  return 6 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
 }
 
 void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs) {
@@ -135,12 +142,21 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
   }
 }
 
-// N = (1 + lam) Mdense + hdamp B - h Dv - h^2 Dq Psi(h v) (lam >= 0: Levenberg-Marquardt
-// damping of the forward's Newton matrix, 0 for the exact one), factored in place; tmp (nv x nv) and delta (nv)
-// scratch; 0 or -1 if singular
+// N = Mdense + hdamp B - h Dv - h^2 Dq Psi(h v), the exact Newton matrix (lam = 0), in one of
+// two damped forms for lam > 0:
+//   Newton       N + lam M: Levenberg-Marquardt damping of the Newton matrix towards M, the step
+//                -(N + lam M)^-1 g (a near-singular or indefinite N, from the geometric terms of
+//                large contact forces);
+//   Gauss-Newton N_lm = N' W N + lam D, D = diag(M_ii), on the merit phi = g' W g
+//                (W = diag(1/M_ii)), the step -N_lm^-1 N' W g, with NtW = N' W kept for that
+//                right-hand side.
+// The first is Newton's direction bent towards M^-1 g, which need not descend on phi when the
+// contact terms make N unsymmetric; the second descends for every lam > 0
+// (grad phi = 2 N' W g), tends to Newton's as lam -> 0, and is slower where the first works.
+// Factored in place; tmp (nv x nv) and delta (nv) scratch; 0, or -1 if singular.
 static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, mjtNum lam,
-                        const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v, mjtNum* tmp,
-                        mjtNum* delta, mjtNum* N, int* piv) {
+                        int gauss, const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v,
+                        mjtNum* tmp, mjtNum* delta, mjtNum* N, mjtNum* NtW, int* piv) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
   mju_zero(tmp, nv * nv);
@@ -150,8 +166,17 @@ static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, mj
   }
   mjdiff_integrateJacobian(m, delta, NULL, tmp, nv, N);  // Psi
   mju_mulMatMat(tmp, Dq, N, nv, nv, nv);                  // Dq Psi
-  for (int i = 0; i < nv * nv; i++) N[i] = (1 + lam) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
+  mjtNum lamN = gauss ? 0 : lam;
+  for (int i = 0; i < nv * nv; i++) N[i] = (1 + lamN) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
   for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * m->dof_damping[i];
+  if (gauss && lam > 0) {
+    for (int i = 0; i < nv; i++) {  // NtW = N' W
+      for (int j = 0; j < nv; j++) NtW[nv * i + j] = N[nv * j + i] / Mdense[nv * j + j];
+    }
+    mju_mulMatMat(tmp, NtW, N, nv, nv, nv);  // N' W N
+    for (int i = 0; i < nv; i++) tmp[nv * i + i] += lam * Mdense[nv * i + i];
+    mju_copy(N, tmp, nv * nv);
+  }
   return mjdiff_luFactor(nv, N, piv);
 }
 
@@ -229,6 +254,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mjtNum* Dq = compat_stackAllocNum(d, nv * nv);
   mjtNum* Dv = compat_stackAllocNum(d, nv * nv);
   mjtNum* Mtmp = compat_stackAllocNum(d, nv * nv);
+  mjtNum* NtW = compat_stackAllocNum(d, nv * nv);
   int* piv = (int*)compat_stackAllocNum(d, nv);
   mju_copy(q0, d->qpos, nq);
   mju_copy(v0, d->qvel, nv);
@@ -240,9 +266,10 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mju_sub(Fe, d->qfrc_smooth, fs, nv);
   mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
   mjdiffStatus st = MJDIFF_OK;
-  mjtNum lam = 0;  // Levenberg-Marquardt damping of N (0: Newton)
+  mjtNum lam = 0;  // Levenberg-Marquardt damping (0: Newton)
+  int gauss = 0;   // the damping's form: 0 Newton's, 1 Gauss-Newton's (newtonMatrix)
   mju_copy(vk, v0, nv);  // N_0 at v' = v
-  if (newtonMatrix(m, Mdense, hdamp, lam, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
+  if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                       "the implicit step's Newton matrix is singular at time %g", d->time);
   }
@@ -262,18 +289,31 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     k++;
     if (!keep && k > 1) {  // at vk (d holds its kinematics): rebuild N
       mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
-      if (newtonMatrix(m, Mdense, hdamp, lam, Dq, Dv, vk, Mtmp, tmp, N, piv)) {
+      if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);
         break;
       }
     }
-    mju_scl(dv, g, -1, nv);
+    if (gauss && lam > 0) {  // the damped Gauss-Newton step: dv = -N_lm^-1 N' W g
+      mju_mulMatVec(dv, NtW, g, nv, nv);
+      mju_scl(dv, dv, -1, nv);
+    } else {
+      mju_scl(dv, g, -1, nv);
+    }
     mjdiff_luSolve(nv, N, piv, dv);
     mjtNum corr = normInf(dv, nv) / (1 + normInf(vk, nv));
     compat_solverStat(d, k - 1, sqrt(phi), corr);
     *iters = k;
     *correction = corr;
+    if (corr <= tol && lam > 0) {
+      // a damped step's size says nothing of convergence: the exact Newton correction at this
+      // iterate decides (N rebuilt undamped)
+      lam = 0;
+      gauss = 0;
+      keep = 0;
+      continue;
+    }
     if (corr <= tol) {
       // take the last correction too: the step's error falls to about corr^2, so that v' is a
       // smooth function of the inputs to far below the tolerance (finite differences of the
@@ -310,14 +350,20 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     if (st != MJDIFF_OK) break;
     // a step that needed backtracking or contracted slowly: rebuild N at the next iterate
     keep = alpha == 1 && corr <= 0.1 * corr_prev;  // (a capped step rebuilds N too)
-    // a step that had to be cut: damp N towards M (a near-singular or indefinite N, from the
-    // geometric terms of large contact forces); relax the damping while full steps succeed
-    if (alpha < 1) {
+    // a step that had to be cut: damp N; relax the damping while full steps succeed. A damped
+    // Newton direction along which phi does not decrease at all is no descent direction: from
+    // there on, the Gauss-Newton form (which always descends), afresh
+    if (!(phitry <= (1 - 1e-4 * alpha) * phi) && !gauss) {
+      gauss = 1;
+      lam = 1e-2;
+      keep = 0;
+    } else if (alpha < 1) {
       lam = lam > 0 ? mju_min(10 * lam, 1e6) : 1e-2;
     } else if (lam > 0) {
       lam = lam < 1e-6 ? 0 : 0.1 * lam;
       keep = 0;
     }
+    if (lam == 0) gauss = 0;
     corr_prev = corr;
     mju_copy(vk, vtry, nv);
     mju_copy(g, gtry, nv);

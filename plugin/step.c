@@ -340,10 +340,12 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
       }
     }
     if (st != MJDIFF_OK) {
-      describeCulprit(m, d, s, err, errsz);
+      if (!implicit) describeCulprit(m, d, s, err, errsz);
       d->warning[mjWARN_BADQACC].number++;
     }
-  } else {
+  } else if (!implicit) {
+    // (the explicit step's stability bound means nothing to the implicit step, whose failure
+    // names the dof Newton could not settle and the contacts)
     describeCulprit(m, d, s, err, errsz);
   }
   if (st != MJDIFF_OK) {
