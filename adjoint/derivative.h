@@ -179,6 +179,12 @@ void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNu
 void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x);
 void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x);
 
+// the implicit step's next derivative call (the next mjdiff_step* on w only) starts Newton from
+// qvel_next (nv), the next state's known velocity, instead of v' = v: the rollout adjoint's
+// backward pass, whose forward pass stored it. NULL clears the hint. No effect on other steps.
+struct mjdiffStepDeriv_;
+void mjdiff_stepDerivHint(struct mjdiffStepDeriv_* w, const mjtNum* qvel_next);
+
 // bytes held by a step-derivative workspace
 struct mjdiffStepDeriv_;
 size_t mjdiff_stepDerivMemory(const struct mjdiffStepDeriv_* w);

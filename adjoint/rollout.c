@@ -378,6 +378,12 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
       const mjtNum* xt = r->segment + (size_t)nx * (t - t0);
       mjdiff_loadState(m, d, xt);
       mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+      // the implicit step's Newton starts from the stored v_{t+1}: one iteration, on the
+      // forward pass's own solution (mjdiff_stepDerivHint)
+      const mjtNum* xnext = t + 1 < t1    ? r->segment + (size_t)nx * (t + 1 - t0)
+                            : seg + 1 < nseg ? r->stored + (size_t)nx * (seg + 1)
+                                             : NULL;
+      mjdiff_stepDerivHint(r->w, xnext ? xnext + m->nq : NULL);
       st = mjdiff_stepVJP(m, d, s, r->w, r->lambda, r->ax, r->au, r->ap, err, errsz);
       if (st != MJDIFF_OK) return st;
       int active = 0;

@@ -92,6 +92,8 @@ struct mjdiffStepDeriv_ {
   mjtNum* N;
   mjtNum* piv;
   mjtNum* vnext;
+  mjtNum* vhint;               // (nv) Newton's first iterate for the next call, if hint
+  int hint;
   int badEnd[2];               // geoms of a contact at X' without a geometry Jacobian, or -1
 };
 
@@ -317,7 +319,9 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
   // the converged step and the smooth forces' derivatives at X' (d holds X''s kinematics)
   int iters;
   mjtNum corr;
-  mjdiffStatus st = mjdiff_implicitSolve(m, d, w->s, &iters, &corr, err, errsz);
+  mjdiffStatus st = mjdiff_implicitSolve(m, d, w->s, w->hint ? w->vhint : NULL, &iters, &corr,
+                                         err, errsz);
+  w->hint = 0;
   if (st != MJDIFF_OK) return st;
   mju_copy(w->vnext, d->qvel, nv);
   for (int i = 0; i < nv; i++) acc[i] = (d->qvel[i] - w->state[nq + i]) / h;
@@ -527,7 +531,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
-    (size_t)nv * nv, (size_t)nv, (size_t)nv,
+    (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -541,7 +545,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
                      &w->DrDp, &w->DadotDp, &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
                      &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
-                     &w->N, &w->piv, &w->vnext};
+                     &w->N, &w->piv, &w->vnext, &w->vhint};
   mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = next;
@@ -572,6 +576,12 @@ void mjdiff_freeStepDeriv(mjdiffStepDeriv* w) {
 }
 
 //---------------------------------- the step Jacobian --------------------------------------------
+
+void mjdiff_stepDerivHint(mjdiffStepDeriv* w, const mjtNum* qvel_next) {
+  if (!w) return;
+  w->hint = qvel_next != NULL;
+  if (qvel_next) mju_copy(w->vhint, qvel_next, w->nv);
+}
 
 void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x) {
   mju_copy(x, d->qpos, m->nq);

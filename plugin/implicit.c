@@ -220,8 +220,9 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   return MJDIFF_OK;
 }
 
-mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s, int* iters,
-                                  mjtNum* correction, char* err, int errsz) {
+mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                  const mjtNum* vstart, int* iters, mjtNum* correction, char* err,
+                                  int errsz) {
   int nq = m->nq, nv = m->nv;
   mjtNum h = m->opt.timestep;
   mjModel user;
@@ -264,14 +265,16 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mju_zero(fs, nv);
   mjdiff_addForces(mu, d, s, fs);
   mju_sub(Fe, d->qfrc_smooth, fs, nv);
-  mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
   mjdiffStatus st = MJDIFF_OK;
   mjtNum lam = 0;  // Levenberg-Marquardt damping (0: Newton)
   int gauss = 0;   // the damping's form: 0 Newton's, 1 Gauss-Newton's (newtonMatrix)
-  mju_copy(vk, v0, nv);  // N_0 at v' = v
-  if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
-                      "the implicit step's Newton matrix is singular at time %g", d->time);
+  mju_copy(vk, vstart ? vstart : v0, nv);
+  if (!vstart) {  // N_0 at v' = v, from the start state's Jacobians
+    mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
+    if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+      st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "the implicit step's Newton matrix is singular at time %g", d->time);
+    }
   }
 
   // Newton from v'_0 = v: its first step, N_0 (v'_1 - v) = -g(v) ~ h (F_e + f_s + h Dq v), is the
@@ -287,7 +290,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   }
   while (st == MJDIFF_OK) {
     k++;
-    if (!keep && k > 1) {  // at vk (d holds its kinematics): rebuild N
+    if (!keep && (k > 1 || vstart)) {  // at vk (d holds its kinematics): rebuild N
       mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
       if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,

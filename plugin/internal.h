@@ -113,9 +113,12 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 // and body velocities at the last evaluated iterate (within implicit_tol of (q', v')); iters and correction report Newton's iterations and its last
 // relative velocity correction (also d->solver_iter, d->solver[i].improvement = |g|,
 // .gradient = the correction, per iteration). On failure qpos and qvel are restored and err
-// names the cause.
-mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s, int* iters,
-                                  mjtNum* correction, char* err, int errsz);
+// names the cause. vstart (nv, or NULL): Newton's first iterate instead of v' = v, e.g. a
+// stored trajectory's v' (the rollout adjoint's backward pass: it then converges at once, on
+// the forward pass's own solution).
+mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                  const mjtNum* vstart, int* iters, mjtNum* correction, char* err,
+                                  int errsz);
 
 // the smooth forces fs (nv) at d's qpos and qvel: kinematics, com quantities, tendons, collision,
 // tendon and body velocities (no mass matrix, no bias forces), then mjdiff_addForces into fs

@@ -303,7 +303,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
     // backward Euler on the smooth forces (implicit.c): sets qpos, qvel
     int iters;
     mjtNum correction;
-    st = mjdiff_implicitSolve(m, d, s, &iters, &correction, err, errsz);
+    st = mjdiff_implicitSolve(m, d, s, NULL, &iters, &correction, err, errsz);
     if (st == MJDIFF_OK) {
       advanceAct(m, d, d->act_dot);
       d->time += m->opt.timestep;

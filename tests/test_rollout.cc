@@ -35,11 +35,18 @@ struct Problem : testutil::Sim {
   std::vector<mjtNum> x0, ctrl, xref;
   double wu = 1e-3;
 
-  Problem(const char* path, int horizon, int warm, unsigned long long seed)
+  // implicit: the implicit smooth step, converged to 1e-12 (testutil::kImplicitTight)
+  Problem(const char* path, int horizon, int warm, unsigned long long seed, bool implicit = false)
       : testutil::Sim(nullptr, path), T(horizon) {
     if (!ok) return;
     const mjModel* m = sim.m;
     mjData* d = sim.d;
+    if (implicit) {
+      char e[300];
+      ok = mjdiff_setParam(sim.s, "integrator", 1, e, sizeof(e)) == MJDIFF_OK &&
+           mjdiff_setParam(sim.s, "implicit_tol", 1e-12, e, sizeof(e)) == MJDIFF_OK;
+      if (!ok) return;
+    }
     nx = m->nq + m->nv + m->na;
     ndx = 2 * m->nv + m->na;
     nu = m->nu;
@@ -162,8 +169,8 @@ double fdDirectional(Problem& P, const std::vector<mjtNum>& dx, const std::vecto
   return testutil::richardson(g1, g2);
 }
 
-void checkGradient(const char* model, int warm, bool needContacts) {
-  Problem P(shim_modelPath(model), 200, warm, 7);
+void checkGradient(const char* model, int warm, bool needContacts, bool implicit = false) {
+  Problem P(shim_modelPath(model), 200, warm, 7, implicit);
   ASSERT_TRUE(P.ok) << P.sim.err;
   std::vector<mjtNum> gx0, gu;
   int ncontact = 0;
@@ -191,7 +198,8 @@ void checkGradient(const char* model, int warm, bool needContacts) {
     EXPECT_LE(rel, 1e-5) << model << " trial " << trial << ": analytic " << analytic
                          << " finite difference " << fd;
   }
-  std::cout << model << ": " << ncontact << " of 200 steps in contact, worst relative error "
+  std::cout << model << (implicit ? " (implicit)" : "") << ": " << ncontact
+            << " of 200 steps in contact, worst relative error "
             << worst << "\n";
 }
 
@@ -202,6 +210,16 @@ TEST(Rollout, ArmPushingBoxGradient) {
 TEST(Rollout, HopperLandingGradient) {
   // the hopper starts above the floor and lands within the horizon
   checkGradient("hopper.xml", 0, true);
+}
+
+// the implicit step: the backward pass starts each step's Newton from the stored v_{t+1}
+// (mjdiff_stepDerivHint), so it linearises on the forward pass's own solution
+TEST(Rollout, ArmPushingBoxGradientImplicit) {
+  checkGradient("arm_box.xml", 100, true, true);
+}
+
+TEST(Rollout, HopperLandingGradientImplicit) {
+  checkGradient("hopper.xml", 0, true, true);
 }
 
 TEST(Rollout, CheckpointingIsBitwiseStoreAll) {
