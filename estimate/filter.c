@@ -424,17 +424,13 @@ static mjdiffStatus josephUpdate(mjdiffFilter* f, int my, char* err, int errsz) 
   for (int i = 0; i < n; i++) IKH[(size_t)i * n + i] += 1;
   mjdiff_estGemm(0, 0, n, n, n, 1, IKH, f->P, 0, f->T1);
   mjdiff_estGemm(0, 1, n, n, n, 1, f->T1, IKH, 0, f->T2);
-  // + K R K' = sum_j rv_j k_j k_j' (k_j: row j of K')
+  // + K R K' = (K')' (R K'): R K' into H (no longer needed)
   for (int j = 0; j < my; j++) {
     const mjtNum* kj = f->K + (size_t)j * n;
-    mjtNum rv = f->rv[j];
-    for (int a = 0; a < n; a++) {
-      mjtNum c = rv * kj[a];
-      if (c == 0) continue;
-      mjtNum* row = f->T2 + (size_t)a * n;
-      for (int b = 0; b < n; b++) row[b] += c * kj[b];
-    }
+    mjtNum* wj = f->H + (size_t)j * n;
+    for (int b = 0; b < n; b++) wj[b] = f->rv[j] * kj[b];
   }
+  mjdiff_estGemm(1, 0, n, n, my, 1, f->K, f->H, 1, f->T2);
   mjdiff_estSymmetrize(f->T2, n);
   int piv = checkPD(f, f->T2);
   if (piv) return diverged(f, piv, "updated", err, errsz);

@@ -4,9 +4,10 @@
 //
 //   gemm       C = alpha op(A) op(B) + beta C; BLIS (one thread) from 16 rows and columns on,
 //              plain loops below (deterministic either way: fixed sizes, fixed blocking)
-//   Cholesky   A = L L', L_jj = sqrt(A_jj - sum_k<j L_jk^2),
-//              L_ij = (A_ij - sum_k<j L_ik L_jk) / L_jj (i > j); a pivot <= 0 or not finite
-//              means A is not (numerically) positive definite
+//   Cholesky   A = L L' = U'U: U_jj = sqrt(A_jj - sum_k<j U_kj^2),
+//              U_ji = (A_ji - sum_k<j U_kj U_ki) / U_jj (i > j), computed right-looking (the sums
+//              subtracted from the trailing rows as each row j is done); a pivot <= 0 or not
+//              finite means A is not (numerically) positive definite
 //   solve      L z = b (forward), L' x = z (backward), column by column of B
 //   rank       Cholesky with symmetric pivoting (largest remaining diagonal first); the rank is
 //              the number of pivots above 1e-12 of the largest diagonal of A
@@ -56,39 +57,59 @@ void mjdiff_estGemm(int ta, int tb, int m, int n, int k, mjtNum alpha, const mjt
 }
 
 int mjdiff_estCholesky(mjtNum* a, int n) {
+  // right-looking on the upper triangle (U = L'), so that every inner loop is an axpy along a
+  // contiguous row: U_jj = sqrt(a_jj), U_jk = a_jk / U_jj (k > j), a_ik -= U_ji U_jk (k >= i > j);
+  // the lower triangle of A is read only through symmetry (a_ij = a_ji)
   for (int j = 0; j < n; j++) {
-    mjtNum* aj = a + (size_t)j * n;
-    mjtNum s = aj[j];
-    for (int k = 0; k < j; k++) s -= aj[k] * aj[k];
+    mjtNum* uj = a + (size_t)j * n;
+    mjtNum s = uj[j];
     if (!(s > 0) || !isfinite(s)) return j + 1;
-    mjtNum ljj = sqrt(s);
-    aj[j] = ljj;
+    mjtNum ujj = sqrt(s), inv = 1 / ujj;
+    uj[j] = ujj;
+    for (int k = j + 1; k < n; k++) uj[k] *= inv;
     for (int i = j + 1; i < n; i++) {
+      mjtNum c = uj[i];
+      if (c == 0) continue;
       mjtNum* ai = a + (size_t)i * n;
-      mjtNum t = ai[j];
-      for (int k = 0; k < j; k++) t -= ai[k] * aj[k];
-      ai[j] = t / ljj;
+      for (int k = i; k < n; k++) ai[k] -= c * uj[k];
     }
-    for (int k = j + 1; k < n; k++) aj[k] = 0;
+  }
+  // L = U': lower triangle from the upper, upper zeroed
+  for (int i = 0; i < n; i++) {
+    for (int j = i + 1; j < n; j++) {
+      a[(size_t)j * n + i] = a[(size_t)i * n + j];
+      a[(size_t)i * n + j] = 0;
+    }
   }
   return 0;
 }
 
 void mjdiff_estCholSolve(const mjtNum* L, int n, mjtNum* b, int ncol) {
-  for (int c = 0; c < ncol; c++) {
-    // forward: L z = b
-    for (int i = 0; i < n; i++) {
-      mjtNum s = b[(size_t)i * ncol + c];
-      const mjtNum* li = L + (size_t)i * n;
-      for (int k = 0; k < i; k++) s -= li[k] * b[(size_t)k * ncol + c];
-      b[(size_t)i * ncol + c] = s / li[i];
+  // row-oriented: every inner loop runs along a contiguous row of B
+  // forward: L Z = B, row i: Z_i = (B_i - sum_k<i L_ik Z_k) / L_ii
+  for (int i = 0; i < n; i++) {
+    mjtNum* bi = b + (size_t)i * ncol;
+    const mjtNum* li = L + (size_t)i * n;
+    for (int k = 0; k < i; k++) {
+      mjtNum c = li[k];
+      if (c == 0) continue;
+      const mjtNum* bk = b + (size_t)k * ncol;
+      for (int j = 0; j < ncol; j++) bi[j] -= c * bk[j];
     }
-    // backward: L' x = z
-    for (int i = n - 1; i >= 0; i--) {
-      mjtNum s = b[(size_t)i * ncol + c];
-      for (int k = i + 1; k < n; k++) s -= L[(size_t)k * n + i] * b[(size_t)k * ncol + c];
-      b[(size_t)i * ncol + c] = s / L[(size_t)i * n + i];
+    mjtNum inv = 1 / li[i];
+    for (int j = 0; j < ncol; j++) bi[j] *= inv;
+  }
+  // backward: L' X = Z, row i: X_i = (Z_i - sum_k>i L_ki X_k) / L_ii
+  for (int i = n - 1; i >= 0; i--) {
+    mjtNum* bi = b + (size_t)i * ncol;
+    for (int k = i + 1; k < n; k++) {
+      mjtNum c = L[(size_t)k * n + i];
+      if (c == 0) continue;
+      const mjtNum* bk = b + (size_t)k * ncol;
+      for (int j = 0; j < ncol; j++) bi[j] -= c * bk[j];
     }
+    mjtNum inv = 1 / L[(size_t)i * n + i];
+    for (int j = 0; j < ncol; j++) bi[j] *= inv;
   }
 }
 
