@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "guard.h"
-#include "sysid.h"
+#include "recording.h"
 
 // a sample within this fraction of a timestep of a step time counts as at the step
 #define TIME_TOL 1e-9
