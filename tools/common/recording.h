@@ -46,6 +46,12 @@ int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec,
 // the same from an open file f (not closed), named path in messages
 int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRecording* rec,
                             char* err, int errsz);
+
+// the same with missing readings allowed (missing nonzero; mjdiff-estimate): empty and NaN fields
+// of sensor, qpos and qvel columns are read as NaN (not measured); a step interpolated from such
+// a sample is not measured either. Time and ctrl fields must still be numbers.
+int sysid_readRecordingMissing(const mjModel* m, FILE* f, const char* path, int missing,
+                               sysidRecording* rec, char* err, int errsz);
 void sysid_freeRecording(sysidRecording* rec);
 
 // Write a CSV recording: header from the model's names, one row per step t = 0..T: time, every

@@ -3,7 +3,8 @@
 // mjdiff-estimate: state estimation on a recording (the CSV format of mjdiff-sysid,
 // tools/common/recording.h) with the smooth model: EKF, UKF or batch (<mjdiff/estimate.h>).
 //
-//   readings    the recording's sensor:* columns (the selected sensors; NaN rows skipped)
+//   readings    the recording's sensor:* columns (the selected sensors; empty or NaN fields are
+//               missing readings: skipped and counted)
 //   truth       its qpos:* and qvel:* columns, where complete (mjdiff-sysid --generate with
 //               --noise-qpos 0 --noise-qvel 0 writes the true states there)
 //   filters     x_0 guess = keyframe 0 (or qpos0) with zero velocity, or --x0 truth; P_0 =
@@ -505,7 +506,15 @@ int main(int argc, char** argv) {
   }
   sysidRecording rec;
   memset(&rec, 0, sizeof(rec));
-  if (sysid_readRecording(m, a.data, &rec, err, sizeof(err))) {
+  FILE* fin = fopen(a.data, "rb");
+  int rd = -1;
+  if (!fin) {
+    snprintf(err, sizeof(err), "%s: cannot open", a.data);
+  } else {
+    rd = sysid_readRecordingMissing(m, fin, a.data, 1, &rec, err, sizeof(err));
+    fclose(fin);
+  }
+  if (rd) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
     mjdiff_freeModel(s);
     mj_deleteModel(m);
