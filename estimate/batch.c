@@ -65,6 +65,8 @@ typedef struct batch_ {
   mjtNum* e;               // (ny)
   mjtNum *H, *g, *Hd, *dz;  // nz^2, nz, nz^2, nz
   mjtNum *xtry, *ptry, *dxp;
+  mjtNum *porig, *pc;      // (np) the model's parameter values, the current estimate
+  long nres, nskip;        // finite and missing selected readings
 } batch;
 
 static mjdiffStatus setParams(batch* b, const mjtNum* p, char* err, int errsz) {
@@ -198,11 +200,120 @@ static void freeBatch(batch* b) {
   free(b->xtry);
   free(b->ptry);
   free(b->dxp);
+  free(b->porig);
+  free(b->pc);
   free((void*)b->xprior);
 }
 
 static mjtNum* nums(size_t n) {
   return (mjtNum*)calloc(n ? n : 1, sizeof(mjtNum));
+}
+
+// validate the inputs and make the workspace of b (dd: the definition with defaults, kept by
+// the caller); porig, pc: the model's parameter values and the start values
+static mjdiffStatus setup(batch* b, mjdiffBatchEstDef* dd, mjModel* m, mjdiffModel* s,
+                          const mjdiffBatchEstDef* def, int T, mjtNum t0, const mjtNum* ctrl,
+                          const mjtNum* y, const mjtNum* x0, const mjtNum* param, char* err,
+                          int errsz) {
+  memset(b, 0, sizeof(*b));
+  if (!m || !s || !y || !x0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "m, s, y or x0 is NULL");
+  }
+  if (T < 1) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "T must be >= 1, got %d", T);
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  mjdiff_defaultBatchEstDef(dd);
+  if (def) *dd = *def;
+  if (dd->max_iter < 0 || !(dd->tol >= 0)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "max_iter must be >= 0 and tol >= 0, got %d, %g", dd->max_iter, dd->tol);
+  }
+  b->m = m;
+  b->s = s;
+  b->p = dd->params;
+  b->def = dd;
+  b->T = T;
+  b->t0 = t0;
+  b->ctrl = ctrl;
+  b->y = y;
+  b->nx = mjdiff_stateSize(m);
+  b->ndx = mjdiff_tangentSize(m);
+  b->np = mjdiff_paramCount(dd->params);
+  b->nz = b->ndx + b->np;
+  b->nu = m->nu;
+  b->ns = m->nsensordata;
+  st = mjdiff_estSelectSensors(m, dd->sensors, dd->nsensor, dd->sigma_sensor, dd->sensor_sigma, 1,
+                               &b->rows, &b->rstd, &b->ny, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  for (int i = 0; i < b->nx; i++) {
+    if (!isfinite(x0[i])) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "x0[%d] is not finite", i);
+  }
+  // counts of the readings
+  for (int t = 0; t <= T; t++) {
+    for (int i = 0; i < b->ny; i++) {
+      if (isfinite(y[(size_t)b->ns * t + b->rows[i]])) b->nres++;
+      else b->nskip++;
+    }
+  }
+  if (b->nres == 0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "no finite reading of the selected sensors in %d steps", T + 1);
+  }
+  int n = b->ndx, nz = b->nz, np = b->np;
+  b->d = mj_makeData(m);
+  b->A = nums((size_t)n * n);
+  b->P = nums((size_t)n * np);
+  b->C = nums((size_t)b->ns * n);
+  b->Q = nums((size_t)b->ns * np);
+  b->Phi = nums((size_t)n * nz);
+  b->Tmp = nums((size_t)n * nz);
+  b->J = nums((size_t)b->ny * nz);
+  b->e = nums((size_t)b->ny);
+  b->H = nums((size_t)nz * nz);
+  b->g = nums((size_t)nz);
+  b->Hd = nums((size_t)nz * nz);
+  b->dz = nums((size_t)nz);
+  b->xtry = nums((size_t)b->nx);
+  b->ptry = nums((size_t)np);
+  b->dxp = nums((size_t)n);
+  mjtNum* xp = nums((size_t)b->nx);
+  b->porig = nums((size_t)np);
+  b->pc = nums((size_t)np);
+  b->xprior = xp;
+  if (!b->d || !b->A || !b->P || !b->C || !b->Q || !b->Phi || !b->Tmp || !b->J || !b->e ||
+      !b->H || !b->g || !b->Hd || !b->dz || !b->xtry || !b->ptry || !b->dxp || !xp ||
+      !b->porig || !b->pc) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory");
+  }
+  mju_copy(xp, x0, b->nx);
+  st = mjdiff_makeStepDeriv(m, s, dd->params, &b->w, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (np) {
+    mjdiff_getParamValues(m, s, dd->params, b->porig);
+    if (param) mju_copy(b->pc, param, np);
+    else mju_copy(b->pc, b->porig, np);
+  }
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_batchLinearize(mjModel* m, mjdiffModel* s, const mjdiffBatchEstDef* def,
+                                   int T, mjtNum t0, const mjtNum* ctrl, const mjtNum* y,
+                                   const mjtNum* x0, const mjtNum* param, mjtNum* cost,
+                                   mjtNum* grad, mjtNum* H, char* err, int errsz) {
+  if (err && errsz > 0) err[0] = 0;
+  batch b;
+  mjdiffBatchEstDef dd;
+  mjdiffStatus st = setup(&b, &dd, m, s, def, T, t0, ctrl, y, x0, param, err, errsz);
+  mjtNum F = 0;
+  if (st == MJDIFF_OK) st = evaluate(&b, x0, b.pc, grad || H, &F, err, errsz);
+  if (st == MJDIFF_OK) {
+    if (cost) *cost = F;
+    if (grad) mju_copy(grad, b.g, b.nz);
+    if (H) mju_copy(H, b.H, (size_t)b.nz * b.nz);
+  }
+  if (b.np && b.porig) mjdiff_setParamValues(m, s, dd.params, b.porig, NULL, 0);
+  freeBatch(&b);
+  return st;
 }
 
 mjdiffStatus mjdiff_batchEstimate(mjModel* m, mjdiffModel* s, const mjdiffBatchEstDef* def, int T,
@@ -211,99 +322,16 @@ mjdiffStatus mjdiff_batchEstimate(mjModel* m, mjdiffModel* s, const mjdiffBatchE
                                   int errsz) {
   if (err && errsz > 0) err[0] = 0;
   if (info) memset(info, 0, sizeof(*info));
-  if (!m || !s || !y || !x0) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "m, s, y or x0 is NULL");
-  }
-  if (T < 1) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "T must be >= 1, got %d", T);
-  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
-  if (st != MJDIFF_OK) return st;
-  mjdiffBatchEstDef dd;
-  mjdiff_defaultBatchEstDef(&dd);
-  if (def) dd = *def;
-  if (dd.max_iter < 0 || !(dd.tol >= 0)) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "max_iter must be >= 0 and tol >= 0, got %d, %g",
-                        dd.max_iter, dd.tol);
-  }
   batch b;
-  memset(&b, 0, sizeof(b));
-  b.m = m;
-  b.s = s;
-  b.p = dd.params;
-  b.def = &dd;
-  b.T = T;
-  b.t0 = t0;
-  b.ctrl = ctrl;
-  b.y = y;
-  b.nx = mjdiff_stateSize(m);
-  b.ndx = mjdiff_tangentSize(m);
-  b.np = mjdiff_paramCount(dd.params);
-  b.nz = b.ndx + b.np;
-  b.nu = m->nu;
-  b.ns = m->nsensordata;
-  st = mjdiff_estSelectSensors(m, dd.sensors, dd.nsensor, dd.sigma_sensor, dd.sensor_sigma, 1,
-                               &b.rows, &b.rstd, &b.ny, err, errsz);
-  if (st != MJDIFF_OK) return st;
-  for (int i = 0; i < b.nx; i++) {
-    if (!isfinite(x0[i])) {
-      freeBatch(&b);
-      return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "x0[%d] is not finite", i);
-    }
-  }
-  // counts of the readings
-  long nres = 0, nskip = 0;
-  for (int t = 0; t <= T; t++) {
-    for (int i = 0; i < b.ny; i++) {
-      if (isfinite(y[(size_t)b.ns * t + b.rows[i]])) nres++;
-      else nskip++;
-    }
-  }
-  if (nres == 0) {
-    freeBatch(&b);
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
-                        "no finite reading of the selected sensors in %d steps", T + 1);
-  }
-  int n = b.ndx, nz = b.nz, np = b.np;
-  b.d = mj_makeData(m);
-  b.A = nums((size_t)n * n);
-  b.P = nums((size_t)n * np);
-  b.C = nums((size_t)b.ns * n);
-  b.Q = nums((size_t)b.ns * np);
-  b.Phi = nums((size_t)n * nz);
-  b.Tmp = nums((size_t)n * nz);
-  b.J = nums((size_t)b.ny * nz);
-  b.e = nums((size_t)b.ny);
-  b.H = nums((size_t)nz * nz);
-  b.g = nums((size_t)nz);
-  b.Hd = nums((size_t)nz * nz);
-  b.dz = nums((size_t)nz);
-  b.xtry = nums((size_t)b.nx);
-  b.ptry = nums((size_t)np);
-  b.dxp = nums((size_t)n);
-  mjtNum* xp = nums((size_t)b.nx);
-  mjtNum* porig = nums((size_t)np);
-  mjtNum* pc = nums((size_t)np);
-  b.xprior = xp;
-  if (!b.d || !b.A || !b.P || !b.C || !b.Q || !b.Phi || !b.Tmp || !b.J || !b.e || !b.H || !b.g ||
-      !b.Hd || !b.dz || !b.xtry || !b.ptry || !b.dxp || !xp || !porig || !pc) {
-    free(porig);
-    free(pc);
-    freeBatch(&b);
-    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory");
-  }
-  mju_copy(xp, x0, b.nx);
-  st = mjdiff_makeStepDeriv(m, s, dd.params, &b.w, err, errsz);
+  mjdiffBatchEstDef dd;
+  mjdiffStatus st = setup(&b, &dd, m, s, def, T, t0, ctrl, y, x0, param, err, errsz);
   if (st != MJDIFF_OK) {
-    free(porig);
-    free(pc);
     freeBatch(&b);
     return st;
   }
-  if (np) {
-    mjdiff_getParamValues(m, s, dd.params, porig);
-    if (param) mju_copy(pc, param, np);
-    else mju_copy(pc, porig, np);
-  }
-
+  int n = b.ndx, nz = b.nz, np = b.np;
+  mjtNum* pc = b.pc;
+  long nres = b.nres, nskip = b.nskip;
   mjdiffBatchEstInfo inf;
   memset(&inf, 0, sizeof(inf));
   inf.nresidual = nres;
@@ -380,10 +408,8 @@ mjdiffStatus mjdiff_batchEstimate(mjModel* m, mjdiffModel* s, const mjdiffBatchE
     if (param && np) mju_copy(param, pc, np);
   }
   // the model's own values back
-  if (np) mjdiff_setParamValues(m, s, dd.params, porig, NULL, 0);
+  if (np) mjdiff_setParamValues(m, s, dd.params, b.porig, NULL, 0);
   if (info) *info = inf;
-  free(porig);
-  free(pc);
   freeBatch(&b);
   return st;
 }

@@ -172,6 +172,18 @@ MJDIFF_API mjdiffStatus mjdiff_batchEstimate(mjModel* m, mjdiffModel* s,
                                              mjtNum* param, mjtNum* cov, mjdiffBatchEstInfo* info,
                                              char* err, int errsz);
 
+// The Gauss-Newton linearisation of mjdiff_batchEstimate's cost at (x0, param) (param NULL: the
+// model's values): the cost F = 1/2 |r|^2, its gradient grad = J' r (nvar = ndx + np) in
+// z = (delta, dp), x0 (+) delta, param + dp, at z = 0, and H = J'J (nvar x nvar; with the prior's
+// 1/sigma^2 on its diagonal). Errors as mjdiff_batchEstimate; m and s are restored.
+// Nullable: ctrl, param, cost, grad, H, err.
+MJDIFF_API mjdiffStatus mjdiff_batchLinearize(mjModel* m, mjdiffModel* s,
+                                              const mjdiffBatchEstDef* def, int T, mjtNum t0,
+                                              const mjtNum* ctrl, const mjtNum* y,
+                                              const mjtNum* x0, const mjtNum* param,
+                                              mjtNum* cost, mjtNum* grad, mjtNum* H, char* err,
+                                              int errsz);
+
 #ifdef __cplusplus
 }
 #endif
