@@ -7,7 +7,8 @@
 // Rollout: x_{t+1} = f(x_t, u_t; p), t = 0 .. T-1 (controls at t = T: u_{T-1}).
 // Residuals over the finite selected readings j of y_t:
 //   e_tj = (h_j(x_t, u_t; p) - y_tj) / sigma_j
-//   prior (rows i with prior_sigma_i > 0): e_i = (x0 (-) xprior)_i / sigma_i, xprior = the guess
+//   prior (rows i with prior_sigma_i > 0): e_i = (x0 (-) xprior)_i / sigma_i, xprior = prior_x or
+//   the guess; or, with an information matrix I (prior_info), 1/2 d' I d, d = x0 (-) xprior
 // Cost F = 1/2 |e|^2.
 // Exact Jacobians by forward sensitivities through the rollout (step Jacobians A_t = dx_{t+1}/dx_t,
 // P_t = dx_{t+1}/dp, sensor Jacobians C_t = dh/dx, Q_t = dh/dp of mjdiff_stepDerivatives):
@@ -25,14 +26,13 @@
 // Cost per iteration: T step and sensor Jacobians and O(T ndx^2 (ndx + np)) for the sensitivities.
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include <mjdiff/adjoint.h>
 #include <mjdiff/args.h>
 #include <mjdiff/estimate.h>
 #include <mjdiff/state.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "est_internal.h"
 #include "internal.h"
@@ -59,14 +59,14 @@ typedef struct batch_ {
   mjdiffStepDeriv* w;
   const mjtNum* xprior;
   // scratch
-  mjtNum *A, *P, *C, *Q;   // ndx^2, ndx x np, ns x ndx, ns x np
-  mjtNum *Phi, *Tmp;       // ndx x nz: (Phi | Psi) and scratch
-  mjtNum* J;               // (ny x nz) rows of one step
-  mjtNum* e;               // (ny)
+  mjtNum *A, *P, *C, *Q;    // ndx^2, ndx x np, ns x ndx, ns x np
+  mjtNum *Phi, *Tmp;        // ndx x nz: (Phi | Psi) and scratch
+  mjtNum* J;                // (ny x nz) rows of one step
+  mjtNum* e;                // (ny)
   mjtNum *H, *g, *Hd, *dz;  // nz^2, nz, nz^2, nz
   mjtNum *xtry, *ptry, *dxp;
-  mjtNum *porig, *pc;      // (np) the model's parameter values, the current estimate
-  long nres, nskip;        // finite and missing selected readings
+  mjtNum *porig, *pc;  // (np) the model's parameter values, the current estimate
+  long nres, nskip;    // finite and missing selected readings
 } batch;
 
 static mjdiffStatus setParams(batch* b, const mjtNum* p, char* err, int errsz) {
@@ -75,9 +75,17 @@ static mjdiffStatus setParams(batch* b, const mjtNum* p, char* err, int errsz) {
 }
 
 static mjtNum priorCost(const batch* b, const mjtNum* x0) {
-  if (!b->def->prior_sigma) return 0;
+  if (!b->def->prior_sigma && !b->def->prior_info) return 0;
   mjdiff_stateDiff(b->m, b->xprior, x0, b->dxp);
   mjtNum c = 0;
+  if (b->def->prior_info) {
+    // 1/2 d' I d
+    const mjtNum* I = b->def->prior_info;
+    for (int i = 0; i < b->ndx; i++) {
+      c += 0.5 * b->dxp[i] * mju_dot(I + (size_t)i * b->ndx, b->dxp, b->ndx);
+    }
+    return c;
+  }
   for (int i = 0; i < b->ndx; i++) {
     mjtNum sd = b->def->prior_sigma[i];
     if (sd > 0) c += 0.5 * (b->dxp[i] / sd) * (b->dxp[i] / sd);
@@ -104,8 +112,10 @@ static mjdiffStatus evaluate(batch* b, const mjtNum* x0, const mjtNum* p, int ja
     mjtNum time = b->d->time;
     // the state of step t stays in d; ctrl of step t
     int k = t < b->T ? t : b->T - 1;
-    if (b->ctrl && k >= 0) mju_copy(b->d->ctrl, b->ctrl + (size_t)b->nu * k, b->nu);
-    else mju_zero(b->d->ctrl, b->nu);
+    if (b->ctrl && k >= 0)
+      mju_copy(b->d->ctrl, b->ctrl + (size_t)b->nu * k, b->nu);
+    else
+      mju_zero(b->d->ctrl, b->nu);
     if (jac) {
       mjdiffStepJac sj;
       mjdiff_defaultStepJac(&sj);
@@ -165,7 +175,14 @@ static mjdiffStatus evaluate(batch* b, const mjtNum* x0, const mjtNum* p, int ja
   }
   // prior
   F += priorCost(b, x0);
-  if (jac && b->def->prior_sigma) {
+  if (jac && b->def->prior_info) {
+    // H += I, g += I d
+    const mjtNum* I = b->def->prior_info;
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < n; j++) b->H[(size_t)i * nz + j] += I[(size_t)i * n + j];
+      b->g[i] += mju_dot(I + (size_t)i * n, b->dxp, n);
+    }
+  } else if (jac && b->def->prior_sigma) {
     for (int i = 0; i < n; i++) {
       mjtNum sd = b->def->prior_sigma[i];
       if (!(sd > 0)) continue;
@@ -246,13 +263,16 @@ static mjdiffStatus setup(batch* b, mjdiffBatchEstDef* dd, mjModel* m, mjdiffMod
                                &b->rows, &b->rstd, &b->ny, err, errsz);
   if (st != MJDIFF_OK) return st;
   for (int i = 0; i < b->nx; i++) {
-    if (!isfinite(x0[i])) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "x0[%d] is not finite", i);
+    if (!isfinite(x0[i]))
+      return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "x0[%d] is not finite", i);
   }
   // counts of the readings
   for (int t = 0; t <= T; t++) {
     for (int i = 0; i < b->ny; i++) {
-      if (isfinite(y[(size_t)b->ns * t + b->rows[i]])) b->nres++;
-      else b->nskip++;
+      if (isfinite(y[(size_t)b->ns * t + b->rows[i]]))
+        b->nres++;
+      else
+        b->nskip++;
     }
   }
   if (b->nres == 0) {
@@ -280,26 +300,27 @@ static mjdiffStatus setup(batch* b, mjdiffBatchEstDef* dd, mjModel* m, mjdiffMod
   b->porig = nums((size_t)np);
   b->pc = nums((size_t)np);
   b->xprior = xp;
-  if (!b->d || !b->A || !b->P || !b->C || !b->Q || !b->Phi || !b->Tmp || !b->J || !b->e ||
-      !b->H || !b->g || !b->Hd || !b->dz || !b->xtry || !b->ptry || !b->dxp || !xp ||
-      !b->porig || !b->pc) {
+  if (!b->d || !b->A || !b->P || !b->C || !b->Q || !b->Phi || !b->Tmp || !b->J || !b->e || !b->H ||
+      !b->g || !b->Hd || !b->dz || !b->xtry || !b->ptry || !b->dxp || !xp || !b->porig || !b->pc) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory");
   }
-  mju_copy(xp, x0, b->nx);
+  mju_copy(xp, dd->prior_x ? dd->prior_x : x0, b->nx);
   st = mjdiff_makeStepDeriv(m, s, dd->params, &b->w, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (np) {
     mjdiff_getParamValues(m, s, dd->params, b->porig);
-    if (param) mju_copy(b->pc, param, np);
-    else mju_copy(b->pc, b->porig, np);
+    if (param)
+      mju_copy(b->pc, param, np);
+    else
+      mju_copy(b->pc, b->porig, np);
   }
   return MJDIFF_OK;
 }
 
-mjdiffStatus mjdiff_batchLinearize(mjModel* m, mjdiffModel* s, const mjdiffBatchEstDef* def,
-                                   int T, mjtNum t0, const mjtNum* ctrl, const mjtNum* y,
-                                   const mjtNum* x0, const mjtNum* param, mjtNum* cost,
-                                   mjtNum* grad, mjtNum* H, char* err, int errsz) {
+mjdiffStatus mjdiff_batchLinearize(mjModel* m, mjdiffModel* s, const mjdiffBatchEstDef* def, int T,
+                                   mjtNum t0, const mjtNum* ctrl, const mjtNum* y, const mjtNum* x0,
+                                   const mjtNum* param, mjtNum* cost, mjtNum* grad, mjtNum* H,
+                                   char* err, int errsz) {
   if (err && errsz > 0) err[0] = 0;
   batch b;
   mjdiffBatchEstDef dd;

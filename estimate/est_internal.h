@@ -6,8 +6,8 @@
 #ifndef MJDIFF_ESTIMATE_INTERNAL_H_
 #define MJDIFF_ESTIMATE_INTERNAL_H_
 
-#include <mujoco/mujoco.h>
 #include <mjdiff/base.h>
+#include <mujoco/mujoco.h>
 
 // C (m x n) = alpha op(A) op(B) + beta C, op(A) (m x k), op(B) (k x n); ta, tb: transpose
 void mjdiff_estGemm(int ta, int tb, int m, int n, int k, mjtNum alpha, const mjtNum* a,
@@ -31,7 +31,7 @@ int mjdiff_estRank(const mjtNum* a, int n, mjtNum* scratch);
 // names (n; NULL: every sensor of m) with std sigma or sigmas[i] per sensor. need_deriv: fail
 // (MJDIFF_ERR_UNSUPPORTED) for a sensor without a derivative. *rows, *std malloc'd (nrow each).
 mjdiffStatus mjdiff_estSelectSensors(const mjModel* m, const char* const* names, int n,
-                                     mjtNum sigma, const mjtNum* sigmas, int need_deriv,
-                                     int** rows, mjtNum** std, int* nrow, char* err, int errsz);
+                                     mjtNum sigma, const mjtNum* sigmas, int need_deriv, int** rows,
+                                     mjtNum** std, int* nrow, char* err, int errsz);
 
 #endif  // MJDIFF_ESTIMATE_INTERNAL_H_

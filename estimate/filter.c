@@ -39,13 +39,12 @@
 //   whatever alpha, beta, kappa (the property tests/test_estimate.cc checks).
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include <mjdiff/adjoint.h>
 #include <mjdiff/estimate.h>
 #include <mjdiff/state.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "est_internal.h"
 #include "internal.h"
@@ -56,33 +55,33 @@ struct mjdiffFilter_ {
   int method, jacobian, centered;
   mjtNum fd_eps, alpha, beta, kappa;
   int nx, ndx, nu, ns, ny;
-  int* rows;        // (ny) sensordata index of each selected reading
-  mjtNum* rstd;     // (ny) its std
-  mjData* d;        // the smooth step and sensors
+  int* rows;     // (ny) sensordata index of each selected reading
+  mjtNum* rstd;  // (ny) its std
+  mjData* d;     // the smooth step and sensors
   mjdiffStepDeriv* w;
-  mjModel* mfd;     // MJDIFF_JAC_FD: a private copy with the smooth model attached
+  mjModel* mfd;  // MJDIFF_JAC_FD: a private copy with the smooth model attached
   mjdiffModel* sfd;
   mjData* dfd;
   // estimate
-  mjtNum* x;        // (nx) mean
-  mjtNum* P;        // (ndx^2) covariance
+  mjtNum* x;  // (nx) mean
+  mjtNum* P;  // (ndx^2) covariance
   mjtNum time;
   mjdiffFilterInfo info;
   // scratch
-  mjtNum* Q;        // (ndx^2)
+  mjtNum* Q;                // (ndx^2)
   mjtNum *A, *T1, *T2, *L;  // (ndx^2) each
-  mjtNum* C;        // (ns x ndx) all readings' Jacobian
-  mjtNum* H;        // (ny x ndx) the used rows
-  mjtNum* S;        // (ny^2)
-  mjtNum* K;        // (ndx x ny), then K' (ny x ndx)
-  mjtNum *r, *rv;   // (ny) innovation, variances of the used rows
-  int* use;         // (ny) indices of the used rows
-  mjtNum *xs, *dx;  // (nx), (ndx)
-  mjtNum *ctrl;     // (nu)
+  mjtNum* C;                // (ns x ndx) all readings' Jacobian
+  mjtNum* H;                // (ny x ndx) the used rows
+  mjtNum* S;                // (ny^2)
+  mjtNum* K;                // (ndx x ny), then K' (ny x ndx)
+  mjtNum *r, *rv;           // (ny) innovation, variances of the used rows
+  int* use;                 // (ny) indices of the used rows
+  mjtNum *xs, *dx;          // (nx), (ndx)
+  mjtNum* ctrl;             // (nu)
   // UKF
-  mjtNum* X;        // ((2n+1) x nx) sigma points
-  mjtNum* Z;        // ((2n+1) x ndx) tangent offsets
-  mjtNum* Yh;       // ((2n+1) x ny) readings
+  mjtNum* X;   // ((2n+1) x nx) sigma points
+  mjtNum* Z;   // ((2n+1) x ndx) tangent offsets
+  mjtNum* Yh;  // ((2n+1) x ny) readings
 };
 
 void mjdiff_defaultFilterDef(mjdiffFilterDef* def) {
@@ -293,7 +292,8 @@ mjdiffStatus mjdiff_filterReset(mjdiffFilter* f, const mjtNum* x, const mjtNum* 
   if (!f || !x || !P) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "f, x or P is NULL");
   int n = f->ndx;
   for (int i = 0; i < f->nx; i++) {
-    if (!isfinite(x[i])) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "x[%d] is not finite", i);
+    if (!isfinite(x[i]))
+      return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "x[%d] is not finite", i);
   }
   if (!isfinite(time)) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "time is not finite");
   for (int i = 0; i < n; i++) {
@@ -336,8 +336,10 @@ static void load(const mjdiffFilter* f, const mjModel* m, mjData* d, const mjtNu
 }
 
 static void setCtrl(mjdiffFilter* f, const mjtNum* ctrl) {
-  if (ctrl) mju_copy(f->ctrl, ctrl, f->nu);
-  else mju_zero(f->ctrl, f->nu);
+  if (ctrl)
+    mju_copy(f->ctrl, ctrl, f->nu);
+  else
+    mju_zero(f->ctrl, f->nu);
 }
 
 // 0 if the covariance P (n x n) is positive definite (scratch L), else the failing row + 1
@@ -676,8 +678,8 @@ mjdiffStatus mjdiff_filterPredict(mjdiffFilter* f, const mjtNum* ctrl, char* err
   if (!f) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "f is NULL");
   setCtrl(f, ctrl);
   mjtNum time = f->time;
-  mjdiffStatus st = f->method == MJDIFF_FILTER_UKF ? ukfPredict(f, err, errsz)
-                                                   : ekfPredict(f, err, errsz);
+  mjdiffStatus st =
+      f->method == MJDIFF_FILTER_UKF ? ukfPredict(f, err, errsz) : ekfPredict(f, err, errsz);
   if (st != MJDIFF_OK) {
     f->time = time;
     if (st != MJDIFF_ERR_NONFINITE || !strstr(err ? err : "", "diverged")) {

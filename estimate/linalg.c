@@ -14,12 +14,11 @@
 
 #define _POSIX_C_SOURCE 200809L  // pthread_barrier_t, which blis.h uses
 
+#include <blis.h>
 #include <math.h>
+#include <mjdiff/adjoint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <blis.h>
-#include <mjdiff/adjoint.h>
 
 #include "est_internal.h"
 #include "internal.h"
@@ -161,8 +160,8 @@ int mjdiff_estRank(const mjtNum* a, int n, mjtNum* w) {
 }
 
 mjdiffStatus mjdiff_estSelectSensors(const mjModel* m, const char* const* names, int n,
-                                     mjtNum sigma, const mjtNum* sigmas, int need_deriv,
-                                     int** rows, mjtNum** std, int* nrow, char* err, int errsz) {
+                                     mjtNum sigma, const mjtNum* sigmas, int need_deriv, int** rows,
+                                     mjtNum** std, int* nrow, char* err, int errsz) {
   *rows = NULL;
   *std = NULL;
   *nrow = 0;
@@ -188,9 +187,9 @@ mjdiffStatus mjdiff_estSelectSensors(const mjModel* m, const char* const* names,
     }
     if (sigmas && (!(sigmas[i] > 0) || !isfinite(sigmas[i]))) {
       free(id);
-      return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "sensor_sigma[%d] (sensor '%s') must be > 0, got %g",
-                          i, mj_id2name(m, mjOBJ_SENSOR, sid) ? mj_id2name(m, mjOBJ_SENSOR, sid) : "",
-                          sigmas[i]);
+      return mjdiff_error(
+          err, errsz, MJDIFF_ERR_VALUE, "sensor_sigma[%d] (sensor '%s') must be > 0, got %g", i,
+          mj_id2name(m, mjOBJ_SENSOR, sid) ? mj_id2name(m, mjOBJ_SENSOR, sid) : "", sigmas[i]);
     }
     if (need_deriv && !mjdiff_sensorSupported(m, sid)) {
       const char* nm = mj_id2name(m, mjOBJ_SENSOR, sid);

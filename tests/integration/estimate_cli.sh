@@ -4,7 +4,8 @@
 # End-to-end test of mjdiff-estimate on recordings written by mjdiff-sysid --generate (cartpole,
 # 2 s, sensor noise 0.01, true qpos and qvel columns):
 #   1. ekf, ukf and batch each write a CSV (one row per step, a std column per tangent row, all
-#      std > 0), a JSON summary with the position RMSE to truth below 0.003 (0.3x the reading noise),
+#      std > 0), a JSON summary with the position RMSE to truth below 0.003 (0.3x the reading
+#      noise),
 #      and (ekf) a PNG; ekf and ukf agree on the RMSE within 20%; --jacobian fd too.
 #   2. a recording with a sensor's readings blanked in half its rows: skipped and counted in the
 #      JSON (filter.skipped).
@@ -75,7 +76,7 @@ for m in ekf ukf batch; do
   rmse[$m]=$(py rmse $m.json 0.003) || fail "$m: RMSE"
 done
 [[ -s ekf.png ]] || fail "ekf: no PNG"
-python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 0.2 * a)" \
+python3 -c "import sys; a, b = map(float, sys.argv[1:3]); sys.exit(abs(a - b) > 0.2 * a)" \
   "${rmse[ekf]}" "${rmse[ukf]}" || fail "ekf and ukf RMSE differ: ${rmse[ekf]} vs ${rmse[ukf]}"
 run "$EST" --quiet --method ekf --jacobian fd --out fd.json "$CART" data.csv
 [[ $RC == 0 ]] || fail "fd: exit $RC: $ERR"
@@ -83,7 +84,8 @@ py rmse fd.json 0.003 >/dev/null || fail "fd: RMSE"
 
 # 2. NaN readings: sensor:cart_pos blank in rows 0, 2, 4, ... (101 of 201 steps)
 py blank data.csv holes.csv sensor:cart_pos || fail "blanking"
-run "$EST" --quiet --method ekf --sensor cart_pos --sensor pole_angle --out holes.json "$CART" holes.csv
+run "$EST" --quiet --method ekf --sensor cart_pos --sensor pole_angle --out holes.json \
+  "$CART" holes.csv
 [[ $RC == 0 ]] || fail "holes: exit $RC: $ERR"
 py skipped holes.json 101 || fail "holes: skipped count"
 

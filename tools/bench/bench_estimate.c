@@ -18,14 +18,13 @@
 // MuJoCo 2.2.2 (shared NOTES), so its A is off for RK4 models (acrobot).
 
 #include <math.h>
+#include <mjdiff/estimate.h>
+#include <mjdiff/mjdiff.h>
+#include <mjdiff/state.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <mjdiff/estimate.h>
-#include <mjdiff/mjdiff.h>
-#include <mjdiff/state.h>
 
 #include "benchutil.h"
 #include "toolutil.h"
@@ -56,7 +55,7 @@ typedef struct result_ {
   char name[64];
   int nv, ndx, ny;
   int ok[NFILTER];
-  double t[NFILTER];       // s per filter step
+  double t[NFILTER];  // s per filter step
   double rmse_q[NFILTER], rmse_v[NFILTER];
   char error[NFILTER][600];
 } result;
@@ -158,8 +157,7 @@ static mjModel* loadWithSensors(const char* path, char* err, int errsz) {
     const char* nm = mj_id2name(m, mjOBJ_JOINT, j);
     int type = m->jnt_type[j];
     if (nm && (type == mjJNT_HINGE || type == mjJNT_SLIDE)) {
-      n += (size_t)snprintf(xml + n, cap - n, "<jointpos name=\"enc_%s\" joint=\"%s\"/>\n", nm,
-                            nm);
+      n += (size_t)snprintf(xml + n, cap - n, "<jointpos name=\"enc_%s\" joint=\"%s\"/>\n", nm, nm);
     }
     if (type == mjJNT_FREE) {
       const char* bn = mj_id2name(m, mjOBJ_BODY, m->jnt_bodyid[j]);
@@ -284,7 +282,8 @@ static int benchModel(const args* a, const char* path, result* r) {
     if (nu) mju_copy(d->ctrl, U + (size_t)nu * (k < T ? k : T - 1), nu);
     if (mjdiff_forward(m, d, s, err, sizeof(err)) != MJDIFF_OK) ok = 0;
     mjdiff_getState(m, d, X + (size_t)nx * k);
-    for (int i = 0; i < ns; i++) Y[(size_t)ns * k + i] = d->sensordata[i] + a->sigma_y * gaussian(&rng);
+    for (int i = 0; i < ns; i++)
+      Y[(size_t)ns * k + i] = d->sensordata[i] + a->sigma_y * gaussian(&rng);
     if (k < T && ok && mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) ok = 0;
   }
   if (!ok) {
@@ -326,7 +325,8 @@ static void printTable(FILE* f, const args* a, const result* res, int n) {
 
 static void writeJson(FILE* f, const args* a, const result* res, int n, int status) {
   tool_jsonHead(f, TOOL, a->model, a->nmodel);
-  fprintf(f, ",\"args\":{\"steps\":%d,\"seed\":%ld,\"sigma_y\":%g,\"sigma0_q\":%g,"
+  fprintf(f,
+          ",\"args\":{\"steps\":%d,\"seed\":%ld,\"sigma_y\":%g,\"sigma0_q\":%g,"
           "\"sigma0_v\":%g,\"fd_eps\":%g}",
           a->steps, a->seed, a->sigma_y, a->sigma0_q, a->sigma0_v, a->fd_eps);
   fprintf(f, ",\"status\":\"%s\",\"metrics\":[", status ? "ok" : "error");
@@ -349,8 +349,7 @@ static void writeJson(FILE* f, const args* a, const result* res, int n, int stat
       fprintf(f, "}");
     }
     fprintf(f, ",");
-    tool_jsonField(f, "fd_over_ekf",
-                   r->ok[F_EKF] && r->ok[F_FD] ? r->t[F_FD] / r->t[F_EKF] : NAN);
+    tool_jsonField(f, "fd_over_ekf", r->ok[F_EKF] && r->ok[F_FD] ? r->t[F_FD] / r->t[F_EKF] : NAN);
     fprintf(f, "}");
   }
   fprintf(f, "]");

@@ -1,7 +1,8 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // mjdiff-estimate: state estimation on a recording (the CSV format of mjdiff-sysid,
-// tools/common/recording.h) with the smooth model: EKF, UKF or batch (<mjdiff/estimate.h>).
+// tools/common/recording.h) with the smooth model: EKF, UKF, batch or moving-horizon
+// estimation (<mjdiff/estimate.h>).
 //
 //   readings    the recording's sensor:* columns (the selected sensors; empty or NaN fields are
 //               missing readings: skipped and counted)
@@ -13,6 +14,8 @@
 //   batch       the initial state (and --param values) by Gauss-Newton with a prior of the same
 //               P_0 on the guess; states x_t = the rollout from the estimate, their covariance
 //               G_t cov G_t', G_t = [Phi_t Psi_t], G_{t+1} = A_t G_t + [0 P_t] (step Jacobians)
+//   mhe         mjdiff_mheEstimate with window --window and --max-iter iterations per window;
+//               real-time factor = simulated time / wall time
 //   RMSE        over the steps with truth: sqrt(mean (x_t (-) xhat_t)^2) over the dq rows (and
 //               the dv rows)
 //   observability  rank of the Gauss-Newton matrix of the first min(T, 50) steps' readings in
@@ -21,15 +24,14 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include <mjdiff/adjoint.h>
 #include <mjdiff/estimate.h>
 #include <mjdiff/mjdiff.h>
 #include <mjdiff/params.h>
 #include <mjdiff/state.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "recording.h"
 #include "toolutil.h"
@@ -51,6 +53,7 @@ typedef struct args_ {
   double sigma_sensor, sigma_qpos, sigma_qvel, p0_qpos, p0_qvel;
   int x0_truth;
   int max_iter;
+  int window;
   const char* csv;
   const char* png;
   const char* out;
@@ -62,10 +65,11 @@ static void usage(void) {
       "usage: %s [options] MODEL.xml DATA.csv\n\n"
       "Estimate the states of a recording (mjdiff-sysid's CSV format) with the smooth model:\n"
       "an extended Kalman filter on exact step and sensor Jacobians (or on MuJoCo's\n"
-      "finite-difference mjd_transitionFD), an unscented Kalman filter, or a batch fit of the\n"
-      "initial state (and parameters) by Gauss-Newton through the rollout.\n\n"
+      "finite-difference mjd_transitionFD), an unscented Kalman filter, a batch fit of the\n"
+      "initial state (and parameters) by Gauss-Newton through the rollout, or moving-horizon\n"
+      "estimation (batch fits of the last N steps with an EKF's arrival cost).\n\n"
       "options:\n"
-      "  --method M          ekf, ukf or batch (default ekf)\n"
+      "  --method M          ekf, ukf, batch or mhe (moving horizon) (default ekf)\n"
       "  --jacobian J        ekf: analytic or fd (default analytic)\n"
       "  --sensor NAME       a measured sensor (repeat; default every sensor with a column in\n"
       "                      DATA)\n"
@@ -77,10 +81,13 @@ static void usage(void) {
       "  --x0 G              initial guess: model (keyframe 0 or qpos0, zero velocity) or truth\n"
       "                      (the recording's first qpos and qvel row) (default model)\n"
       "  --param NAME        batch: also fit this model parameter (mjdiff-sysid's names; repeat)\n"
-      "  --max-iter N        batch: Gauss-Newton iterations (default 50)\n"
+      "  --max-iter N        batch: Gauss-Newton iterations (default 50); mhe: per window\n"
+      "                      (default 3)\n"
+      "  --window N          mhe: steps per window (default 20)\n"
       "  --csv FILE          estimated states: time_s, qpos:*, qvel:*, act:*, then std_dq:*,\n"
       "                      std_dv:*, std_da:* (the tangent rows' standard deviations)\n"
-      "  --png FILE          plot (gnuplot) of up to %d positions against truth with 2-sigma bands\n"
+      "  --png FILE          plot (gnuplot) of up to %d positions against truth with 2-sigma "
+      "bands\n"
       "  --out FILE          JSON summary to FILE (default: stdout)\n"
       "  --quiet             no progress on stderr\n"
       "  --help              show this help and exit\n\n"
@@ -102,7 +109,8 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->sigma_qvel = 1e-3;
   a->p0_qpos = 0.1;
   a->p0_qvel = 1;
-  a->max_iter = 50;
+  a->max_iter = -1;  // batch 50, mhe 3
+  a->window = 20;
   int npos = 0;
   for (int i = 1; i < argc; i++) {
     const char* s = argv[i];
@@ -111,14 +119,18 @@ static void parseArgs(int argc, char** argv, args* a) {
       exit(TOOL_EXIT_OK);
     } else if (!strcmp(s, "--method")) {
       a->method = tool_optionValue(kTool, argc, argv, &i);
-      if (strcmp(a->method, "ekf") && strcmp(a->method, "ukf") && strcmp(a->method, "batch")) {
-        tool_usageError(kTool, "--method must be ekf, ukf or batch, got '%s'", a->method);
+      if (strcmp(a->method, "ekf") && strcmp(a->method, "ukf") && strcmp(a->method, "batch") &&
+          strcmp(a->method, "mhe")) {
+        tool_usageError(kTool, "--method must be ekf, ukf, batch or mhe, got '%s'", a->method);
       }
     } else if (!strcmp(s, "--jacobian")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!strcmp(v, "analytic")) a->fd = 0;
-      else if (!strcmp(v, "fd")) a->fd = 1;
-      else tool_usageError(kTool, "--jacobian must be analytic or fd, got '%s'", v);
+      if (!strcmp(v, "analytic"))
+        a->fd = 0;
+      else if (!strcmp(v, "fd"))
+        a->fd = 1;
+      else
+        tool_usageError(kTool, "--jacobian must be analytic or fd, got '%s'", v);
     } else if (!strcmp(s, "--sensor")) {
       if (a->nsensor >= MAXLIST) tool_usageError(kTool, "too many --sensor options");
       a->sensor[a->nsensor++] = tool_optionValue(kTool, argc, argv, &i);
@@ -137,11 +149,16 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->p0_qvel = positive(argc, argv, &i);
     } else if (!strcmp(s, "--x0")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!strcmp(v, "model")) a->x0_truth = 0;
-      else if (!strcmp(v, "truth")) a->x0_truth = 1;
-      else tool_usageError(kTool, "--x0 must be model or truth, got '%s'", v);
+      if (!strcmp(v, "model"))
+        a->x0_truth = 0;
+      else if (!strcmp(v, "truth"))
+        a->x0_truth = 1;
+      else
+        tool_usageError(kTool, "--x0 must be model or truth, got '%s'", v);
     } else if (!strcmp(s, "--max-iter")) {
       a->max_iter = (int)tool_intOption(kTool, argc, argv, &i, 0, 100000, "an integer in [0, 1e5]");
+    } else if (!strcmp(s, "--window")) {
+      a->window = (int)tool_intOption(kTool, argc, argv, &i, 1, 100000, "an integer in [1, 1e5]");
     } else if (!strcmp(s, "--csv")) {
       a->csv = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--png")) {
@@ -163,6 +180,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     }
   }
   if (!a->model || !a->data) tool_usageError(kTool, "MODEL.xml and DATA.csv are required");
+  if (a->max_iter < 0) a->max_iter = strcmp(a->method, "mhe") ? 50 : 3;
   if (a->nparam && strcmp(a->method, "batch")) {
     tool_usageError(kTool, "--param is an option of --method batch");
   }
@@ -177,28 +195,33 @@ static void tangentName(const mjModel* m, int i, char* buf, size_t n) {
       if (mjdiff_actuatorTangentRow(m, a) == i) act = a;
     }
     const char* nm = act >= 0 ? mj_id2name(m, mjOBJ_ACTUATOR, act) : NULL;
-    if (nm) snprintf(buf, n, "%s", nm);
-    else snprintf(buf, n, "%d", k);
+    if (nm)
+      snprintf(buf, n, "%s", nm);
+    else
+      snprintf(buf, n, "%d", k);
     return;
   }
   int dof = i % nv, j = m->dof_jntid[dof];
   const char* nm = mj_id2name(m, mjOBJ_JOINT, j);
   int first = 0, cnt = mjdiff_jointTangentRows(m, j, &first, NULL);
-  if (cnt > 1) snprintf(buf, n, "%s:%d", nm ? nm : "joint", dof - first);
-  else snprintf(buf, n, "%s", nm ? nm : "joint");
+  if (cnt > 1)
+    snprintf(buf, n, "%s:%d", nm ? nm : "joint", dof - first);
+  else
+    snprintf(buf, n, "%s", nm ? nm : "joint");
 }
 
 typedef struct run_ {
   int T, nx, ndx;
-  double* X;     // ((T+1) x nx) estimates
-  double* S;     // ((T+1) x ndx) standard deviations
-  int* have;     // (T+1) estimate written
+  double* X;  // ((T+1) x nx) estimates
+  double* S;  // ((T+1) x ndx) standard deviations
+  int* have;  // (T+1) estimate written
   double seconds;
   // batch
   mjdiffBatchEstInfo binfo;
   double* cov;   // (nz^2)
   double* pval;  // (np)
   mjdiffFilterInfo finfo;
+  mjdiffMheInfo minfo;
 } run;
 
 static int failMsg(const char* what, const char* err) {
@@ -207,8 +230,8 @@ static int failMsg(const char* what, const char* err) {
 }
 
 static int runFilter(const args* a, const mjModel* m, const mjdiffModel* s,
-                     const sysidRecording* rec, const char* const* names, int nn,
-                     const double* x0, const double* P0, run* r) {
+                     const sysidRecording* rec, const char* const* names, int nn, const double* x0,
+                     const double* P0, run* r) {
   mjdiffFilterDef def;
   mjdiff_defaultFilterDef(&def);
   def.method = strcmp(a->method, "ukf") ? MJDIFF_FILTER_EKF : MJDIFF_FILTER_UKF;
@@ -279,8 +302,7 @@ static int runBatch(const args* a, mjModel* m, mjdiffModel* s, const sysidRecord
   if (np) mjdiff_getParamValues(m, s, p, r->pval);
   double t0 = tool_now();
   mjdiffStatus st = mjdiff_batchEstimate(m, s, &def, T, rec->t0, rec->ctrl, rec->sensor, x,
-                                         np ? r->pval : NULL, r->cov, &r->binfo, err,
-                                         sizeof(err));
+                                         np ? r->pval : NULL, r->cov, &r->binfo, err, sizeof(err));
   int code = TOOL_EXIT_OK;
   if (st != MJDIFF_OK) {
     code = failMsg("batch", err);
@@ -322,8 +344,7 @@ static int runBatch(const args* a, mjModel* m, mjdiffModel* s, const sysidRecord
       }
       if (t == T) break;
       mju_copy(d->ctrl, rec->ctrl + (size_t)m->nu * t, m->nu);
-      if (mjdiff_stepJacobian(m, d, s, w, A, NULL, np ? Pp : NULL, err, sizeof(err)) !=
-              MJDIFF_OK ||
+      if (mjdiff_stepJacobian(m, d, s, w, A, NULL, np ? Pp : NULL, err, sizeof(err)) != MJDIFF_OK ||
           mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
         code = failMsg("batch rollout", err);
         break;
@@ -353,10 +374,34 @@ static int runBatch(const args* a, mjModel* m, mjdiffModel* s, const sysidRecord
   return code;
 }
 
+static int runMhe(const args* a, mjModel* m, mjdiffModel* s, const sysidRecording* rec,
+                  const char* const* names, int nn, const double* x0, const double* P0, run* r) {
+  if (rec->T < 1) return failMsg("mhe", "the recording covers no step");
+  mjdiffMheDef def;
+  mjdiff_defaultMheDef(&def);
+  def.batch.sensors = names;
+  def.batch.nsensor = nn;
+  def.batch.sigma_sensor = a->sigma_sensor;
+  def.batch.max_iter = a->max_iter;
+  def.window = a->window;
+  def.sigma_qpos = a->sigma_qpos;
+  def.sigma_qvel = a->sigma_qvel;
+  def.sigma_act = a->sigma_qvel;
+  char err[1024];
+  double t0 = tool_now();
+  mjdiffStatus st = mjdiff_mheEstimate(m, s, &def, rec->T, rec->t0, rec->ctrl, rec->sensor, x0,
+                                       P0, r->X, r->S, &r->minfo, err, sizeof(err));
+  r->seconds = tool_now() - t0;
+  for (int t = 0; t <= r->minfo.steps && t <= rec->T; t++) r->have[t] = r->minfo.steps > 0;
+  return st == MJDIFF_OK ? TOOL_EXIT_OK : failMsg("mhe", err);
+}
+
 // 1 if row t of the recording has complete truth (every qpos and qvel finite)
 static int truthAt(const mjModel* m, const sysidRecording* rec, int t) {
-  for (int i = 0; i < m->nq; i++) if (!isfinite(rec->qpos[(size_t)m->nq * t + i])) return 0;
-  for (int i = 0; i < m->nv; i++) if (!isfinite(rec->qvel[(size_t)m->nv * t + i])) return 0;
+  for (int i = 0; i < m->nq; i++)
+    if (!isfinite(rec->qpos[(size_t)m->nq * t + i])) return 0;
+  for (int i = 0; i < m->nv; i++)
+    if (!isfinite(rec->qvel[(size_t)m->nv * t + i])) return 0;
   return 1;
 }
 
@@ -522,8 +567,8 @@ int main(int argc, char** argv) {
   }
   int code = TOOL_EXIT_OK;
   int T = rec.T, nx = mjdiff_stateSize(m), ndx = mjdiff_tangentSize(m), ns = m->nsensordata;
-  int batch = !strcmp(a.method, "batch");
-  int needDeriv = batch || (!strcmp(a.method, "ekf") && !a.fd);
+  int batch = !strcmp(a.method, "batch"), mhe = !strcmp(a.method, "mhe");
+  int needDeriv = batch || mhe || (!strcmp(a.method, "ekf") && !a.fd);
 
   // the measured sensors: named, or every one with readings in the recording
   const char* names[MAXLIST];
@@ -629,8 +674,8 @@ int main(int argc, char** argv) {
     double* xo = calloc((size_t)nx, sizeof(double));
     if (!xo) tool_outOfMemory(kTool);
     mju_copy(xo, x0, nx);
-    if (mjdiff_batchEstimate(m, s, &od, window, rec.t0, rec.ctrl, rec.sensor, xo, NULL, NULL,
-                             &oi, err, sizeof(err)) == MJDIFF_OK) {
+    if (mjdiff_batchEstimate(m, s, &od, window, rec.t0, rec.ctrl, rec.sensor, xo, NULL, NULL, &oi,
+                             err, sizeof(err)) == MJDIFF_OK) {
       rank = oi.rank;
       if (rank < ndx) {
         fprintf(stderr,
@@ -643,8 +688,13 @@ int main(int argc, char** argv) {
   }
 
   if (code == TOOL_EXIT_OK) {
-    if (batch) code = runBatch(&a, m, s, &rec, names, nn, p, x0, P0, &r);
-    else code = runFilter(&a, m, s, &rec, names, nn, x0, P0, &r);
+    if (batch) {
+      code = runBatch(&a, m, s, &rec, names, nn, p, x0, P0, &r);
+    } else if (mhe) {
+      code = runMhe(&a, m, s, &rec, names, nn, x0, P0, &r);
+    } else {
+      code = runFilter(&a, m, s, &rec, names, nn, x0, P0, &r);
+    }
   }
 
   // RMSE to truth
@@ -679,11 +729,12 @@ int main(int argc, char** argv) {
       if (i) fprintf(out, ",");
       tool_jsonString(out, names[i]);
     }
-    fprintf(out, "],\"sigma_sensor\":%g,\"sigma_qpos\":%g,\"sigma_qvel\":%g,\"p0_qpos\":%g,"
+    fprintf(out,
+            "],\"sigma_sensor\":%g,\"sigma_qpos\":%g,\"sigma_qvel\":%g,\"p0_qpos\":%g,"
             "\"p0_qvel\":%g,\"x0\":\"%s\"}",
             a.sigma_sensor, a.sigma_qpos, a.sigma_qvel, a.p0_qpos, a.p0_qvel,
             a.x0_truth ? "truth" : "model");
-    fprintf(out, ",\"status\":\"%s\",\"metrics\":{\"steps\":%d,\"estimates\":%d", 
+    fprintf(out, ",\"status\":\"%s\",\"metrics\":{\"steps\":%d,\"estimates\":%d",
             code == TOOL_EXIT_OK ? "ok" : "error", T, nwritten);
     fprintf(out, ",\"observability_rank\":%d,\"tangent_size\":%d", rank, ndx);
     fprintf(out, ",");
@@ -697,7 +748,8 @@ int main(int argc, char** argv) {
     if (batch) {
       fprintf(out, ",\"batch\":{\"status\":\"%s\",\"iterations\":%d,",
               r.binfo.status == MJDIFF_BATCH_CONVERGED ? "converged"
-              : r.binfo.status == MJDIFF_BATCH_STALLED ? "stalled" : "max iterations",
+              : r.binfo.status == MJDIFF_BATCH_STALLED ? "stalled"
+                                                       : "max iterations",
               r.binfo.iterations);
       tool_jsonField(out, "cost0", r.binfo.cost0);
       fprintf(out, ",");
@@ -720,9 +772,15 @@ int main(int argc, char** argv) {
         fprintf(out, "]");
       }
       fprintf(out, "}");
+    } else if (mhe) {
+      double sim = rec.T * m->opt.timestep;
+      fprintf(out, ",\"mhe\":{\"window\":%d,\"windows\":%d,\"iterations\":%ld,", a.window,
+              r.minfo.steps, r.minfo.iterations);
+      tool_jsonField(out, "real_time_factor", r.seconds > 0 ? sim / r.seconds : NAN);
+      fprintf(out, "}");
     } else {
-      fprintf(out, ",\"filter\":{\"updates\":%d,\"readings\":%ld,\"skipped\":%ld,",
-              r.finfo.nupdate, r.finfo.nmeasured, r.finfo.nskipped);
+      fprintf(out, ",\"filter\":{\"updates\":%d,\"readings\":%ld,\"skipped\":%ld,", r.finfo.nupdate,
+              r.finfo.nmeasured, r.finfo.nskipped);
       tool_jsonField(out, "last_nis", r.finfo.nis);
       fprintf(out, ",\"rows_selected\":%d}", r.finfo.nmeas);
     }

@@ -135,6 +135,9 @@ typedef struct mjdiffBatchEstDef_ {
   const mjdiffParams* params;  // nullable: model parameters fitted with the initial state
   const mjtNum* prior_sigma;   // nullable: std of a prior on x0 around the start guess, per
                                // tangent row (ndx); rows <= 0 carry no prior
+  const mjtNum* prior_x;       // nullable: the prior's mean (nq+nv+na; NULL: the start guess)
+  const mjtNum* prior_info;    // nullable: the prior's information matrix P^-1 (ndx x ndx,
+                               // symmetric positive semidefinite), instead of prior_sigma
   int max_iter;                // Gauss-Newton iterations (default 50)
   mjtNum tol;                  // relative decrease of the cost and relative step (default 1e-10)
 } mjdiffBatchEstDef;
@@ -183,6 +186,40 @@ MJDIFF_API mjdiffStatus mjdiff_batchLinearize(mjModel* m, mjdiffModel* s,
                                               const mjtNum* x0, const mjtNum* param,
                                               mjtNum* cost, mjtNum* grad, mjtNum* H, char* err,
                                               int errsz);
+
+// ---------------------------------- moving-horizon estimation ----------------------------------
+
+// What a moving-horizon estimate uses. Fill with mjdiff_defaultMheDef.
+typedef struct mjdiffMheDef_ {
+  mjdiffBatchEstDef batch;     // sensors, sigmas, max_iter per window (default 3), tol; params
+                               // must be NULL and the prior fields are set by the estimator
+  int window;                  // N: steps per window (default 20), >= 1
+  mjtNum sigma_qpos;           // process noise std per step of the arrival cost's EKF (the
+  mjtNum sigma_qvel;           // window itself has none), dq, dv and activation rows (defaults
+                               // 1e-4, 1e-3, 1e-3)
+  mjtNum sigma_act;
+} mjdiffMheDef;
+
+MJDIFF_API void mjdiff_defaultMheDef(mjdiffMheDef* def);
+
+typedef struct mjdiffMheInfo_ {
+  int steps;                   // windows solved (the last step estimated)
+  long iterations;             // Gauss-Newton iterations over all windows
+} mjdiffMheInfo;
+
+// Moving-horizon estimates of the states of a recording (readings y, controls ctrl, T steps from
+// time t0, as mjdiff_batchEstimate): at each step k = 1..T the window of the last N steps is
+// fitted with an arrival cost (x0, P0 while the window starts at 0; then the mean and covariance
+// of an EKF that runs N steps behind, estimate/mhe.c), warm-started. states ((T+1) x (nq+nv+na)): the
+// estimate at each step (row 0: the first window's start); sd ((T+1) x ndx, nullable): standard
+// deviations per tangent row. Errors as mjdiff_batchEstimate, and MJDIFF_ERR_NONFINITE naming the
+// step if the arrival covariance stops being positive definite.
+// Nullable: ctrl, sd, info, err.
+MJDIFF_API mjdiffStatus mjdiff_mheEstimate(mjModel* m, mjdiffModel* s, const mjdiffMheDef* def,
+                                           int T, mjtNum t0, const mjtNum* ctrl,
+                                           const mjtNum* y, const mjtNum* x0, const mjtNum* P0,
+                                           mjtNum* states, mjtNum* sd, mjdiffMheInfo* info,
+                                           char* err, int errsz);
 
 #ifdef __cplusplus
 }
