@@ -3,7 +3,7 @@
 #
 # End-to-end test of mjdiff-estimate on recordings written by mjdiff-sysid --generate (cartpole,
 # 2 s, sensor noise 0.01, true qpos and qvel columns):
-#   1. ekf, ukf and batch each write a CSV (one row per step, a std column per tangent row, all
+#   1. ekf, ukf, batch and mhe each write a CSV (one row per step, a std column per tangent row, all
 #      std > 0), a JSON summary with the position RMSE to truth below 0.003 (0.3x the reading
 #      noise),
 #      and (ekf) a PNG; ekf and ukf agree on the RMSE within 20%; --jacobian fd too.
@@ -67,7 +67,7 @@ py() { python3 "$TMP/check.py" "$@"; }
 
 # 1. methods
 declare -A rmse
-for m in ekf ukf batch; do
+for m in ekf ukf batch mhe; do
   extra=()
   [[ $m == ekf ]] && extra=(--png ekf.png)
   run "$EST" --quiet --method $m --csv $m.csv --out $m.json "${extra[@]}" "$CART" data.csv
@@ -98,4 +98,4 @@ run "$EST" --method kalman "$CART" data.csv
 [[ $RC == 2 && $ERR == *"kalman"* ]] || fail "bad method: exit $RC: $ERR"
 run "$EST" --help
 [[ $RC == 0 && $OUT == *"--method"* ]] || fail "--help: exit $RC"
-note "ok (rmse_qpos ekf ${rmse[ekf]}, ukf ${rmse[ukf]}, batch ${rmse[batch]})"
+note "ok (rmse_qpos ekf ${rmse[ekf]}, ukf ${rmse[ukf]}, batch ${rmse[batch]}, mhe ${rmse[mhe]})"
