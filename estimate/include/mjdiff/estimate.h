@@ -13,7 +13,8 @@
 // Timing of one filter step k (the recording's conventions, tools/sysid/data.c):
 //   update(u_k, y_k)   y_k = h(x_k, u_k) + noise: the readings at x_k
 //   predict(u_k)       x_{k+1} = f(x_k, u_k) + w_k, w_k ~ N(0, Q) (mjdiff_step)
-// Derivations: estimate/filter.c (EKF, UKF), estimate/batch.c (batch).
+// Derivations: estimate/filter.c (EKF, UKF), estimate/batch.c (batch), estimate/mhe.c (moving
+// horizon).
 
 #ifndef MJDIFF_ESTIMATE_H_
 #define MJDIFF_ESTIMATE_H_
