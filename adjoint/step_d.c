@@ -820,13 +820,16 @@ typedef enum product_ {
 static void sensorJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, mjtNum* out) {
   int nv = w->nv, ns = m->nsensordata, ndx = w->ndx, ncol = ndx + w->nin, nxu = ndx + w->nu;
   mjtNum* acc = w->acc;
-  solveAll(m, d, w, continuousDeriv(m, d, w, 0, acc));
   mjdiff_sensorDerivative(m, d, w->s, w->DsDx, w->DsDacc);
+  // Dacc only if an acceleration-stage reading depends on qacc (the filters' common case is none)
+  int useAcc = 0;
+  for (int i = 0; i < ns * nv && !useAcc; i++) useAcc = w->DsDacc[i] != 0;
+  if (useAcc) solveAll(m, d, w, continuousDeriv(m, d, w, 0, acc));
   for (int i = 0; i < ns; i++) {
     mjtNum* row = out + (size_t)ncol * i;
     mju_zero(row, ncol);
     mju_copy(row, w->DsDx + (size_t)nxu * i, nxu);
-    for (int k = 0; k < nv; k++) {
+    for (int k = 0; k < nv && useAcc; k++) {
       mjtNum a = w->DsDacc[(size_t)nv * i + k];
       if (a != 0) mju_addToScl(row, w->Dacc + (size_t)ncol * k, a, ncol);
     }

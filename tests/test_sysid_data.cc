@@ -1,6 +1,6 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// mjdiff-sysid recordings (tools/sysid/data.c): CSV write -> read round trips on the arm with the
+// mjdiff-sysid recordings (tools/common/recording.c): CSV write -> read round trips on the arm with the
 // free box and the cart-pole (bit-exact), alignment of recordings sampled at 3x and 0.37x the
 // model rate (linear interpolation and zero-order hold are exact on linear / piecewise constant
 // data, up to rounding), quaternion normalisation, the CSV dialect (CRLF, blanks, byte order

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "guard.h"
-#include "sysid.h"
+#include "recording.h"
 
 // a sample within this fraction of a timestep of a step time counts as at the step
 #define TIME_TOL 1e-9
@@ -177,6 +177,7 @@ typedef struct reader_ {
   double* data;  // (nrow x ncol) samples
   int* lineno;   // (nrow) file line of each sample
   int nrow, caprow;
+  int missing;    // sensor, qpos and qvel fields may be empty or NaN: not measured
 } reader;
 
 static void fail(reader* r, int line, const char* colname, const char* fmt, ...)
@@ -360,6 +361,12 @@ static int resolveColumn(reader* r, int c) {
 // parse a whole field as a finite number; 0 or -1 (message)
 static int parseNumber(reader* r, int line, int c, const char* s, double* out) {
   const char* name = r->col[c].name;
+  colKind kind = r->col[c].kind;
+  if (r->missing && (kind == COL_SENSOR || kind == COL_QPOS || kind == COL_QVEL) &&
+      (!*s || !strcmp(s, "nan") || !strcmp(s, "NaN") || !strcmp(s, "NAN"))) {
+    *out = NAN;
+    return 0;
+  }
   if (!*s) {
     fail(r, line, name, "empty field");
     return -1;
@@ -692,6 +699,11 @@ int sysid_readRecording(const mjModel* m, const char* path, sysidRecording* rec,
 
 int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRecording* rec,
                             char* err, int errsz) {
+  return sysid_readRecordingMissing(m, f, path, 0, rec, err, errsz);
+}
+
+int sysid_readRecordingMissing(const mjModel* m, FILE* f, const char* path, int missing,
+                               sysidRecording* rec, char* err, int errsz) {
   if (err && errsz > 0) err[0] = 0;
   if (rec) memset(rec, 0, sizeof(*rec));
   reader r;
@@ -704,6 +716,7 @@ int sysid_readRecordingFile(const mjModel* m, FILE* f, const char* path, sysidRe
     fail(&r, 0, NULL, "sysid_readRecording: model, file and recording must not be NULL");
     return -1;
   }
+  r.missing = missing;
   snprintf(rec->path, sizeof(rec->path), "%s", r.path);
   tool_readerInit(&r.in, f, r.path, MAX_LINE_BYTES, MAX_LINES);
   int st = readTable(&r);
