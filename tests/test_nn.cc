@@ -397,6 +397,31 @@ TEST(Nn, VjpOfABatchIsTheSumOfRows) {
   EXPECT_EQ(gx2, gx);
 }
 
+// at z = 0 exactly: relu's derivative is 0 (the subgradient taken), elu's 1, tanh's 1, softplus's
+// 1/2; forward and VJP leave their inputs as they were
+TEST(Nn, KinkConventionsAndUnchangedInputs) {
+  const double slope[] = {1.0, 0.0, 1.0, 0.5};
+  for (int act = 0; act < MJDIFF_ACT_COUNT; act++) {
+    SCOPED_TRACE(kActNames[act]);
+    mjdiffMLPDef def = makeDef(1, {1}, {act}, 1);
+    Net n;
+    ASSERT_EQ(mjdiff_makeMLP(&def, &n.net, nullptr, 0), MJDIFF_OK);
+    ASSERT_EQ(mjdiff_makeMLPWork(n.net, 2, &n.work, nullptr, 0), MJDIFF_OK);
+    double* p = mjdiff_mlpParams(n.net);  // W_0 = 2, b_0 = 0, W_1 = 3, b_1 = 0: z = 2 x
+    p[mjdiff_mlpWeightOffset(n.net, 0)] = 2;
+    p[mjdiff_mlpWeightOffset(n.net, 1)] = 3;
+    std::vector<double> x = {0.0, 0.0}, g = {1.0, -1.0}, y(2), gx(2), gp(4, 0.0);
+    const std::vector<double> x0 = x, g0 = g;
+    ASSERT_EQ(mjdiff_mlpForward(n.net, n.work, x.data(), 2, y.data(), nullptr, 0), MJDIFF_OK);
+    ASSERT_EQ(mjdiff_mlpVJP(n.net, n.work, g.data(), 2, gx.data(), gp.data(), nullptr, 0),
+              MJDIFF_OK);
+    EXPECT_EQ(x, x0);
+    EXPECT_EQ(g, g0);
+    EXPECT_DOUBLE_EQ(gx[0], 6 * slope[act]);
+    EXPECT_DOUBLE_EQ(gx[1], -6 * slope[act]);
+  }
+}
+
 TEST(Nn, WorkspaceErrors) {
   Net n, m;
   randomNet(&n, makeDef(3, {4}, {MJDIFF_ACT_TANH}, 2), 1, 4);
