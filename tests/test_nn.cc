@@ -3,8 +3,10 @@
 // Neural networks (<mjdiff/nn.h>) and Adam (<mjdiff/optim.h>):
 // - the forward pass against a plain reference implementation here (loops, no BLIS);
 // - the VJP against central differences of the forward pass, in the inputs and in every weight,
-//   for each activation, at random points with random normalisation; relu and elu points keep
-//   every pre-activation at least 1e-3 from the kink (the difference at eps 1e-6 straddles none);
+//   for each activation, at random points with random normalisation and biases (two and three
+//   hidden layers, mixed activations, inputs wide enough to saturate); relu and elu points keep
+//   every pre-activation at least 1e-3 from the kink (the difference at eps 1e-6 straddles none),
+//   and the kink's convention (z = 0 exactly) is tested apart;
 //   the batch VJP equals the sum of per-row VJPs and accumulates into adj_params;
 // - forward and VJP allocate nothing after setup: malloc, calloc, realloc and the aligned
 //   allocators of this executable count calls while a flag is set (glibc resolves every shared
@@ -277,21 +279,29 @@ TEST(Nn, VjpMatchesFiniteDifferences) {
       SCOPED_TRACE(std::string(kActNames[act]) + " trial " + std::to_string(trial));
       Net n;
       int other = (act + 1 + trial) % MJDIFF_ACT_COUNT;  // a second activation in the last layer
-      randomNet(&n, makeDef(nin, {6, 5}, {act, trial % 2 ? other : act}, nout), 100 * act + trial,
-                B);
+      // trial 5: three hidden layers; trials 4, 5: inputs 4x wider (saturated tanh, elu and
+      // softplus far in their flat tails)
+      mjdiffMLPDef def = trial == 5 ? makeDef(nin, {6, 5, 4}, {act, other, act}, nout)
+                                    : makeDef(nin, {6, 5}, {act, trial % 2 ? other : act}, nout);
+      randomNet(&n, def, 100 * act + trial, B);
+      double xscale = trial >= 4 ? 4 : 1;
       unsigned long long s = 1000 + 17 * act + trial;
       std::vector<double> x(B * nin), w(B * nout);
       // points away from the kinks of relu and elu: min |z| >= 1e-3
       for (int attempt = 0;; attempt++) {
         ASSERT_LT(attempt, 1000);
-        for (double& v : x) v = gauss(&s);
+        for (double& v : x) v = xscale * gauss(&s);
         double zmin = INFINITY;
         for (int b = 0; b < B; b++) {
           double zb;
           refForward(n.net, x.data() + nin * b, &zb);
           zmin = std::min(zmin, zb);
         }
-        if (zmin >= 1e-3) break;
+        bool kinked = false;
+        for (int i = 0; i < def.nhidden; i++) {
+          kinked |= def.act[i] == MJDIFF_ACT_RELU || def.act[i] == MJDIFF_ACT_ELU;
+        }
+        if (zmin >= 1e-3 || !kinked) break;
         resampled++;
       }
       for (double& v : w) v = gauss(&s);
