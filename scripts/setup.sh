@@ -16,6 +16,7 @@ REQUIRED=(
   xdotool                            # X keyboard and mouse events for the viewer's input test
   gnuplot-nox                        # plots
   python3                            # sysid scripts: servos, tables, benchmark
+  python3-numpy                      # test_nn: .npz round trip with numpy
   clang                              # fuzz targets (libFuzzer, scripts/fuzz.sh)
 )
 # optional packages: installed when available, never a failure

@@ -51,6 +51,7 @@
 #include <time.h>
 
 #include <blis.h>
+#include <mjdiff/optim.h>
 
 #include "mpc.h"
 #include "planner_internal.h"
@@ -141,11 +142,11 @@ struct mpcPlanner_ {
   double* dLdx;          // (H+1) x ndx
   double* dLdu;          // H x nu
   double* gctrl;         // H x nu
-  double *gz, *am, *av;  // nz: gradient, Adam moments (kept across calls)
+  double* gz;            // nz: gradient
+  mjdiffAdam* adam;      // Adam's moments and step count (kept across calls; <mjdiff/optim.h>)
   double *dir;           // nz: Adam's direction
   double* tcost;         // H+1: cost of each step of the rollout
   double lr;             // step size, multiple of kLearningRate (kept across calls)
-  int adam_step;         // Adam's iteration count (bias correction)
 
   // iLQR
   double mu;
@@ -644,16 +645,8 @@ static int gradientIteration(mpcPlanner* p) {
   p->cost = J;  // the plan's cost and states (mpc_plan leaves them to the first iteration)
   mju_copy(p->states, p->gstates, (size_t)(p->H + 1) * p->nx);
 
-  // Adam's direction
-  const double b1 = 0.9, b2 = 0.999, eps = 1e-12;
-  p->adam_step++;
-  double c1 = 1 - pow(b1, p->adam_step), c2 = 1 - pow(b2, p->adam_step);
-  for (int k = 0; k < nz; k++) {
-    double g = p->gz[k];
-    p->am[k] = b1 * p->am[k] + (1 - b1) * g;
-    p->av[k] = b2 * p->av[k] + (1 - b2) * g * g;
-    p->dir[k] = (p->am[k] / c1) / (sqrt(p->av[k] / c2) + eps);
-  }
+  // Adam's direction (b1 0.9, b2 0.999, eps 1e-12, no clipping: see mpc_makePlanner)
+  if (mjdiff_adamDirection(p->adam, p->gz, p->dir, NULL) != MJDIFF_OK) return 0;
 
   // line search on the step, one candidate per thread
   int n = p->nthread > 2 ? (p->nthread < NSAMPLE ? p->nthread : NSAMPLE) : 2;
@@ -1048,8 +1041,10 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     p->dLdu = allocNum((size_t)H * nu, &ok);
     p->gctrl = allocNum((size_t)H * nu, &ok);
     p->gz = allocNum(nz, &ok);
-    p->am = allocNum(nz, &ok);
-    p->av = allocNum(nz, &ok);
+    mjdiffAdamOptions aopt;
+    mjdiff_defaultAdamOptions(&aopt);
+    aopt.eps = 1e-12;
+    if (mjdiff_makeAdam(nz > 0 ? nz : 1, &aopt, &p->adam, NULL, 0) != MJDIFF_OK) ok = 0;
     p->dir = allocNum(nz, &ok);
     p->tcost = allocNum((size_t)H + 1, &ok);
   }
@@ -1143,11 +1138,12 @@ void mpc_freePlanner(mpcPlanner* p) {
     free(p->w);
   }
   mjdiff_freeRollout(p->r);
+  mjdiff_freeAdam(p->adam);
   mjdiff_freeModel(p->sown);
   if (p->mown) mj_deleteModel(p->mown);
   double* arrays[] = {p->lo,     p->hi,   p->half,    p->x0,    p->mocap,  p->z,     p->ctrl,
                       p->states, p->ztmp, p->samples, p->scost, p->center, p->sigma, p->gstates,
-                      p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->am,     p->av,    p->dir, p->A,
+                      p->dLdx,   p->dLdu, p->gctrl,   p->gz,    p->dir, p->A,
                       p->B,      p->lx,   p->lxx,     p->lu,    p->luu,    p->kff,   p->Kfb,
                       p->Vx,     p->Vxx,  p->Qx,      p->Qu,    p->Qxx,    p->Quu,   p->QuuR,
                       p->Qux,    p->VA,   p->VB,      p->tn,    p->tu,      p->xq,

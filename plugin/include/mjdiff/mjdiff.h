@@ -9,6 +9,8 @@
 //   rollout.h  rollouts and their gradients, batches
 //   loss.h     loss terms (positions, sensors, states, controls at chosen steps)
 //   args.h     argument structs for the step derivatives and batches
+//   nn.h       small neural networks (MLP forward and VJP, init, .npz save and load)
+//   optim.h    shared optimisers (Adam with clipping and learning-rate schedules)
 
 #ifndef MJDIFF_MJDIFF_H_
 #define MJDIFF_MJDIFF_H_
@@ -21,5 +23,7 @@
 #include <mjdiff/rollout.h>
 #include <mjdiff/loss.h>
 #include <mjdiff/args.h>
+#include <mjdiff/nn.h>
+#include <mjdiff/optim.h>
 
 #endif  // MJDIFF_MJDIFF_H_
