@@ -40,6 +40,8 @@ static const paramInfo kParams[] = {
   {"integrator", offsetof(mjdiffOptions, integrator), 0, -1, "0 explicit, 1 implicit", 1},
   {"implicit_tol", offsetof(mjdiffOptions, implicit_tol), 1, -1, "m/s or rad/s", 0},
   {"implicit_maxiter", offsetof(mjdiffOptions, implicit_maxiter), 1, -1, "iterations", 0},
+  {"reach_strength", offsetof(mjdiffOptions, reach_strength), 0, -1, "N", 0},
+  {"reach_width", offsetof(mjdiffOptions, reach_width), 1, -1, "m", 0},
 };
 #define NPARAM ((int)(sizeof(kParams) / sizeof(kParams[0])))
 
@@ -135,6 +137,8 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->integrator = MJDIFF_DERIVED;
   opt->implicit_tol = 1e-10;
   opt->implicit_maxiter = 100;
+  opt->reach_strength = 0;
+  opt->reach_width = 0.1;
 }
 
 int mjdiff_implicit(const mjdiffModel* s) {
@@ -285,7 +289,8 @@ static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInf
                         "unknown mjdiff parameter '%.*s' (known: contact_stiffness, "
                         "contact_damping, contact_width, friction_speed, spin_speed, "
                         "limit_stiffness, limit_damping, limit_width, frictionloss_speed, "
-                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter)",
+                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, "
+                        "reach_strength, reach_width)",
                         (int)len, name);
   }
   if (colon) {

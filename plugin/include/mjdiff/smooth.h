@@ -68,6 +68,11 @@ typedef struct mjdiffOptions_ {
   mjtNum integrator;           // MJDIFF_INT_EXPLICIT, MJDIFF_INT_IMPLICIT, or MJDIFF_DERIVED
   mjtNum implicit_tol;         // implicit step: Newton stops at a velocity change <= tol (1 + |v'|)
   mjtNum implicit_maxiter;     // implicit step: most Newton iterations, an integer >= 1
+
+  // long-range contact term for optimisation (plugin/reach.h; <mjdiff/reach.h> anneals it): a
+  // repulsive normal force a S(dist / R) on every contact out to dist = R, S C2, 1 at dist <= 0
+  mjtNum reach_strength;       // its strength a (N), >= 0; 0 (the default): off, bit for bit
+  mjtNum reach_width;          // its range R (m), > 0 (default 0.1); the collision margin while on
 } mjdiffOptions;
 
 // Values of mjdiffOptions.integrator:
@@ -100,7 +105,7 @@ typedef struct mjdiffContactForce_ {
 typedef struct mjdiffModel_ mjdiffModel;
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
-// implicit_tol (1e-10) and implicit_maxiter (100).
+// implicit_tol (1e-10), implicit_maxiter (100), reach_strength (0: off) and reach_width (0.1 m).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.
