@@ -365,7 +365,7 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g[0], g[1], prm);
-  mjtNum dfr, fr = reach_force(s, con->dist, &dfr);
+  mjtNum dfr, fr = reach_force(m, s, con, &dfr);
   if (prm[GP_WIDTH] - con->dist <= 0 && fr == 0) return 0;
 
   // relative velocities at p

@@ -38,9 +38,11 @@
 //     a tangential law with no physical meaning; the signal needed lives in the distance alone.
 //   - a force law rather than a potential: the smooth model is force-based (U = a R int_t^1 S is
 //     its potential if one is wanted: f_r = -dU/ddist).
-//   - a plain per-contact term: it acts on every reported pair (the support contacts of a resting
-//     body too, where it lightens the body by a per contact); a stays small against the weights
-//     involved (README, "Gradients before contact").
+//   - a per-contact term on every reported pair, or (reach_static = 0) only on pairs of two
+//     moving bodies: on the support contacts of a body resting on the static world it would
+//     lighten the body by a per contact, which a manipulation task does not want (the signal it
+//     needs is between the manipulator and the object); locomotion wants the ground pairs. a
+//     stays small against the weights involved (README, "Gradients before contact").
 // Exactly zero for a = 0: reach_strength = 0 leaves every force, the collision margins and so
 // the step bit for bit as without the term (tests/test_reach.cc).
 //
@@ -54,6 +56,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include "compat.h"
 #include "internal.h"
 
 // S(t) of the header, S'(t) in *ds if not NULL
@@ -71,15 +74,18 @@ static inline mjtNum reach_shape(mjtNum t, mjtNum* ds) {
   return u * u * u * (1 + 3 * t + 6 * t * t);
 }
 
-// the reach force f_r of a contact at signed distance dist under s's options, df_r/ddist in
-// *dfr if not NULL; 0 (and 0) when the term is off
-static inline mjtNum reach_force(const mjdiffModel* s, mjtNum dist, mjtNum* dfr) {
+// the reach force f_r of contact con under s's options, df_r/ddist in *dfr if not NULL; 0 (and
+// 0) when the term is off, or for a pair with a geom on the static world when reach_static is 0
+static inline mjtNum reach_force(const mjModel* m, const mjdiffModel* s, const mjContact* con,
+                                 mjtNum* dfr) {
   mjtNum a = s->opt.reach_strength, R = s->opt.reach_width;
-  if (!(a > 0)) {
-    if (dfr) *dfr = 0;
+  if (dfr) *dfr = 0;
+  if (!(a > 0)) return 0;
+  if (!s->opt.reach_static && (m->body_weldid[m->geom_bodyid[compat_contactGeom1(con)]] == 0 ||
+                               m->body_weldid[m->geom_bodyid[compat_contactGeom2(con)]] == 0)) {
     return 0;
   }
-  mjtNum ds, f = a * reach_shape(dist / R, &ds);
+  mjtNum ds, f = a * reach_shape(con->dist / R, &ds);
   if (dfr) *dfr = a * ds / R;
   return f;
 }

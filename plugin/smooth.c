@@ -169,7 +169,7 @@ static void contactWrenches(const mjModel* m, const mjData* d, const mjdiffModel
   for (int i = 0; i < d->ncon; i++) {
     const mjContact* con = d->contact + i;
     mjdiffContactForce cf;
-    mjtNum F[3], T[3], fr = reach_force(s, con->dist, NULL);
+    mjtNum F[3], T[3], fr = reach_force(m, s, con, NULL);
     int on = contactForce(m, d, s, con, &cf, F, T);
     if (!on && fr == 0) continue;
     if (fr != 0) mju_addToScl3(F, con->frame, fr);  // long-range term (reach.h)

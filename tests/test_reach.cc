@@ -143,6 +143,17 @@ TEST(ReachForce, RepulsiveNormalForceAndMargin) {
     EXPECT_GT(expect, 0);
     EXPECT_NEAR(on.sim.d->qfrc_passive[zv] - off.sim.d->qfrc_passive[zv], expect, 1e-12) << dist;
   }
+  // reach_static 0: no term between the ball and the (static) plane
+  char e2[500];
+  ASSERT_EQ(mjdiff_setParam(on.sim.s, "reach_static", 0, e2, sizeof(e2)), MJDIFF_OK);
+  mj_resetData(m, on.sim.d);
+  on.sim.d->qpos[zq] = 0.03;
+  ASSERT_EQ(mjdiff_forward(m, on.sim.d, on.sim.s, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(on.sim.d->ncon, 1);
+  int zv = m->jnt_dofadr[mj_name2id(m, mjOBJ_JOINT, "z")];
+  EXPECT_EQ(on.sim.d->qfrc_passive[zv], 0);
+  ASSERT_EQ(mjdiff_setParam(on.sim.s, "reach_static", 1, e2, sizeof(e2)), MJDIFF_OK);
+
   // mjdiff_contactForce reports the penalty force only (zero beyond the contact width)
   mj_resetData(m, on.sim.d);
   on.sim.d->qpos[zq] = 0.03;
@@ -170,6 +181,9 @@ TEST(ReachOptions, ValuesNamesAndErrors) {
   mjtNum v = 0;
   ASSERT_EQ(mjdiff_getParam(sim.sim.s, "reach_strength", &v, err, sizeof(err)), MJDIFF_OK);
   EXPECT_EQ(v, 0.5);
+  EXPECT_EQ(mjdiff_setParam(sim.sim.s, "reach_static", 0.5, err, sizeof(err)), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("reach_static"), std::string::npos) << err;
+  EXPECT_EQ(o->reach_static, 1);
   testutil::Sim bad(sphereXml("<numeric name=\"mjdiff_reach_width\" data=\"-0.1\"/>").c_str());
   EXPECT_FALSE(bad.ok);
   EXPECT_NE(std::string(bad.sim.err).find("reach_width"), std::string::npos) << bad.sim.err;

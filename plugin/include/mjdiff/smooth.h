@@ -73,6 +73,8 @@ typedef struct mjdiffOptions_ {
   // repulsive normal force a S(dist / R) on every contact out to dist = R, S C2, 1 at dist <= 0
   mjtNum reach_strength;       // its strength a (N), >= 0; 0 (the default): off, bit for bit
   mjtNum reach_width;          // its range R (m), > 0 (default 0.1); the collision margin while on
+  mjtNum reach_static;         // 1 (default): on every pair; 0: only on pairs of two moving
+                               // bodies (not on support contacts with the static world)
 } mjdiffOptions;
 
 // Values of mjdiffOptions.integrator:
@@ -105,7 +107,8 @@ typedef struct mjdiffContactForce_ {
 typedef struct mjdiffModel_ mjdiffModel;
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
-// implicit_tol (1e-10), implicit_maxiter (100), reach_strength (0: off) and reach_width (0.1 m).
+// implicit_tol (1e-10), implicit_maxiter (100), reach_strength (0: off), reach_width (0.1 m) and reach_static
+// (1).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.
