@@ -15,9 +15,15 @@
 //   iteration k (of --iters): the reach strength a_k of the schedule (off: 0), the rollout and
 //     its gradient, a normalised step z' = z - lr g / |g|_inf, kept if L(z') < L(z) at a_k
 //     (then lr *= 1.2) else lr /= 2; g = 0 stops the run (stalled: no gradient)
-//   outcome (true model, term off): the final controls rolled out; "touched": the fingertip's
-//     touch sensor > 0 at some step; "moved": |b_xy(x_T) - b_xy(x_0)| > 1 cm; "closer": the box
-//     ends nearer the target than it started
+//   outcome (true model, term off): the final controls rolled out; "touched": the fingertip
+//     within 1 mm (the contact width) of the box at some step; "moved": |b_xy(x_T) - b_xy(x_0)|
+//     > 1 cm; "closer": the box ends nearer the target than it started
+//   --mpc TASK instead: the gradient MPC planner (tools/mpc) in closed loop on the smooth plant
+//     (term always off) from the same starts for the task's duration (else 3 s), a fixed number
+//     of planner iterations per 10 ms control step (--mpc-iters: no wall-clock budget, so the
+//     figures do not depend on the machine's load), with the planner's term (mpc_plannerSetReach,
+//     its schedule counted over the planner's iterations) and without; outcomes as above over
+//     the closed loop
 //   the same starts with --reach and without; the table counts runs of each outcome
 //
 // Usage: mjdiff-bench-reach [options] [MODEL.xml] (default: models/arm_box.xml)
@@ -31,6 +37,9 @@
 #include <string.h>
 
 #include "benchutil.h"
+#include "loop.h"
+#include "mpc.h"
+#include "planner_internal.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-bench-reach"
@@ -44,6 +53,8 @@ typedef struct opts_ {
   mjdiffReachSchedule reach;
   const char* model;
   const char* csv;
+  const char* mpc;             // task file: closed-loop gradient MPC instead of open-loop descent
+  int mpc_iters;
 } opts;
 
 typedef struct run_ {
@@ -62,6 +73,9 @@ static void usage(void) {
          "                    1:0.15:0.9; cutoff 0.01; on moving pairs only: reach_static 0)\n"
          "  --lr X            initial normalised step, control units (default 0.1)\n"
          "  --seed N          seed of the starts (default 1)\n"
+         "  --mpc TASK        the gradient MPC planner in closed loop with TASK instead (reach\n"
+         "                    schedule default decay 0.99 per planner iteration)\n"
+         "  --mpc-iters N     planner iterations per control step (default 2)\n"
          "  --csv FILE        one row per run\n");
 }
 
@@ -198,7 +212,12 @@ static int descend(bench* b, const opts* o, const double* x0, const double* ug,
   double dx = xT[b->box_q] - x0[b->box_q], dy = xT[b->box_q + 1] - x0[b->box_q + 1];
   out->moved_m = sqrt(dx * dx + dy * dy);
   out->moved = out->moved_m > 0.01;
-  for (int t = 0; t < b->T; t++) out->touched |= b->sens[(size_t)ns * t + b->touch] > 0;
+  (void)ns;
+  for (int t = 0; t <= b->T && !out->touched; t++) {
+    mju_copy(b->d->qpos, b->states + (size_t)nx * t, m->nq);
+    mj_kinematics(m, b->d);
+    out->touched = tipBoxDistance(m, b->d, b->tip, b->boxg) < 0.001;
+  }
   double ex0 = x0[b->box_q] - b->target[0], ey0 = x0[b->box_q + 1] - b->target[1];
   out->dist0 = sqrt(ex0 * ex0 + ey0 * ey0);
   out->dist1 = sqrt(2 * L);
@@ -206,8 +225,63 @@ static int descend(bench* b, const opts* o, const double* x0, const double* ug,
   return 1;
 }
 
+// one closed loop of the gradient MPC planner from x0 (written into the model's keyframe 0)
+static int closedLoop(mjModel* m, const mjdiffModel* s, const mpcTask* task, const opts* o,
+                      const double* x0, const mjdiffReachSchedule* sched, run* out, char* err,
+                      int errsz) {
+  memset(out, 0, sizeof(*out));
+  mju_copy(m->key_qpos, x0, m->nq);
+  mju_zero(m->key_qvel, m->nv);
+  mpcPlanner* p = mpc_makePlanner(MPC_GRADIENT, m, s, task, 1, o->seed, err, errsz);
+  if (!p) return 0;
+  mpc_plannerSetIterations(p, o->mpc_iters, 0);
+  if (sched && !mpc_plannerSetReach(p, sched, err, errsz)) {
+    mpc_freePlanner(p);
+    return 0;
+  }
+  mpcLoopOptions lo;
+  mpc_defaultLoopOptions(&lo);
+  lo.plant = MPC_PLANT_SMOOTH;
+  lo.budget = 1;
+  lo.shift = (int)lround(0.01 / m->opt.timestep) > 1 ? (int)lround(0.01 / m->opt.timestep) : 1;
+  lo.seconds = mpc_taskDuration(task) > 0 ? mpc_taskDuration(task) : 3;
+  lo.key = 0;
+  lo.init_noise = 0;
+  mpcLoop* loop = mpc_makeLoop(m, s, task, p, &lo, err, errsz);
+  if (!loop) {
+    mpc_freePlanner(p);
+    return 0;
+  }
+  int tip = mj_name2id(m, mjOBJ_GEOM, "fingertip"), boxg = mj_name2id(m, mjOBJ_GEOM, "box");
+  int boxq = m->jnt_qposadr[mj_name2id(m, mjOBJ_JOINT, "box_free")];
+  int target = mj_name2id(m, mjOBJ_SITE, "target");
+  int ok = 1;
+  while (mpc_loopTime(loop) < lo.seconds - 1e-9 && !tool_interrupted()) {
+    if (!mpc_loopStep(loop)) {
+      snprintf(err, (size_t)errsz, "closed loop: %s", loop->err);
+      ok = 0;
+      break;
+    }
+    mj_kinematics(m, loop->d);
+    out->touched |= tipBoxDistance(m, loop->d, tip, boxg) < 0.001;
+    out->iters++;
+  }
+  const double* q = loop->d->qpos;
+  double dx = q[boxq] - x0[boxq], dy = q[boxq + 1] - x0[boxq + 1];
+  out->moved_m = sqrt(dx * dx + dy * dy);
+  out->moved = out->moved_m > 0.01;
+  double tx = m->site_pos[3 * target], ty = m->site_pos[3 * target + 1];
+  out->dist0 = sqrt((x0[boxq] - tx) * (x0[boxq] - tx) + (x0[boxq + 1] - ty) * (x0[boxq + 1] - ty));
+  out->dist1 = sqrt((q[boxq] - tx) * (q[boxq] - tx) + (q[boxq + 1] - ty) * (q[boxq + 1] - ty));
+  out->closer = out->dist1 < out->dist0 - 1e-3;
+  mpc_freeLoop(loop);
+  mpc_freePlanner(p);
+  return ok;
+}
+
 int main(int argc, char** argv) {
-  opts o = {20, 60, 250, 1, 0.1, {0, 0, 0, 0}, NULL, NULL};
+  opts o = {20, 60, 250, 1, 0.1, {0, 0, 0, 0}, NULL, NULL, NULL, 2};
+  int decaySet = 0;
   mjdiff_defaultReachSchedule(&o.reach);
   o.reach.strength = 1;
   o.reach.width = 0.15;
@@ -233,6 +307,11 @@ int main(int argc, char** argv) {
       if (mjdiff_parseReach(v, &o.reach, err, sizeof(err)) != MJDIFF_OK) {
         tool_usageError(TOOL, "--reach: %s", err);
       }
+      decaySet = strchr(v, ':') && strchr(strchr(v, ':') + 1, ':');
+    } else if (!strcmp(a, "--mpc")) {
+      o.mpc = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(a, "--mpc-iters")) {
+      o.mpc_iters = (int)tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in [1, 1000]");
     } else if (!strcmp(a, "--csv")) {
       o.csv = tool_optionValue(TOOL, argc, argv, &i);
     } else if (a[0] == '-') {
@@ -243,6 +322,7 @@ int main(int argc, char** argv) {
       tool_usageError(TOOL, "more than one model ('%s', '%s')", o.model, a);
     }
   }
+  if (o.mpc && !decaySet) o.reach.decay = 0.99;
   char dir[1000], path[1100];
   if (!o.model) {
     tool_modelDir("arm_box.xml", dir, sizeof(dir));
@@ -302,6 +382,14 @@ int main(int argc, char** argv) {
   if (!b.d || !b.u || !b.gu || !b.clamped || !b.states || !b.sens || !b.dLdx || !x0) {
     tool_outOfMemory(TOOL);
   }
+  mpcTask* task = NULL;
+  if (o.mpc) {
+    task = mpc_readTask(m, o.mpc, err, sizeof(err));
+    if (!task) {
+      fprintf(stderr, TOOL ": error: %s\n", err);
+      return TOOL_EXIT_RUNTIME;
+    }
+  }
   FILE* csv = NULL;
   if (o.csv) {
     csv = fopen(o.csv, "w");
@@ -347,7 +435,10 @@ int main(int argc, char** argv) {
     }
     for (int on = 0; on < 2; on++) {
       run res;
-      if (!descend(&b, &o, x0, ug, on ? &o.reach : NULL, &res, err, sizeof(err))) {
+      int okRun = o.mpc ? closedLoop(m, s, task, &o, x0, on ? &o.reach : NULL, &res, err,
+                                     sizeof(err))
+                        : descend(&b, &o, x0, ug, on ? &o.reach : NULL, &res, err, sizeof(err));
+      if (!okRun) {
         fprintf(stderr, TOOL ": error: start %d (%s): %s\n", k, on ? "reach" : "plain", err);
         return TOOL_EXIT_RUNTIME;
       }
@@ -368,17 +459,26 @@ int main(int argc, char** argv) {
     }
     done++;
   }
-  printf("%s: %d starts (fingertip 2-10 cm from the box), %d iterations, %d steps; reach "
-         "%g N, %g m, decay %g\n", TOOL, done, o.iters, T, o.reach.strength, o.reach.width,
-         o.reach.decay);
+  if (o.mpc) {
+    printf("%s: gradient MPC with %s, %d starts (fingertip 2-10 cm from the box), %d planner "
+           "iterations per control step; reach %g N, %g m, decay %g per planner iteration\n",
+           TOOL, o.mpc, done, o.mpc_iters, o.reach.strength, o.reach.width, o.reach.decay);
+  } else {
+    printf("%s: gradient descent, %d starts (fingertip 2-10 cm from the box), %d iterations, "
+           "%d steps; reach %g N, %g m, decay %g\n", TOOL, done, o.iters, T, o.reach.strength,
+           o.reach.width, o.reach.decay);
+  }
   printf("| | touched | moved > 1 cm | box closer to target | stalled (zero gradient) | mean "
          "moved (m) |\n|---|---|---|---|---|---|\n");
   for (int on = 0; on < 2; on++) {
-    printf("| %s | %d/%d | %d/%d | %d/%d | %d/%d | %.4f |\n", on ? "with the term" : "without",
-           count[on][0], done, count[on][1], done, count[on][2], done, count[on][3], done,
+    char stalled[32] = "n/a";
+    if (!o.mpc) snprintf(stalled, sizeof(stalled), "%d/%d", count[on][3], done);
+    printf("| %s | %d/%d | %d/%d | %d/%d | %s | %.4f |\n", on ? "with the term" : "without",
+           count[on][0], done, count[on][1], done, count[on][2], done, stalled,
            done ? movedSum[on] / done : 0);
   }
   if (csv) fclose(csv);
+  mpc_freeTask(task);
   free(x0);
   free(b.u);
   free(b.gu);
