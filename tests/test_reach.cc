@@ -377,6 +377,10 @@ TEST(ReachDeriv, ArmBoxPusherAway) {
     char err[500];
     ASSERT_EQ(mjdiff_setParam(sim.sim.s, "reach_strength", 1, err, sizeof(err)), MJDIFF_OK);
     ASSERT_EQ(mjdiff_setParam(sim.sim.s, "reach_width", 0.15, err, sizeof(err)), MJDIFF_OK);
+    // explicit: on every pair (the cube's corners on the table too); implicit: the model's own
+    // reach_static 0 (fingertip-cube only)
+    ASSERT_EQ(mjdiff_setParam(sim.sim.s, "reach_static", implicit ? 0 : 1, err, sizeof(err)),
+              MJDIFF_OK);
     if (implicit) {
       ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
       ASSERT_EQ(mjdiff_setParam(sim.sim.s, "implicit_tol", 1e-12, err, sizeof(err)), MJDIFF_OK);
