@@ -25,6 +25,10 @@
 //   frictionloss   f = -floss v / sqrt(v^2 + v_f^2)
 //   equality   connect, weld, joint, tendon: f = -k_eq e - b_eq de/dt on the constraint error e
 //              (weld rotation error scaled by the weld's torquescale)
+//   long range f_r = a S(dist / R) along n on every contact out to dist = R (a = reach_strength,
+//              default 0: off; plugin/reach.h): S = 1 (dist <= 0), (1-t)^3 (1 + 3t + 6t^2), 0
+//              (dist >= R), C2; for optimisation, annealed by <mjdiff/reach.h>; not in touch
+//              sensors or mjdiff_contactForce
 //
 // Parameters are read from the model's <custom> numerics named mjdiff_<field>; contact fields may be
 // set per geom with mjdiff_<field>:<geomname> (in C: mjdiff_setParam with
