@@ -572,7 +572,9 @@ TEST(MpcPlanner, ReachTermGradientBeforeContact) {
     // the planner runs with it (its iterations anneal the strength)
     mpc_plannerSetIterations(on, 3, 0);
     std::vector<double> ctrl(m->nu);
-    for (int c = 0; c < 3; c++) EXPECT_TRUE(std::isfinite(mpc_plan(on, sim.d, 1, c ? 5 : 0, ctrl.data())));
+    for (int c = 0; c < 3; c++) {
+      EXPECT_TRUE(std::isfinite(mpc_plan(on, sim.d, 1, c ? 5 : 0, ctrl.data())));
+    }
     EXPECT_EQ(mjdiff_getOptions(sim.s)->reach_strength, 0);
     mpc_freePlanner(on);
     mpc_freePlanner(off);

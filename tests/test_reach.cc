@@ -4,9 +4,9 @@
 //   - the law S(t): values, C2 joins at t = 0 and t = 1, S' against central differences;
 //   - the force it adds (sign, size) and the collision margin it needs (contacts out to R);
 //   - strength 0 leaves every step bit for bit (widths changed, the term switched on and off);
-//   - A, B of the explicit, implicit and RK4 steps with the term on, against Richardson-extrapolated
-//     central differences of mjdiff_step at random states where the bodies are 2-10 cm apart
-//     (arm_box's fingertip and box, a sphere above a plane, a convex mesh above a box), the JVP
+//   - A, B of the explicit, implicit and RK4 steps with the term on, against Richardson-
+//     extrapolated central differences of mjdiff_step at random states where the bodies are
+//     2-10 cm apart (arm_box's fingertip and box, a sphere above a plane, a convex mesh above a box), the JVP
 //     and VJP against the same differences and against A, B; and a guard that the term is what
 //     makes the box rows of B nonzero (exactly zero with it off);
 //   - the schedule: strengths, the exact cutoff, apply, and the STRENGTH[:WIDTH[:DECAY]] parser.
@@ -32,7 +32,7 @@ namespace {
 
 using testutil::uniform;
 
-//---------------------------------- the law --------------------------------------------------------
+//---------------------------------- the law -------------------------------------------------------
 
 TEST(ReachLaw, ShapeValuesAndJoins) {
   mjtNum ds;
@@ -71,7 +71,7 @@ TEST(ReachLaw, ShapeValuesAndJoins) {
   EXPECT_LT(worst, 1e-6);
 }
 
-//---------------------------------- models ---------------------------------------------------------
+//---------------------------------- models --------------------------------------------------------
 
 // a sphere (r 0.05) on slides x, z and a hinge y above a plane; motors on the slides
 std::string sphereXml(const char* numerics, const char* integrator = "Euler") {
@@ -334,7 +334,8 @@ bool drawArmBox(const mjModel* m, mjData* d, const mjdiffModel* s, unsigned long
   testutil::ctrlInsideRange(m, d);
   char err[500];
   if (mjdiff_forward(m, d, s, err, sizeof(err)) != MJDIFF_OK) return false;
-  double dist = pairDist(d, mj_name2id(m, mjOBJ_GEOM, "fingertip"), mj_name2id(m, mjOBJ_GEOM, "box"));
+  double dist = pairDist(d, mj_name2id(m, mjOBJ_GEOM, "fingertip"),
+                         mj_name2id(m, mjOBJ_GEOM, "box"));
   return dist >= 0.02 && dist <= 0.10;
 }
 
@@ -344,7 +345,8 @@ DrawState liftedBody(const char* body, const char* ground, double lo, double hi)
     mj_resetData(m, d);
     for (int j = 0; j < m->njnt; j++) {
       int q = m->jnt_qposadr[j];
-      d->qpos[q] = m->jnt_type[j] == mjJNT_HINGE ? 6.28 * uniform(seed) : 0.1 * (uniform(seed) - 0.5);
+      d->qpos[q] =
+          m->jnt_type[j] == mjJNT_HINGE ? 6.28 * uniform(seed) : 0.1 * (uniform(seed) - 0.5);
     }
     for (int j = 0; j < m->nv; j++) d->qvel[j] = 0.4 * (uniform(seed) - 0.5);
     shim_randomCtrl(m, d, seed);
@@ -434,7 +436,7 @@ TEST(ReachDeriv, MeshAboveBox) {
   checkSteps("mesh above box", sim, liftedBody("poly", "table", 0.02, 0.09), 15, 1e-6);
 }
 
-//---------------------------------- the schedule ---------------------------------------------------
+//---------------------------------- the schedule --------------------------------------------------
 
 TEST(ReachSchedule, StrengthsCutoffApplyParse) {
   mjdiffReachSchedule sc;

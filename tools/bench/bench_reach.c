@@ -299,7 +299,8 @@ int main(int argc, char** argv) {
     } else if (!strcmp(a, "--steps")) {
       o.steps = (int)tool_intOption(TOOL, argc, argv, &i, 2, 1000000, "an integer >= 2");
     } else if (!strcmp(a, "--seed")) {
-      o.seed = (unsigned long long)tool_intOption(TOOL, argc, argv, &i, 0, 1L << 40, "an integer >= 0");
+      o.seed = (unsigned long long)tool_intOption(TOOL, argc, argv, &i, 0, 1L << 40,
+                                                  "an integer >= 0");
     } else if (!strcmp(a, "--lr")) {
       o.lr = tool_doubleOption(TOOL, argc, argv, &i, 0, 10, TOOL_OPEN_LO, "in (0, 10]");
     } else if (!strcmp(a, "--reach")) {

@@ -315,7 +315,9 @@ static void parseRun(int argc, char** argv, runArgs* a) {
   }
   if (!a->model) tool_usageError(TOOL, "no model given");
   if (a->screenshot && !a->view) tool_usageError(TOOL, "--screenshot needs --view");
-  if (a->reach && a->planner != MPC_GRADIENT) tool_usageError(TOOL, "--reach needs --planner gradient");
+  if (a->reach && a->planner != MPC_GRADIENT) {
+    tool_usageError(TOOL, "--reach needs --planner gradient");
+  }
 }
 
 static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* loop,
