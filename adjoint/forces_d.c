@@ -28,6 +28,8 @@
 //            dtn = -mu3 rho dfn - mu3 fn q^3 / w_e (n dw + w dn - u h A_r mu3 dfn)
 //   rolling  like sliding on wt = (I - n n') w with w_s, A_r, mu4
 //   F = fn n + ft,  T = tn n + tr
+//   long range (plugin/reach.h, reach_strength > 0): F += f_r(dist) n,
+//   dF += n f_r'(dist) ddist + f_r dn; it acts beyond the width too (x <= 0)
 //   (d dist, dn, dp) = G [P1; P2] dq with G the contact geometry Jacobian (geom_d.c) and P_i the
 //   rigid motion of geom i: [J_p(b_i, x_gi); J_ang(b_i)]
 //   dv = dV2 at p - dV1 at p + (w2 - w1) x dp  (q), (J_p2(p) - J_p1(p)) dv_state  (v)
@@ -51,6 +53,7 @@
 #include "derivative.h"
 #include "internal.h"
 #include "law.h"
+#include "reach.h"
 #include "spatial.h"
 
 #define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
@@ -262,6 +265,16 @@ static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum h
   return 1;
 }
 
+// the long-range term (plugin/reach.h) on F = ... + f_r n and its partials DF (3 x 10) in
+// y = (dist, n, v, w): dF/ddist += n df_r/ddist, dF/dn += f_r I
+static void reachLaw(const mjtNum n[3], mjtNum fr, mjtNum dfr, mjtNum F[3], mjtNum DF[30]) {
+  for (int r = 0; r < 3; r++) {
+    F[r] += fr * n[r];
+    DF[10 * r] += n[r] * dfr;
+    DF[10 * r + 1 + r] += fr;
+  }
+}
+
 // relative velocity of body b[1] with respect to body b[0] at the point p: linear v, angular w
 static void contactVel(const mjModel* m, const mjData* d, const int b[2], const mjtNum p[3],
                        mjtNum v[3], mjtNum w[3]) {
@@ -352,7 +365,8 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g[0], g[1], prm);
-  if (prm[GP_WIDTH] - con->dist <= 0) return 0;
+  mjtNum dfr, fr = reach_force(m, s, con, &dfr);
+  if (prm[GP_WIDTH] - con->dist <= 0 && fr == 0) return 0;
 
   // relative velocities at p
   const mjtNum* p = con->pos;
@@ -361,7 +375,9 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
   mjtNum F[3], T[3], DF[30], DT[30], At, Ar, h = m->opt.timestep;
   mjdiff_contactInvweight(s, g[0], g[1], &At, &Ar);
-  if (!contactLaw(con, prm, h * At, h * Ar, v, w, F, T, DF, DT)) return 0;
+  int on = contactLaw(con, prm, h * At, h * Ar, v, w, F, T, DF, DT);
+  if (fr != 0) reachLaw(con->frame, fr, dfr, F, DF);
+  else if (!on) return 0;
 
   // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
   mjtNum G[7 * 12];

@@ -40,6 +40,9 @@ static const paramInfo kParams[] = {
   {"integrator", offsetof(mjdiffOptions, integrator), 0, -1, "0 explicit, 1 implicit", 1},
   {"implicit_tol", offsetof(mjdiffOptions, implicit_tol), 1, -1, "m/s or rad/s", 0},
   {"implicit_maxiter", offsetof(mjdiffOptions, implicit_maxiter), 1, -1, "iterations", 0},
+  {"reach_strength", offsetof(mjdiffOptions, reach_strength), 0, -1, "N", 0},
+  {"reach_width", offsetof(mjdiffOptions, reach_width), 1, -1, "m", 0},
+  {"reach_static", offsetof(mjdiffOptions, reach_static), 0, -1, "1 every pair, 0 moving only", 0},
 };
 #define NPARAM ((int)(sizeof(kParams) / sizeof(kParams[0])))
 
@@ -76,6 +79,11 @@ static mjdiffStatus checkValue(const paramInfo* p, mjtNum value, char* err, int 
       (value != floor(value) || value < 1 || value > 1000)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "implicit_maxiter must be an integer in [1, 1000], got %g", value);
+  }
+  if (p->offset == offsetof(mjdiffOptions, reach_static) && value != 0 && value != 1) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "reach_static must be 0 (moving pairs only) or 1 (every pair), got %g",
+                        value);
   }
   const char* alt = p->derived ? ", or -1 to derive it from the MJCF" : "";
   if (p->strict && !(value > 0)) {
@@ -135,6 +143,9 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->integrator = MJDIFF_DERIVED;
   opt->implicit_tol = 1e-10;
   opt->implicit_maxiter = 100;
+  opt->reach_strength = 0;
+  opt->reach_width = 0.1;
+  opt->reach_static = 1;
 }
 
 int mjdiff_implicit(const mjdiffModel* s) {
@@ -285,7 +296,8 @@ static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInf
                         "unknown mjdiff parameter '%.*s' (known: contact_stiffness, "
                         "contact_damping, contact_width, friction_speed, spin_speed, "
                         "limit_stiffness, limit_damping, limit_width, frictionloss_speed, "
-                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter)",
+                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, "
+                        "reach_strength, reach_width, reach_static)",
                         (int)len, name);
   }
   if (colon) {

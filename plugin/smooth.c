@@ -21,6 +21,7 @@
 // on body2         F = fn n + f1 t1 + f2 t2,  T = tn n + t1 t1 + t2 t2  at p; body1 gets -F, -T
 // body wrench      W_b += [T + (p - o_b) x F; F]        (about the tree origin, [torque; force])
 // generalised      qfrc_j += cdof_j . sum_{c in subtree(body_j)} W_c      (one pass, leaves first)
+// long range      F += a S(dist / R) n  (reach.h; off unless reach_strength > 0)
 // touch sensor     s = sum fn over the contacts MuJoCo 2.2.2's touch rule counts (site body, ray)
 //
 // Limits, friction loss and joint/tendon equalities act on scalar coordinates directly; connect
@@ -34,6 +35,7 @@
 #include "convex.h"
 #include "internal.h"
 #include "law.h"
+#include "reach.h"
 
 #define DISABLED(m, flag) ((m)->opt.disableflags & (flag))
 
@@ -167,8 +169,10 @@ static void contactWrenches(const mjModel* m, const mjData* d, const mjdiffModel
   for (int i = 0; i < d->ncon; i++) {
     const mjContact* con = d->contact + i;
     mjdiffContactForce cf;
-    mjtNum F[3], T[3];
-    if (!contactForce(m, d, s, con, &cf, F, T)) continue;
+    mjtNum F[3], T[3], fr = reach_force(m, s, con, NULL);
+    int on = contactForce(m, d, s, con, &cf, F, T);
+    if (!on && fr == 0) continue;
+    if (fr != 0) mju_addToScl3(F, con->frame, fr);  // long-range term (reach.h)
     addWrench(m, d, wrench, m->geom_bodyid[compat_contactGeom2(con)], con->pos, F, T, 1);
     addWrench(m, d, wrench, m->geom_bodyid[compat_contactGeom1(con)], con->pos, F, T, -1);
   }
@@ -229,16 +233,19 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   }
   mjdiffStackMark mark = compat_stackMark(d);
 
-  // activation margins: at least the contact width of each geom (pair: of the pair)
+  // activation margins: at least the contact width of each geom (pair: of the pair), and the
+  // long-range term's width while it is on
   mjtNum* geom_margin = compat_stackAllocNum(d, m->ngeom);
   mjtNum* pair_margin = compat_stackAllocNum(d, m->npair > 0 ? m->npair : 1);
   for (int g = 0; g < m->ngeom; g++) {
     geom_margin[g] = mju_max(m->geom_margin[g], s->geom_param[GP_COUNT * g + GP_WIDTH]);
+    if (reach_margin(s) > 0) geom_margin[g] = mju_max(geom_margin[g], reach_margin(s));
   }
   for (int i = 0; i < m->npair; i++) {
     mjtNum p[GP_COUNT];
     mjdiff_pairParams(s, m->pair_geom1[i], m->pair_geom2[i], p);
     pair_margin[i] = mju_max(m->pair_margin[i], p[GP_WIDTH]);
+    if (reach_margin(s) > 0) pair_margin[i] = mju_max(pair_margin[i], reach_margin(s));
   }
 
   // MuJoCo's own detection on a view with the activation margins

@@ -483,4 +483,123 @@ TEST(MpcPlanner, BadArguments) {
   EXPECT_EQ(H, 0);
 }
 
+// The long-range contact term (mpc_plannerSetReach): from arm_box's "ready" key (fingertip ~5 cm
+// from the box) on tools/bench/arm_box_push.task (nothing draws the fingertip to the box), with
+// and without the task's planning timestep (the planner's own smooth model made by the call, or
+// the one it had): the objective's gradient with the term on against Richardson differences of
+// the objective (1e-5 |g|), the box terms' share of it nonzero only with the term (the gradient
+// differs from the term-off planner's), the caller's smooth model untouched, and a planner run
+// with it; errors for a planner other than gradient and for a bad schedule.
+TEST(MpcPlanner, ReachTermGradientBeforeContact) {
+  std::string xml = std::string(MJDIFF_MODEL_DIR) + "/arm_box.xml";
+  std::string taskPath = std::string(MJDIFF_MODEL_DIR) + "/../tools/bench/arm_box_push.task";
+  shimSim sim;
+  ASSERT_TRUE(shim_open(&sim, nullptr, xml.c_str())) << sim.err;
+  const mjModel* m = sim.m;
+  mj_resetDataKeyframe(m, sim.d, 0);
+  char err[500] = "";
+  ASSERT_EQ(mjdiff_setParam(sim.s, "reach_static", 0, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffReachSchedule sched;
+  mjdiff_defaultReachSchedule(&sched);
+  sched.strength = 1;
+  sched.width = 0.15;
+  for (int ownTimestep = 0; ownTimestep < 2; ownTimestep++) {
+    SCOPED_TRACE(ownTimestep ? "task timestep" : "model timestep");
+    // the task, or the task without its planning timestep
+    std::string text;
+    {
+      FILE* f = std::fopen(taskPath.c_str(), "r");
+      ASSERT_NE(f, nullptr) << taskPath;
+      char line[500];
+      while (std::fgets(line, sizeof(line), f)) {
+        if (ownTimestep || std::strncmp(line, "timestep", 8)) text += line;
+      }
+      std::fclose(f);
+    }
+    FILE* tf = tmpfile();
+    ASSERT_NE(tf, nullptr);
+    std::fputs(text.c_str(), tf);
+    std::rewind(tf);
+    mpcTask* task = mpc_readTaskFile(m, tf, taskPath.c_str(), err, sizeof(err));
+    std::fclose(tf);
+    ASSERT_NE(task, nullptr) << err;
+    mpcPlanner* off = mpc_makePlanner(MPC_GRADIENT, m, sim.s, task, 1, 1, err, sizeof(err));
+    mpcPlanner* on = mpc_makePlanner(MPC_GRADIENT, m, sim.s, task, 1, 1, err, sizeof(err));
+    ASSERT_TRUE(off && on) << err;
+    ASSERT_EQ(mpc_plannerSetReach(on, &sched, err, sizeof(err)), 1) << err;
+    EXPECT_EQ(mjdiff_getOptions(sim.s)->reach_strength, 0);  // the caller's model keeps it off
+
+    int nknot = mpc_plannerKnots(on, nullptr), nz = nknot * m->nu;
+    std::vector<double> z(nz), gon(nz), goff(nz);
+    unsigned long long seed = 11;
+    for (int k = 0; k < nz; k++) z[k] = 0.2 * (2 * uniform(&seed) - 1);
+    double Jon = mpc_plannerObjective(on, sim.d, z.data(), gon.data());
+    double Joff = mpc_plannerObjective(off, sim.d, z.data(), goff.data());
+    ASSERT_TRUE(std::isfinite(Jon) && std::isfinite(Joff));
+    double gnorm = 0, diff = 0;
+    for (int k = 0; k < nz; k++) {
+      gnorm += gon[k] * gon[k];
+      diff = std::max(diff, std::fabs(gon[k] - goff[k]));
+    }
+    gnorm = std::sqrt(gnorm);
+    EXPECT_GT(diff, 1e-6 * gnorm);  // the box's terms reach the controls only through the term
+    double worst = 0;
+    for (int r = 0; r < 6; r++) {
+      std::vector<double> v(nz);
+      double n = 0;
+      for (double& x : v) {
+        x = 2 * uniform(&seed) - 1;
+        n += x * x;
+      }
+      for (double& x : v) x /= std::sqrt(n);
+      auto J_at = [&](double h) {
+        std::vector<double> zh(z);
+        for (int k = 0; k < nz; k++) zh[k] += h * v[k];
+        return mpc_plannerObjective(on, sim.d, zh.data(), nullptr);
+      };
+      const double eps = 1e-6;
+      double fd = (4 * (J_at(eps) - J_at(-eps)) / (2 * eps) - (J_at(2 * eps) - J_at(-2 * eps)) /
+                                                                   (4 * eps)) / 3;
+      double gv = 0;
+      for (int k = 0; k < nz; k++) gv += gon[k] * v[k];
+      worst = std::max(worst, std::fabs(gv - fd) / gnorm);
+      EXPECT_NE(gv, fd);
+    }
+    EXPECT_LE(worst, 1e-5);
+    std::printf("[ reach ] arm_box_push (%s): |g| %.4g, worst error %.3g of |g|, |g_on - g_off| "
+                "%.3g\n", ownTimestep ? "task timestep" : "model timestep", gnorm, worst, diff);
+
+    // the planner runs with it (its iterations anneal the strength)
+    mpc_plannerSetIterations(on, 3, 0);
+    std::vector<double> ctrl(m->nu);
+    for (int c = 0; c < 3; c++) {
+      EXPECT_TRUE(std::isfinite(mpc_plan(on, sim.d, 1, c ? 5 : 0, ctrl.data())));
+    }
+    EXPECT_EQ(mjdiff_getOptions(sim.s)->reach_strength, 0);
+    mpc_freePlanner(on);
+    mpc_freePlanner(off);
+    mpc_freeTask(task);
+  }
+
+  // errors
+  std::string armTask = std::string(MJDIFF_MODEL_DIR) + "/arm_box.task";
+  mpcTask* task = mpc_readTask(m, armTask.c_str(), err, sizeof(err));
+  ASSERT_NE(task, nullptr) << err;
+  mpcPlanner* il = mpc_makePlanner(MPC_ILQR, m, sim.s, task, 1, 1, err, sizeof(err));
+  ASSERT_NE(il, nullptr) << err;
+  err[0] = 0;
+  EXPECT_EQ(mpc_plannerSetReach(il, &sched, err, sizeof(err)), 0);
+  EXPECT_NE(std::string(err).find("gradient"), std::string::npos) << err;
+  mpc_freePlanner(il);
+  mpcPlanner* gp = mpc_makePlanner(MPC_GRADIENT, m, sim.s, task, 1, 1, err, sizeof(err));
+  ASSERT_NE(gp, nullptr) << err;
+  sched.width = -1;
+  err[0] = 0;
+  EXPECT_EQ(mpc_plannerSetReach(gp, &sched, err, sizeof(err)), 0);
+  EXPECT_NE(std::string(err).find("width"), std::string::npos) << err;
+  mpc_freePlanner(gp);
+  mpc_freeTask(task);
+  shim_close(&sim);
+}
+
 }  // namespace

@@ -203,6 +203,8 @@ typedef struct runArgs_ {
   int view;
   const char* screenshot;
   long screenshot_after;
+  int reach;                   // gradient planner: the long-range contact term (--reach)
+  mjdiffReachSchedule reach_schedule;
 } runArgs;
 
 static void usageRun(void) {
@@ -230,6 +232,10 @@ static void usageRun(void) {
       "  --key N                initial keyframe, -1 for qpos0 (default 0; qpos0 without keys)\n"
       "  --init-noise A         initial qpos perturbation, uniform in [-A, A] per dof (default "
       "0.01)\n"
+      "  --reach A[:R[:DECAY]]  gradient planner: plan with the smooth model's long-range contact\n"
+      "                         term, strength A N and width R m (default 0.1), annealed by\n"
+      "                         DECAY per planner iteration (default 0.99) to 0 below 1%% of A\n"
+      "                         (default: off; the plant never has it)\n"
       "  --json                 print the results as JSON on stdout instead of the summary\n"
       "  --out FILE             also write the results as JSON to FILE\n"
       "  --quiet                no progress lines on stderr\n"
@@ -279,6 +285,15 @@ static void parseRun(int argc, char** argv, runArgs* a) {
       if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
         tool_usageError(TOOL, "--seed must be an integer in [0, 2^31 - 1], got '%s'", v);
       }
+    } else if (!strcmp(o, "--reach")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      char why[300];
+      mjdiff_defaultReachSchedule(&a->reach_schedule);
+      a->reach_schedule.decay = 0.99;
+      if (mjdiff_parseReach(v, &a->reach_schedule, why, sizeof(why)) != MJDIFF_OK) {
+        tool_usageError(TOOL, "--reach: %s", why);
+      }
+      a->reach = 1;
     } else if (!strcmp(o, "--json")) {
       a->json = 1;
     } else if (!strcmp(o, "--view")) {
@@ -300,6 +315,9 @@ static void parseRun(int argc, char** argv, runArgs* a) {
   }
   if (!a->model) tool_usageError(TOOL, "no model given");
   if (a->screenshot && !a->view) tool_usageError(TOOL, "--screenshot needs --view");
+  if (a->reach && a->planner != MPC_GRADIENT) {
+    tool_usageError(TOOL, "--reach needs --planner gradient");
+  }
 }
 
 static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* loop,
@@ -390,6 +408,13 @@ static int mainRun(int argc, char** argv) {
                                         sizeof(err));
   if (!planner) {
     fprintf(stderr, TOOL ": error: planner %s: %s\n", kPlannerName[a.planner], err);
+    freeProblem(&p);
+    free(defaultTask);
+    return TOOL_EXIT_RUNTIME;
+  }
+  if (a.reach && !mpc_plannerSetReach(planner, &a.reach_schedule, err, sizeof(err))) {
+    fprintf(stderr, TOOL ": error: --reach: %s\n", err);
+    mpc_freePlanner(planner);
     freeProblem(&p);
     free(defaultTask);
     return TOOL_EXIT_RUNTIME;

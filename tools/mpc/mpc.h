@@ -95,6 +95,12 @@ const char* mpc_plannerName(mpcPlannerType type);
 // first control (nu) to ctrl; returns the plan's cost.
 double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double* ctrl);
 
+// Gradient planner: plan with the smooth model's long-range contact term (<mjdiff/reach.h>) at
+// the schedule's strength a_k of its k-th iteration, k counted over every mpc_plan call from this
+// one on, on a smooth model of its own (the caller's, which the plant may use, is not changed).
+// 0 with a message in err if p is not a gradient planner or the schedule is invalid.
+int mpc_plannerSetReach(mpcPlanner* p, const mjdiffReachSchedule* sched, char* err, int errsz);
+
 // the current plan: controls (H x nu) and its predicted states (H+1 x (nq+nv+na)); sizes in H
 const double* mpc_planControls(const mpcPlanner* p, int* H);
 const double* mpc_planStates(const mpcPlanner* p, int* H);

@@ -93,6 +93,8 @@ struct mpcPlanner_ {
   const mjdiffModel* s;  // its smooth model: the caller's, or sown
   mjModel* mown;         // a copy of the caller's model with the task's planning timestep
   mjdiffModel* sown;
+  mjdiffReachSchedule reach;  // gradient planner: the long-range contact term's schedule, its
+  int reach_on, reach_iter;   // iterations counted over every mpc_plan call (mpc_plannerSetReach)
   double dt_plant;       // the caller's model's timestep (s): the unit of mpc_plan's shift
   const mpcTask* task;
   int nthread;
@@ -1275,6 +1277,7 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
     int more = 1;
     switch (p->type) {
       case MPC_GRADIENT:
+        if (p->reach_on) mjdiff_reachApply(p->sown, &p->reach, p->reach_iter++, NULL, 0);
         more = gradientIteration(p);
         break;
       case MPC_ILQR:
@@ -1303,6 +1306,31 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
   }
   if (ctrl) mju_copy(ctrl, p->ctrl, nu);
   return p->cost;
+}
+
+int mpc_plannerSetReach(mpcPlanner* p, const mjdiffReachSchedule* sched, char* err, int errsz) {
+  if (!p || p->type != MPC_GRADIENT) {
+    snprintf(err, (size_t)errsz, "the long-range contact term is for the gradient planner");
+    return 0;
+  }
+  if (mjdiff_validateReachSchedule(sched, err, errsz) != MJDIFF_OK) return 0;
+  if (!p->sown) {
+    // a smooth model of its own (the plant keeps the caller's, term off), and its rollout
+    mjdiffRollout* r = NULL;
+    if (mjdiff_copyModel(p->s, p->m, &p->sown, err, errsz) != MJDIFF_OK) return 0;
+    if (mjdiff_makeRollout(p->m, p->sown, NULL, p->H, NULL, &r, err, errsz) != MJDIFF_OK) {
+      mjdiff_freeModel(p->sown);
+      p->sown = NULL;
+      return 0;
+    }
+    mjdiff_freeRollout(p->r);
+    p->r = r;
+    p->s = p->sown;
+  }
+  p->reach = *sched;
+  p->reach_on = 1;
+  p->reach_iter = 0;
+  return mjdiff_reachApply(p->sown, sched, 0, err, errsz) == MJDIFF_OK;
 }
 
 const double* mpc_planControls(const mpcPlanner* p, int* H) {

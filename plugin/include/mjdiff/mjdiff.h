@@ -3,6 +3,7 @@
 // mjdiff: differentiable MuJoCo. Umbrella header: includes every public header.
 //   base.h     status codes, version
 //   smooth.h   the smooth model: make, parameters, step, forward, contact forces, stability
+//   reach.h    continuation schedule of the smooth model's long-range contact term
 //   adjoint.h  step and sensor derivatives (Jacobians, VJP, JVP)
 //   params.h   model parameters selected by name
 //   state.h    the state and tangent layouts: sizes, indices, conversions
@@ -17,6 +18,7 @@
 
 #include <mjdiff/base.h>
 #include <mjdiff/smooth.h>
+#include <mjdiff/reach.h>
 #include <mjdiff/adjoint.h>
 #include <mjdiff/params.h>
 #include <mjdiff/state.h>

@@ -25,6 +25,10 @@
 //   frictionloss   f = -floss v / sqrt(v^2 + v_f^2)
 //   equality   connect, weld, joint, tendon: f = -k_eq e - b_eq de/dt on the constraint error e
 //              (weld rotation error scaled by the weld's torquescale)
+//   long range f_r = a S(dist / R) along n on every contact out to dist = R (a = reach_strength,
+//              default 0: off; plugin/reach.h): S = 1 (dist <= 0), (1-t)^3 (1 + 3t + 6t^2), 0
+//              (dist >= R), C2; for optimisation, annealed by <mjdiff/reach.h>; not in touch
+//              sensors or mjdiff_contactForce
 //
 // Parameters are read from the model's <custom> numerics named mjdiff_<field>; contact fields may be
 // set per geom with mjdiff_<field>:<geomname> (in C: mjdiff_setParam with
@@ -68,6 +72,13 @@ typedef struct mjdiffOptions_ {
   mjtNum integrator;           // MJDIFF_INT_EXPLICIT, MJDIFF_INT_IMPLICIT, or MJDIFF_DERIVED
   mjtNum implicit_tol;         // implicit step: Newton stops at a velocity change <= tol (1 + |v'|)
   mjtNum implicit_maxiter;     // implicit step: most Newton iterations, an integer >= 1
+
+  // long-range contact term for optimisation (plugin/reach.h; <mjdiff/reach.h> anneals it): a
+  // repulsive normal force a S(dist / R) on every contact out to dist = R, S C2, 1 at dist <= 0
+  mjtNum reach_strength;       // its strength a (N), >= 0; 0 (the default): off, bit for bit
+  mjtNum reach_width;          // its range R (m), > 0 (default 0.1); the collision margin while on
+  mjtNum reach_static;         // 1 (default): on every pair; 0: only on pairs of two moving
+                               // bodies (not on support contacts with the static world)
 } mjdiffOptions;
 
 // Values of mjdiffOptions.integrator:
@@ -100,7 +111,8 @@ typedef struct mjdiffContactForce_ {
 typedef struct mjdiffModel_ mjdiffModel;
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
-// implicit_tol (1e-10) and implicit_maxiter (100).
+// implicit_tol (1e-10), implicit_maxiter (100), reach_strength (0: off), reach_width (0.1 m) and reach_static
+// (1).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.
