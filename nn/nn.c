@@ -46,6 +46,7 @@
 #include <blis.h>
 
 #include <mjdiff/nn.h>
+#include <mjdiff/random.h>
 
 #include "internal.h"
 #include "nn_internal.h"
@@ -212,40 +213,6 @@ const double* mjdiff_mlpStd(const mjdiffMLP* net) {
 
 //---------------------------------- initialisers -------------------------------------------------
 
-typedef struct rng_ {
-  uint64_t s[4];
-} rng;
-
-static uint64_t splitmix(uint64_t* x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-// xoshiro256**
-static uint64_t nextRandom(rng* r) {
-  uint64_t* s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-// uniform in [0, 1)
-static double uniform01(rng* r) {
-  return (double)(nextRandom(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 mjdiffStatus mjdiff_initMLP(mjdiffMLP* net, int scheme, uint64_t seed, double output_gain,
                             char* err, int errsz) {
   if (!net) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "net is NULL");
@@ -259,9 +226,8 @@ mjdiffStatus mjdiff_initMLP(mjdiffMLP* net, int scheme, uint64_t seed, double ou
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "output_gain must be >= 0 and finite, got %g", output_gain);
   }
-  rng r;
-  uint64_t sm = seed;
-  for (int i = 0; i < 4; i++) r.s[i] = splitmix(&sm);
+  mjdiffRng r;
+  mjdiff_rngSeed(&r, seed);
   int normal = scheme == MJDIFF_INIT_XAVIER_NORMAL || scheme == MJDIFF_INIT_HE_NORMAL;
   int xavier = scheme == MJDIFF_INIT_XAVIER_UNIFORM || scheme == MJDIFF_INIT_XAVIER_NORMAL;
   for (int k = 0; k < net->nlayer; k++) {
@@ -274,7 +240,7 @@ mjdiffStatus mjdiff_initMLP(mjdiffMLP* net, int scheme, uint64_t seed, double ou
       // std s = sqrt(2 / fan); Box-Muller pairs
       double s = gain * sqrt(2 / fan);
       for (int i = 0; i < n; i += 2) {
-        double u1 = 1 - uniform01(&r), u2 = uniform01(&r);
+        double u1 = 1 - mjdiff_rngUniform(&r), u2 = mjdiff_rngUniform(&r);
         double rad = sqrt(-2 * log(u1)), ang = 6.283185307179586 * u2;
         W[i] = s * rad * cos(ang);
         if (i + 1 < n) W[i + 1] = s * rad * sin(ang);
@@ -282,7 +248,7 @@ mjdiffStatus mjdiff_initMLP(mjdiffMLP* net, int scheme, uint64_t seed, double ou
     } else {
       // U(-a, a), a = sqrt(6 / fan)
       double a = gain * sqrt(6 / fan);
-      for (int i = 0; i < n; i++) W[i] = a * (2 * uniform01(&r) - 1);
+      for (int i = 0; i < n; i++) W[i] = a * (2 * mjdiff_rngUniform(&r) - 1);
     }
     memset(net->params + net->boff[k], 0, sizeof(double) * (size_t)fout);
   }

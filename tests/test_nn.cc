@@ -25,6 +25,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include <mjdiff/nn.h>
+#include <mjdiff/random.h>
 #include <mjdiff/optim.h>
 
 #include "testutil.h"
@@ -1279,3 +1281,38 @@ TEST(Nn, TrainingIsDeterministicForASeed) {
 }
 
 }  // namespace
+
+//---------------------------------- the library's random numbers --------------------------------
+
+// splitmix64's published first output for seed 0 (Vigna's reference splitmix64.c) seeds the
+// state; streams repeat per seed and differ between seeds; the two uniforms keep their ranges
+TEST(Random, SeedingStreamsAndRanges) {
+  mjdiffRng a, b, c;
+  mjdiff_rngSeed(&a, 0);
+  EXPECT_EQ(a.s[0], 0xE220A8397B1DCDAFULL);
+  mjdiff_rngSeed(&a, 42);
+  mjdiff_rngSeed(&b, 42);
+  mjdiff_rngSeed(&c, 43);
+  int differ = 0;
+  double lo = 1, hi = 0, mean = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; i++) {
+    uint64_t x = mjdiff_rngNext(&a);
+    EXPECT_EQ(x, mjdiff_rngNext(&b));
+    differ += x != mjdiff_rngNext(&c);
+    double u = mjdiff_rngUniform(&a), o = mjdiff_rngUniformOpen(&b);
+    mjdiff_rngUniform(&b);  // (keep b in step with a)
+    mjdiff_rngUniformOpen(&a);
+    ASSERT_GE(u, 0);
+    ASSERT_LT(u, 1);
+    ASSERT_GT(o, 0);
+    ASSERT_LT(o, 1);
+    lo = std::min(lo, u);
+    hi = std::max(hi, u);
+    mean += u / n;
+  }
+  EXPECT_GT(differ, n - 10);
+  EXPECT_LT(lo, 1e-3);
+  EXPECT_GT(hi, 1 - 1e-3);
+  EXPECT_NEAR(mean, 0.5, 0.01);  // sd of the mean 1e-3
+}

@@ -52,6 +52,7 @@
 
 #include <blis.h>
 #include <mjdiff/optim.h>
+#include <mjdiff/random.h>
 
 #include "mpc.h"
 #include "planner_internal.h"
@@ -118,7 +119,7 @@ struct mpcPlanner_ {
   int has_plan;
 
   // random numbers: xoshiro256**, Box-Muller
-  unsigned long long rng[4];
+  mjdiffRng rng;
   int has_gauss;
   double gauss;
 
@@ -176,33 +177,9 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static unsigned long long splitmix(unsigned long long* s) {
-  unsigned long long z = (*s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-static unsigned long long rotl(unsigned long long x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-// xoshiro256**
-static unsigned long long nextRandom(mpcPlanner* p) {
-  unsigned long long* s = p->rng;
-  unsigned long long result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-// uniform in (0, 1)
+// uniform in (0, 1), from the library's generator (<mjdiff/random.h>)
 static double uniform(mpcPlanner* p) {
-  return ((double)(nextRandom(p) >> 11) + 0.5) / 9007199254740992.0;
+  return mjdiff_rngUniformOpen(&p->rng);
 }
 
 // standard normal (Box-Muller, both values used)
@@ -1000,8 +977,7 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
   p->nknot = (p->H + p->K - 1) / p->K + 1;
   p->nz = p->nknot * p->nu;
   p->mu = kMuMin;
-  unsigned long long sm = seed;
-  for (int i = 0; i < 4; i++) p->rng[i] = splitmix(&sm);
+  mjdiff_rngSeed(&p->rng, seed);
 
   int H = p->H, nu = p->nu, nx = p->nx, ndx = p->ndx, nz = p->nz, ok = 1;
   size_t n2 = (size_t)ndx * ndx;

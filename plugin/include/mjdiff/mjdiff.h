@@ -12,6 +12,7 @@
 //   args.h     argument structs for the step derivatives and batches
 //   nn.h       small neural networks (MLP forward and VJP, init, .npz save and load)
 //   optim.h    shared optimisers (Adam with clipping and learning-rate schedules)
+//   random.h   the random numbers every sampling tool draws (splitmix64 seeding, xoshiro256**)
 
 #ifndef MJDIFF_MJDIFF_H_
 #define MJDIFF_MJDIFF_H_
@@ -27,5 +28,6 @@
 #include <mjdiff/args.h>
 #include <mjdiff/nn.h>
 #include <mjdiff/optim.h>
+#include <mjdiff/random.h>
 
 #endif  // MJDIFF_MJDIFF_H_
