@@ -209,6 +209,26 @@ static inline int compat_pairMargins(mjtNum* M, int n) {
   return 0;
 }
 
+// 3.x prunes the inner levels of its bounding-volume trees by m->body_margin (each body's largest
+// compiled geom margin + gap): a collision view with larger geom margins M (ngeom) needs them
+// there too, else pairs just inside the new margins (e.g. touching, dist = 0) are pruned.
+// body_margin: nbody numbers of scratch the view points to. 2.2 has no trees: nothing to do.
+static inline void compat_viewBodyMargins(mjModel* view, const mjtNum* M, mjtNum* body_margin) {
+#if MJDIFF_MUJOCO_3
+  for (int b = 0; b < view->nbody; b++) body_margin[b] = view->body_margin[b];
+  for (int g = 0; g < view->ngeom; g++) {
+    mjtNum mg = M[g] + view->geom_gap[g];
+    int b = view->geom_bodyid[g];
+    if (mg > body_margin[b]) body_margin[b] = mg;
+  }
+  view->body_margin = body_margin;
+#else
+  (void)view;
+  (void)M;
+  (void)body_margin;
+#endif
+}
+
 // ---------------------------------- tendon wrapping -----------------------------------------------
 // does mju_wrap take the inside wrap (wrap_inside) for side site sl (the wrap geom's frame) with
 // projection sd onto the wrap plane, radius r? 2.2: the projection is inside the circle,

@@ -263,6 +263,7 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   mjModel view = *m;
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
+  compat_viewBodyMargins(&view, geom_margin, compat_stackAllocNum(d, m->nbody));
   mj_collision(&view, d);
   if (drop) dropBeyondMargin(m, d, geom_margin);
 
