@@ -101,8 +101,8 @@
 //                    dQ = dx2 + dth2 x (Q - p2) + R2 P R2' dC_rel, P = diag(1 on unclamped axes),
 //                    dC_rel = dC - dx2 - dth2 x (C - p2)
 //                  inside: the face (axis j, side sg) nearest to l (first in the engine's order),
-//                    delta = s2[j] - sg l_j, n = -sg R2 e_j, dist = -r (!: whatever the depth),
-//                    pos = C + n (r - delta)/2
+//                    delta = s2[j] - sg l_j, n = -sg R2 e_j, dist = -r (!: whatever the depth,
+//                    2.2.2; 3.12: dist = -delta - r, ddist = -ddelta), pos = C + n (r - delta)/2
 //                    dn = dth2 x n, ddist = 0, ddelta = -sg (R2 e_j).dC_rel,
 //                    dpos = dC + dn (r - delta)/2 - n ddelta/2
 // capsule-box      B(C, r1) at C = p1 + t A1 (A1 = s1[1] z1) for t = b (the engine's
@@ -155,6 +155,25 @@
 //                    a corner P of box 2: e = the part of Pr(P)_xy outside [-lx, lx] x [-ly, ly],
 //                      dist = sign(P_z) sqrt(e'e + (P_z/r_z)^2), pos = (P + clamp(Pr(P)))/2
 //                  n = sg N; positions map to the world as p1 + F (w + hz e_z).
+// box-box on MuJoCo 3 (3.12 rewrote mjc_BoxBox; case from mjdiff_boxBoxAxis, plugin/boxbox.c):
+//   face case, reference box R (face axis a, side sg = sign of (p_I - p_R).r_a), incident box I:
+//                  in R's frame k = R_R'(p_I - p_R), b_c = R_R' r_Ic (dk, db_c as above). Incident
+//                  face: axis m = argmax |b_c,a|, side t = -sign(sg b_m,a); its centre and half
+//                  edges C = k + t s_I[m] b_m, U = s_I[u] b_u, V = s_I[v] b_v, taken in
+//                  (x, y, z) = (component a+1, component a+2, sg component a - s_R[a]); corners
+//                  C +- U +- V clipped by x <= +-s_R[a+1], y <= +-s_R[a+2]: a vertex cut on edge
+//                  P -> Q of side d(.) = sg' P_coord - limit is W = P + t (Q - P),
+//                  t = d(P) / (d(P) - d(Q)), dW = dP + dt (Q - P) + t (dQ - dP),
+//                  dt = (dd(P) (d(P) - d(Q)) - d(P) (dd(P) - dd(Q))) / (d(P) - d(Q))^2;
+//                  dist = W_z, pos = p_R + R_R w with w_a = sg (s_R[a] + W_z/2), w_a+1 = W_x,
+//                  w_a+2 = W_y; n = +-sg r_Ra (+ when R is geom 1).
+//   edge case (edge i of box 1, j of box 2): N = (r_1i x r_2j)/|.| oriented to p2 - p1; supporting
+//                  edges c1 + s r_1i, c2 + t r_2j (corners by the signs of N's components; both
+//                  signs tried where one is below 1e-9, the closest pair kept); b = r_1i.r_2j,
+//                  e = c2 - c1, s = (r_1i.e - b r_2j.e)/(1 - b^2) clipped to +-s1[i],
+//                  t = b s - r_2j.e clipped to +-s2[j], s = r_1i.e + b t clipped again (a clipped
+//                  value is the tracked size); dist = (c2 + t r_2j - c1 - s r_1i).N,
+//                  pos = the midpoint, n = N.
 //
 // Contact-set switches of plane-mesh (tests/test_geom_d.cc, GeomJacobianPlaneConvex.*; default
 // smooth model: k = 1e4 N/m, width w = 2 mm, at rest). The Jacobian above is that of a frozen set;
@@ -788,7 +807,8 @@ static void sphereBox(pairCtx* x, const tvec* C, const tnum* r) {
     return;
   }
 
-  // centre inside: nearest face (first of the six in the engine's order), dist = -r
+  // centre inside: nearest face (first of the six in the engine's order), dist = -r (2.2.2) or
+  // -delta - r (3.12)
   mjtNum closest = 2 * (s[0] + s[1] + s[2]);
   int face = 0;
   for (int i = 0; i < 6; i++) {
@@ -805,7 +825,11 @@ static void sphereBox(pairCtx* x, const tvec* C, const tnum* r) {
   tvec n = vsclc(x->a2[j], -sg);
   tnum scl = tscl(tsub(*r, delta), 0.5);
   tvec pos = vaddscl(*C, &n, &scl);
+#if MJDIFF_MUJOCO_3
+  dist = tsub(tscl(delta, -1), *r);  // 3.12: the depth to the nearest face, plus r
+#else
   dist = tscl(*r, -1);
+#endif
   offer(x, &dist, &n, &pos);
 }
 
@@ -1009,6 +1033,7 @@ static void capsuleBox(pairCtx* x, mjtNum margin) {
   }
 }
 
+#if !MJDIFF_MUJOCO_3  // 2.2.2's box-box
 // face frames of a box: row c of the engine's permutation is sgn[c] e_idx[c]; face q = axis q % 3,
 // side + for q < 3
 static const int kFaceIdx[6][3] = {{2, 1, 0}, {0, 2, 1}, {0, 1, 2},
@@ -1290,16 +1315,226 @@ static void boxEdge(pairCtx* x, const mjdiffBoxAxis* sat, const mjtNum rot[9], m
   }
 }
 
+#endif  // !MJDIFF_MUJOCO_3 (2.2.2's box-box)
+
+#if MJDIFF_MUJOCO_3
+//---------------------------------- box-box on MuJoCo 3 -------------------------------------------
+// 3.12's mjc_BoxBox (header: "box-box on MuJoCo 3"); the case is mjdiff_boxBoxAxis's (3.12's
+// arithmetic), the contact points are tracked through the same construction.
+
+#define BOXMAXVERT3 12
+
+// Sutherland-Hodgman against sign v_coord <= limit: *cur (n vertices) kept when all are inside,
+// else written to *spare and the buffers swapped; intersections V = P + t (Q - P),
+// t = dP / (dP - dQ), dP = sign P_coord - limit
+static int clipHalf3(int n, tvec** cur, tvec** spare, int coord, mjtNum sign, const tnum* limit) {
+  tvec* in = *cur;
+  tnum dd[BOXMAXVERT3];
+  int inside = 1;
+  for (int k = 0; k < n; k++) {
+    dd[k] = tsub(tscl(vget(in + k, coord), sign), *limit);
+    inside &= dd[k].v <= 0;
+  }
+  if (inside) return n;
+  tvec* out = *spare;
+  int nout = 0;
+  for (int k = 0; k < n; k++) {
+    int k1 = k + 1 == n ? 0 : k + 1;
+    mjtNum dp = dd[k].v, dq = dd[k1].v;
+    if (dp <= 0 && nout < BOXMAXVERT3) out[nout++] = in[k];
+    if (((dp < 0 && dq > 0) || (dp > 0 && dq < 0)) && nout < BOXMAXVERT3) {
+      tnum t = tdiv(dd[k], tsub(dd[k], dd[k1]));
+      tvec e = vsub(in[k1], in + k);
+      out[nout++] = vaddscl(in[k], &e, &t);
+    }
+  }
+  *cur = out;
+  *spare = in;
+  return nout;
+}
+
+// face case: reference box code / 6 (0: geom 1), face axis a = code % 3
+static void boxFace3(pairCtx* x, int code, mjtNum margin) {
+  int ref2 = code / 6, a = code % 3;
+  const tvec* pref = ref2 ? &x->p2 : &x->p1;
+  const tvec* pinc = ref2 ? &x->p1 : &x->p2;
+  const tvec* aref = ref2 ? x->a2 : x->a1;
+  const tvec* ainc = ref2 ? x->a1 : x->a2;
+  const tnum* Sref = ref2 ? x->S2 : x->S1;
+  const tnum* Sinc = ref2 ? x->S1 : x->S2;
+  const mjtNum* sref = ref2 ? x->s2 : x->s1;
+
+  // incident centre and axes in the reference frame
+  tvec rel = vsub(*pinc, pref);
+  tvec po = toLocal(aref, &rel);
+  tvec ri[3];
+  for (int c = 0; c < 3; c++) ri[c] = toLocal(aref, ainc + c);
+  mjtNum sgn = po.v[a] >= 0 ? 1 : -1;
+  int binc = 0;
+  for (int k = 1; k < 3; k++) {
+    if (fabs(ri[k].v[a]) > fabs(ri[binc].v[a])) binc = k;
+  }
+  mjtNum tinc = sgn * ri[binc].v[a] > 0 ? -1 : 1;
+  int ax = (a + 1) % 3, ay = (a + 2) % 3, bu = (binc + 1) % 3, bv = (binc + 2) % 3;
+
+  // incident face: centre cx and half edges du, dv in (x, y, z above the reference face)
+  tnum cx[3], du[3], dv[3];
+  tnum hb = tscl(Sinc[binc], tinc);
+  for (int r = 0; r < 3; r++) {
+    int c = r == 0 ? ax : (r == 1 ? ay : a);
+    cx[r] = tadd(vget(&po, c), tmul(hb, vget(ri + binc, c)));
+    du[r] = tmul(Sinc[bu], vget(ri + bu, c));
+    dv[r] = tmul(Sinc[bv], vget(ri + bv, c));
+  }
+  cx[2] = tsub(tscl(cx[2], sgn), Sref[a]);
+  du[2] = tscl(du[2], sgn);
+  dv[2] = tscl(dv[2], sgn);
+  tvec C = vmake(cx, cx + 1, cx + 2), U = vmake(du, du + 1, du + 2), V = vmake(dv, dv + 1, dv + 2);
+  static const mjtNum kCorner[4][2] = {{1, 1}, {-1, 1}, {-1, -1}, {1, -1}};
+  tvec poly[2][BOXMAXVERT3];
+  for (int k = 0; k < 4; k++) {
+    poly[0][k] = vaddsclc(C, &U, kCorner[k][0]);
+    poly[0][k] = vaddsclc(poly[0][k], &V, kCorner[k][1]);
+  }
+  tvec *cur = poly[0], *spare = poly[1];
+  int nv = 4;
+  nv = clipHalf3(nv, &cur, &spare, 0, 1, Sref + ax);
+  nv = clipHalf3(nv, &cur, &spare, 0, -1, Sref + ax);
+  nv = clipHalf3(nv, &cur, &spare, 1, 1, Sref + ay);
+  nv = clipHalf3(nv, &cur, &spare, 1, -1, Sref + ay);
+
+  // vertices within the margin, near-duplicates (first kept) dropped
+  mjtNum dupe2 = 1e-14 * (sref[ax] * sref[ax] + sref[ay] * sref[ay]);
+  mjtNum kept[BOXMAXVERT3][2];
+  int nk = 0;
+  tvec n = vsclc(aref[a], ref2 ? -sgn : sgn);
+  for (int k = 0; k < nv; k++) {
+    const tvec* W = cur + k;
+    if (W->v[2] > margin) continue;
+    int dupe = 0;
+    for (int q = 0; q < nk && !dupe; q++) {
+      mjtNum ex = kept[q][0] - W->v[0], ey = kept[q][1] - W->v[1];
+      dupe = ex * ex + ey * ey < dupe2;
+    }
+    if (dupe) continue;
+    kept[nk][0] = W->v[0];
+    kept[nk][1] = W->v[1];
+    nk++;
+    mjtNum wl[3], pv[3];
+    wl[ax] = W->v[0];
+    wl[ay] = W->v[1];
+    wl[a] = sgn * (sref[a] + 0.5 * W->v[2]);
+    worldValue(aref, pref->v, wl, pv);
+    if (mismatch(x, W->v[2], n.v, pv) >= x->best) continue;
+    tnum dist = vget(W, 2), wx = vget(W, 0), wy = vget(W, 1);
+    tnum wz = tscl(tadd(Sref[a], tscl(dist, 0.5)), sgn);
+    tvec w;
+    vset(&w, ax, &wx);
+    vset(&w, ay, &wy);
+    vset(&w, a, &wz);
+    tvec pos = toWorld(aref, pref, &w);
+    offer(x, &dist, &n, &pos);
+  }
+}
+
+// a size entry clipped to [-S, S] (tracked S when clipped)
+static tnum clipSize3(const tnum* v, const tnum* S) {
+  if (v->v < -S->v) return tscl(*S, -1);
+  if (v->v > S->v) return *S;
+  return *v;
+}
+
+// edge case: box-1 edge axis i, box-2 edge axis j
+static void boxEdge3(pairCtx* x, int i, int j) {
+  int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+  const tvec *d1 = x->a1 + i, *d2 = x->a2 + j;
+  tvec cr = vcross(d1, d2);
+  tnum len;
+  tvec N = vnormalize(&cr, &len);
+  tvec rel = vsub(x->p2, &x->p1);
+  if (vdot(&N, &rel).v < 0) N = vsclc(N, -1);
+
+  // N in both box frames (values: the supporting corners), ambiguous components
+  mjtNum n1[3], n2[3];
+  for (int k = 0; k < 3; k++) {
+    n1[k] = mju_dot3(x->a1[k].v, N.v);
+    n2[k] = mju_dot3(x->a2[k].v, N.v);
+  }
+  const mjtNum ambig = 1e-9;
+  int amb1 = -1, amb2 = -1;
+  if (fabs(n1[i1]) < ambig) {
+    amb1 = i1;
+  } else if (fabs(n1[i2]) < ambig) {
+    amb1 = i2;
+  }
+  if (fabs(n2[j1]) < ambig) {
+    amb2 = j1;
+  } else if (fabs(n2[j2]) < ambig) {
+    amb2 = j2;
+  }
+  tnum b = vdot(d1, d2);
+  tnum denom = tsub(tcon(1), tmul(b, b));
+  mjtNum best = mjMAXVAL;
+  tvec w1 = x->p1, w2 = x->p2;
+  for (int v1 = 0; v1 < (amb1 >= 0 ? 2 : 1); v1++) {
+    for (int v2 = 0; v2 < (amb2 >= 0 ? 2 : 1); v2++) {
+      tvec c1 = x->p1, c2 = x->p2;
+      const int k1[2] = {i1, i2}, k2[2] = {j1, j2};
+      for (int q = 0; q < 2; q++) {
+        int k = k1[q];
+        mjtNum sg = n1[k] >= 0 ? 1 : -1;
+        if (k == amb1 && v1) sg = -sg;
+        tnum c = tscl(x->S1[k], sg);
+        c1 = vaddscl(c1, x->a1 + k, &c);
+        k = k2[q];
+        sg = n2[k] >= 0 ? -1 : 1;
+        if (k == amb2 && v2) sg = -sg;
+        c = tscl(x->S2[k], sg);
+        c2 = vaddscl(c2, x->a2 + k, &c);
+      }
+      tvec e = vsub(c2, &c1);
+      tnum d1e = vdot(d1, &e), d2e = vdot(d2, &e);
+      tnum s = denom.v < mjMINVAL ? tcon(0) : tdiv(tsub(d1e, tmul(b, d2e)), denom);
+      s = clipSize3(&s, x->S1 + i);
+      tnum t = tsub(tmul(b, s), d2e);
+      t = clipSize3(&t, x->S2 + j);
+      s = tadd(d1e, tmul(b, t));
+      s = clipSize3(&s, x->S1 + i);
+      tvec q1 = vaddscl(c1, d1, &s), q2 = vaddscl(c2, d2, &t);
+      tvec gap = vsub(q2, &q1);
+      mjtNum g2 = mju_dot3(gap.v, gap.v);
+      if (g2 < best) {
+        best = g2;
+        w1 = q1;
+        w2 = q2;
+      }
+    }
+  }
+  tvec gap = vsub(w2, &w1);
+  tnum dist = vdot(&gap, &N);
+  tvec pos = vsclc(vadd(w1, &w2), 0.5);
+  offer(x, &dist, &N, &pos);
+}
+#endif
+
 static void boxBox(pairCtx* x, const mjtNum* p1, const mjtNum* R1, const mjtNum* p2,
                    const mjtNum* R2, mjtNum margin) {
   mjtNum rot[9];
   mjdiffBoxAxis sat = mjdiff_boxBoxAxis(p1, R1, x->s1, p2, R2, x->s2, margin, rot);
   if (sat.code < 0) return;
+#if MJDIFF_MUJOCO_3
+  if (sat.code < 12) {
+    boxFace3(x, sat.code, margin);
+  } else {
+    boxEdge3(x, (sat.code - 12) / 3, (sat.code - 12) % 3);
+  }
+#else
   if (sat.code < 12) {
     boxFace(x, sat.code);
   } else {
     boxEdge(x, &sat, rot, margin);
   }
+#endif
 }
 
 //---------------------------------- entry points --------------------------------------------------

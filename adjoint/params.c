@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
 #include "params_internal.h"
 
 //---------------------------------- smooth-model fields -------------------------------------------
@@ -207,8 +208,21 @@ static const char* notApplicable(const mjModel* m, const fieldInfo* f, int id) {
   switch (f->pk) {
     case PK_BODY_MASS:
     case PK_BODY_INERTIA:
-    case PK_BODY_IPOS:
       return id == 0 ? "the world body has no inertial parameters" : NULL;
+    case PK_BODY_IPOS:
+      if (id == 0) return "the world body has no inertial parameters";
+#if MJDIFF_MUJOCO_3
+      // 3.x stores M in CSR with the rows of "simple" dofs reduced to their diagonal, a structure
+      // fixed at compile time: the coupling a centre-of-mass offset adds has no room there
+      for (int j = m->body_dofadr[id]; j < m->body_dofadr[id] + m->body_dofnum[id]; j++) {
+        if (m->dof_simplenum[j]) {
+          return "MuJoCo 3 compiled the body as simple (diagonal mass matrix, whose sparse "
+                 "structure has no room for the coupling a centre-of-mass offset adds): give it an "
+                 "<inertial> with a non-zero pos to fit ipos";
+        }
+      }
+#endif
+      return NULL;
     case PK_JNT_SPRINGREF:
       return m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE
                  ? NULL

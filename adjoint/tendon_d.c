@@ -59,8 +59,9 @@
 //   d qfrc / dv = sum_a J_a' sum_b F_a,vb J_b
 // (d Ldot_b / dq_k = sum_i qvel_i H_b,ik).
 //
-// Inside wrap (mju_wrap's wrap_inside: the side site projects inside the circle). The path touches
-// the circle (sphere: the great circle in the plane of p0, p1) at one point t, where the two
+// Inside wrap (mju_wrap's wrap_inside: on 2.2 the side site projects inside the circle, on 3.x it
+// lies inside the radius: compat_wrapInside). The path touches the circle (sphere: the great
+// circle in the plane of p0, p1) at one point t, where the two
 // straight parts make equal angles with the radius: t makes S = |q0 - t| + |q1 - t| stationary
 // over the surface (q_j = p_j, sphere; the xy projections, cylinder, then G = sqrt(S^2 + dz^2)).
 // MuJoCo finds t by Newton's method to a tolerance of 1e-6; we refine it to rounding (Newton on
@@ -465,7 +466,7 @@ static int wrapPiece(ctx* c, const mjData* d, const mjtNum s[6], const int b[2],
       sd[0] = sl[0];
       sd[1] = sl[1];
     }
-    inside = sqrt(sd[0] * sd[0] + sd[1] * sd[1]) < r;
+    inside = compat_wrapInside(sl, sd, r);  // 2.2: |sd| < r; 3.x: |sl| < r
   }
 
   mjtNum gl[6], Hl[36], gw[6], W[36], RH[36];

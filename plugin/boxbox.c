@@ -45,6 +45,21 @@
 // Derivative (adjoint/geom_d.c, box-box face case): d dist = d W_z instead of d W_z / 2, the rest
 // unchanged. No allocation; the model is only read.
 //
+// MuJoCo 3.12 (mjc_BoxBox rewritten upstream): stage 1 takes the axis of largest separation,
+//   face axes of box 1 (code 0..2), of box 2 (3..5), then edges (6 + 3 i + j), an edge winning
+//   only by sep - 1e-6 |sep| > best and sep > the best face's; a winning edge within about 8 deg
+//   of the best face axis (|axis . face normal| > 0.99) whose separation is within 5% of the
+//   face's gives way to the face. Face case: the incident face (the incident box's face most
+//   opposed to the reference normal) is clipped by the four side planes of the reference face
+//   (Sutherland-Hodgman), every clipped vertex V (face coordinates, V_z above the face plane) with
+//   V_z <= margin a contact: dist = V_z (the full depth: no quirk to correct), pos midway between
+//   the face plane and V. Edge case: the closest points of the two supporting edge segments, dist
+//   their separation along the unit axis, pos their midpoint. So on 3.x mjdiff_boxBoxDepth leaves
+//   every contact alone, and mjdiff_boxBoxAxis recomputes 3.12's choice with 3.12's arithmetic,
+//   reported in the 2.2 numbering above (box-1 face a: a + 3 (pos21_a < 0), box-2 face a:
+//   6 + a + 3 (pos12_a < 0), edge (i, j): 12 + 3 i + j; cle1, cle2, in are 0). Its derivative:
+//   adjoint/geom_d.c, "box-box on MuJoCo 3".
+//
 // What remains at flush poses (engine case switches, not derivative errors; measured on the
 // two-box stack on a plane, equal boxes offset 0.01 m along x, after 3 and 20 implicit steps):
 //   - normal: across the tie the engine's n is the reference face normal at the pose and an edge
@@ -66,6 +81,103 @@
 #include "compat.h"
 #include "convex.h"
 
+#if MJDIFF_MUJOCO_3
+// 3.12's separation slack and tie rules (engine_collision_box.c, double precision)
+#define SEPEPS3 1e-13
+#define PAREPS3 1e-16
+#define EDGEBIAS3 1e-6
+
+mjdiffBoxAxis mjdiff_boxBoxAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum* s1,
+                                const mjtNum* p2, const mjtNum* R2, const mjtNum* s2, mjtNum margin,
+                                mjtNum rot[9]) {
+  mjdiffBoxAxis res = {-1, 0, 0, 0};
+  mjtNum tmp[3], pos21[3], pos12[3], rotabs[9];
+  mju_sub3(tmp, p2, p1);
+  mju_mulMatTVec3(pos21, R1, tmp);
+  mju_sub3(tmp, p1, p2);
+  mju_mulMatTVec3(pos12, R2, tmp);
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) {
+      rot[3 * i + j] = R1[i] * R2[j] + R1[3 + i] * R2[3 + j] + R1[6 + i] * R2[6 + j];
+    }
+  }
+  for (int i = 0; i < 9; i++) rotabs[i] = fabs(rot[i]);
+  mjtNum septol = margin + SEPEPS3 * (s1[0] + s1[1] + s1[2] + s2[0] + s2[1] + s2[2]);
+  mjtNum best = -mjMAXVAL;
+  int code = -1;
+  for (int i = 0; i < 3; i++) {
+    mjtNum r2 = rotabs[3 * i + 0] * s2[0] + rotabs[3 * i + 1] * s2[1] + rotabs[3 * i + 2] * s2[2];
+    mjtNum sep = fabs(pos21[i]) - s1[i] - r2;
+    if (sep > septol) return res;
+    if (sep > best) {
+      best = sep;
+      code = i;
+    }
+  }
+  for (int j = 0; j < 3; j++) {
+    mjtNum r1 = rotabs[0 + j] * s1[0] + rotabs[3 + j] * s1[1] + rotabs[6 + j] * s1[2];
+    mjtNum sep = fabs(pos12[j]) - s2[j] - r1;
+    if (sep > septol) return res;
+    if (sep > best) {
+      best = sep;
+      code = 3 + j;
+    }
+  }
+  mjtNum sep_face = best;
+  int code_face = code;
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) {
+      int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+      mjtNum ax1 = -rot[3 * i2 + j], ax2 = rot[3 * i1 + j];
+      mjtNum norm2 = ax1 * ax1 + ax2 * ax2;
+      if (norm2 < PAREPS3) continue;
+      mjtNum inv = 1 / sqrt(norm2);
+      ax1 *= inv;
+      ax2 *= inv;
+      mjtNum r1 = s1[i1] * fabs(ax1) + s1[i2] * fabs(ax2);
+      mjtNum b1 = ax1 * rot[3 * i1 + j1] + ax2 * rot[3 * i2 + j1];
+      mjtNum b2 = ax1 * rot[3 * i1 + j2] + ax2 * rot[3 * i2 + j2];
+      mjtNum r2 = s2[j1] * fabs(b1) + s2[j2] * fabs(b2);
+      mjtNum sep = fabs(ax1 * pos21[i1] + ax2 * pos21[i2]) - r1 - r2;
+      if (sep > septol) return res;
+      if (sep - EDGEBIAS3 * fabs(sep) > best && sep > sep_face) {
+        best = sep;
+        code = 6 + 3 * i + j;
+      }
+    }
+  }
+  if (code < 0) return res;
+  if (code >= 6) {
+    int i = (code - 6) / 3, j = (code - 6) % 3, i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+    mjtNum axis[3];
+    axis[i] = 0;
+    axis[i1] = -rot[3 * i2 + j];
+    axis[i2] = rot[3 * i1 + j];
+    mju_normalize3(axis);
+    mjtNum dot;
+    if (code_face < 3) {
+      dot = fabs(axis[code_face]);
+    } else {
+      int f = code_face - 3;
+      dot = fabs(axis[0] * rot[0 + f] + axis[1] * rot[3 + f] + axis[2] * rot[6 + f]);
+    }
+    if (dot > 0.99 && best < sep_face + 0.05 * fabs(sep_face) + mjMINVAL) code = code_face;
+  }
+  if (code < 3) {
+    res.code = code + 3 * (pos21[code] < 0);
+  } else if (code < 6) {
+    res.code = 6 + (code - 3) + 3 * (pos12[code - 3] < 0);
+  } else {
+    res.code = 12 + (code - 6);
+  }
+  return res;
+}
+
+void mjdiff_boxBoxDepth(const mjModel* m, mjData* d) {
+  (void)m;
+  (void)d;  // 3.12 reports the full depth
+}
+#else
 mjdiffBoxAxis mjdiff_boxBoxAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum* s1,
                                 const mjtNum* p2, const mjtNum* R2, const mjtNum* s2, mjtNum margin,
                                 mjtNum rot[9]) {
@@ -168,3 +280,4 @@ void mjdiff_boxBoxDepth(const mjModel* m, mjData* d) {
     if (face) con->dist *= 2;
   }
 }
+#endif

@@ -18,7 +18,8 @@ extern "C" {
 // box 1 (axis code % 3, negative side if code >= 3), 6..11 a face of box 2 (code - 6 likewise),
 // 12 + 3 i + j the cross product of box-1 axis i and box-2 axis j, with the engine's corner masks
 // cle1, cle2 and side flag in for that case; -1 if the boxes are apart by more than the margin.
-// rot (3 x 3) receives R1' R2.
+// rot (3 x 3) receives R1' R2. On MuJoCo 3.x: 3.12's choice (its stage 1 and face-for-edge
+// substitution, plugin/boxbox.c) in the same numbering, cle1 = cle2 = in = 0.
 typedef struct {
   int code;
   int cle1, cle2, in;
@@ -29,7 +30,8 @@ MJDIFF_API mjdiffBoxAxis mjdiff_boxBoxAxis(const mjtNum* p1, const mjtNum* R1, c
                                            mjtNum margin, mjtNum rot[9]);
 
 // the box-box contacts of d->contact that the engine's face case produced (code < 12) get their
-// full depth as dist (the engine reports half of it); the other contacts are left alone
+// full depth as dist (the engine reports half of it); the other contacts are left alone. On
+// MuJoCo 3.x a no-op: 3.12's face case reports the full depth.
 MJDIFF_API void mjdiff_boxBoxDepth(const mjModel* m, mjData* d);
 
 #ifdef __cplusplus

@@ -8,6 +8,7 @@
 #ifndef MJDIFF_COMPAT_H_
 #define MJDIFF_COMPAT_H_
 
+#include <math.h>
 #include <string.h>
 
 #include <mujoco/mujoco.h>
@@ -162,6 +163,84 @@ static inline int compat_sensorNoise(const mjModel* m) {
   return 0;
 #else
   return (m->opt.enableflags & mjENBL_SENSORNOISE) != 0;
+#endif
+}
+
+// acceleration-stage sensors. 2.2: mj_sensorAcc calls mj_rnePostConstraint for every accelerometer,
+// force and torque sensor. 3.x: it calls it only while d->flg_rnepost is 0, a flag that mj_forward
+// and mj_step2 clear first (and mj_rnePostConstraint sets), so a direct call after a new
+// acceleration must clear it, else cacc / cfrc_int are the previous step's.
+static inline void compat_sensorAcc(const mjModel* m, mjData* d) {
+#if MJDIFF_MUJOCO_3
+  d->flg_rnepost = 0;
+#endif
+  mj_sensorAcc(m, d);
+}
+
+// ---------------------------------- contact margins -----------------------------------------------
+// a dynamic geom pair's detection margin and gap: 2.2 the larger of the two geoms' values, 3.x
+// their sum (an explicit <pair> has its own on both hosts)
+#if MJDIFF_MUJOCO_3
+#define COMPAT_MARGIN_SUM 1
+#else
+#define COMPAT_MARGIN_SUM 0
+#endif
+static inline mjtNum compat_pairCombine(mjtNum a, mjtNum b) {
+#if MJDIFF_MUJOCO_3
+  return a + b;
+#else
+  return a > b ? a : b;
+#endif
+}
+
+// the per-geom margins M (n geoms) to give the engine so that a dynamic pair is detected within
+// max(M_1, M_2), 2.2's rule: unchanged on 2.2; on 3.x (sums) M/2 when all are equal (exact), else
+// unchanged (sum >= max) and 1 returned: the caller drops the pair's contacts beyond max(M_1, M_2)
+static inline int compat_pairMargins(mjtNum* M, int n) {
+#if MJDIFF_MUJOCO_3
+  for (int g = 1; g < n; g++) {
+    if (M[g] != M[0]) return 1;
+  }
+  for (int g = 0; g < n; g++) M[g] *= 0.5;
+#else
+  (void)M;
+  (void)n;
+#endif
+  return 0;
+}
+
+// 3.x prunes the inner levels of its bounding-volume trees by m->body_margin (each body's largest
+// compiled geom margin + gap): a collision view with larger geom margins M (ngeom) needs them
+// there too, else pairs just inside the new margins (e.g. touching, dist = 0) are pruned.
+// body_margin: nbody numbers of scratch the view points to. 2.2 has no trees: nothing to do.
+static inline void compat_viewBodyMargins(mjModel* view, const mjtNum* M, mjtNum* body_margin) {
+#if MJDIFF_MUJOCO_3
+  for (int b = 0; b < view->nbody; b++) body_margin[b] = view->body_margin[b];
+  for (int g = 0; g < view->ngeom; g++) {
+    mjtNum mg = M[g] + view->geom_gap[g];
+    int b = view->geom_bodyid[g];
+    if (mg > body_margin[b]) body_margin[b] = mg;
+  }
+  view->body_margin = body_margin;
+#else
+  (void)view;
+  (void)M;
+  (void)body_margin;
+#endif
+}
+
+// ---------------------------------- tendon wrapping -----------------------------------------------
+// does mju_wrap take the inside wrap (wrap_inside) for side site sl (the wrap geom's frame) with
+// projection sd onto the wrap plane, radius r? 2.2: the projection is inside the circle,
+// |sd| < r. 3.x: the side site itself is inside the geom's radius, |sl| < r (3D; the projection
+// is only used, rescaled to r, for the outside wrap).
+static inline int compat_wrapInside(const mjtNum sl[3], const mjtNum sd[2], mjtNum r) {
+#if MJDIFF_MUJOCO_3
+  (void)sd;
+  return mju_norm3(sl) < r;
+#else
+  (void)sl;
+  return sqrt(sd[0] * sd[0] + sd[1] * sd[1]) < r;
 #endif
 }
 

@@ -1186,7 +1186,8 @@ static void contactFrame(mjtNum frame[9], const mjtNum n[3]) {
 mjtNum mjdiff_contactMargin(const mjModel* m, const mjContact* con) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   int pair = mjdiff_pairIndex(m, g1, g2);
-  mjtNum gap = pair >= 0 ? m->pair_gap[pair] : mju_max(m->geom_gap[g1], m->geom_gap[g2]);
+  mjtNum gap =
+      pair >= 0 ? m->pair_gap[pair] : compat_pairCombine(m->geom_gap[g1], m->geom_gap[g2]);
   return con->includemargin + gap;
 }
 

@@ -226,6 +226,22 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
 //---------------------------------- collision -----------------------------------------------------
 
+// contacts of dynamic pairs beyond max(M_g1, M_g2) removed from d->contact (order kept): where
+// MuJoCo 3 detected them within M_g1 + M_g2, so that both hosts keep 2.2's set (the dropped ones
+// are beyond the contact width: no force)
+static void dropBeyondMargin(const mjModel* m, mjData* d, const mjtNum* M) {
+  int n = 0;
+  for (int i = 0; i < d->ncon; i++) {
+    const mjContact* con = d->contact + i;
+    int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+    int keep = g1 < 0 || g2 < 0 || mjdiff_pairIndex(m, g1, g2) >= 0 ||
+               con->dist <= mju_max(M[g1], M[g2]);
+    if (keep && n != i) d->contact[n] = *con;
+    n += keep;
+  }
+  d->ncon = n;
+}
+
 void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   if (DISABLED(m, COMPAT_DSBL_DETECT) || compat_passiveOff(m)) {
     d->ncon = 0;
@@ -248,11 +264,15 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
     if (reach_margin(s) > 0) pair_margin[i] = mju_max(pair_margin[i], reach_margin(s));
   }
 
-  // MuJoCo's own detection on a view with the activation margins
+  // MuJoCo's own detection on a view with the activation margins (3.x sums a pair's two margins:
+  // compat_pairMargins, dropBeyondMargin)
+  int drop = compat_pairMargins(geom_margin, m->ngeom);
   mjModel view = *m;
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
+  compat_viewBodyMargins(&view, geom_margin, compat_stackAllocNum(d, m->nbody));
   mj_collision(&view, d);
+  if (drop) dropBeyondMargin(m, d, geom_margin);
 
   // box-box face contacts: the full depth (the engine reports half of it; boxbox.c)
   mjdiff_boxBoxDepth(m, d);

@@ -98,7 +98,7 @@ static void sensorAcc(const mjModel* mu, mjModel* view, mjData* d, const mjdiffM
     noisy |= noise && view->sensor_noise[i] > 0;
   }
   if (!ntouch || (view->opt.disableflags & mjDSBL_SENSOR)) {
-    mj_sensorAcc(view, d);
+    compat_sensorAcc(view, d);
     return;
   }
 
@@ -112,7 +112,7 @@ static void sensorAcc(const mjModel* mu, mjModel* view, mjData* d, const mjdiffM
     }
     view->sensor_noise = zeroed;
   }
-  mj_sensorAcc(view, d);
+  compat_sensorAcc(view, d);
   view->sensor_noise = sensor_noise;
   compat_stackFree(d, mark);
 

@@ -18,6 +18,8 @@ REQUIRED=(
   python3                            # sysid scripts: servos, tables, benchmark
   python3-numpy                      # test_nn: .npz round trip with numpy
   clang                              # fuzz targets (libFuzzer, scripts/fuzz.sh)
+  libgl-dev libx11-dev libxrandr-dev libxinerama-dev libxcursor-dev libxi-dev libxext-dev
+                                     # MuJoCo 3.12 from ../shared/mujoco3 (scripts/test-mj3.sh)
 )
 # optional packages: installed when available, never a failure
 OPTIONAL=(valgrind)

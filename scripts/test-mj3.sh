@@ -10,7 +10,7 @@
 # 2. Release build with warnings as errors in build-mj3/ against it;
 # 3. ctest there (arguments passed on, e.g. -R StepDeriv). The headless-viewer test of Debian's
 #    2.2 simulate with the preload library is not built on 3.x (tests/CMakeLists.txt).
-# Not part of scripts/test.sh (which stays on Debian's 2.2.2): see the README, "MuJoCo 3".
+# Run by scripts/test.sh after the 2.2.2 Release suite (its step 3); alone for a 3.12-only check.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

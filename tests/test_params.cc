@@ -420,6 +420,30 @@ TEST(ParamDeriv, Contacts) {
   EXPECT_GT(r.withContact, 8);
 }
 
+// The ball's and box's centre of mass: MuJoCo 3 compiles those free bodies (centre of mass at the
+// body origin, principal axes along it) as simple, their mass-matrix rows reduced to the diagonal
+// in its CSR structure, which a centre-of-mass offset's coupling has no room in: 3.12 refuses
+// ipos there by name (body:*:ipos above then selects only the rod's); 2.2.2 (the legacy qM) takes it
+TEST(ParamDeriv, IposOfSimpleBody) {
+  Sim sim(kContacts);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  Params P;
+  char err[500] = "";
+  const char* names[] = {"body:ball:ipos"};
+  mjdiffStatus st = mjdiff_makeParams(sim.sim.m, sim.sim.s, names, 1, &P.p, err, sizeof(err));
+#if MJDIFF_MUJOCO_3
+  EXPECT_EQ(st, MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(err).find("parameter 'body:ball:ipos': MuJoCo 3 compiled the body as simple"),
+            std::string::npos)
+      << err;
+  const char* rod[] = {"body:rod:ipos"};
+  EXPECT_EQ(mjdiff_makeParams(sim.sim.m, sim.sim.s, rod, 1, &P.p, err, sizeof(err)), MJDIFF_OK)
+      << err;
+#else
+  EXPECT_EQ(st, MJDIFF_OK) << err;
+#endif
+}
+
 // model-wide contact values: they reach the pairs where neither geom has an explicit value (the
 // box and the rod on the floor; the ball's stiffness and damping are explicit)
 TEST(ParamDeriv, ContactsModelWide) {

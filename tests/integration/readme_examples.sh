@@ -69,8 +69,13 @@ PY
 
 sources=$(ls "$work"/blocks/*.c | tr '\n' ';')
 [[ -n "$sources" ]] || fail "no C blocks found"
+# the same MuJoCo as the build (on a MuJoCo 3 host its prefix, from the build's mujoco_DIR)
+mjprefix=""
+if [[ $(sed -n 's/^MJDIFF_HOST_MUJOCO3:INTERNAL=//p' "$build/CMakeCache.txt") == ON ]]; then
+  mjprefix=";$(sed -n 's/^mujoco_DIR:PATH=//p' "$build/CMakeCache.txt")/../../.."
+fi
 cmake -S "$source_dir/examples" -B "$work/app" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
+      -DCMAKE_PREFIX_PATH="$prefix$mjprefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
       "-DEXTRA_SOURCES=$sources" >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configure"; }
 cmake --build "$work/app" -j2 -- -k >"$work/build.log" 2>&1 || { grep -E "error|warning|readme_|examples/" "$work/build.log" | head -60; fail "a README block or example does not compile"; }
 

@@ -288,12 +288,17 @@ static double runOp(opwork* o, int op, long reps) {
           setState(m, o->ds, x, 0);
           st = mjdiff_stepJacobian(m, o->ds, o->s, o->w, o->A, o->B, NULL, err, sizeof(err));
           break;
-        default:
-          // mjd_transitionFD advances d->time per evaluation: setState resets it
+        default: {
+          // mjd_transitionFD advances d->time per evaluation: setState resets it. With RK4,
+          // 2.2.2's differences an Euler-type step and 3.12's refuses (an mju_error): both are
+          // given the Euler step explicitly
+          mjModel mv = *m;
+          if (mv.opt.integrator == mjINT_RK4) mv.opt.integrator = mjINT_EULER;
           setState(m, o->dn, x, 1);
-          mjd_transitionFD(m, o->dn, o->fd_eps, op == OP_FDC, o->A, m->nu ? o->B : NULL, NULL,
+          mjd_transitionFD(&mv, o->dn, o->fd_eps, op == OP_FDC, o->A, m->nu ? o->B : NULL, NULL,
                            NULL);
           break;
+        }
       }
       if (st != MJDIFF_OK) {
         if (!o->err[0]) snprintf(o->err, (size_t)o->errsz, "%s: %s", kOpName[op], err);

@@ -32,6 +32,7 @@ typedef struct args_ {
   int native;
   int json;
   const char* out;
+  const char* trajectory;
 } args;
 
 static void usage(void) {
@@ -46,6 +47,9 @@ static void usage(void) {
       "  --native       also run MuJoCo's native step and print both summaries\n"
       "  --json         print the summary as one JSON object instead of text\n"
       "  --out FILE     write the JSON summary to FILE\n"
+      "  --trajectory FILE  write the smooth run's state after every step to FILE: one line\n"
+      "                 'time qpos... qvel... act...' after a line '# nq NQ nv NV na NA'\n"
+      "                 (%%.17g; scripts/compare-hosts.sh compares the two MuJoCo hosts)\n"
       "  --help         show this help and exit\n",
       kTool);
 }
@@ -84,6 +88,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->json = 1;
     } else if (!strcmp(arg, "--out")) {
       a->out = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(arg, "--trajectory")) {
+      a->trajectory = tool_optionValue(kTool, argc, argv, &i);
     } else if (arg[0] == '-' && arg[1]) {
       tool_usageError(kTool, "unknown option '%s'", arg);
     } else if (a->model) {
@@ -155,8 +161,17 @@ static void setControls(const mjModel* m, mjData* d, int random, uint64_t* rng) 
   }
 }
 
+// one line of the trajectory file: time, qpos, qvel, act
+static void writeState(FILE* f, const mjModel* m, const mjData* d) {
+  fprintf(f, "%.17g", d->time);
+  for (int i = 0; i < m->nq; i++) fprintf(f, " %.17g", d->qpos[i]);
+  for (int i = 0; i < m->nv; i++) fprintf(f, " %.17g", d->qvel[i]);
+  for (int i = 0; i < m->na; i++) fprintf(f, " %.17g", d->act[i]);
+  fprintf(f, "\n");
+}
+
 static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a, summary* sum,
-                int print) {
+                int print, FILE* traj) {
   memset(sum, 0, sizeof(*sum));
   uint64_t rng = (uint64_t)a->seed;
   tool_resetState(m, d);
@@ -181,6 +196,7 @@ static void run(const mjModel* m, mjData* d, const mjdiffModel* s, const args* a
     }
     if (k == 0) sum->energy0 = d->energy[0] + d->energy[1];
     sum->steps++;
+    if (traj) writeState(traj, m, d);
     if (checkDiverged(m, d, sum)) break;
 
     // contacts of the forward pass of this step
@@ -337,13 +353,22 @@ int main(int argc, char** argv) {
 
   summary smooth, native;
   memset(&native, 0, sizeof(native));
-  run(m, d, s, &a, &smooth, text);
+  FILE* traj = a.trajectory ? tool_openOut(kTool, a.trajectory) : NULL;
+  if (a.trajectory && !traj) {
+    mj_deleteData(d);
+    mjdiff_freeModel(s);
+    mj_deleteModel(m);
+    return TOOL_EXIT_RUNTIME;
+  }
+  if (traj) fprintf(traj, "# nq %d nv %d na %d\n", (int)m->nq, (int)m->nv, (int)m->na);
+  run(m, d, s, &a, &smooth, text, traj);
+  int trajBad = a.trajectory && !tool_closeOut(kTool, a.trajectory, traj);
   if (text) {
     printf("\n");
     printSummary("smooth", &smooth);
   }
   if (a.native && !tool_interrupted()) {
-    run(m, d, NULL, &a, &native, 0);
+    run(m, d, NULL, &a, &native, 0, NULL);
     if (text) printSummary("native", &native);
   }
 
@@ -353,7 +378,9 @@ int main(int argc, char** argv) {
                        : tool_interrupted() ? "interrupted"
                                             : "ok";
   if (a.json) writeJson(stdout, &a, &smooth, a.native ? &native : NULL, status);
-  int code = bad ? TOOL_EXIT_RUNTIME : tool_interrupted() ? TOOL_EXIT_INTERRUPTED : TOOL_EXIT_OK;
+  int code = bad || trajBad       ? TOOL_EXIT_RUNTIME
+             : tool_interrupted() ? TOOL_EXIT_INTERRUPTED
+                                  : TOOL_EXIT_OK;
   if (a.out) {
     FILE* f = tool_openOut(kTool, a.out);
     if (f) writeJson(f, &a, &smooth, a.native ? &native : NULL, status);
