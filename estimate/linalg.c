@@ -182,7 +182,7 @@ mjdiffStatus mjdiff_estSelectSensors(const mjModel* m, const char* const* names,
       if (sid < 0) {
         free(id);
         return mjdiff_error(err, errsz, MJDIFF_ERR_NAME, "unknown sensor '%s' (the model has %d)",
-                            names[i] ? names[i] : "(null)", m->nsensor);
+                            names[i] ? names[i] : "(null)", (int)m->nsensor);
       }
     }
     if (sigmas && (!(sigmas[i] > 0) || !isfinite(sigmas[i]))) {
