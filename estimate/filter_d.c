@@ -28,6 +28,13 @@
 // curvature = 1 they are central differences of the exact (analytic) Jacobians,
 //   dA ~ (A(x (+) eps dx) - A(x (-) eps dx)) / (2 eps),  eps = curv_eps / |dx|
 // (error O(eps^2 |dx|^2) times the third derivative, plus rounding of A over eps).
+// Model parameters p_k (params): the same tangents with dQ = dR = 0 and the explicit terms
+//   update   dr = -(H dx + dh/dp_k)        (mjdiff_sensorJacobian's Q)
+//   predict  dx' = A dx + df/dp_k          (mjdiff_stepJacobian's P)
+// and dA, dH the derivatives of the Jacobians along (dx, e_k): the mixed second derivative
+// d^2 f/dx dp_k is not optional (A depends on a damping or a mass directly), so it is always
+// taken by central differences of the exact Jacobians with p_k moved by +-eps (along dx too with
+// curvature 1, along e_k alone with curvature 0).
 // Why tangents and an EKF, not a sigma-point filter with the VJP: there are only 2 parameters,
 // so forward mode costs 2 tangent passes through small dense algebra, needs no tape of the
 // filter run, and is exact for the noise scales on a linear model (A and H constant: dA = dH =
@@ -49,11 +56,12 @@
 #include "est_internal.h"
 #include "internal.h"
 
-#define NPAR 2
-
 typedef struct {
-  const mjModel* m;
-  const mjdiffModel* s;
+  mjModel* m;
+  mjdiffModel* s;
+  const mjdiffParams* par;
+  int np;
+  mjtNum *p0, *pv;  // (np) the parameters' values, scratch
   mjData* d;
   mjdiffStepDeriv* w;
   int nx, n, ns, ny;
@@ -71,29 +79,50 @@ static void loadState(Ctx* c, const mjtNum* x, const mjtNum* u, mjtNum time) {
   c->d->time = time;
 }
 
-// the step Jacobian (A) or sensor Jacobian (C) at x (+) eps dir into out
-static mjdiffStatus jacAt(Ctx* c, int sensor, const mjtNum* x, const mjtNum* dir, mjtNum eps,
-                          const mjtNum* u, mjtNum time, mjtNum* out, char* err, int errsz) {
-  mjdiff_stateIntegrate(c->m, x, dir, eps, c->xs);
+// the step Jacobian (A) or sensor Jacobian (C) at x (+) eps dir and parameter k moved by eps
+// (k < 0: none) into out; the parameters restored
+static mjdiffStatus jacAt(Ctx* c, int sensor, const mjtNum* x, const mjtNum* dir, int k,
+                          mjtNum eps, const mjtNum* u, mjtNum time, mjtNum* out, char* err,
+                          int errsz) {
+  mjdiffStatus st;
+  if (k >= 0) {
+    mju_copy(c->pv, c->p0, c->np);
+    c->pv[k] += eps;
+    st = mjdiff_setParamValues(c->m, c->s, c->par, c->pv, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
+  if (dir)
+    mjdiff_stateIntegrate(c->m, x, dir, eps, c->xs);
+  else
+    mju_copy(c->xs, x, c->nx);
   loadState(c, c->xs, u, time);
-  if (sensor) return mjdiff_sensorJacobian(c->m, c->d, c->s, c->w, out, NULL, NULL, err, errsz);
-  return mjdiff_stepJacobian(c->m, c->d, c->s, c->w, out, NULL, NULL, err, errsz);
+  if (sensor)
+    st = mjdiff_sensorJacobian(c->m, c->d, c->s, c->w, out, NULL, NULL, err, errsz);
+  else
+    st = mjdiff_stepJacobian(c->m, c->d, c->s, c->w, out, NULL, NULL, err, errsz);
+  if (k >= 0) {
+    mjdiffStatus st2 = mjdiff_setParamValues(c->m, c->s, c->par, c->p0, NULL, 0);
+    if (st == MJDIFF_OK) st = st2;
+  }
+  return st;
 }
 
 // dJ = directional derivative of the Jacobian (rows x n, A: sensor 0, C: sensor 1) along dir by
 // central differences of the exact Jacobians; zero if dir is zero
-static mjdiffStatus jacDir(Ctx* c, int sensor, const mjtNum* x, const mjtNum* dir,
+// (dir NULL: zero); with parameter k (>= 0) moved by 1 along
+static mjdiffStatus jacDir(Ctx* c, int sensor, const mjtNum* x, const mjtNum* dir, int k,
                            mjtNum curv_eps, const mjtNum* u, mjtNum time, mjtNum* dJ, char* err,
                            int errsz) {
   int n = c->n, rows = sensor ? c->ns : n;
-  mjtNum nrm = mju_norm(dir, n);
+  mjtNum nrm = dir ? mju_norm(dir, n) : 0;
+  if (k >= 0) nrm = sqrt(nrm * nrm + 1);
   if (nrm == 0) {
     mju_zero(dJ, rows * n);
     return MJDIFF_OK;
   }
   mjtNum eps = curv_eps / nrm;
-  mjdiffStatus st = jacAt(c, sensor, x, dir, eps, u, time, c->Cp, err, errsz);
-  if (st == MJDIFF_OK) st = jacAt(c, sensor, x, dir, -eps, u, time, c->Cm, err, errsz);
+  mjdiffStatus st = jacAt(c, sensor, x, dir, k, eps, u, time, c->Cp, err, errsz);
+  if (st == MJDIFF_OK) st = jacAt(c, sensor, x, dir, k, -eps, u, time, c->Cm, err, errsz);
   if (st != MJDIFF_OK) return st;
   for (int i = 0; i < rows * n; i++) dJ[i] = (c->Cp[i] - c->Cm[i]) / (2 * eps);
   return MJDIFF_OK;
@@ -112,8 +141,8 @@ static void addSym(int n, const mjtNum* T, mjtNum* out) {
     for (int j = 0; j < n; j++) out[i * n + j] += T[i * n + j] + T[j * n + i];
 }
 
-mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdiffFilterDef* def,
-                              mjtNum log_qscale, mjtNum log_rscale, int curvature,
+mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef* def,
+                              const mjdiffParams* params, mjtNum log_qscale, mjtNum log_rscale, int curvature,
                               mjtNum curv_eps, int T, mjtNum t0, const mjtNum* ctrl,
                               const mjtNum* y, const mjtNum* x0, const mjtNum* P0, mjtNum* nll,
                               mjtNum* grad, mjtNum* x_out, mjtNum* P_out, char* err,
@@ -124,8 +153,10 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
   if (T < 0) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "T must be >= 0, got %d", T);
   if (!isfinite(log_qscale) || !isfinite(log_rscale))
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "log noise scales must be finite");
-  if (curvature && !(curv_eps > 0))
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "curv_eps must be > 0, got %g", curv_eps);
+  if (curv_eps == 0) curv_eps = 1e-6;
+  if (!(curv_eps > 0) || !isfinite(curv_eps))
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "curv_eps must be > 0 (0: 1e-6), got %g",
+                        curv_eps);
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   mjdiffFilterDef dd;
@@ -139,6 +170,9 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
   memset(&c, 0, sizeof(c));
   c.m = m;
   c.s = s;
+  c.par = params;
+  c.np = mjdiff_paramCount(params);
+  int np = c.np, npar = 2 + np;
   c.nx = mjdiff_stateSize(m);
   c.n = mjdiff_tangentSize(m);
   c.ns = m->nsensordata;
@@ -152,15 +186,17 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
   size_t n2 = (size_t)n * n, big = n2 > (size_t)n * ny ? n2 : (size_t)n * ny;
   // one allocation for every array
   size_t total = (size_t)nx * 2 + (size_t)ns * n * 3 + n2 * 10 + big * 6 + (size_t)ny * ny * 4 +
-                 (size_t)ny * 6 + NPAR * ((size_t)n + n2 + (size_t)ns * n + n2);
+                 (size_t)ny * 6 + (size_t)npar * ((size_t)n + n2 + (size_t)ns * n + n2) +
+                 (size_t)np * (2 + n + ns) + (size_t)npar;
   mjtNum* mem = (mjtNum*)calloc(total ? total : 1, sizeof(mjtNum));
   int* use = (int*)calloc((size_t)(ny ? ny : 1), sizeof(int));
+  mjtNum** ptr = (mjtNum**)calloc((size_t)npar * 4, sizeof(mjtNum*));
   c.d = mj_makeData(m);
-  if (!mem || !use || !c.d) {
+  if (!mem || !use || !ptr || !c.d) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory");
     goto done;
   }
-  st = mjdiff_makeStepDeriv(m, s, NULL, &c.w, err, errsz);
+  st = mjdiff_makeStepDeriv(m, s, params, &c.w, err, errsz);
   if (st != MJDIFF_OK) goto done;
   mjtNum* p = mem;
 #define TAKE(k) (p += (k), p - (k))
@@ -176,8 +212,14 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
   mjtNum* W = TAKE((size_t)ny * ny);
   mjtNum *r = TAKE(ny), *rv = TAKE(ny), *a = TAKE(ny), *dr = TAKE(ny), *v1 = TAKE(ny);
 
-  mjtNum *dx[NPAR], *dP[NPAR], *dJ[NPAR], *dA[NPAR];
-  for (int j = 0; j < NPAR; j++) {
+  mjtNum **dx = ptr, **dP = ptr + npar, **dJ = ptr + 2 * npar, **dA = ptr + 3 * npar;
+  c.p0 = TAKE(np);
+  c.pv = TAKE(np);
+  mjtNum* Fp = TAKE((size_t)n * np);   // df/dp (n x np)
+  mjtNum* Hq = TAKE((size_t)ns * np);  // dh/dp (ns x np)
+  mjtNum* g = TAKE(npar);              // the gradient
+  if (np) mjdiff_getParamValues(m, s, params, c.p0);
+  for (int j = 0; j < npar; j++) {
     dx[j] = TAKE(n);
     dP[j] = TAKE(n2);
     dJ[j] = TAKE((size_t)ns * n);
@@ -198,7 +240,7 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
   }
   mju_copy(x, x0, nx);
   memcpy(P, P0, sizeof(mjtNum) * n2);
-  mjtNum L = 0, g[NPAR] = {0, 0};
+  mjtNum L = 0;
   mjtNum h = m->opt.timestep;
   for (int t = 0; t <= T; t++) {
     const mjtNum* u = !ctrl || T == 0 ? NULL : ctrl + (size_t)(t < T ? t : T - 1) * m->nu;
@@ -210,7 +252,7 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
       if (isfinite(yt[rows[i]])) use[my++] = i;
     if (my) {
       loadState(&c, x, u, time);
-      st = mjdiff_sensorJacobian(m, c.d, s, c.w, C, NULL, NULL, err, errsz);
+      st = mjdiff_sensorJacobian(m, c.d, s, c.w, C, NULL, np ? Hq : NULL, err, errsz);
       if (st != MJDIFF_OK) goto done;
       for (int k = 0; k < my; k++) {
         int sd = rows[use[k]];
@@ -218,9 +260,10 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
         r[k] = yt[sd] - c.d->sensordata[sd];
         rv[k] = rs * rstd[use[k]] * rstd[use[k]];
       }
-      for (int j = 0; j < NPAR; j++) {
-        if (curvature) {
-          st = jacDir(&c, 1, x, dx[j], curv_eps, u, time, dJ[j], err, errsz);
+      for (int j = 0; grad && j < npar; j++) {
+        if (curvature || j >= 2) {
+          st = jacDir(&c, 1, x, curvature ? dx[j] : NULL, j - 2, curv_eps, u, time, dJ[j], err,
+                      errsz);
           if (st != MJDIFF_OK) goto done;
         }
       }
@@ -252,19 +295,22 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
       for (int i = 0; i < n; i++) M[i * n + i] += 1;
       // tangents
       if (grad) {
-        for (int j = 0; j < NPAR; j++) {
+        for (int j = 0; j < npar; j++) {
+          int curv = curvature || j >= 2;
           mjtNum* dH = dHb;  // (my x n) rows of dJ, or zero
           for (int k = 0; k < my; k++) {
-            if (curvature)
+            if (curv)
               memcpy(dH + (size_t)k * n, dJ[j] + (size_t)rows[use[k]] * n, sizeof(mjtNum) * n);
             else
               mju_zero(dH + (size_t)k * n, n);
           }
           // dr = -H dx
           mjdiff_estGemm(0, 0, my, 1, n, -1, H, dx[j], 0, dr);
+          if (j >= 2)
+            for (int k = 0; k < my; k++) dr[k] -= Hq[(size_t)rows[use[k]] * np + (j - 2)];
           // dS = H dP H' + (dH P H' + its transpose) + dR
           sandwich(my, n, H, dP[j], H, 0, dS, T1);
-          if (curvature) {
+          if (curv) {
             sandwich(my, n, dH, P, H, 0, W, T1);
             addSym(my, W, dS);
           }
@@ -278,7 +324,7 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
           g[j] += mju_dot(a, dr, my) - 0.5 * mju_dot(a, v1, my) + 0.5 * tr;
           // dK = (dP H' + P dH') Si - K dS Si
           mjdiff_estGemm(0, 1, n, my, n, 1, dP[j], H, 0, PHt);
-          if (curvature) mjdiff_estGemm(0, 1, n, my, n, 1, P, dH, 1, PHt);
+          if (curv) mjdiff_estGemm(0, 1, n, my, n, 1, P, dH, 1, PHt);
           mjdiff_estGemm(0, 0, n, my, my, -1, K, dS, 1, PHt);  // PHt - K dS
           mjdiff_estGemm(0, 0, n, my, my, 1, PHt, Si, 0, dK);
           // dx+ = dx + dK r + K dr
@@ -286,7 +332,7 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
           mjdiff_estGemm(0, 0, n, 1, my, 1, K, dr, 1, dx[j]);
           // dM = -(dK H + K dH)
           mjdiff_estGemm(0, 0, n, n, my, -1, dK, H, 0, dM);
-          if (curvature) mjdiff_estGemm(0, 0, n, n, my, -1, K, dH, 1, dM);
+          if (curv) mjdiff_estGemm(0, 0, n, n, my, -1, K, dH, 1, dM);
           // dP+ = M dP M' + (dM P M' + T') + (dK R K' + T') + K dR K'
           sandwich(n, n, M, dP[j], M, 0, dPn, T1);
           sandwich(n, n, dM, P, M, 0, A, T1);
@@ -317,18 +363,19 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
     if (t == T) break;
     // ---- predict
     loadState(&c, x, u, time);
-    st = mjdiff_stepJacobian(m, c.d, s, c.w, A, NULL, NULL, err, errsz);
+    st = mjdiff_stepJacobian(m, c.d, s, c.w, A, NULL, np ? Fp : NULL, err, errsz);
     if (st != MJDIFF_OK) goto done;
-    if (grad && curvature) {
-      for (int j = 0; j < NPAR; j++) {
-        st = jacDir(&c, 0, x, dx[j], curv_eps, u, time, dA[j], err, errsz);
+    for (int j = 0; grad && j < npar; j++) {
+      if (curvature || j >= 2) {
+        st = jacDir(&c, 0, x, curvature ? dx[j] : NULL, j - 2, curv_eps, u, time, dA[j], err,
+                    errsz);
         if (st != MJDIFF_OK) goto done;
       }
     }
     if (grad) {
-      for (int j = 0; j < NPAR; j++) {
+      for (int j = 0; j < npar; j++) {
         sandwich(n, n, A, dP[j], A, 0, dPn, T1);
-        if (curvature) {
+        if (curvature || j >= 2) {
           sandwich(n, n, dA[j], P, A, 0, M, T1);
           addSym(n, M, dPn);
         }
@@ -336,6 +383,8 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
           for (size_t i = 0; i < n2; i++) dPn[i] += Q[i];
         memcpy(dP[j], dPn, sizeof(mjtNum) * n2);
         mjdiff_estGemm(0, 0, n, 1, n, 1, A, dx[j], 0, T2);
+        if (j >= 2)
+          for (int i = 0; i < n; i++) T2[i] += Fp[(size_t)i * np + (j - 2)];
         mju_copy(dx[j], T2, n);
       }
     }
@@ -349,10 +398,7 @@ mjdiffStatus mjdiff_filterNLL(const mjModel* m, const mjdiffModel* s, const mjdi
     mjdiff_getState(m, c.d, x);
   }
   if (nll) *nll = L;
-  if (grad) {
-    grad[0] = g[0];
-    grad[1] = g[1];
-  }
+  if (grad) mju_copy(grad, g, npar);
   if (x_out) mju_copy(x_out, x, nx);
   if (P_out) memcpy(P_out, P, sizeof(mjtNum) * n2);
 done:
@@ -360,6 +406,7 @@ done:
   if (c.d) mj_deleteData(c.d);
   free(mem);
   free(use);
+  free(ptr);
   free(rows);
   free(rstd);
   return st;

@@ -54,9 +54,10 @@ double gauss(unsigned long long* rng) {
 // a recording of the slide joint (MuJoCo's Euler step with implicit damping) with process noise
 // of std e^(a/2) (kSigQ, kSigV) and reading noise e^(b/2) (kSigPos, kSigVel)
 void recordSlide(int T, double a, double b, unsigned long long seed, std::vector<double>* ctrl,
-                 std::vector<double>* y) {
-  double mh = kMass + kH * kB;
-  double A[4] = {1 - kH * kH * kK / mh, kH - kH * kH * kB / mh, -kH * kK / mh, 1 - kH * kB / mh};
+                 std::vector<double>* y, double damp = kB) {
+  double mh = kMass + kH * damp;
+  double A[4] = {1 - kH * kH * kK / mh, kH - kH * kH * damp / mh, -kH * kK / mh,
+                 1 - kH * damp / mh};
   double B[2] = {kH * kH / mh, kH / mh};
   double qs = std::exp(a / 2), rs = std::exp(b / 2);
   double x[2] = {0.2, -0.3};
@@ -95,7 +96,7 @@ struct SlideSetup {
 TEST(FilterGrad, SlideRunEqualsLibraryEkf) {
   testutil::Sim sim(kSlide);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
-  const mjModel* m = sim.sim.m;
+  mjModel* m = sim.sim.m;
   int T = 150;
   std::vector<double> ctrl, y;
   recordSlide(T, 0, 0, 3, &ctrl, &y);
@@ -103,7 +104,7 @@ TEST(FilterGrad, SlideRunEqualsLibraryEkf) {
   double a = 0.7, b = -0.4;
   char err[512];
   double nll, xo[2], Po[4];
-  ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, a, b, 0, 0, T, 0, ctrl.data(), y.data(),
+  ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, nullptr, a, b, 0, 0, T, 0, ctrl.data(), y.data(),
                              su.x0, su.P0, &nll, nullptr, xo, Po, err, sizeof(err)),
             MJDIFF_OK)
       << err;
@@ -135,29 +136,37 @@ TEST(FilterGrad, SlideRunEqualsLibraryEkf) {
   EXPECT_TRUE(std::isfinite(nll));
 }
 
-// central difference of the NLL in parameter j (step e)
-double fdGrad(const mjModel* m, const mjdiffModel* s, const mjdiffFilterDef* def, double a,
-              double b, int j, double e, int T, const double* ctrl, const double* y,
-              const double* x0, const double* P0) {
-  double lp = 0, lm = 0;
+// central difference of the NLL in parameter j (step e): the log scales (j = 0, 1) or model
+// parameter j - 2 of par
+double fdGrad(mjModel* m, mjdiffModel* s, const mjdiffFilterDef* def, double a, double b, int j,
+              double e, int T, const double* ctrl, const double* y, const double* x0,
+              const double* P0, const mjdiffParams* par = nullptr) {
+  double L[2] = {0, 0};
   char err[256];
-  double ap = a + (j == 0 ? e : 0), bp = b + (j == 1 ? e : 0);
-  double am = a - (j == 0 ? e : 0), bm = b - (j == 1 ? e : 0);
-  EXPECT_EQ(mjdiff_filterNLL(m, s, def, ap, bp, 0, 0, T, 0, ctrl, y, x0, P0, &lp, nullptr,
-                             nullptr, nullptr, err, sizeof(err)),
-            MJDIFF_OK)
-      << err;
-  EXPECT_EQ(mjdiff_filterNLL(m, s, def, am, bm, 0, 0, T, 0, ctrl, y, x0, P0, &lm, nullptr,
-                             nullptr, nullptr, err, sizeof(err)),
-            MJDIFF_OK)
-      << err;
-  return (lp - lm) / (2 * e);
+  int np = mjdiff_paramCount(par);
+  std::vector<double> p0(np), pv(np);
+  if (np) mjdiff_getParamValues(m, s, par, p0.data());
+  for (int side = 0; side < 2; side++) {
+    double sg = side ? -1 : 1;
+    double ap = a + (j == 0 ? sg * e : 0), bp = b + (j == 1 ? sg * e : 0);
+    if (j >= 2) {
+      pv = p0;
+      pv[j - 2] += sg * e;
+      EXPECT_EQ(mjdiff_setParamValues(m, s, par, pv.data(), err, sizeof(err)), MJDIFF_OK) << err;
+    }
+    EXPECT_EQ(mjdiff_filterNLL(m, s, def, par, ap, bp, 0, 0, T, 0, ctrl, y, x0, P0, &L[side],
+                               nullptr, nullptr, nullptr, err, sizeof(err)),
+              MJDIFF_OK)
+        << err;
+    if (j >= 2) mjdiff_setParamValues(m, s, par, p0.data(), err, sizeof(err));
+  }
+  return (L[0] - L[1]) / (2 * e);
 }
 
 TEST(FilterGrad, SlideGradientMatchesFiniteDifferences) {
   testutil::Sim sim(kSlide);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
-  const mjModel* m = sim.sim.m;
+  mjModel* m = sim.sim.m;
   int T = 200;
   std::vector<double> ctrl, y;
   recordSlide(T, std::log(4.0), std::log(0.5), 11, &ctrl, &y);
@@ -168,7 +177,7 @@ TEST(FilterGrad, SlideGradientMatchesFiniteDifferences) {
   for (auto& pt : pts) {
     for (int curv = 0; curv < 2; curv++) {
       double g[2];
-      ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, pt[0], pt[1], curv, 1e-6, T, 0,
+      ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, nullptr, pt[0], pt[1], curv, 1e-6, T, 0,
                                  ctrl.data(), y.data(), su.x0, su.P0, nullptr, g, nullptr,
                                  nullptr, err, sizeof(err)),
                 MJDIFF_OK)
@@ -192,7 +201,7 @@ TEST(FilterGrad, SlideGradientMatchesFiniteDifferences) {
 TEST(FilterGrad, CartpoleGradientAgainstFiniteDifferences) {
   testutil::Sim sim(nullptr, MJDIFF_MODEL_DIR "/cartpole.xml");
   ASSERT_TRUE(sim.ok) << sim.sim.err;
-  const mjModel* m = sim.sim.m;
+  mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
   int nx = mjdiff_stateSize(m), ndx = mjdiff_tangentSize(m), ns = m->nsensordata;
   int T = 150;
@@ -232,7 +241,7 @@ TEST(FilterGrad, CartpoleGradientAgainstFiniteDifferences) {
   for (auto& pt : pts) {
     double g[2][2];
     for (int curv = 0; curv < 2; curv++) {
-      ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &def, pt[0], pt[1], curv, 1e-5, T, 0,
+      ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &def, nullptr, pt[0], pt[1], curv, 1e-5, T, 0,
                                  ctrl.data(), y.data(), xg.data(), P0.data(), nullptr, g[curv],
                                  nullptr, nullptr, err, sizeof(err)),
                 MJDIFF_OK)
@@ -259,72 +268,193 @@ TEST(FilterGrad, CartpoleGradientAgainstFiniteDifferences) {
   EXPECT_GT(worst[0], 10 * worst[1]);  // guard: dropping the curvature terms is measurably worse
 }
 
-TEST(FilterGrad, FitNoiseScalesOnSlide) {
+TEST(FilterGrad, SlideDampingGradientMatchesFiniteDifferences) {
   testutil::Sim sim(kSlide);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
-  const mjModel* m = sim.sim.m;
-  int T = 2000;
-  const double a_true = std::log(4.0), b_true = std::log(0.25);
-  std::vector<double> ctrl, y;
-  recordSlide(T, a_true, b_true, 21, &ctrl, &y);
-  SlideSetup su;
+  mjModel* m = sim.sim.m;
   char err[512];
-  double th[2] = {0, 0}, nll0 = 0, nll = 0;
+  const char* pn[] = {"joint:slide:damping"};
+  mjdiffParams* par = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, sim.sim.s, pn, 1, &par, err, sizeof(err)), MJDIFF_OK) << err;
+  int T = 200;
+  std::vector<double> ctrl, y;
+  recordSlide(T, 0, 0, 13, &ctrl, &y, 0.5);
+  SlideSetup su;
+  double damps[3] = {0.5, 1.5, 0.1}, pts[3][2] = {{0, 0}, {0.8, -0.3}, {-0.5, 0.5}};
+  double worst = 0, gmin = 1e300;
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(mjdiff_setParamValues(m, sim.sim.s, par, &damps[i], err, sizeof(err)), MJDIFF_OK);
+    for (int curv = 0; curv < 2; curv++) {
+      double g[3];
+      ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, par, pts[i][0], pts[i][1], curv, 1e-6, T,
+                                 0, ctrl.data(), y.data(), su.x0, su.P0, nullptr, g, nullptr,
+                                 nullptr, err, sizeof(err)),
+                MJDIFF_OK)
+          << err;
+      double now;
+      mjdiff_getParamValues(m, sim.sim.s, par, &now);
+      EXPECT_EQ(now, damps[i]);  // restored bit for bit
+      for (int j = 0; j < 3; j++) {
+        double fd = fdGrad(m, sim.sim.s, &su.def, pts[i][0], pts[i][1], j, 1e-4, T, ctrl.data(),
+                           y.data(), su.x0, su.P0, par);
+        double rel = std::fabs(g[j] - fd) / (std::fabs(fd) + 1e-3);
+        worst = std::fmax(worst, rel);
+        if (j == 2) gmin = std::fmin(gmin, std::fabs(fd));
+        EXPECT_LT(rel, 1e-5) << "damping " << damps[i] << " param " << j << " curvature " << curv
+                             << ": " << g[j] << " vs " << fd;
+      }
+    }
+  }
+  printf("slide with damping: worst relative gradient error vs central FD %.3g (smallest "
+         "|dNLL/ddamping| %.3g)\n",
+         worst, gmin);
+  EXPECT_GT(gmin, 0.1);
+  mjdiff_freeParams(par);
+}
+
+// solve the symmetric positive definite H x = -g (n <= 3) by Cholesky; false if not definite
+bool newtonStep(int n, const double* H, const double* g, double* x) {
+  double L[9] = {0};
+  for (int j = 0; j < n; j++) {
+    double d = H[j * n + j];
+    for (int k = 0; k < j; k++) d -= L[j * 3 + k] * L[j * 3 + k];
+    if (!(d > 0)) return false;
+    L[j * 3 + j] = std::sqrt(d);
+    for (int i = j + 1; i < n; i++) {
+      double v = 0.5 * (H[i * n + j] + H[j * n + i]);
+      for (int k = 0; k < j; k++) v -= L[i * 3 + k] * L[j * 3 + k];
+      L[i * 3 + j] = v / L[j * 3 + j];
+    }
+  }
+  double z[3];
+  for (int i = 0; i < n; i++) {
+    double v = -g[i];
+    for (int k = 0; k < i; k++) v -= L[i * 3 + k] * z[k];
+    z[i] = v / L[i * 3 + i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double v = z[i];
+    for (int k = i + 1; k < n; k++) v -= L[k * 3 + i] * x[k];
+    x[i] = v / L[i * 3 + i];
+  }
+  return true;
+}
+
+// fit the log noise scales, and with_damping the slide's damping, to a simulated recording by
+// Newton steps on the exact gradient (the Hessian by central differences of the gradient) with
+// backtracking
+void fitSlide(bool with_damping) {
+  testutil::Sim sim(kSlide);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  char err[512];
+  mjdiffParams* par = nullptr;
+  const char* pn[] = {"joint:slide:damping"};
+  if (with_damping) {
+    ASSERT_EQ(mjdiff_makeParams(m, sim.sim.s, pn, 1, &par, err, sizeof(err)), MJDIFF_OK) << err;
+  }
+  int n = with_damping ? 3 : 2;
+  int T = 2000;
+  const double a_true = std::log(4.0), b_true = std::log(0.25), d_true = 0.5;
+  std::vector<double> ctrl, y;
+  recordSlide(T, a_true, b_true, 21, &ctrl, &y, d_true);
+  SlideSetup su;
+  double th[3] = {0, 0, 1.0}, nll0 = 0, nll = 0;  // start: scales 1, damping 1 (truth 0.5)
   auto eval = [&](const double* p, double* L, double* g) {
-    return mjdiff_filterNLL(m, sim.sim.s, &su.def, p[0], p[1], 0, 0, T, 0, ctrl.data(),
+    if (with_damping) {
+      mjdiffStatus st = mjdiff_setParamValues(m, sim.sim.s, par, p + 2, err, sizeof(err));
+      if (st != MJDIFF_OK) return st;
+    }
+    return mjdiff_filterNLL(m, sim.sim.s, &su.def, par, p[0], p[1], 0, 0, T, 0, ctrl.data(),
                             y.data(), su.x0, su.P0, L, g, nullptr, nullptr, err, sizeof(err));
   };
-  double g[2];
+  double g[3];
   ASSERT_EQ(eval(th, &nll0, g), MJDIFF_OK) << err;
   nll = nll0;
   int it = 0;
-  for (; it < 15 && std::hypot(g[0], g[1]) > 1e-6 * T; it++) {
-    // Newton step, the Hessian by central differences of the exact gradient
-    double Hm[4], gp[2], gm[2], e = 1e-4;
-    for (int j = 0; j < 2; j++) {
-      double p[2] = {th[0], th[1]}, q[2] = {th[0], th[1]};
+  auto gnorm = [&](const double* v) {
+    double q = 0;
+    for (int i = 0; i < n; i++) q += v[i] * v[i];
+    return std::sqrt(q);
+  };
+  for (; it < 20 && gnorm(g) > 1e-6 * T; it++) {
+    double Hm[9], gp[3], gm[3], e = 1e-4;
+    for (int j = 0; j < n; j++) {
+      double p[3] = {th[0], th[1], th[2]}, q[3] = {th[0], th[1], th[2]};
       p[j] += e;
       q[j] -= e;
       ASSERT_EQ(eval(p, nullptr, gp), MJDIFF_OK) << err;
       ASSERT_EQ(eval(q, nullptr, gm), MJDIFF_OK) << err;
-      for (int i = 0; i < 2; i++) Hm[i * 2 + j] = (gp[i] - gm[i]) / (2 * e);
+      for (int i = 0; i < n; i++) Hm[i * n + j] = (gp[i] - gm[i]) / (2 * e);
     }
-    double h01 = 0.5 * (Hm[1] + Hm[2]);
-    double det = Hm[0] * Hm[3] - h01 * h01;
-    double step[2];
-    if (Hm[0] > 0 && det > 0) {
-      step[0] = -(Hm[3] * g[0] - h01 * g[1]) / det;
-      step[1] = -(-h01 * g[0] + Hm[0] * g[1]) / det;
-    } else {
-      step[0] = -g[0] / T;
-      step[1] = -g[1] / T;
-    }
-    // backtracking, steps at most 1 in log scale
-    double nrm = std::hypot(step[0], step[1]);
-    if (nrm > 1) step[0] /= nrm, step[1] /= nrm;
-    double t = 1, Ln = 0, gn[2];
-    for (int k = 0; k < 20; k++, t /= 2) {
-      double p[2] = {th[0] + t * step[0], th[1] + t * step[1]};
+    double step[3];
+    if (!newtonStep(n, Hm, g, step))
+      for (int i = 0; i < n; i++) step[i] = -g[i] / T;
+    double nrm = gnorm(step);
+    if (nrm > 0.5)
+      for (int i = 0; i < n; i++) step[i] *= 0.5 / nrm;
+    double t = 1, Ln = 0, gn[3];
+    bool moved = false;
+    for (int k = 0; k < 20 && !moved; k++, t /= 2) {
+      double p[3] = {th[0], th[1], th[2]};
+      for (int i = 0; i < n; i++) p[i] += t * step[i];
+      if (with_damping && !(p[2] > 0)) continue;
       ASSERT_EQ(eval(p, &Ln, gn), MJDIFF_OK) << err;
       if (Ln < nll) {
-        th[0] = p[0];
-        th[1] = p[1];
-        break;
+        std::memcpy(th, p, sizeof(th));
+        std::memcpy(g, gn, sizeof(g));
+        nll = Ln;
+        moved = true;
       }
     }
-    if (!(Ln < nll)) break;
-    nll = Ln;
-    g[0] = gn[0];
-    g[1] = gn[1];
+    if (!moved) break;
+  }
+  // the standard deviations of the estimate: sqrt of diag(H^-1) at the optimum (the NLL's
+  // Hessian is the observed information)
+  double sd[3] = {0, 0, 0};
+  {
+    double Hm[9], gp[3], gm[3], e = 1e-4;
+    for (int j = 0; j < n; j++) {
+      double p[3] = {th[0], th[1], th[2]}, q[3] = {th[0], th[1], th[2]};
+      p[j] += e;
+      q[j] -= e;
+      ASSERT_EQ(eval(p, nullptr, gp), MJDIFF_OK) << err;
+      ASSERT_EQ(eval(q, nullptr, gm), MJDIFF_OK) << err;
+      for (int i = 0; i < n; i++) Hm[i * n + j] = (gp[i] - gm[i]) / (2 * e);
+    }
+    for (int j = 0; j < n; j++) {
+      double ej[3] = {0, 0, 0}, col[3];
+      ej[j] = -1;
+      ASSERT_TRUE(newtonStep(n, Hm, ej, col));
+      sd[j] = std::sqrt(col[j]);
+    }
   }
   double qs = std::exp(th[0]), rs = std::exp(th[1]);
-  printf("fit: %d Newton steps, NLL %.6g -> %.6g, Q scale %.4g (truth 4), R scale %.4g (truth "
-         "0.25), |grad| %.3g\n",
-         it, nll0, nll, qs, rs, std::hypot(g[0], g[1]));
+  printf("fit%s: std of log Q scale %.3g, log R scale %.3g, damping %.3g\n",
+         with_damping ? " with damping" : "", sd[0], sd[1], sd[2]);
+  printf("fit%s: %d Newton steps, NLL %.6g -> %.6g, Q scale %.4g (truth 4), R scale %.4g (truth "
+         "0.25), damping %.4g (truth 0.5%s), |grad| %.3g\n",
+         with_damping ? " with damping" : "", it, nll0, nll, qs, rs, th[2],
+         with_damping ? "" : ", not fitted", gnorm(g));
   EXPECT_LT(nll, nll0);
   EXPECT_LT(std::fabs(rs / 0.25 - 1), 0.1);
   EXPECT_LT(std::fabs(qs / 4 - 1), 0.3);
-  EXPECT_LT(std::hypot(g[0], g[1]), 1e-3 * T);
+  if (with_damping) {
+    EXPECT_LT(std::fabs(th[2] / d_true - 1), 0.3);
+    EXPECT_LT(std::fabs(th[2] - d_true), 3 * sd[2]);
+  }
+  EXPECT_LT(std::fabs(th[0] - a_true), 3 * sd[0]);
+  EXPECT_LT(std::fabs(th[1] - b_true), 3 * sd[1]);
+  EXPECT_LT(gnorm(g), 1e-3 * T);
+  mjdiff_freeParams(par);
+}
+
+TEST(FilterGrad, FitNoiseScalesOnSlide) {
+  fitSlide(false);
+}
+
+TEST(FilterGrad, FitNoiseScalesAndDampingOnSlide) {
+  fitSlide(true);
 }
 
 }  // namespace
