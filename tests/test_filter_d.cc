@@ -266,6 +266,35 @@ TEST(FilterGrad, CartpoleGradientAgainstFiniteDifferences) {
   EXPECT_LT(worst[1], 1e-4);
   EXPECT_LT(worst[0], 0.2);
   EXPECT_GT(worst[0], 10 * worst[1]);  // guard: dropping the curvature terms is measurably worse
+  // a model parameter through the nonlinear physics: the pole's mass
+  const char* pn[] = {"body:pole:mass"};
+  mjdiffParams* par = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, sim.sim.s, pn, 1, &par, err, sizeof(err)), MJDIFF_OK) << err;
+  double wp[2] = {0, 0}, gp_min = 1e300;
+  for (auto& pt : pts) {
+    double g[2][3];
+    for (int curv = 0; curv < 2; curv++) {
+      ASSERT_EQ(mjdiff_filterNLL(m, sim.sim.s, &def, par, pt[0], pt[1], curv, 1e-5, T, 0,
+                                 ctrl.data(), y.data(), xg.data(), P0.data(), nullptr, g[curv],
+                                 nullptr, nullptr, err, sizeof(err)),
+                MJDIFF_OK)
+          << err;
+    }
+    double fd = fdGrad(m, sim.sim.s, &def, pt[0], pt[1], 2, 1e-5, T, ctrl.data(), y.data(),
+                       xg.data(), P0.data(), par);
+    gp_min = std::fmin(gp_min, std::fabs(fd));
+    for (int curv = 0; curv < 2; curv++)
+      wp[curv] = std::fmax(wp[curv], std::fabs(g[curv][2] - fd) / (std::fabs(fd) + 1e-3));
+    printf("cartpole (%g, %g) pole mass: FD %.8g, curvature 0 %.8g, curvature 1 %.8g\n", pt[0],
+           pt[1], fd, g[0][2], g[1][2]);
+  }
+  printf("cartpole pole mass: worst relative gradient error, curvature neglected %.3g, by "
+         "differences %.3g (smallest |dNLL/dmass| %.3g)\n",
+         wp[0], wp[1], gp_min);
+  EXPECT_LT(wp[1], 1e-4);
+  EXPECT_GT(wp[0], 10 * wp[1]);  // guard, as above
+  EXPECT_GT(gp_min, 0.1);
+  mjdiff_freeParams(par);
 }
 
 TEST(FilterGrad, SlideDampingGradientMatchesFiniteDifferences) {
