@@ -6,6 +6,10 @@
 // Parameters theta = (a, b): Q = e^a Q0, R = e^b R0 (Q0, R0: the filter definition's process and
 // measurement noise), so dQ/da = Q, dR/db = R, all other parameter derivatives zero.
 //
+// Errors: an innovation covariance that is not positive definite stops the run with
+// MJDIFF_ERR_NONFINITE naming the step (the covariances P are not checked: the NLL of a run
+// whose P loses definiteness is not meaningful, and its S shows it).
+//
 // Forward (the EKF of estimate/filter.c, same timing: update(u_t, y_t), then predict(u_t) for
 // t < T; the readings at x_T use u_{T-1}):
 //   update   r = y - h(x),  H = dh/dx(x),  S = H P H' + R,  K = P H' S^-1
@@ -35,8 +39,9 @@
 // d^2 f/dx dp_k is not optional (A depends on a damping or a mass directly), so it is always
 // taken by central differences of the exact Jacobians with p_k moved by +-eps (along dx too with
 // curvature 1, along e_k alone with curvature 0).
-// Why tangents and an EKF, not a sigma-point filter with the VJP: there are only 2 parameters,
-// so forward mode costs 2 tangent passes through small dense algebra, needs no tape of the
+// Why tangents and an EKF, not a sigma-point filter with the VJP: there are few parameters (2
+// scales and a handful of model parameters), so forward mode costs one tangent pass per
+// parameter through small dense algebra, needs no tape of the
 // filter run, and is exact for the noise scales on a linear model (A and H constant: dA = dH =
 // 0 is then the truth, not an approximation). On a nonlinear model the linearisation point moves
 // with x, whose tangent is propagated exactly; only the curvature of f and h along it needs the

@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "shim.h"
@@ -484,6 +485,45 @@ TEST(FilterGrad, FitNoiseScalesOnSlide) {
 
 TEST(FilterGrad, FitNoiseScalesAndDampingOnSlide) {
   fitSlide(true);
+}
+
+TEST(FilterGrad, ErrorPaths) {
+  testutil::Sim sim(kSlide);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  SlideSetup su;
+  std::vector<double> ctrl, y;
+  recordSlide(10, 0, 0, 1, &ctrl, &y);
+  char err[512];
+  double nll, g[2];
+  mjdiffFilterDef def = su.def;
+  def.method = MJDIFF_FILTER_UKF;
+  EXPECT_EQ(mjdiff_filterNLL(m, sim.sim.s, &def, nullptr, 0, 0, 0, 0, 10, 0, ctrl.data(),
+                             y.data(), su.x0, su.P0, &nll, g, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(err).find("EKF"), std::string::npos) << err;
+  EXPECT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, nullptr, 0, 0, 1, -1, 10, 0, ctrl.data(),
+                             y.data(), su.x0, su.P0, &nll, g, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  const char* bad[] = {"nope"};
+  def = su.def;
+  def.sensors = bad;
+  def.nsensor = 1;
+  EXPECT_EQ(mjdiff_filterNLL(m, sim.sim.s, &def, nullptr, 0, 0, 0, 0, 10, 0, ctrl.data(),
+                             y.data(), su.x0, su.P0, &nll, g, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_ERR_NAME);
+  EXPECT_NE(std::string(err).find("nope"), std::string::npos) << err;
+  // a negative R scale that makes S indefinite cannot be given (e^b > 0); an indefinite P0 with
+  // zero R can: log_rscale -inf is refused as not finite
+  EXPECT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, nullptr, 0, -INFINITY, 0, 0, 10, 0,
+                             ctrl.data(), y.data(), su.x0, su.P0, &nll, g, nullptr, nullptr, err,
+                             sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  double Pbad[4] = {-1, 0, 0, -1};
+  EXPECT_EQ(mjdiff_filterNLL(m, sim.sim.s, &su.def, nullptr, 0, -60, 0, 0, 10, 0, ctrl.data(),
+                             y.data(), su.x0, Pbad, &nll, g, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_ERR_NONFINITE);
+  EXPECT_NE(std::string(err).find("step 0"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -136,7 +136,9 @@ MJDIFF_API void mjdiff_filterGet(const mjdiffFilter* f, mjtNum* x, mjtNum* P, mj
 // (dx, dp)).
 // The Jacobians' derivatives in the parameters are always taken by those differences (with
 // curvature 0 along dp only), so m and s are changed during the run and restored. x_out, P_out:
-// the final mean and covariance. Fails as mjdiff_makeFilter and mjdiff_filterUpdate/Predict.
+// the final mean and covariance. Fails as mjdiff_makeFilter for the sensors and def
+// (MJDIFF_ERR_UNSUPPORTED for a UKF or FD EKF), with MJDIFF_ERR_NONFINITE naming the step if an
+// innovation covariance is not positive definite, with the errors of the step derivatives.
 // Nullable: def, params, ctrl (zero), nll, grad (2 + np), x_out, P_out, err.
 MJDIFF_API mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef* def,
                                          const mjdiffParams* params, mjtNum log_qscale,
