@@ -120,6 +120,34 @@ MJDIFF_API mjdiffStatus mjdiff_filterPredict(mjdiffFilter* f, const mjtNum* ctrl
 MJDIFF_API void mjdiff_filterGet(const mjdiffFilter* f, mjtNum* x, mjtNum* P, mjtNum* time,
                                  mjdiffFilterInfo* info);
 
+// ---------------------------------- differentiable filter ---------------------------------------
+
+// The innovations' negative log-likelihood of the analytic EKF (def: method EKF, jacobian
+// ANALYTIC) run over a recording, NLL = 1/2 sum_t (r_t' S_t^-1 r_t + log det S_t) (without the
+// constant), with the process and measurement noise of def scaled as Q = e^log_qscale Q0,
+// R = e^log_rscale R0, and its gradient by forward tangents through the filter (derivation:
+// estimate/filter_d.c): grad = (dNLL/dlog_qscale, dNLL/dlog_rscale, dNLL/dp_1..dp_np) for the
+// model parameters of params (nullable: none) at their current values in m and s. The run: from
+// the mean x0 (nq+nv+na) and covariance P0 (ndx x ndx) at time t0, update(u_t, y_t) for
+// t = 0..T, predict(u_t) for t < T (readings y: (T+1) x nsensordata, NaN where not measured; ctrl
+// T x nu, the readings at x_T use u_{T-1}). curvature 0: the second derivatives of the step and
+// sensors along the state's tangent are neglected (exact for a linear model); 1: central
+// differences of the exact Jacobians with step curv_eps (0: 1e-6; in the norm of the tangent
+// (dx, dp)).
+// The Jacobians' derivatives in the parameters are always taken by those differences (with
+// curvature 0 along dp only), so m and s are changed during the run and restored. x_out, P_out:
+// the final mean and covariance. Fails as mjdiff_makeFilter for the sensors and def
+// (MJDIFF_ERR_UNSUPPORTED for a UKF or FD EKF), with MJDIFF_ERR_NONFINITE naming the step if an
+// innovation covariance is not positive definite, with the errors of the step derivatives.
+// Nullable: def, params, ctrl (zero), nll, grad (2 + np), x_out, P_out, err.
+MJDIFF_API mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef* def,
+                                         const mjdiffParams* params, mjtNum log_qscale,
+                                         mjtNum log_rscale, int curvature, mjtNum curv_eps, int T,
+                                         mjtNum t0, const mjtNum* ctrl, const mjtNum* y,
+                                         const mjtNum* x0, const mjtNum* P0, mjtNum* nll,
+                                         mjtNum* grad, mjtNum* x_out, mjtNum* P_out, char* err,
+                                         int errsz);
+
 // ---------------------------------- batch estimation --------------------------------------------
 
 // Outcome of mjdiff_batchEstimate (not an error).
