@@ -226,7 +226,7 @@ static int descend(bench* b, const opts* o, const double* x0, const double* ug,
 }
 
 // one closed loop of the gradient MPC planner from x0 (written into the model's keyframe 0)
-static int closedLoop(mjModel* m, const mjdiffModel* s, const mpcTask* task, const opts* o,
+static int closedLoop(mjModel* m, const mjdiffModel* s, const mjdiffTask* task, const opts* o,
                       const double* x0, const mjdiffReachSchedule* sched, run* out, char* err,
                       int errsz) {
   memset(out, 0, sizeof(*out));
@@ -244,7 +244,7 @@ static int closedLoop(mjModel* m, const mjdiffModel* s, const mpcTask* task, con
   lo.plant = MPC_PLANT_SMOOTH;
   lo.budget = 1;
   lo.shift = (int)lround(0.01 / m->opt.timestep) > 1 ? (int)lround(0.01 / m->opt.timestep) : 1;
-  lo.seconds = mpc_taskDuration(task) > 0 ? mpc_taskDuration(task) : 3;
+  lo.seconds = mjdiff_taskDuration(task) > 0 ? mjdiff_taskDuration(task) : 3;
   lo.key = 0;
   lo.init_noise = 0;
   mpcLoop* loop = mpc_makeLoop(m, s, task, p, &lo, err, errsz);
@@ -383,9 +383,9 @@ int main(int argc, char** argv) {
   if (!b.d || !b.u || !b.gu || !b.clamped || !b.states || !b.sens || !b.dLdx || !x0) {
     tool_outOfMemory(TOOL);
   }
-  mpcTask* task = NULL;
+  mjdiffTask* task = NULL;
   if (o.mpc) {
-    task = mpc_readTask(m, o.mpc, err, sizeof(err));
+    task = mjdiff_readTask(m, o.mpc, err, sizeof(err));
     if (!task) {
       fprintf(stderr, TOOL ": error: %s\n", err);
       return TOOL_EXIT_RUNTIME;
@@ -479,7 +479,7 @@ int main(int argc, char** argv) {
            done ? movedSum[on] / done : 0);
   }
   if (csv) fclose(csv);
-  mpc_freeTask(task);
+  mjdiff_freeTask(task);
   free(x0);
   free(b.u);
   free(b.gu);

@@ -2,7 +2,8 @@
 //
 // mjdiff-mpc: the closed loop. Per control step k, from the plant state x_k at time t_k:
 //   u_k     = mpc_plan(planner, x_k, budget, s_k)        s_k = plant steps since the last plan
-//   l_k     = l(x_k, u_k)                                 mpc_cost after mjdiff_forward on a copy
+//   l_k     = l(x_k, u_k)                                 mjdiff_taskCost after mjdiff_forward, on
+//                                                         a copy
 //   x_{k+1} = plant^shift(x_k, u_k)                       mjdiff_step or mj_step
 // The cost is evaluated on a copy, so that the plant's own data (the native solver's warm start,
 // its contacts) is left as its step made it; both plants are measured with the same evaluation.
@@ -50,7 +51,7 @@ static int maxRecords(const mjModel* m, const mpcLoopOptions* opt) {
   return (int)fmin(n, 1e8) + 2;
 }
 
-mpcLoop* mpc_makeLoop(const mjModel* m, const mjdiffModel* s, const mpcTask* task,
+mpcLoop* mpc_makeLoop(const mjModel* m, const mjdiffModel* s, const mjdiffTask* task,
                       mpcPlanner* planner, const mpcLoopOptions* opt, char* err, int errsz) {
   if (!m || !s || !task || !planner || !opt) {
     snprintf(err, (size_t)errsz, "closed loop: model, smooth model, task and planner are needed");
@@ -119,8 +120,8 @@ static int evaluate(mpcLoop* loop) {
     loop->failed = 1;
     return 0;
   }
-  loop->cost = mpc_cost(loop->task, m, dc, 0, NULL, NULL);
-  loop->success = mpc_success(loop->task, m, dc);
+  loop->cost = mjdiff_taskCost(loop->task, m, dc, 0, NULL, NULL);
+  loop->success = mjdiff_taskSuccess(loop->task, m, dc);
   if (!isfinite(loop->cost)) {
     snprintf(loop->err, sizeof(loop->err), "cost at t = %.4f s is not finite", d->time);
     loop->failed = 1;

@@ -7,9 +7,9 @@
 //                                                     (0 at the first)
 //   x_{k+1} = plant^shift(x_k, u_k)                   smooth: mjdiff_step; native: mj_step on the
 //                                                     plain model (MuJoCo's own contacts)
-// Recorded per control step: t_k, the running cost l(x_k, u_k) (mpc_cost on a copy of the plant
-// state after mjdiff_forward, the same evaluation for both plants), the plan's predicted cost, the
-// planning wall time and mpc_success at x_k.
+// Recorded per control step: t_k, the running cost l(x_k, u_k) (mjdiff_taskCost on a copy of the
+// plant state after mjdiff_forward, the same evaluation for both plants), the plan's predicted
+// cost, the planning wall time and mjdiff_taskSuccess at x_k.
 //   real-time factor = simulated time / wall time of the loop (planning, plant steps, recording)
 //   success of a run = the success flag holds at every control step in the last quarter of the
 //                      simulated time and at the final state (and the plant did not fail)
@@ -40,13 +40,13 @@ typedef struct mpcLoopRecord_ {
   double cost;                 // running cost l(x_k, u_k)
   double plan_cost;            // the plan's cost J returned by mpc_plan
   double plan_s;               // planning wall time (s)
-  int success;                 // mpc_success at x_k
+  int success;                 // mjdiff_taskSuccess at x_k
 } mpcLoopRecord;
 
 typedef struct mpcLoop_ {
   const mjModel* m;
   const mjdiffModel* s;
-  const mpcTask* task;
+  const mjdiffTask* task;
   mpcPlanner* planner;         // not owned
   mpcLoopOptions opt;
   mjData* d;                   // the plant
@@ -68,7 +68,7 @@ void mpc_defaultLoopOptions(mpcLoopOptions* opt);
 
 // A closed loop of planner (made for m, s, task) on the plant opt->plant; starts reset. The loop
 // keeps m, s, task and planner (not owned). NULL with a message on error.
-mpcLoop* mpc_makeLoop(const mjModel* m, const mjdiffModel* s, const mpcTask* task,
+mpcLoop* mpc_makeLoop(const mjModel* m, const mjdiffModel* s, const mjdiffTask* task,
                       mpcPlanner* planner, const mpcLoopOptions* opt, char* err, int errsz);
 void mpc_freeLoop(mpcLoop* loop);
 

@@ -136,11 +136,11 @@ static int commonOption(common* c, int argc, char** argv, int* i) {
 typedef struct problem_ {
   mjModel* m;
   mjdiffModel* s;
-  mpcTask* task;
+  mjdiffTask* task;
 } problem;
 
 static void freeProblem(problem* p) {
-  mpc_freeTask(p->task);
+  mjdiff_freeTask(p->task);
   mjdiff_freeModel(p->s);
   if (p->m) mj_deleteModel(p->m);
   memset(p, 0, sizeof(*p));
@@ -156,7 +156,7 @@ static int loadProblem(problem* p, const char* model, const char* task, char* er
     freeProblem(p);
     return 0;
   }
-  p->task = mpc_readTask(p->m, task, msg, sizeof(msg));
+  p->task = mjdiff_readTask(p->m, task, msg, sizeof(msg));
   if (!p->task) {
     snprintf(err, (size_t)errsz, "%s", msg);
     freeProblem(p);
@@ -173,12 +173,12 @@ static int shiftOf(const common* c, const mjModel* m) {
 }
 
 // simulated time of a run: --seconds, or the task's duration, or 3 s
-static double secondsOf(const common* c, const mpcTask* task) {
+static double secondsOf(const common* c, const mjdiffTask* task) {
   if (c->seconds > 0) return c->seconds;
-  return mpc_taskDuration(task) > 0 ? mpc_taskDuration(task) : 3;
+  return mjdiff_taskDuration(task) > 0 ? mjdiff_taskDuration(task) : 3;
 }
 
-static void loopOptions(const common* c, const mjModel* m, const mpcTask* task, int plant,
+static void loopOptions(const common* c, const mjModel* m, const mjdiffTask* task, int plant,
                         unsigned long long seed, mpcLoopOptions* o) {
   mpc_defaultLoopOptions(o);
   o->plant = plant ? MPC_PLANT_NATIVE : MPC_PLANT_SMOOTH;
@@ -436,7 +436,7 @@ static int mainRun(int argc, char** argv) {
     printf("planner %s on the smooth model, plant %s, budget %g ms per control step of %d "
            "plant step(s), horizon %g s, %g s simulated\n",
            kPlannerName[a.planner], kPlantName[a.plant], 1e3 * a.c.budget, lo.shift,
-           mpc_taskHorizon(p.task), lo.seconds);
+           mjdiff_taskHorizon(p.task), lo.seconds);
     fflush(stdout);
   }
 

@@ -1,7 +1,8 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // mjdiff-mpc: shared definitions of its parts.
-//   task.c      tasks: a cost file kept with each model; residuals and their derivatives
+//   tasks/      tasks (the library layer <mjdiff/task.h>): a cost file kept with each model;
+//               residuals and their derivatives
 //   planner.c   planners behind one interface: gradient (Adam on the rollout adjoint), iLQR on the
 //               analytic step Jacobians, and sampling baselines (predictive sampling, CEM, MPPI)
 //   loop.c      closed loop: plan on the smooth model, act on the smooth or the native plant
@@ -17,54 +18,38 @@
 #include <stdio.h>
 
 #include <mjdiff/mjdiff.h>
+#include <mjdiff/task.h>
 
-//---------------------------------- tasks (task.c) -----------------------------------------------
+//---------------------------------- tasks (<mjdiff/task.h>) -------------------------------------
 //
-// Cost file format (one term per line, '#' starts a comment; numbers in SI units):
-//   horizon SECONDS                       planning horizon (default 0.5)
-//   timestep SECONDS                      timestep of the planning model (default: the model's);
-//                                         the plant keeps the model's own
-//   duration SECONDS                      simulated time of a closed-loop run (default: the
-//                                         tool's, 3 s)
-//   terminal WEIGHT                       weight of the state terms at the horizon's end (default 1)
-//   success TERM THRESHOLD                the task succeeds when |r| of term index TERM (0-based)
-//                                         stays below THRESHOLD (for the benchmark)
-//   position OBJ TARGET WEIGHT [NORM P]   r = pos(OBJ) - pos(TARGET); OBJ, TARGET: body:NAME,
-//                                         site:NAME or a point "x y z"
-//   upright OBJ WEIGHT [NORM P]           r = 1 - z-axis(OBJ) . world z (OBJ: body:/site:)
-//   joint NAME TARGET WEIGHT [NORM P]     r = qpos(NAME) - TARGET (hinge/slide)
-//   jointvel NAME TARGET WEIGHT [NORM P]  r = qvel(NAME) - TARGET
-//   velocity OBJ VX VY VZ WEIGHT [NORM P] r = linear velocity(OBJ) - (VX VY VZ) (world frame;
-//                                         "nan" components are not penalised)
-//   control WEIGHT [NORM P]               r = ctrl (all actuators)
-// NORM: quadratic (default) or smoothabs with parameter P (m or rad).
+// The task costs live in the library layer tasks/ (tasks/task.c, the static library
+// mjdiff_tasks), shared by every tool; the file format is described in <mjdiff/task.h>. The mpc_
+// names below are that API under the names this tool's tests and fuzz targets use.
 
-typedef struct mpcTask_ mpcTask;
+typedef mjdiffTask mpcTask;
 
-// Read a task for model m; NULL with a message naming the file and line on error.
-mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz);
-
-// the same from an open file f (not closed), named path in messages
-mpcTask* mpc_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err, int errsz);
-void mpc_freeTask(mpcTask* task);
-
-double mpc_taskHorizon(const mpcTask* task);
-double mpc_taskTimestep(const mpcTask* task);  // 0: the model's
-double mpc_taskDuration(const mpcTask* task);  // 0: none given
-
-// running cost l(x, u) at the state in d (kinematics and velocities computed: after
-// mjdiff_forward or mj_forward), with its gradients in the tangent layout: dldx (2nv+na), dldu
-// (nu); terminal: the state terms times the terminal weight, u ignored. Nullable: dldx, dldu.
-double mpc_cost(const mpcTask* task, const mjModel* m, mjData* d, int terminal, double* dldx,
-                double* dldu);
-
-// Gauss-Newton second derivatives of the cost: lxx (ndx x ndx), luu (nu x nu) (from the
-// residual Jacobians; quadratic norms exact, smoothabs its Gauss-Newton part). Nullable.
-void mpc_costHessian(const mpcTask* task, const mjModel* m, mjData* d, int terminal, double* lxx,
-                     double* luu);
-
-// 1 if the task's success term is below its threshold at the state in d
-int mpc_success(const mpcTask* task, const mjModel* m, mjData* d);
+static inline mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) {
+  return mjdiff_readTask(m, path, err, errsz);
+}
+static inline mpcTask* mpc_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err,
+                                        int errsz) {
+  return mjdiff_readTaskFile(m, f, path, err, errsz);
+}
+static inline void mpc_freeTask(mpcTask* task) { mjdiff_freeTask(task); }
+static inline double mpc_taskHorizon(const mpcTask* task) { return mjdiff_taskHorizon(task); }
+static inline double mpc_taskTimestep(const mpcTask* task) { return mjdiff_taskTimestep(task); }
+static inline double mpc_taskDuration(const mpcTask* task) { return mjdiff_taskDuration(task); }
+static inline double mpc_cost(const mpcTask* task, const mjModel* m, mjData* d, int terminal,
+                              double* dldx, double* dldu) {
+  return mjdiff_taskCost(task, m, d, terminal, dldx, dldu);
+}
+static inline void mpc_costHessian(const mpcTask* task, const mjModel* m, mjData* d, int terminal,
+                                   double* lxx, double* luu) {
+  mjdiff_taskCostHessian(task, m, d, terminal, lxx, luu);
+}
+static inline int mpc_success(const mpcTask* task, const mjModel* m, mjData* d) {
+  return mjdiff_taskSuccess(task, m, d);
+}
 
 //---------------------------------- planners (planner.c) -----------------------------------------
 
@@ -83,7 +68,7 @@ typedef struct mpcPlanner_ mpcPlanner;
 // timestep) steps. nthread: threads it may use (a pool made here: rollouts, derivatives and line
 // search candidates are spread over them). m and s must outlive the planner.
 mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffModel* s,
-                            const mpcTask* task, int nthread, unsigned long long seed, char* err,
+                            const mjdiffTask* task, int nthread, unsigned long long seed, char* err,
                             int errsz);
 void mpc_freePlanner(mpcPlanner* p);
 const char* mpc_plannerName(mpcPlannerType type);

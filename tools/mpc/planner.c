@@ -97,7 +97,7 @@ struct mpcPlanner_ {
   mjdiffReachSchedule reach;  // gradient planner: the long-range contact term's schedule, its
   int reach_on, reach_iter;   // iterations counted over every mpc_plan call (mpc_plannerSetReach)
   double dt_plant;       // the caller's model's timestep (s): the unit of mpc_plan's shift
-  const mpcTask* task;
+  const mjdiffTask* task;
   int nthread;
   double deadline;       // wall-clock end of the current mpc_plan call
   int H, nu, nq, nv, na, nx, ndx;
@@ -319,7 +319,7 @@ static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const 
     // running cost and step
     if (!euler) {
       if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
-      J += mpc_cost(p->task, m, d, 0, NULL, NULL);
+      J += mjdiff_taskCost(p->task, m, d, 0, NULL, NULL);
     }
     if (mjdiff_step(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
     if (euler) {
@@ -327,7 +327,7 @@ static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const 
       double tnext = d->time;
       setState(p, d, x);
       d->time = time;
-      J += mpc_cost(p->task, m, d, 0, NULL, NULL);
+      J += mjdiff_taskCost(p->task, m, d, 0, NULL, NULL);
       setState(p, d, w->xn);
       d->time = tnext;
     }
@@ -336,7 +336,7 @@ static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const 
   // terminal cost
   if (states) getState(p, d, states + (size_t)H * nx);
   if (mjdiff_forward(m, d, p->s, NULL, 0) != MJDIFF_OK) return INFINITY;
-  J += mpc_cost(p->task, m, d, 1, NULL, NULL);
+  J += mjdiff_taskCost(p->task, m, d, 1, NULL, NULL);
   return isfinite(J) ? J : INFINITY;
 }
 
@@ -577,8 +577,8 @@ static void costItem(mpcPlanner* p, worker* w, int t) {
     p->tcost[t] = INFINITY;
     return;
   }
-  p->tcost[t] = mpc_cost(p->task, m, d, t == H, p->dLdx + (size_t)t * p->ndx,
-                         t < H ? p->dLdu + (size_t)t * nu : NULL);
+  p->tcost[t] = mjdiff_taskCost(p->task, m, d, t == H, p->dLdx + (size_t)t * p->ndx,
+                                t < H ? p->dLdu + (size_t)t * nu : NULL);
 }
 
 // J(z) and dJ/dz on worker 0 (the start already loaded in p), the costs along the rollout on all
@@ -665,14 +665,14 @@ static void derivItem(mpcPlanner* p, worker* w, int t) {
                                           p->B + (size_t)ndx * nu * t, NULL, NULL, 0);
     p->dstat[t] = st;
     if (st != MJDIFF_OK) return;
-    mpc_cost(p->task, m, d, 0, p->lx + (size_t)ndx * t, p->lu + (size_t)nu * t);
-    mpc_costHessian(p->task, m, d, 0, p->lxx + n2 * t, p->luu + (size_t)nu * nu * t);
+    mjdiff_taskCost(p->task, m, d, 0, p->lx + (size_t)ndx * t, p->lu + (size_t)nu * t);
+    mjdiff_taskCostHessian(p->task, m, d, 0, p->lxx + n2 * t, p->luu + (size_t)nu * nu * t);
   } else {
     mjdiffStatus st = mjdiff_forward(m, d, p->s, NULL, 0);
     p->dstat[t] = st;
     if (st != MJDIFF_OK) return;
-    mpc_cost(p->task, m, d, 1, p->lx + (size_t)ndx * t, NULL);
-    mpc_costHessian(p->task, m, d, 1, p->lxx + n2 * t, NULL);
+    mjdiff_taskCost(p->task, m, d, 1, p->lx + (size_t)ndx * t, NULL);
+    mjdiff_taskCostHessian(p->task, m, d, 1, p->lxx + n2 * t, NULL);
   }
 }
 
@@ -898,7 +898,7 @@ static int* allocInt(size_t n, int* ok) {
 }
 
 mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffModel* s,
-                            const mpcTask* task, int nthread, unsigned long long seed, char* err,
+                            const mjdiffTask* task, int nthread, unsigned long long seed, char* err,
                             int errsz) {
   char dummy[1];
   if (!err || errsz <= 0) {
@@ -918,8 +918,8 @@ mpcPlanner* mpc_makePlanner(mpcPlannerType type, const mjModel* m, const mjdiffM
     snprintf(err, (size_t)errsz, "nthread must be >= 1, got %d", nthread);
     return NULL;
   }
-  double horizon = mpc_taskHorizon(task);
-  double dt = mpc_taskTimestep(task) > 0 ? mpc_taskTimestep(task) : m->opt.timestep;
+  double horizon = mjdiff_taskHorizon(task);
+  double dt = mjdiff_taskTimestep(task) > 0 ? mjdiff_taskTimestep(task) : m->opt.timestep;
   if (!(horizon > 0) || !(dt > 0)) {
     snprintf(err, (size_t)errsz, "horizon must be > 0 s, got %g (timestep %g s)", horizon, dt);
     return NULL;

@@ -1,6 +1,6 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// mjdiff-mpc tasks: the cost file parser, and the cost's residuals with their derivatives.
+// Tasks (<mjdiff/task.h>): the cost file parser, and the cost's residuals with their derivatives.
 //
 //   l(x, u) = sum_i w_i n_i(r_i)        n = 1/2 |r|^2 (quadratic)  or  s - p, s = sqrt(|r|^2 + p^2)
 //   dn/dr   = c r                       c = 1  or  1 / s
@@ -36,10 +36,10 @@
 #include <string.h>
 
 #include <mujoco/mujoco.h>
+#include <mjdiff/task.h>
 
 #include "compat.h"
 #include "guard.h"
-#include "mpc.h"
 
 //---------------------------------- task ---------------------------------------------------------
 
@@ -72,7 +72,7 @@ typedef struct term_ {
   mjtNum p;                    // smoothabs parameter (> 0)
 } term;
 
-struct mpcTask_ {
+struct mjdiffTask_ {
   double horizon;              // planning horizon (s)
   double timestep;             // planning timestep (s); 0: the model's
   double duration;             // simulated time of a closed-loop run (s); 0: the tool's default
@@ -333,7 +333,7 @@ static int parseTerm(parser* ps, char** tok, const int* quoted, int ntok, term* 
 }
 
 // a horizon, timestep, duration, terminal or success line; 0 on error
-static int parseSetting(parser* ps, char** tok, int ntok, mpcTask* task, int* success_line) {
+static int parseSetting(parser* ps, char** tok, int ntok, mjdiffTask* task, int* success_line) {
   int k = 1;
   mjtNum v;
   const char* name = tok[0];
@@ -366,10 +366,11 @@ static int parseSetting(parser* ps, char** tok, int ntok, mpcTask* task, int* su
   return 1;
 }
 
-mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) {
+mjdiffTask* mjdiff_readTask(const mjModel* m, const char* path, char* err, int errsz) {
   if (err && errsz > 0) err[0] = 0;
   if (!m || !path) {
-    if (err && errsz > 0) snprintf(err, (size_t)errsz, "mpc_readTask: model and path are required");
+    if (err && errsz > 0)
+      snprintf(err, (size_t)errsz, "mjdiff_readTask: model and path are required");
     return NULL;
   }
   FILE* f = fopen(path, "rb");
@@ -379,20 +380,21 @@ mpcTask* mpc_readTask(const mjModel* m, const char* path, char* err, int errsz) 
     }
     return NULL;
   }
-  mpcTask* task = mpc_readTaskFile(m, f, path, err, errsz);
+  mjdiffTask* task = mjdiff_readTaskFile(m, f, path, err, errsz);
   fclose(f);
   return task;
 }
 
-mpcTask* mpc_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err, int errsz) {
+mjdiffTask* mjdiff_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err, int errsz) {
   if (err && errsz > 0) err[0] = 0;
   parser ps = {m, path ? path : "(null)", 0, err, errsz};
   if (!m || !f) {
-    if (err && errsz > 0) snprintf(err, (size_t)errsz, "mpc_readTask: model and file are required");
+    if (err && errsz > 0)
+      snprintf(err, (size_t)errsz, "mjdiff_readTask: model and file are required");
     return NULL;
   }
 
-  mpcTask* task = (mpcTask*)calloc(1, sizeof(mpcTask));
+  mjdiffTask* task = (mjdiffTask*)calloc(1, sizeof(mjdiffTask));
   if (!task) {
     if (err && errsz > 0) snprintf(err, (size_t)errsz, "%s: out of memory", ps.path);
     return NULL;
@@ -474,27 +476,27 @@ mpcTask* mpc_readTaskFile(const mjModel* m, FILE* f, const char* path, char* err
               task->success_term, task->nterm);
   }
   if (!ok) {
-    mpc_freeTask(task);
+    mjdiff_freeTask(task);
     return NULL;
   }
   return task;
 }
 
-void mpc_freeTask(mpcTask* task) {
+void mjdiff_freeTask(mjdiffTask* task) {
   if (!task) return;
   free(task->terms);
   free(task);
 }
 
-double mpc_taskHorizon(const mpcTask* task) {
+double mjdiff_taskHorizon(const mjdiffTask* task) {
   return task ? task->horizon : 0;
 }
 
-double mpc_taskTimestep(const mpcTask* task) {
+double mjdiff_taskTimestep(const mjdiffTask* task) {
   return task ? task->timestep : 0;
 }
 
-double mpc_taskDuration(const mpcTask* task) {
+double mjdiff_taskDuration(const mjdiffTask* task) {
   return task ? task->duration : 0;
 }
 
@@ -675,8 +677,8 @@ static mjtNum normValue(const term* t, const mjtNum* r, int n, mjtNum* c, mjtNum
 
 //---------------------------------- cost ----------------------------------------------------------
 
-double mpc_cost(const mpcTask* task, const mjModel* m, mjData* d, int terminal, double* dldx,
-                double* dldu) {
+double mjdiff_taskCost(const mjdiffTask* task, const mjModel* m, mjData* d, int terminal,
+                       double* dldx, double* dldu) {
   int nv = m->nv, nu = m->nu, ndx = 2 * nv + m->na;
   if (dldx) mju_zero(dldx, ndx);
   if (dldu) mju_zero(dldu, nu);
@@ -711,8 +713,8 @@ double mpc_cost(const mpcTask* task, const mjModel* m, mjData* d, int terminal, 
   return cost;
 }
 
-void mpc_costHessian(const mpcTask* task, const mjModel* m, mjData* d, int terminal, double* lxx,
-                     double* luu) {
+void mjdiff_taskCostHessian(const mjdiffTask* task, const mjModel* m, mjData* d, int terminal,
+                            double* lxx, double* luu) {
   int nv = m->nv, nu = m->nu, ndx = 2 * nv + m->na;
   if (lxx) mju_zero(lxx, ndx * ndx);
   if (luu) mju_zero(luu, nu * nu);
@@ -760,7 +762,7 @@ void mpc_costHessian(const mpcTask* task, const mjModel* m, mjData* d, int termi
   compat_stackFree(d, mark);
 }
 
-int mpc_success(const mpcTask* task, const mjModel* m, mjData* d) {
+int mjdiff_taskSuccess(const mjdiffTask* task, const mjModel* m, mjData* d) {
   if (!task || task->success_term < 0) return 0;
   const term* t = task->terms + task->success_term;
   mjtNum norm;
