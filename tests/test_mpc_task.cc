@@ -1,6 +1,6 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// mjdiff-mpc tasks (tools/mpc/task.c): the cost file parser and the cost's derivatives.
+// Task costs (tasks/task.c, <mjdiff/task.h>): the task file parser and the cost's derivatives.
 //
 //   Every bundled task file (models/*.task) parses and gives a finite cost and gradient.
 //   Gradients: for every term kind (position of bodies, sites and points; upright of bodies and
