@@ -85,7 +85,8 @@ static void usage(void) {
       "                      (default 3)\n"
       "  --window N          mhe: steps per window (default 20)\n"
       "  --csv FILE          estimated states: time_s, qpos:*, qvel:*, act:*, then std_dq:*,\n"
-      "                      std_dv:*, std_da:* (the tangent rows' standard deviations)\n"
+      "                      std_dv:*, std_da:* (the tangent rows' standard deviations; empty\n"
+      "                      where undefined)\n"
       "  --png FILE          plot (gnuplot) of up to %d positions against truth with 2-sigma "
       "bands\n"
       "  --out FILE          JSON summary to FILE (default: stdout)\n"
@@ -411,6 +412,16 @@ static void truthState(const mjModel* m, const sysidRecording* rec, int t, doubl
   mju_zero(x + m->nq + m->nv, m->na);
 }
 
+// ",x" with %.*g, or "," alone where x is not finite (an undefined standard deviation: the
+// recordings' convention for a missing value, never "nan" text)
+static void csvValue(FILE* f, int digits, double x) {
+  if (isfinite(x)) {
+    fprintf(f, ",%.*g", digits, x);
+  } else {
+    fputc(',', f);
+  }
+}
+
 static int writeCsv(const args* a, const mjModel* m, const sysidRecording* rec, const run* r) {
   char tmp[1100];
   snprintf(tmp, sizeof(tmp), "%s.tmp", a->csv);
@@ -436,8 +447,8 @@ static int writeCsv(const args* a, const mjModel* m, const sysidRecording* rec, 
   for (int t = 0; t <= r->T; t++) {
     if (!r->have[t]) continue;
     fprintf(f, "%.9g", rec->t0 + t * h);
-    for (int i = 0; i < r->nx; i++) fprintf(f, ",%.9g", r->X[(size_t)r->nx * t + i]);
-    for (int i = 0; i < r->ndx; i++) fprintf(f, ",%.6g", r->S[(size_t)r->ndx * t + i]);
+    for (int i = 0; i < r->nx; i++) csvValue(f, 9, r->X[(size_t)r->nx * t + i]);
+    for (int i = 0; i < r->ndx; i++) csvValue(f, 6, r->S[(size_t)r->ndx * t + i]);
     fprintf(f, "\n");
   }
   int ok = !ferror(f);
