@@ -35,21 +35,6 @@ namespace {
 
 const double kMass = 2, kK = 10, kB = 0.5, kH = 0.01;
 
-const char* kSlide = R"(
-<mujoco>
-  <option timestep="0.01" gravity="0 0 0"/>
-  <worldbody>
-    <body name="cart">
-      <joint name="slide" type="slide" axis="1 0 0" stiffness="10" damping="0.5"/>
-      <geom type="box" size="0.1 0.1 0.1" mass="2" contype="0" conaffinity="0"/>
-    </body>
-  </worldbody>
-  <actuator><motor name="motor" joint="slide" gear="1"/></actuator>
-  <sensor>
-    <jointpos name="pos" joint="slide"/>
-    <jointvel name="vel" joint="slide"/>
-  </sensor>
-</mujoco>)";
 
 struct Mat2 {
   double a[4];
@@ -105,7 +90,7 @@ double relErr(double a, double b, double scale) {
 }
 
 struct SlideSim : testutil::Sim {
-  SlideSim() : testutil::Sim(kSlide) {}
+  SlideSim() : testutil::Sim(testutil::kSlideXml) {}
 };
 
 // a simulated recording of the slide joint: controls, readings (T+1 x 2) with noise sigma

@@ -27,21 +27,6 @@
 
 namespace {
 
-const char* kSlide = R"(
-<mujoco>
-  <option timestep="0.01" gravity="0 0 0"/>
-  <worldbody>
-    <body name="cart">
-      <joint name="slide" type="slide" axis="1 0 0" stiffness="10" damping="0.5"/>
-      <geom type="box" size="0.1 0.1 0.1" mass="2" contype="0" conaffinity="0"/>
-    </body>
-  </worldbody>
-  <actuator><motor name="motor" joint="slide" gear="1"/></actuator>
-  <sensor>
-    <jointpos name="pos" joint="slide"/>
-    <jointvel name="vel" joint="slide"/>
-  </sensor>
-</mujoco>)";
 
 const double kMass = 2, kK = 10, kB = 0.5, kH = 0.01;
 const double kSigQ = 1e-4, kSigV = 3e-3;      // Q0 std (dq, dv rows)
@@ -95,7 +80,7 @@ struct SlideSetup {
 };
 
 TEST(FilterGrad, SlideRunEqualsLibraryEkf) {
-  testutil::Sim sim(kSlide);
+  testutil::Sim sim(testutil::kSlideXml);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   mjModel* m = sim.sim.m;
   int T = 150;
@@ -165,7 +150,7 @@ double fdGrad(mjModel* m, mjdiffModel* s, const mjdiffFilterDef* def, double a, 
 }
 
 TEST(FilterGrad, SlideGradientMatchesFiniteDifferences) {
-  testutil::Sim sim(kSlide);
+  testutil::Sim sim(testutil::kSlideXml);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   mjModel* m = sim.sim.m;
   int T = 200;
@@ -299,7 +284,7 @@ TEST(FilterGrad, CartpoleGradientAgainstFiniteDifferences) {
 }
 
 TEST(FilterGrad, SlideDampingGradientMatchesFiniteDifferences) {
-  testutil::Sim sim(kSlide);
+  testutil::Sim sim(testutil::kSlideXml);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   mjModel* m = sim.sim.m;
   char err[512];
@@ -374,7 +359,7 @@ bool newtonStep(int n, const double* H, const double* g, double* x) {
 // Newton steps on the exact gradient (the Hessian by central differences of the gradient) with
 // backtracking
 void fitSlide(bool with_damping) {
-  testutil::Sim sim(kSlide);
+  testutil::Sim sim(testutil::kSlideXml);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   mjModel* m = sim.sim.m;
   char err[512];
@@ -488,7 +473,7 @@ TEST(FilterGrad, FitNoiseScalesAndDampingOnSlide) {
 }
 
 TEST(FilterGrad, ErrorPaths) {
-  testutil::Sim sim(kSlide);
+  testutil::Sim sim(testutil::kSlideXml);
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   mjModel* m = sim.sim.m;
   SlideSetup su;

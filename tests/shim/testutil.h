@@ -101,6 +101,25 @@ inline std::string withNumerics(std::string xml, const std::string& numerics) {
   return xml;
 }
 
+// a slide joint with spring (10 N/m), damper (0.5 N s/m) and motor on a 2 kg cart, no gravity,
+// position and velocity sensors: under MuJoCo's Euler step a linear system, whose step and
+// sensor Jacobians are exact (test_estimate's Kalman filter, test_filter_d's gradients)
+inline constexpr const char* kSlideXml = R"(
+<mujoco>
+  <option timestep="0.01" gravity="0 0 0"/>
+  <worldbody>
+    <body name="cart">
+      <joint name="slide" type="slide" axis="1 0 0" stiffness="10" damping="0.5"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="motor" joint="slide" gear="1"/></actuator>
+  <sensor>
+    <jointpos name="pos" joint="slide"/>
+    <jointvel name="vel" joint="slide"/>
+  </sensor>
+</mujoco>)";
+
 // numerics for the implicit smooth step converged far below finite-difference steps (tests
 // that difference the converged step: Newton's error, implicit_tol relative, must stay below
 // their resolution)
