@@ -77,24 +77,15 @@ mkdir -p "$top"
 t_start=$SECONDS
 log() { echo "calibrate_native [$((SECONDS - t_start)) s]: $*" >&2; }
 
-# calib_py variant IN OUT implicit|elliptic | table CASE OUT.txt ROWS... (ROWS: LABEL:FIT:FLOOR)
+# calib_py variant IN OUT elliptic | table CASE OUT.txt ROWS... (ROWS: LABEL:FIT:FLOOR)
 read -r -d '' CALIB_PY <<'EOF' || true
 import csv, json, math, re, sys
 cmd, a = sys.argv[1], sys.argv[2:]
 if cmd == 'variant':
     src, out, kind = a
     x = open(src).read()
-    if kind == 'implicit':   # the model's mjdiff_* numerics removed, the implicit step on
-        x, n = re.subn(r'[ \t]*<numeric\s+name="mjdiff_[^"]*"[^>]*/>[ \t]*\n?', '', x)
-        new = '<numeric name="mjdiff_integrator" data="1"/>'
-        if '<custom>' in x:
-            x = x.replace('<custom>', '<custom>\n    ' + new, 1)
-        else:
-            x = re.sub(r'(<mujoco[^>]*>)', r'\1\n  <custom>' + new + '</custom>', x, count=1)
-        x = re.sub(r'<custom>\s*</custom>', '', x)
-    else:                    # cone="elliptic" on <option>
-        x, n = re.subn(r'<option\b', '<option cone="elliptic"', x, count=1)
-        assert n == 1, 'no <option> in ' + src
+    x, n = re.subn(r'<option\b', '<option cone="elliptic"', x, count=1)  # cone="elliptic"
+    assert n == 1, 'no <option> in ' + src
     open(out, 'w').write(x)
 elif cmd == 'floor':  # floor NOISY CLEAN SIGMA_QPOS SIGMA_QVEL: 1/2 sum of the squared
     # normalised residuals at the truth (the noise itself; free and ball joints' quaternions as
@@ -244,7 +235,7 @@ run_case() {
   out="$top/$case"
   [[ $case == box && $box_mu != 0.8 ]] && out+="_mu$box_mu"
   sysid_build
-  calib_py variant "$model" implicit.xml implicit
+  sysid_implicit_variant "$model" implicit.xml
   local recs=(native)
   if ((elliptic)); then
     calib_py variant "$model" native_elliptic.xml elliptic

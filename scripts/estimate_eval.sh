@@ -21,7 +21,10 @@
 # (1e-4 per step on positions, 1e-3 on velocities) on the smooth model's own data; on native data,
 # where the model does not match the plant, 1e-3 and 1e-1 (what a user would raise it to).
 #   scripts/estimate_eval.sh [--methods "ekf ukf batch mhe"] [CASE...]
-# Output in out/estimate_eval/CASE/: data_PLANT.csv, METHOD_PLANT.json (and .csv);
+# The estimators run the bundled model as it is (the explicit smooth step with its mjdiff_*
+# values) and, on native data, also its implicit variant (sysid_implicit_variant: the implicit
+# step with its derived defaults, as firm as MuJoCo's contacts; implicit.xml in the case folder).
+# Output in out/estimate_eval/CASE/: data_PLANT.csv, METHOD_PLANT_STEP.json (and .csv);
 # out/estimate_eval/table.md (the README's table). Progress lines on stderr.
 set -euo pipefail
 # shellcheck source=sysid_lib.sh source-path=SCRIPTDIR
@@ -32,7 +35,7 @@ cases=()
 while (($#)); do
   case $1 in
     --methods) methods=$2; shift 2 ;;
-    -h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     hopper|arm_box|humanoid) cases+=("$1"); shift ;;
     *) echo "estimate_eval.sh: unknown argument '$1' (cases: hopper arm_box humanoid)" >&2; exit 2 ;;
   esac
@@ -92,33 +95,43 @@ for case in "${cases[@]}"; do
     log "$case: recording on the $plant plant ($duration s)"
     "$sysid" --generate "data_$plant.csv" --plant "$plant" --duration "$duration" "${ctrl[@]}" \
       --noise-sensor 0.01 --quiet "$model"
+    steps=(explicit)
+    [[ $plant == native ]] && steps+=(implicit)
+    for step in "${steps[@]}"; do
+    emodel=$model
+    if [[ $step == implicit ]]; then
+      emodel=$out/implicit.xml
+      sysid_implicit_variant "$model" "$emodel"
+    fi
     for method in $methods; do
       extra=()
       [[ $method == mhe ]] && extra=(--window 10)
       [[ $plant == native ]] && extra+=(--sigma-qpos 1e-3 --sigma-qvel 1e-1)
-      log "$case: $method on the $plant recording"
-      if "$estimate" --method "$method" "${extra[@]}" --quiet --out "${method}_$plant.json" \
-        --csv "${method}_$plant.csv" "$model" "data_$plant.csv" 2>"${method}_$plant.err"; then
-        rows+=("$(python3 - "$case" "$plant" "$method" "${method}_$plant.json" <<'EOF'
+      tag=${method}_${plant}_$step
+      log "$case: $method on the $plant recording, $step step"
+      if "$estimate" --method "$method" "${extra[@]}" --quiet --out "$tag.json" \
+        --csv "$tag.csv" "$emodel" "data_$plant.csv" 2>"$tag.err"; then
+        rows+=("$(python3 - "$case" "$plant" "$step" "$method" "$tag.json" <<'EOF'
 import json, sys
-case, plant, method, path = sys.argv[1:]
+case, plant, step, method, path = sys.argv[1:]
 m = json.load(open(path))['metrics']
 def f(x): return '-' if x is None else f'{x:.2g}'
-print(f"| {case} | {plant} | {method} | {f(m.get('rmse_qpos'))} | {f(m.get('rmse_qvel'))} | "
-      f"{m.get('us_per_step', 0):.0f} |")
+print(f"| {case} | {plant} | {step} | {method} | {f(m.get('rmse_qpos'))} | "
+      f"{f(m.get('rmse_qvel'))} | {m.get('us_per_step', 0):.0f} |")
 EOF
 )")
       else
-        msg=$(tail -n 1 "${method}_$plant.err" | cut -c1-90)
-        rows+=("| $case | $plant | $method | failed: $msg | | |")
+        msg=$(tail -n 1 "$tag.err" | cut -c1-90)
+        rows+=("| $case | $plant | $step | $method | failed: $msg | | |")
       fi
+    done
     done
   done
 done
 
 {
-  echo '| scenario | data | method | RMSE qpos | RMSE qvel | us per step |'
-  echo '|---|---|---|---|---|---|'
+  echo '| scenario | data | step | method | RMSE qpos | RMSE qvel | us per step |'
+  echo '|---|---|---|---|---|---|---|'
   printf '%s\n' "${rows[@]}"
 } | tee "$top/table.md"
 log "wrote $top/table.md"

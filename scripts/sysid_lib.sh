@@ -13,6 +13,8 @@
 #   sysid_simulate               sim_initial.csv, sim_fitted.csv under the recorded controls
 #   sysid_plot                   loss.png, traj.png (gnuplot)
 #   sysid_fit_and_plot           the last three, then lists what it wrote
+# and, for any script: sysid_implicit_variant IN OUT writes the model IN with its mjdiff_*
+# numerics removed and the implicit smooth step on (mjdiff_integrator 1: its derived defaults).
 # Configuration read from the caller: truth (NAME=VALUE..., the parameters fitted), duration (s),
 # noise (generate options), fitopt (fit options), panels (trajectory panels: CSV column, label...;
 # a column yaw:JOINT is the heading of a free joint), plant (generate options of the true system
@@ -24,6 +26,23 @@
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 plant=()
+
+# sysid_implicit_variant IN OUT
+sysid_implicit_variant() {
+  python3 - "$1" "$2" <<'EOF'
+import re, sys
+src, out = sys.argv[1:]
+x = open(src).read()
+x = re.sub(r'[ \t]*<numeric\s+name="mjdiff_[^"]*"[^>]*/>[ \t]*\n?', '', x)
+new = '<numeric name="mjdiff_integrator" data="1"/>'
+if '<custom>' in x:
+    x = x.replace('<custom>', '<custom>\n    ' + new, 1)
+else:
+    x = re.sub(r'(<mujoco[^>]*>)', r'\1\n  <custom>' + new + '</custom>', x, count=1)
+x = re.sub(r'<custom>\s*</custom>', '', x)
+open(out, 'w').write(x)
+EOF
+}
 
 # sysid_init CASE MODEL [--data-only]
 sysid_init() {
