@@ -382,6 +382,51 @@ bool jacobianError(const cvxGeom& g1, const cvxGeom& g2, const cvxResult& r, dou
   return true;
 }
 
+const double kTargets[] = {0.08, 0.01, 1e-4, -1e-3, -0.02, -0.06, -0.12};
+
+// pose it of a sequence: random orientations (every third near axis-aligned, every sixth exactly),
+// body 2 along a random direction at the target signed distance kTargets[it % 7] (secant on phi,
+// the geoms at m's sizes); returns the target
+double placePair(const mjModel* m, mjData* d, unsigned long long* seed, int it, bool* alignedOut) {
+  mj_resetData(m, d);
+  mjtNum R1[9], R2[9], q1[4], q2[4], dir[3];
+  bool aligned = it % 3 == 0;
+  // every sixth pose exactly aligned (parallel faces and edges: the degenerate features)
+  double tilt = it % 6 == 0 ? 0 : 1e-3;
+  randomRot(seed, R1, aligned, tilt);
+  randomRot(seed, R2, aligned, tilt);
+  mju_mat2Quat(q1, R1);
+  mju_mat2Quat(q2, R2);
+  for (int i = 0; i < 3; i++) dir[i] = uniform(seed) - 0.5;
+  if (aligned) dir[(int)(3 * uniform(seed)) % 3] += 2;
+  mju_normalize3(dir);
+  double target = kTargets[it % 7];
+  auto place = [&](double t) {
+    mju_zero3(d->qpos);
+    mju_copy4(d->qpos + 3, q1);
+    mju_scl3(d->qpos + 7, dir, t);
+    mju_copy4(d->qpos + 10, q2);
+    mj_kinematics(m, d);
+    cvxGeom a, b;
+    mjdiff_convexGeom(m, d, 0, &a);
+    mjdiff_convexGeom(m, d, 1, &b);
+    cvxResult r;
+    mjdiff_convexDistance(&a, &b, &r);
+    return r.phi;
+  };
+  double t0 = 0.3, t1 = 1.0, f0 = place(t0) - target, f1 = place(t1) - target;
+  for (int k = 0; k < 30 && std::fabs(f1) > 1e-12; k++) {
+    double t2 = t1 - f1 * (t1 - t0) / (f1 - f0);
+    t0 = t1;
+    f0 = f1;
+    t1 = std::max(0.0, std::min(2.0, t2));
+    f1 = place(t1) - target;
+  }
+  place(t1);
+  *alignedOut = aligned;
+  return target;
+}
+
 struct Stats {
   int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, mprCompared = 0, nearAxis = 0;
   double worstNearAxis = 0, seconds = 0;
@@ -401,45 +446,10 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
   mjData* d = mj_makeData(m);
   unsigned long long seed = 777;
   Stats st;
-  const double targets[] = {0.08, 0.01, 1e-4, -1e-3, -0.02, -0.06, -0.12};
   const int kPoses = 70;
   for (int it = 0; it < kPoses; it++) {
-    // random orientations; body 2 along a random direction at a target distance (secant on phi)
-    mj_resetData(m, d);
-    mjtNum R1[9], R2[9], q1[4], q2[4], dir[3];
-    bool aligned = it % 3 == 0;
-    // every sixth pose exactly aligned (parallel faces and edges: the degenerate features)
-    double tilt = it % 6 == 0 ? 0 : 1e-3;
-    randomRot(&seed, R1, aligned, tilt);
-    randomRot(&seed, R2, aligned, tilt);
-    mju_mat2Quat(q1, R1);
-    mju_mat2Quat(q2, R2);
-    for (int i = 0; i < 3; i++) dir[i] = uniform(&seed) - 0.5;
-    if (aligned) dir[(int)(3 * uniform(&seed)) % 3] += 2;
-    mju_normalize3(dir);
-    double target = targets[it % 7];
-    auto place = [&](double t) {
-      mju_zero3(d->qpos);
-      mju_copy4(d->qpos + 3, q1);
-      mju_scl3(d->qpos + 7, dir, t);
-      mju_copy4(d->qpos + 10, q2);
-      mj_kinematics(m, d);
-      cvxGeom a, b;
-      mjdiff_convexGeom(m, d, 0, &a);
-      mjdiff_convexGeom(m, d, 1, &b);
-      cvxResult r;
-      mjdiff_convexDistance(&a, &b, &r);
-      return r.phi;
-    };
-    double t0 = 0.3, t1 = 1.0, f0 = place(t0) - target, f1 = place(t1) - target;
-    for (int k = 0; k < 30 && std::fabs(f1) > 1e-12; k++) {
-      double t2 = t1 - f1 * (t1 - t0) / (f1 - f0);
-      t0 = t1;
-      f0 = f1;
-      t1 = std::max(0.0, std::min(2.0, t2));
-      f1 = place(t1) - target;
-    }
-    place(t1);
+    bool aligned = false;
+    double target = placePair(m, d, &seed, it, &aligned);
     st.poses++;
 
     cvxGeom g1, g2;
@@ -524,6 +534,159 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ConvexPairs, ::testing::ValuesIn(kPairs),
+                         [](const ::testing::TestParamInfo<PairSpec>& i) {
+                           return std::string(i.param.name);
+                         });
+
+// ---------------------------------- size Jacobian ------------------------------------------------
+
+// size entries a geom type's support map reads (sphere r; capsule, cylinder r, h; ellipsoid radii;
+// box half sizes); a mesh's size is no collision parameter
+int usedSizes(int type) {
+  switch (type) {
+    case mjGEOM_SPHERE:
+      return 1;
+    case mjGEOM_CAPSULE:
+    case mjGEOM_CYLINDER:
+      return 2;
+    case mjGEOM_ELLIPSOID:
+    case mjGEOM_BOX:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+struct SizeStats {
+  int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, zeroCols = 0, wideEps = 0;
+  double worst = 0, worstDegen = 0, jmin = 1e300;
+  bool differs = false;
+};
+
+// size columns of (g1, g2, r) against Richardson-extrapolated central differences of the forward
+// solve in g.size (eps = 1e-6, over (eps, 2 eps)); false if a feature switches within +-2 eps.
+// Entries the types do not read: both exactly zero. Degenerate features are checked too (a size
+// change keeps faces parallel: the minimum-norm witness choice moves smoothly).
+bool sizeError(const cvxGeom& g1, const cvxGeom& g2, const cvxResult& r, double* relErr,
+               double* jmax, SizeStats* st, double eps = 1e-6) {
+  mjtNum Js[7 * 6];
+  mjdiff_convexSizeJacobian(&g1, &g2, &r, Js);
+  double err = 0, scale = 1;
+  *jmax = 0;
+  for (int c = 0; c < 6; c++) {
+    const cvxGeom& g = c < 3 ? g1 : g2;
+    bool used = c % 3 < usedSizes(g.type);
+    mjtNum y[4][7];
+    const double hs[4] = {eps, -eps, 2 * eps, -2 * eps};
+    for (int j = 0; j < 4; j++) {
+      cvxGeom a = g1, b = g2;
+      (c < 3 ? a : b).size[c % 3] += hs[j];
+      cvxResult rj;
+      if (!solveY(&a, &b, y[j], &rj) || !sameFeatures(rj, r)) return false;
+    }
+    for (int i = 0; i < 7; i++) {
+      double a = Js[6 * i + c];
+      if (!used) {
+        // not a collision parameter: no dependence at all
+        EXPECT_EQ(a, 0.0) << "column " << c << " row " << i;
+        EXPECT_EQ(y[0][i], y[1][i]) << "column " << c << " row " << i;
+        continue;
+      }
+      double fd = (4 * (y[0][i] - y[1][i]) / (2 * eps) - (y[2][i] - y[3][i]) / (4 * eps)) / 3;
+      err = std::max(err, std::fabs(fd - a));
+      scale = std::max(scale, std::fabs(a));
+      *jmax = std::max(*jmax, std::fabs(a));
+      if (std::fabs(a) > 1e-3 && fd != a) st->differs = true;
+    }
+    st->zeroCols += !used;
+  }
+  *relErr = err / scale;
+  return true;
+}
+
+// a cylinder's rim feature seen within tol of its axis (|P dir| < tol)
+bool nearAxisRim(const cvxGeom& g, const cvxFeature& f, const mjtNum u[3], double tol) {
+  if (g.type != mjGEOM_CYLINDER || (f.mode[0] != 1 && f.mode[0] != -1)) return false;
+  mjtNum z[3] = {g.mat[2], g.mat[5], g.mat[8]};
+  double c = mju_dot3(z, u);
+  return std::sqrt(std::max(0.0, 1 - c * c)) < tol;
+}
+
+class ConvexPairSizes : public ::testing::TestWithParam<PairSpec> {};
+
+// the size Jacobian at the poses of ForwardAndJacobian with every used size entry scaled by a
+// random factor in [0.6, 1.6] per pose (the placement sees the scaled sizes)
+TEST_P(ConvexPairSizes, SizeJacobian) {
+  const PairSpec& p = GetParam();
+  std::string xml = pairXml(p);
+  char err[1000];
+  mjModel* m = shim_loadString(xml.c_str(), err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  mjData* d = mj_makeData(m);
+  std::vector<mjtNum> size0(m->geom_size, m->geom_size + 3 * m->ngeom);
+  unsigned long long seed = 4711;
+  SizeStats st;
+  const int kPoses = 70;
+  for (int it = 0; it < kPoses; it++) {
+    for (int g = 0; g < 2; g++) {
+      for (int k = 0; k < 3; k++) m->geom_size[3 * g + k] = size0[3 * g + k] * (0.6 + uniform(&seed));
+    }
+    bool aligned = false;
+    double target = placePair(m, d, &seed, it, &aligned);
+    st.poses++;
+    cvxGeom g1, g2;
+    ASSERT_EQ(mjdiff_convexGeom(m, d, 0, &g1), 0);
+    ASSERT_EQ(mjdiff_convexGeom(m, d, 1, &g2), 0);
+    cvxResult r;
+    mjtNum y0[7];
+    if (!solveY(&g1, &g2, y0, &r)) continue;
+    st.solved++;
+    bool deg = degenerate(r);
+    double e = 0, jmax = 0;
+    if (!sizeError(g1, g2, r, &e, &jmax, &st)) {
+      st.skipped++;
+      continue;
+    }
+    // a cylinder rim seen within 1e-3 of its axis: the rim point turns by r/|P dir| per unit of
+    // u (curvature radius ~1e4 r here), which amplifies the forward's roundoff in the differences
+    // (measured: 3.7e-6 at eps = 1e-6, 3.4e-7 at 1e-5, 6e-8 at 1e-4): wider steps there
+    if (e > 1e-6 && (nearAxisRim(g1, r.f1, r.u, 1e-3) || nearAxisRim(g2, r.f2, r.u, 1e-3))) {
+      st.wideEps++;
+      for (double ee : {1e-5, 1e-4}) {
+        double e2 = 0, j2 = 0;
+        SizeStats tmp;
+        if (sizeError(g1, g2, r, &e2, &j2, &tmp, ee)) e = std::min(e, e2);
+      }
+    }
+    st.checked++;
+    st.degen += deg;
+    st.worst = std::max(st.worst, e);
+    if (deg) st.worstDegen = std::max(st.worstDegen, e);
+    st.jmin = std::min(st.jmin, jmax);
+    EXPECT_LE(e, 1e-6) << p.name << " pose " << it << " target " << target << " aligned "
+                       << aligned << " degenerate " << deg << " features k " << r.f1.k << " "
+                       << r.f2.k;
+    if (usedSizes(g1.type) + usedSizes(g2.type) > 0) {
+      // non-trivial: a size moves the contact (a radius moves dist by about -1)
+      EXPECT_GT(jmax, 0.1) << p.name << " pose " << it;
+    }
+  }
+  std::printf(
+      "%-18s sizes: poses %3d solved %3d checked %3d (degenerate %2d, near-axis rim wide eps %d) "
+      "skipped %2d zero columns %3d | worst %.2e (degenerate %.2e) | smallest max|Js| %.2f\n",
+      p.name, st.poses, st.solved, st.checked, st.degen, st.wideEps, st.skipped, st.zeroCols,
+      st.worst, st.worstDegen, st.jmin);
+  EXPECT_GE(st.solved, 0.95 * st.poses);
+  EXPECT_GE(st.checked, 0.8 * st.poses);
+  bool sized = usedSizes(m->geom_type[0]) + usedSizes(m->geom_type[1]) > 0;
+  if (sized) {
+    EXPECT_TRUE(st.differs);
+  }
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ConvexPairSizes, ::testing::ValuesIn(kPairs),
                          [](const ::testing::TestParamInfo<PairSpec>& i) {
                            return std::string(i.param.name);
                          });

@@ -1525,8 +1525,9 @@ TEST(GeomJacobianTable, SupportedPairs) {
   }
 }
 
-// sphere-ellipsoid (exact convex geometry, convex.c): a pose Jacobian, no size Jacobian yet (-1);
-// a contact that is not the geoms' fails with -1
+// sphere-ellipsoid (exact convex geometry, convex.c): pose and size Jacobians (the ellipsoid 0.25
+// above the sphere, axes aligned: dist = 0.25 - r - c, so d dist/d r = d dist/d c = -1, the other radii
+// 0); a contact that is not the geoms' fails with -1
 TEST(GeomJacobianTable, ErrorsAndInputs) {
   PairSpec ell = {"SphereEllipsoid", "type=\"sphere\" size=\"0.2\"",
                   "type=\"ellipsoid\" size=\"0.3 0.2 0.1\"", 1, 0.15};
@@ -1539,7 +1540,20 @@ TEST(GeomJacobianTable, ErrorsAndInputs) {
   ASSERT_FALSE(con.empty());
   double J[7 * 12], Js[7 * 6];
   EXPECT_EQ(mjdiff_contactGeomJacobian(sim.model(), sim.data(), &con[0], J), 0);
-  EXPECT_EQ(mjdiff_contactGeomSizeJacobian(sim.model(), sim.data(), &con[0], Js), -1);
+  ASSERT_EQ(mjdiff_contactGeomSizeJacobian(sim.model(), sim.data(), &con[0], Js), 0);
+  EXPECT_NEAR(Js[0], -1, 1e-9);
+  EXPECT_EQ(Js[1], 0.0);  // a sphere's size[1..2]
+  EXPECT_EQ(Js[2], 0.0);
+  EXPECT_NEAR(Js[3], 0, 1e-9);
+  EXPECT_NEAR(Js[4], 0, 1e-9);
+  EXPECT_NEAR(Js[5], -1, 1e-9);
+  // pos_z = (x1_z + x2_z)/2 with x1 = (0, 0, r) the sphere's top, x2 = (0, 0, 0.25 - c) the
+  // ellipsoid's bottom
+  EXPECT_NEAR(Js[6 * 6 + 0], 0.5, 1e-9);
+  EXPECT_NEAR(Js[6 * 6 + 5], -0.5, 1e-9);
+  mjContact moved = con[0];
+  moved.pos[0] += 0.5;
+  EXPECT_EQ(mjdiff_contactGeomSizeJacobian(sim.model(), sim.data(), &moved, Js), -1);
 
   // sphere on a plane: inputs untouched, repeatable; a displaced contact does not match
   PairSim sph(FindPair("PlaneSphere"));
