@@ -26,6 +26,17 @@
 // cases (degenerate) are checked for translations only (rotations break the degeneracy: the
 // distance has a kink there); every sixth pose is exactly axis-aligned to produce them.
 //
+// Sizes (ConvexPairSizes): the same pose sequence with every size entry scaled by a random factor
+// in [0.6, 1.6] per pose; the size Jacobian (mjdiff_convexSizeJacobian, 7 x 6) against
+// Richardson-extrapolated central differences of the solve in cvxGeom.size (eps = 1e-6), relative
+// error <= 1e-6, degenerate features included (a size keeps parallel faces parallel: there the
+// minimum-norm witness choice's null-space term is checked; without it the error is ~0.1). Entries a
+// type does not read (a sphere's size[1..2], a mesh's sizes) must be exactly zero in both. A
+// cylinder rim seen within 1e-3 of its axis amplifies the forward's roundoff in the differences:
+// there eps = 1e-5 and 1e-4 are tried too (counted). ConvexSizes: the contacts mjdiff_collide writes
+// (the step's geometry, height-field prisms included) against differences of mjdiff_collide in
+// m->geom_size. Geometry level only: geom sizes are not parameters of <mjdiff/params.h> yet.
+//
 // Height fields: the prism contacts of every geom type on a random terrain (brute force per prism,
 // Jacobians found from the contact), and a geom 0.1 mm beside an edge shared by two prisms of a flat
 // field, where MuJoCo makes a contact per prism and convex.c merges them into one: its Jacobian
@@ -842,6 +853,107 @@ TEST(ConvexStep, StepJacobianMatchesFiniteDifferences) {
 
 TEST(ConvexStep, StepJacobianOnHeightField) {
   checkStep(kHFieldStepModel, true);
+}
+
+// the size Jacobian of the contacts mjdiff_collide writes (the geometry the smooth step's forces
+// use; height fields by prism, mjdiff_contactGeomSizeJacobian finds the prism by the contact's
+// place) against Richardson-extrapolated central differences of mjdiff_collide in m->geom_size,
+// poses fixed, contacts matched by index (same count and geom pair, else skipped). Geometry level:
+// geom sizes are not parameters of <mjdiff/params.h> yet, so no step or force derivative here.
+void checkCollideSizes(const char* xml, bool hfield) {
+  testutil::Sim sim(xml);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  if (hfield) {
+    unsigned long long hs = 31;
+    for (int i = 0; i < m->hfield_nrow[0] * m->hfield_ncol[0]; i++) {
+      m->hfield_data[i] = (float)uniform(&hs);
+    }
+  }
+  char err[1000];
+  unsigned long long seed = 5;
+  int contacts = 0, checked = 0, hf = 0, meshPairs = 0;
+  double worst = 0;
+  bool differs = false;
+  for (int k = 0; k < 12; k++) {
+    testutil::simulateRandom(m, d, sim.sim.s, &seed, 20 + 9 * k);
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    std::vector<mjContact> con(d->contact, d->contact + d->ncon);
+    for (int i = 0; i < (int)con.size(); i++) {
+      int g1 = con[i].geom1, g2 = con[i].geom2;
+      if (!mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2])) continue;
+      contacts++;
+      mjtNum Js[7 * 6];
+      ASSERT_EQ(mjdiff_contactGeomSizeJacobian(m, d, d->contact + i, Js), 0) << "contact " << i;
+      double jmax = 0;
+      for (double v : Js) jmax = std::max(jmax, std::fabs(v));
+      bool sized = usedSizes(m->geom_type[g1]) + usedSizes(m->geom_type[g2]) > 0;
+      if (sized) {
+        EXPECT_GT(jmax, 0.1);  // non-trivial (a radius moves dist by about -1)
+      } else {
+        EXPECT_EQ(jmax, 0.0);  // mesh-mesh: no size is a collision parameter
+      }
+      meshPairs += !sized;
+      mjtNum fd[7 * 6];
+      bool ok = true;
+      for (int c = 0; c < 6 && ok; c++) {
+        int g = c < 3 ? g1 : g2;
+        mjtNum s0 = m->geom_size[3 * g + c % 3], y[4][7];
+        const double eps = 1e-6, hs[4] = {eps, -eps, 2 * eps, -2 * eps};
+        for (int j = 0; j < 4 && ok; j++) {
+          m->geom_size[3 * g + c % 3] = s0 + hs[j];
+          mjdiff_collide(m, d, sim.sim.s);
+          ok = d->ncon == (int)con.size() && d->contact[i].geom1 == g1 && d->contact[i].geom2 == g2;
+          if (ok) {
+            y[j][0] = d->contact[i].dist;
+            for (int a = 0; a < 3; a++) {
+              y[j][1 + a] = d->contact[i].frame[a];
+              y[j][4 + a] = d->contact[i].pos[a];
+            }
+          }
+        }
+        m->geom_size[3 * g + c % 3] = s0;
+        for (int a = 0; a < 7 && ok; a++) {
+          fd[6 * a + c] =
+              (4 * (y[0][a] - y[1][a]) / (2 * eps) - (y[2][a] - y[3][a]) / (4 * eps)) / 3;
+        }
+      }
+      mjdiff_collide(m, d, sim.sim.s);
+      if (!ok) continue;
+      checked++;
+      hf += m->geom_type[g1] == mjGEOM_HFIELD;
+      double e = 0;
+      for (int a = 0; a < 42; a++) {
+        if (!sized) {
+          EXPECT_EQ(fd[a], 0.0);
+        }
+        e = std::max(e, std::fabs(fd[a] - Js[a]));
+        differs = differs || (std::fabs(Js[a]) > 1e-3 && fd[a] != Js[a]);
+      }
+      e /= std::max(1.0, jmax);
+      worst = std::max(worst, e);
+      EXPECT_LE(e, 1e-6) << "sample " << k << " contact " << i << " geoms " << g1 << " " << g2;
+    }
+  }
+  std::printf(
+      "collide sizes%s: convex contacts %d checked %d (height field %d, mesh-mesh zero %d), "
+      "worst %.2e\n",
+      hfield ? " (hfield)" : "", contacts, checked, hf, meshPairs, worst);
+  EXPECT_GE(checked, (int)(0.8 * contacts));
+  EXPECT_GE(checked, 10);
+  if (hfield) {
+    EXPECT_GE(hf, 5);
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(ConvexSizes, CollideContacts) {
+  checkCollideSizes(kStepModel, false);
+}
+
+TEST(ConvexSizes, CollideContactsOnHeightField) {
+  checkCollideSizes(kHFieldStepModel, true);
 }
 
 // mjdiff_collide writes the exact geometry: the contact's dist is the solution at d's poses, and
