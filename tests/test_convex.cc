@@ -1032,9 +1032,9 @@ TEST(ConvexHField, PrismContacts) {
     for (int i = 0; i < m->hfield_nrow[0] * m->hfield_ncol[0]; i++) {
       m->hfield_data[i] = (float)uniform(&seed);
     }
-    int poses = 0, contacts = 0, checked = 0, skipped = 0;
-    double worstJ = 0, worstBrute = 0;
-    bool differs = false;
+    int poses = 0, contacts = 0, checked = 0, skipped = 0, sizeChecked = 0;
+    double worstJ = 0, worstBrute = 0, worstS = 0;
+    bool differs = false, sizeDiffers = false;
     char err[500];
     for (int it = 0; it < 30; it++) {
       // a random pose over the terrain, lowered until it touches: phi of the deepest prism ~ target
@@ -1094,15 +1094,41 @@ TEST(ConvexHField, PrismContacts) {
         checked++;
         worstJ = std::max(worstJ, e);
         EXPECT_LE(e, 1e-6) << geom << " pose " << it << " contact " << c;
+        // sizes: from the contact equal to the prism's, against differences in geom 2's sizes
+        // (the field's columns zero)
+        mjtNum Js[7 * 6], Jsp[7 * 6];
+        ASSERT_EQ(mjdiff_contactGeomSizeJacobian(m, d, con, Js), 0);
+        mjdiff_convexSizeJacobian(&pr, &g2, &r, Jsp);
+        for (int k = 0; k < 42; k++) {
+          EXPECT_NEAR(Js[k], Jsp[k], 1e-6 * std::max(1.0, std::fabs(Jsp[k])));
+          if (k % 6 < 3) {
+            EXPECT_EQ(Js[k], 0.0);
+          }
+        }
+        double es = 0, jmax = 0;
+        SizeStats sst;
+        if (sizeError(pr, g2, r, &es, &jmax, &sst)) {
+          sizeChecked++;
+          worstS = std::max(worstS, es);
+          EXPECT_LE(es, 1e-6) << geom << " pose " << it << " contact " << c;
+          if (usedSizes(g2.type)) {
+            EXPECT_GT(jmax, 0.1);
+          } else {
+            EXPECT_EQ(jmax, 0.0);  // a mesh on the field: no size column
+          }
+          sizeDiffers = sizeDiffers || sst.differs || !usedSizes(g2.type);
+        }
       }
     }
     std::printf(
         "hfield %-38s poses %d contacts %d jac checked %d skipped %d | brute %.1e | "
-        "worst jac %.2e\n",
-        geom, poses, contacts, checked, skipped, worstBrute, worstJ);
+        "worst jac %.2e | sizes checked %d worst %.2e\n",
+        geom, poses, contacts, checked, skipped, worstBrute, worstJ, sizeChecked, worstS);
     EXPECT_GE(contacts, poses);
     EXPECT_GE(checked, 0.8 * contacts);
+    EXPECT_GE(sizeChecked, 0.8 * contacts);
     EXPECT_TRUE(differs);
+    EXPECT_TRUE(sizeDiffers);
   }
 }
 
