@@ -98,8 +98,8 @@ typedef struct {
 } colMotion;
 
 // N dA' w for one column: the minimum-norm witness choice moving in A's null space (header)
-static void nullShift(const cvxResult* r, const mjtNum* Nmat, const mjtNum w[3],
-                      const colMotion* c, mjtNum* da) {
+static void nullShift(const cvxResult* r, const mjtNum* Nmat, const mjtNum w[3], const colMotion* c,
+                      mjtNum* da) {
   int k1 = r->f1.k, k = k1 + r->f2.k;
   mjtNum v[4];
   for (int j = 0; j < k1; j++) v[j] = -mju_dot3(c->dE1 + 3 * j, w);
@@ -112,8 +112,7 @@ static void nullShift(const cvxResult* r, const mjtNum* Nmat, const mjtNum w[3],
 
 // the implicit-function-theorem solve for nc <= 12 columns: M y = -dF/dz, then y -> (dist, n, pos)
 // as J (7 x nc); minnorm: add the null-space term of the degenerate witness choice (size columns)
-static void solveColumns(const cvxResult* r, int nc, const colMotion* col, int minnorm,
-                         mjtNum* J) {
+static void solveColumns(const cvxResult* r, int nc, const colMotion* col, int minnorm, mjtNum* J) {
   mjtNum M[64], B[8 * 12];
   int n = mjdiff_convexSystem(r, M), k1 = r->f1.k, k2 = r->f2.k, k = k1 + k2;
   mju_zero(J, 7 * nc);
@@ -447,8 +446,7 @@ static int contactSolution(const mjModel* m, const mjData* d, const mjContact* c
     mjtNum margin = mjdiff_contactMargin(m, con);
     int idx[mjMAXCONPAIR];
     if (end - start > mjMAXCONPAIR ||
-        mjdiff_convexHFieldSelect(m, d, g1, g2, margin, end - start, idx, NULL) !=
-            end - start) {
+        mjdiff_convexHFieldSelect(m, d, g1, g2, margin, end - start, idx, NULL) != end - start) {
       return -1;
     }
     mjdiff_convexPrisms(m, d, g1, g2, margin, idx[i - start], &a, 1);

@@ -30,17 +30,17 @@
 // in [0.6, 1.6] per pose; the size Jacobian (mjdiff_convexSizeJacobian, 7 x 6) against
 // Richardson-extrapolated central differences of the solve in cvxGeom.size (eps = 1e-6), relative
 // error <= 1e-6, degenerate features included (a size keeps parallel faces parallel: there the
-// minimum-norm witness choice's null-space term is checked; without it the error is ~0.1). Entries a
-// type does not read (a sphere's size[1..2], a mesh's sizes) must be exactly zero in both. A
+// minimum-norm witness choice's null-space term is checked; without it the error is ~0.1). Entries
+// a type does not read (a sphere's size[1..2], a mesh's sizes) must be exactly zero in both. A
 // cylinder rim seen within 1e-3 of its axis amplifies the forward's roundoff in the differences:
-// there eps = 1e-5 and 1e-4 are tried too (counted). ConvexSizes: the contacts mjdiff_collide writes
-// (the step's geometry, height-field prisms included) against differences of mjdiff_collide in
-// m->geom_size. Geometry level only: geom sizes are not parameters of <mjdiff/params.h> yet.
+// there eps = 1e-5 and 1e-4 are tried too (counted). ConvexSizes: the contacts mjdiff_collide
+// writes (the step's geometry, height-field prisms included) against differences of mjdiff_collide
+// in m->geom_size. Geometry level only: geom sizes are not parameters of <mjdiff/params.h> yet.
 //
 // Height fields: the prism contacts of every geom type on a random terrain (brute force per prism,
-// Jacobians found from the contact), and a geom 0.1 mm beside an edge shared by two prisms of a flat
-// field, where MuJoCo makes a contact per prism and convex.c merges them into one: its Jacobian
-// against differences (GeomOverSharedPrismEdge).
+// Jacobians found from the contact), and a geom 0.1 mm beside an edge shared by two prisms of a
+// flat field, where MuJoCo makes a contact per prism and convex.c merges them into one: its
+// Jacobian against differences (GeomOverSharedPrismEdge).
 
 #include <gtest/gtest.h>
 #include <mjdiff/adjoint.h>
@@ -640,7 +640,8 @@ TEST_P(ConvexPairSizes, SizeJacobian) {
   const int kPoses = 70;
   for (int it = 0; it < kPoses; it++) {
     for (int g = 0; g < 2; g++) {
-      for (int k = 0; k < 3; k++) m->geom_size[3 * g + k] = size0[3 * g + k] * (0.6 + uniform(&seed));
+      for (int k = 0; k < 3; k++)
+        m->geom_size[3 * g + k] = size0[3 * g + k] * (0.6 + uniform(&seed));
     }
     bool aligned = false;
     double target = placePair(m, d, &seed, it, &aligned);
@@ -674,9 +675,8 @@ TEST_P(ConvexPairSizes, SizeJacobian) {
     st.worst = std::max(st.worst, e);
     if (deg) st.worstDegen = std::max(st.worstDegen, e);
     st.jmin = std::min(st.jmin, jmax);
-    EXPECT_LE(e, 1e-6) << p.name << " pose " << it << " target " << target << " aligned "
-                       << aligned << " degenerate " << deg << " features k " << r.f1.k << " "
-                       << r.f2.k;
+    EXPECT_LE(e, 1e-6) << p.name << " pose " << it << " target " << target << " aligned " << aligned
+                       << " degenerate " << deg << " features k " << r.f1.k << " " << r.f2.k;
     if (usedSizes(g1.type) + usedSizes(g2.type) > 0) {
       // non-trivial: a size moves the contact (a radius moves dist by about -1)
       EXPECT_GT(jmax, 0.1) << p.name << " pose " << it;

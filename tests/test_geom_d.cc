@@ -1436,7 +1436,8 @@ TEST(GeomJacobianBoxStack, FlushStackContinuousAcrossFaceEdgeSwitch) {
 // differences: 2.2.2 measured slope 6.19e3 N m/rad, one-sided slopes 0.2 apart (nearly smooth),
 // the Jacobian off by 60 (0.97%) on both sides; the fix would give the face case at a tie the
 // edge case's normal rows (not done). 3.12 keeps the face case on both sides: n exact there, the
-// force Jacobian still off by 6 (9.7e-4) on both sides, cause not identified.
+// force Jacobian still off by 6 (9.7e-4) on both sides, from the corners on the clipping lines of
+// the coplanar sides (1.6e-5 with the sides 1 mm apart).
 TEST(GeomJacobianBoxStack, FlushStackTieMeasured) {
   std::string xml = std::string("<mujoco><option gravity='0 0 0'/><custom>") +
                     "<numeric name=\"mjdiff_contact_stiffness\" data=\"1e4\"/>" +
@@ -1497,9 +1498,8 @@ TEST(GeomJacobianBoxStack, FlushStackTieMeasured) {
         ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
         ASSERT_EQ(d->ncon, 4);
         mjdiffBoxAxis ax = mjdiff_boxBoxAxis(d->geom_xpos, d->geom_xmat, m->geom_size,
-                                             d->geom_xpos + 3, d->geom_xmat + 9,
-                                             m->geom_size + 3, mjdiff_contactMargin(m, d->contact),
-                                             rot);
+                                             d->geom_xpos + 3, d->geom_xmat + 9, m->geom_size + 3,
+                                             mjdiff_contactMargin(m, d->contact), rot);
         if (reference) switched += ax.code >= 12;
         c[side].assign(d->contact, d->contact + 4);
         mjdiff_addForces(m, d, s, f.data());
@@ -1556,16 +1556,18 @@ TEST(GeomJacobianBoxStack, FlushStackTieMeasured) {
   std::printf(
       "flush tie: %d ties, %d one-sided switches to the edge case, %d contacts | |dn/dth| "
       "Jacobian %.3f, one-sided differences %.2e, error %.2e | dist slope error %.1e | pos kink "
-      "%.3f m/rad | force slope %.3e N m/rad: Jacobian error %.3e (+) %.3e (-), kink %.3e\n",
+      "%.3f m/rad | force slope %.3e N m/rad: Jacobian error %.3e (+) %.3e (-), sides differ "
+      "%.3e\n",
       ties, switched, contacts, worst_dn_J, worst_dn_fd, worst_dn_err, worst_dist, pos_kink,
       f_scale, f_err_plus, f_err_minus, f_kink);
   EXPECT_EQ(ties, 10);
   EXPECT_LE(worst_dist, 1e-6);
 #if MJDIFF_MUJOCO_3
   // the face case on both sides: n turns with the reference box, as the Jacobian says; the force
-  // Jacobian still misses both one-sided slopes (equal to each other within 0.2) by 1e-3
-  // (measured 9.7e-4, in the torques about x of both boxes, tilting either box): cause not
-  // identified (not n, not pos's kink: that would differ between the sides)
+  // Jacobian still misses both one-sided slopes (0.2 apart: their O(h) term) by 1e-3 (measured
+  // 9.7e-4, in the torques about x of both boxes, tilting either box). It comes from the
+  // coplanar side faces (box 2's corners exactly on the clipping lines of box 1's face: pos's
+  // kink): with box 2 moved 1 mm sideways the error drops to 1.6e-5, the differences' O(h) term
   EXPECT_EQ(switched, 0);
   EXPECT_LE(worst_dn_err, 1e-6);
   EXPECT_NEAR(pos_kink, 0.2, 0.01);
@@ -1574,9 +1576,9 @@ TEST(GeomJacobianBoxStack, FlushStackTieMeasured) {
   EXPECT_LE(std::max(f_err_plus, f_err_minus), 2e-3 * f_scale);
 #else
   EXPECT_NEAR(worst_dn_err, 1.0, 1e-6);
-  EXPECT_EQ(switched, 20);               // the edge case on both sides, every time
-  EXPECT_NEAR(worst_dn_J, 1.0, 1e-6);    // the face case turns n with the reference box
-  EXPECT_LE(worst_dn_fd, 1e-6);          // the engine's n does not turn
+  EXPECT_EQ(switched, 20);             // the edge case on both sides, every time
+  EXPECT_NEAR(worst_dn_J, 1.0, 1e-6);  // the face case turns n with the reference box
+  EXPECT_LE(worst_dn_fd, 1e-6);        // the engine's n does not turn
   EXPECT_NEAR(pos_kink, 0.2, 0.01);
   // the force is nearly differentiable across the tie (one-sided slopes within 1e-4 of each
   // other, measured 3e-5) while the Jacobian misses both by about 1% (measured 0.97%)
@@ -1691,8 +1693,8 @@ TEST(GeomJacobianTable, SupportedPairs) {
 }
 
 // sphere-ellipsoid (exact convex geometry, convex.c): pose and size Jacobians (the ellipsoid 0.25
-// above the sphere, axes aligned: dist = 0.25 - r - c, so d dist/d r = d dist/d c = -1, the other radii
-// 0); a contact that is not the geoms' fails with -1
+// above the sphere, axes aligned: dist = 0.25 - r - c, so d dist/d r = d dist/d c = -1, the other
+// radii 0); a contact that is not the geoms' fails with -1
 TEST(GeomJacobianTable, ErrorsAndInputs) {
   PairSpec ell = {"SphereEllipsoid", "type=\"sphere\" size=\"0.2\"",
                   "type=\"ellipsoid\" size=\"0.3 0.2 0.1\"", 1, 0.15};
