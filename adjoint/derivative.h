@@ -48,7 +48,9 @@ MJDIFF_API int mjdiff_contactPairSupported(int t1, int t2);
 // collision parameter (MuJoCo collides its vertices; geom_size only describes the compiled mesh):
 // its columns are zero. geom_rbound (bounding spheres for the broad phase and plane-mesh's
 // vertex spacing threshold) is held fixed. Returns 0, or -1 as mjdiff_contactGeomJacobian (same
-// matching; pairs: the closed-form ones and plane-ellipsoid, plane-mesh of geom_d.c).
+// matching; pairs: every pair of mjdiff_contactPairSupported: the closed-form ones and
+// plane-ellipsoid, plane-mesh of geom_d.c, the convex and height-field pairs of convex_d.c, where
+// a height field's size, like a mesh's, is no collision parameter: zero columns).
 MJDIFF_API int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d,
                                               const mjContact* con, mjtNum Js[7 * 6]);
 

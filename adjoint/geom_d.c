@@ -6,8 +6,7 @@
 // collision table that have closed forms (engine_collision_primitive.c, engine_collision_box.c)
 // and for mjc_PlaneConvex (engine_collision_convex.c: plane-ellipsoid, plane-mesh). The pairs
 // MuJoCo sends to mjc_Convex (libccd MPR) and height fields (mjc_ConvexHField, per grid prism) get
-// their exact geometry from plugin/convex.c and their pose Jacobian from convex_d.c (no size
-// Jacobian yet for those).
+// their exact geometry from plugin/convex.c and their pose and size Jacobians from convex_d.c.
 //
 // Method. The pair function is evaluated again at the current poses with the engine's case logic
 // (which end, corner, edge or face produced a contact), every continuous quantity carrying its
@@ -1639,7 +1638,7 @@ int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d, const mjCo
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
-  if (mjdiff_convexPair(t1, t2)) return -1;  // convex_d.c: poses only so far
+  if (mjdiff_convexPair(t1, t2)) return mjdiff_convexGeomSizeJacobian(m, d, con, Js);
   if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
   pairCtx x;
   if (trackPair(m, d, con, g1, g2, &x)) return -1;

@@ -995,6 +995,10 @@ static void pinvSolve(const mjtNum* A, int m, int n, const mjtNum* b, int nrhs, 
   }
 }
 
+void mjdiff_convexPinv(const mjtNum* A, int m, int n, const mjtNum* b, int nrhs, mjtNum* x) {
+  pinvSolve(A, m, n, b, nrhs, x);
+}
+
 void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs) {
   mjtNum x[8 * 12];
   pinvSolve(M, n, n, b, nrhs, x);

@@ -100,6 +100,10 @@ int mjdiff_convexSystem(const cvxResult* r, mjtNum* M);
 // overwritten by y, nrhs <= 12); singular values under 1e-10 of the largest are dropped
 void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs);
 
+// the same minimum-norm least squares x = A^+ b for a rectangular A (m x n, m, n <= 8, row-major),
+// b (m x nrhs), x (n x nrhs), nrhs <= 12: the forward's choice of degenerate witnesses
+void mjdiff_convexPinv(const mjtNum* A, int m, int n, const mjtNum* b, int nrhs, mjtNum* x);
+
 // overwrite every contact of d that MuJoCo sent to mjc_Convex with the exact geometry (dist, pos,
 // frame; one contact per geom pair: extra multi-CCD contacts of the pair are removed)
 void mjdiff_convexContacts(const mjModel* m, mjData* d);
@@ -112,6 +116,16 @@ MJDIFF_API int mjdiff_convexGeomJacobian(const mjModel* m, const mjData* d, cons
 // the same from two geoms and their solution
 MJDIFF_API void mjdiff_convexJacobian(const cvxGeom* g1, const cvxGeom* g2, const cvxResult* r,
                                       mjtNum J[7 * 12]);
+
+// Jacobian of the same contact in the two geoms' sizes s = (size1[0..2], size2[0..2]) (7 x 6),
+// poses fixed: adjoint/convex_d.c. Mesh and height-field sizes are no collision parameters (zero
+// columns). Returns 0, -1 as mjdiff_convexGeomJacobian
+MJDIFF_API int mjdiff_convexGeomSizeJacobian(const mjModel* m, const mjData* d,
+                                             const mjContact* con, mjtNum Js[7 * 6]);
+
+// the same from two geoms and their solution
+MJDIFF_API void mjdiff_convexSizeJacobian(const cvxGeom* g1, const cvxGeom* g2, const cvxResult* r,
+                                          mjtNum Js[7 * 6]);
 
 #ifdef __cplusplus
 }

@@ -26,10 +26,21 @@
 // cases (degenerate) are checked for translations only (rotations break the degeneracy: the
 // distance has a kink there); every sixth pose is exactly axis-aligned to produce them.
 //
+// Sizes (ConvexPairSizes): the same pose sequence with every size entry scaled by a random factor
+// in [0.6, 1.6] per pose; the size Jacobian (mjdiff_convexSizeJacobian, 7 x 6) against
+// Richardson-extrapolated central differences of the solve in cvxGeom.size (eps = 1e-6), relative
+// error <= 1e-6, degenerate features included (a size keeps parallel faces parallel: there the
+// minimum-norm witness choice's null-space term is checked; without it the error is ~0.1). Entries
+// a type does not read (a sphere's size[1..2], a mesh's sizes) must be exactly zero in both. A
+// cylinder rim seen within 1e-3 of its axis amplifies the forward's roundoff in the differences:
+// there eps = 1e-5 and 1e-4 are tried too (counted). ConvexSizes: the contacts mjdiff_collide
+// writes (the step's geometry, height-field prisms included) against differences of mjdiff_collide
+// in m->geom_size. Geometry level only: geom sizes are not parameters of <mjdiff/params.h> yet.
+//
 // Height fields: the prism contacts of every geom type on a random terrain (brute force per prism,
-// Jacobians found from the contact), and a geom 0.1 mm beside an edge shared by two prisms of a flat
-// field, where MuJoCo makes a contact per prism and convex.c merges them into one: its Jacobian
-// against differences (GeomOverSharedPrismEdge).
+// Jacobians found from the contact), and a geom 0.1 mm beside an edge shared by two prisms of a
+// flat field, where MuJoCo makes a contact per prism and convex.c merges them into one: its
+// Jacobian against differences (GeomOverSharedPrismEdge).
 
 #include <gtest/gtest.h>
 #include <mjdiff/adjoint.h>
@@ -382,6 +393,51 @@ bool jacobianError(const cvxGeom& g1, const cvxGeom& g2, const cvxResult& r, dou
   return true;
 }
 
+const double kTargets[] = {0.08, 0.01, 1e-4, -1e-3, -0.02, -0.06, -0.12};
+
+// pose it of a sequence: random orientations (every third near axis-aligned, every sixth exactly),
+// body 2 along a random direction at the target signed distance kTargets[it % 7] (secant on phi,
+// the geoms at m's sizes); returns the target
+double placePair(const mjModel* m, mjData* d, unsigned long long* seed, int it, bool* alignedOut) {
+  mj_resetData(m, d);
+  mjtNum R1[9], R2[9], q1[4], q2[4], dir[3];
+  bool aligned = it % 3 == 0;
+  // every sixth pose exactly aligned (parallel faces and edges: the degenerate features)
+  double tilt = it % 6 == 0 ? 0 : 1e-3;
+  randomRot(seed, R1, aligned, tilt);
+  randomRot(seed, R2, aligned, tilt);
+  mju_mat2Quat(q1, R1);
+  mju_mat2Quat(q2, R2);
+  for (int i = 0; i < 3; i++) dir[i] = uniform(seed) - 0.5;
+  if (aligned) dir[(int)(3 * uniform(seed)) % 3] += 2;
+  mju_normalize3(dir);
+  double target = kTargets[it % 7];
+  auto place = [&](double t) {
+    mju_zero3(d->qpos);
+    mju_copy4(d->qpos + 3, q1);
+    mju_scl3(d->qpos + 7, dir, t);
+    mju_copy4(d->qpos + 10, q2);
+    mj_kinematics(m, d);
+    cvxGeom a, b;
+    mjdiff_convexGeom(m, d, 0, &a);
+    mjdiff_convexGeom(m, d, 1, &b);
+    cvxResult r;
+    mjdiff_convexDistance(&a, &b, &r);
+    return r.phi;
+  };
+  double t0 = 0.3, t1 = 1.0, f0 = place(t0) - target, f1 = place(t1) - target;
+  for (int k = 0; k < 30 && std::fabs(f1) > 1e-12; k++) {
+    double t2 = t1 - f1 * (t1 - t0) / (f1 - f0);
+    t0 = t1;
+    f0 = f1;
+    t1 = std::max(0.0, std::min(2.0, t2));
+    f1 = place(t1) - target;
+  }
+  place(t1);
+  *alignedOut = aligned;
+  return target;
+}
+
 struct Stats {
   int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, mprCompared = 0, nearAxis = 0;
   double worstNearAxis = 0, seconds = 0;
@@ -401,45 +457,10 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
   mjData* d = mj_makeData(m);
   unsigned long long seed = 777;
   Stats st;
-  const double targets[] = {0.08, 0.01, 1e-4, -1e-3, -0.02, -0.06, -0.12};
   const int kPoses = 70;
   for (int it = 0; it < kPoses; it++) {
-    // random orientations; body 2 along a random direction at a target distance (secant on phi)
-    mj_resetData(m, d);
-    mjtNum R1[9], R2[9], q1[4], q2[4], dir[3];
-    bool aligned = it % 3 == 0;
-    // every sixth pose exactly aligned (parallel faces and edges: the degenerate features)
-    double tilt = it % 6 == 0 ? 0 : 1e-3;
-    randomRot(&seed, R1, aligned, tilt);
-    randomRot(&seed, R2, aligned, tilt);
-    mju_mat2Quat(q1, R1);
-    mju_mat2Quat(q2, R2);
-    for (int i = 0; i < 3; i++) dir[i] = uniform(&seed) - 0.5;
-    if (aligned) dir[(int)(3 * uniform(&seed)) % 3] += 2;
-    mju_normalize3(dir);
-    double target = targets[it % 7];
-    auto place = [&](double t) {
-      mju_zero3(d->qpos);
-      mju_copy4(d->qpos + 3, q1);
-      mju_scl3(d->qpos + 7, dir, t);
-      mju_copy4(d->qpos + 10, q2);
-      mj_kinematics(m, d);
-      cvxGeom a, b;
-      mjdiff_convexGeom(m, d, 0, &a);
-      mjdiff_convexGeom(m, d, 1, &b);
-      cvxResult r;
-      mjdiff_convexDistance(&a, &b, &r);
-      return r.phi;
-    };
-    double t0 = 0.3, t1 = 1.0, f0 = place(t0) - target, f1 = place(t1) - target;
-    for (int k = 0; k < 30 && std::fabs(f1) > 1e-12; k++) {
-      double t2 = t1 - f1 * (t1 - t0) / (f1 - f0);
-      t0 = t1;
-      f0 = f1;
-      t1 = std::max(0.0, std::min(2.0, t2));
-      f1 = place(t1) - target;
-    }
-    place(t1);
+    bool aligned = false;
+    double target = placePair(m, d, &seed, it, &aligned);
     st.poses++;
 
     cvxGeom g1, g2;
@@ -524,6 +545,159 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ConvexPairs, ::testing::ValuesIn(kPairs),
+                         [](const ::testing::TestParamInfo<PairSpec>& i) {
+                           return std::string(i.param.name);
+                         });
+
+// ---------------------------------- size Jacobian ------------------------------------------------
+
+// size entries a geom type's support map reads (sphere r; capsule, cylinder r, h; ellipsoid radii;
+// box half sizes); a mesh's size is no collision parameter
+int usedSizes(int type) {
+  switch (type) {
+    case mjGEOM_SPHERE:
+      return 1;
+    case mjGEOM_CAPSULE:
+    case mjGEOM_CYLINDER:
+      return 2;
+    case mjGEOM_ELLIPSOID:
+    case mjGEOM_BOX:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+struct SizeStats {
+  int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, zeroCols = 0, wideEps = 0;
+  double worst = 0, worstDegen = 0, jmin = 1e300;
+  bool differs = false;
+};
+
+// size columns of (g1, g2, r) against Richardson-extrapolated central differences of the forward
+// solve in g.size (eps = 1e-6, over (eps, 2 eps)); false if a feature switches within +-2 eps.
+// Entries the types do not read: both exactly zero. Degenerate features are checked too (a size
+// change keeps faces parallel: the minimum-norm witness choice moves smoothly).
+bool sizeError(const cvxGeom& g1, const cvxGeom& g2, const cvxResult& r, double* relErr,
+               double* jmax, SizeStats* st, double eps = 1e-6) {
+  mjtNum Js[7 * 6];
+  mjdiff_convexSizeJacobian(&g1, &g2, &r, Js);
+  double err = 0, scale = 1;
+  *jmax = 0;
+  for (int c = 0; c < 6; c++) {
+    const cvxGeom& g = c < 3 ? g1 : g2;
+    bool used = c % 3 < usedSizes(g.type);
+    mjtNum y[4][7];
+    const double hs[4] = {eps, -eps, 2 * eps, -2 * eps};
+    for (int j = 0; j < 4; j++) {
+      cvxGeom a = g1, b = g2;
+      (c < 3 ? a : b).size[c % 3] += hs[j];
+      cvxResult rj;
+      if (!solveY(&a, &b, y[j], &rj) || !sameFeatures(rj, r)) return false;
+    }
+    for (int i = 0; i < 7; i++) {
+      double a = Js[6 * i + c];
+      if (!used) {
+        // not a collision parameter: no dependence at all
+        EXPECT_EQ(a, 0.0) << "column " << c << " row " << i;
+        EXPECT_EQ(y[0][i], y[1][i]) << "column " << c << " row " << i;
+        continue;
+      }
+      double fd = (4 * (y[0][i] - y[1][i]) / (2 * eps) - (y[2][i] - y[3][i]) / (4 * eps)) / 3;
+      err = std::max(err, std::fabs(fd - a));
+      scale = std::max(scale, std::fabs(a));
+      *jmax = std::max(*jmax, std::fabs(a));
+      if (std::fabs(a) > 1e-3 && fd != a) st->differs = true;
+    }
+    st->zeroCols += !used;
+  }
+  *relErr = err / scale;
+  return true;
+}
+
+// a cylinder's rim feature seen within tol of its axis (|P dir| < tol)
+bool nearAxisRim(const cvxGeom& g, const cvxFeature& f, const mjtNum u[3], double tol) {
+  if (g.type != mjGEOM_CYLINDER || (f.mode[0] != 1 && f.mode[0] != -1)) return false;
+  mjtNum z[3] = {g.mat[2], g.mat[5], g.mat[8]};
+  double c = mju_dot3(z, u);
+  return std::sqrt(std::max(0.0, 1 - c * c)) < tol;
+}
+
+class ConvexPairSizes : public ::testing::TestWithParam<PairSpec> {};
+
+// the size Jacobian at the poses of ForwardAndJacobian with every used size entry scaled by a
+// random factor in [0.6, 1.6] per pose (the placement sees the scaled sizes)
+TEST_P(ConvexPairSizes, SizeJacobian) {
+  const PairSpec& p = GetParam();
+  std::string xml = pairXml(p);
+  char err[1000];
+  mjModel* m = shim_loadString(xml.c_str(), err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  mjData* d = mj_makeData(m);
+  std::vector<mjtNum> size0(m->geom_size, m->geom_size + 3 * m->ngeom);
+  unsigned long long seed = 4711;
+  SizeStats st;
+  const int kPoses = 70;
+  for (int it = 0; it < kPoses; it++) {
+    for (int g = 0; g < 2; g++) {
+      for (int k = 0; k < 3; k++)
+        m->geom_size[3 * g + k] = size0[3 * g + k] * (0.6 + uniform(&seed));
+    }
+    bool aligned = false;
+    double target = placePair(m, d, &seed, it, &aligned);
+    st.poses++;
+    cvxGeom g1, g2;
+    ASSERT_EQ(mjdiff_convexGeom(m, d, 0, &g1), 0);
+    ASSERT_EQ(mjdiff_convexGeom(m, d, 1, &g2), 0);
+    cvxResult r;
+    mjtNum y0[7];
+    if (!solveY(&g1, &g2, y0, &r)) continue;
+    st.solved++;
+    bool deg = degenerate(r);
+    double e = 0, jmax = 0;
+    if (!sizeError(g1, g2, r, &e, &jmax, &st)) {
+      st.skipped++;
+      continue;
+    }
+    // a cylinder rim seen within 1e-3 of its axis: the rim point turns by r/|P dir| per unit of
+    // u (curvature radius ~1e4 r here), which amplifies the forward's roundoff in the differences
+    // (measured: 3.7e-6 at eps = 1e-6, 3.4e-7 at 1e-5, 6e-8 at 1e-4): wider steps there
+    if (e > 1e-6 && (nearAxisRim(g1, r.f1, r.u, 1e-3) || nearAxisRim(g2, r.f2, r.u, 1e-3))) {
+      st.wideEps++;
+      for (double ee : {1e-5, 1e-4}) {
+        double e2 = 0, j2 = 0;
+        SizeStats tmp;
+        if (sizeError(g1, g2, r, &e2, &j2, &tmp, ee)) e = std::min(e, e2);
+      }
+    }
+    st.checked++;
+    st.degen += deg;
+    st.worst = std::max(st.worst, e);
+    if (deg) st.worstDegen = std::max(st.worstDegen, e);
+    st.jmin = std::min(st.jmin, jmax);
+    EXPECT_LE(e, 1e-6) << p.name << " pose " << it << " target " << target << " aligned " << aligned
+                       << " degenerate " << deg << " features k " << r.f1.k << " " << r.f2.k;
+    if (usedSizes(g1.type) + usedSizes(g2.type) > 0) {
+      // non-trivial: a size moves the contact (a radius moves dist by about -1)
+      EXPECT_GT(jmax, 0.1) << p.name << " pose " << it;
+    }
+  }
+  std::printf(
+      "%-18s sizes: poses %3d solved %3d checked %3d (degenerate %2d, near-axis rim wide eps %d) "
+      "skipped %2d zero columns %3d | worst %.2e (degenerate %.2e) | smallest max|Js| %.2f\n",
+      p.name, st.poses, st.solved, st.checked, st.degen, st.wideEps, st.skipped, st.zeroCols,
+      st.worst, st.worstDegen, st.jmin);
+  EXPECT_GE(st.solved, 0.95 * st.poses);
+  EXPECT_GE(st.checked, 0.8 * st.poses);
+  bool sized = usedSizes(m->geom_type[0]) + usedSizes(m->geom_type[1]) > 0;
+  if (sized) {
+    EXPECT_TRUE(st.differs);
+  }
+  mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ConvexPairSizes, ::testing::ValuesIn(kPairs),
                          [](const ::testing::TestParamInfo<PairSpec>& i) {
                            return std::string(i.param.name);
                          });
@@ -681,6 +855,107 @@ TEST(ConvexStep, StepJacobianOnHeightField) {
   checkStep(kHFieldStepModel, true);
 }
 
+// the size Jacobian of the contacts mjdiff_collide writes (the geometry the smooth step's forces
+// use; height fields by prism, mjdiff_contactGeomSizeJacobian finds the prism by the contact's
+// place) against Richardson-extrapolated central differences of mjdiff_collide in m->geom_size,
+// poses fixed, contacts matched by index (same count and geom pair, else skipped). Geometry level:
+// geom sizes are not parameters of <mjdiff/params.h> yet, so no step or force derivative here.
+void checkCollideSizes(const char* xml, bool hfield) {
+  testutil::Sim sim(xml);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  if (hfield) {
+    unsigned long long hs = 31;
+    for (int i = 0; i < m->hfield_nrow[0] * m->hfield_ncol[0]; i++) {
+      m->hfield_data[i] = (float)uniform(&hs);
+    }
+  }
+  char err[1000];
+  unsigned long long seed = 5;
+  int contacts = 0, checked = 0, hf = 0, meshPairs = 0;
+  double worst = 0;
+  bool differs = false;
+  for (int k = 0; k < 12; k++) {
+    testutil::simulateRandom(m, d, sim.sim.s, &seed, 20 + 9 * k);
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    std::vector<mjContact> con(d->contact, d->contact + d->ncon);
+    for (int i = 0; i < (int)con.size(); i++) {
+      int g1 = con[i].geom1, g2 = con[i].geom2;
+      if (!mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2])) continue;
+      contacts++;
+      mjtNum Js[7 * 6];
+      ASSERT_EQ(mjdiff_contactGeomSizeJacobian(m, d, d->contact + i, Js), 0) << "contact " << i;
+      double jmax = 0;
+      for (double v : Js) jmax = std::max(jmax, std::fabs(v));
+      bool sized = usedSizes(m->geom_type[g1]) + usedSizes(m->geom_type[g2]) > 0;
+      if (sized) {
+        EXPECT_GT(jmax, 0.1);  // non-trivial (a radius moves dist by about -1)
+      } else {
+        EXPECT_EQ(jmax, 0.0);  // mesh-mesh: no size is a collision parameter
+      }
+      meshPairs += !sized;
+      mjtNum fd[7 * 6];
+      bool ok = true;
+      for (int c = 0; c < 6 && ok; c++) {
+        int g = c < 3 ? g1 : g2;
+        mjtNum s0 = m->geom_size[3 * g + c % 3], y[4][7];
+        const double eps = 1e-6, hs[4] = {eps, -eps, 2 * eps, -2 * eps};
+        for (int j = 0; j < 4 && ok; j++) {
+          m->geom_size[3 * g + c % 3] = s0 + hs[j];
+          mjdiff_collide(m, d, sim.sim.s);
+          ok = d->ncon == (int)con.size() && d->contact[i].geom1 == g1 && d->contact[i].geom2 == g2;
+          if (ok) {
+            y[j][0] = d->contact[i].dist;
+            for (int a = 0; a < 3; a++) {
+              y[j][1 + a] = d->contact[i].frame[a];
+              y[j][4 + a] = d->contact[i].pos[a];
+            }
+          }
+        }
+        m->geom_size[3 * g + c % 3] = s0;
+        for (int a = 0; a < 7 && ok; a++) {
+          fd[6 * a + c] =
+              (4 * (y[0][a] - y[1][a]) / (2 * eps) - (y[2][a] - y[3][a]) / (4 * eps)) / 3;
+        }
+      }
+      mjdiff_collide(m, d, sim.sim.s);
+      if (!ok) continue;
+      checked++;
+      hf += m->geom_type[g1] == mjGEOM_HFIELD;
+      double e = 0;
+      for (int a = 0; a < 42; a++) {
+        if (!sized) {
+          EXPECT_EQ(fd[a], 0.0);
+        }
+        e = std::max(e, std::fabs(fd[a] - Js[a]));
+        differs = differs || (std::fabs(Js[a]) > 1e-3 && fd[a] != Js[a]);
+      }
+      e /= std::max(1.0, jmax);
+      worst = std::max(worst, e);
+      EXPECT_LE(e, 1e-6) << "sample " << k << " contact " << i << " geoms " << g1 << " " << g2;
+    }
+  }
+  std::printf(
+      "collide sizes%s: convex contacts %d checked %d (height field %d, mesh-mesh zero %d), "
+      "worst %.2e\n",
+      hfield ? " (hfield)" : "", contacts, checked, hf, meshPairs, worst);
+  EXPECT_GE(checked, (int)(0.8 * contacts));
+  EXPECT_GE(checked, 10);
+  if (hfield) {
+    EXPECT_GE(hf, 5);
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(ConvexSizes, CollideContacts) {
+  checkCollideSizes(kStepModel, false);
+}
+
+TEST(ConvexSizes, CollideContactsOnHeightField) {
+  checkCollideSizes(kHFieldStepModel, true);
+}
+
 // mjdiff_collide writes the exact geometry: the contact's dist is the solution at d's poses, and
 // the geometry Jacobian accepts it; with MuJoCo's multi-CCD on, still one contact per pair
 class ConvexCollide : public ::testing::TestWithParam<bool> {};
@@ -757,9 +1032,9 @@ TEST(ConvexHField, PrismContacts) {
     for (int i = 0; i < m->hfield_nrow[0] * m->hfield_ncol[0]; i++) {
       m->hfield_data[i] = (float)uniform(&seed);
     }
-    int poses = 0, contacts = 0, checked = 0, skipped = 0;
-    double worstJ = 0, worstBrute = 0;
-    bool differs = false;
+    int poses = 0, contacts = 0, checked = 0, skipped = 0, sizeChecked = 0;
+    double worstJ = 0, worstBrute = 0, worstS = 0;
+    bool differs = false, sizeDiffers = false;
     char err[500];
     for (int it = 0; it < 30; it++) {
       // a random pose over the terrain, lowered until it touches: phi of the deepest prism ~ target
@@ -819,15 +1094,41 @@ TEST(ConvexHField, PrismContacts) {
         checked++;
         worstJ = std::max(worstJ, e);
         EXPECT_LE(e, 1e-6) << geom << " pose " << it << " contact " << c;
+        // sizes: from the contact equal to the prism's, against differences in geom 2's sizes
+        // (the field's columns zero)
+        mjtNum Js[7 * 6], Jsp[7 * 6];
+        ASSERT_EQ(mjdiff_contactGeomSizeJacobian(m, d, con, Js), 0);
+        mjdiff_convexSizeJacobian(&pr, &g2, &r, Jsp);
+        for (int k = 0; k < 42; k++) {
+          EXPECT_NEAR(Js[k], Jsp[k], 1e-6 * std::max(1.0, std::fabs(Jsp[k])));
+          if (k % 6 < 3) {
+            EXPECT_EQ(Js[k], 0.0);
+          }
+        }
+        double es = 0, jmax = 0;
+        SizeStats sst;
+        if (sizeError(pr, g2, r, &es, &jmax, &sst)) {
+          sizeChecked++;
+          worstS = std::max(worstS, es);
+          EXPECT_LE(es, 1e-6) << geom << " pose " << it << " contact " << c;
+          if (usedSizes(g2.type)) {
+            EXPECT_GT(jmax, 0.1);
+          } else {
+            EXPECT_EQ(jmax, 0.0);  // a mesh on the field: no size column
+          }
+          sizeDiffers = sizeDiffers || sst.differs || !usedSizes(g2.type);
+        }
       }
     }
     std::printf(
         "hfield %-38s poses %d contacts %d jac checked %d skipped %d | brute %.1e | "
-        "worst jac %.2e\n",
-        geom, poses, contacts, checked, skipped, worstBrute, worstJ);
+        "worst jac %.2e | sizes checked %d worst %.2e\n",
+        geom, poses, contacts, checked, skipped, worstBrute, worstJ, sizeChecked, worstS);
     EXPECT_GE(contacts, poses);
     EXPECT_GE(checked, 0.8 * contacts);
+    EXPECT_GE(sizeChecked, 0.8 * contacts);
     EXPECT_TRUE(differs);
+    EXPECT_TRUE(sizeDiffers);
   }
 }
 
