@@ -286,6 +286,11 @@ void mpc_adaptReset(mpcAdapt* a) {
   a->fit_wall = 0;
 }
 
+void mpc_adaptDropWindow(mpcAdapt* a) {
+  a->count = 0;
+  a->ready = 0;
+}
+
 int mpc_adaptPush(mpcAdapt* a, double time, const double* x, const double* u, const double* y) {
   if (a->ready) return 1;
   if (a->count == a->N) {

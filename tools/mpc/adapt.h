@@ -43,6 +43,10 @@ void mpc_freeAdapt(mpcAdapt* a);
 // back to the nominal values and the initial prior; the window and the log are cleared
 void mpc_adaptReset(mpcAdapt* a);
 
+// drop the window in progress (the plant's state jumped: a reset, a push by hand); the estimate
+// and its prior are kept
+void mpc_adaptDropWindow(mpcAdapt* a);
+
 // One plant step: the time of x_k, x_k (nq+nv+na), the commanded control u_k (nu) and the
 // readings y_k (nsensordata) at x_k. 1 when a window is complete: call mpc_adaptUpdate.
 int mpc_adaptPush(mpcAdapt* a, double time, const double* x, const double* u, const double* y);
