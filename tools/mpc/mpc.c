@@ -566,20 +566,19 @@ static int mainRun(int argc, char** argv) {
     }
   }
   if (a.oracle) {
-    // the names as --adapt takes them: the estimator's parser, then its selection's names
-    mpcAdapt* names = mpc_makeAdapt(p.m, p.s, a.oracle, NULL, err, sizeof(err));
-    int ok = names != NULL;
+    // the names as --adapt takes them: a comma-separated list
+    char* copy = malloc(strlen(a.oracle) + 1);
+    const char* list[256];
+    int n = 0, ok = copy != NULL;
+    if (!ok) snprintf(err, sizeof(err), "out of memory");
     if (ok) {
-      const mjdiffParams* sel = mpc_adaptParams(names);
-      int np = mpc_adaptCount(names);
-      const char* list[512];
-      for (int i = 0; i < np && i < 512; i++) list[i] = mjdiff_paramName(sel, i);
+      strcpy(copy, a.oracle);
+      for (char* t = strtok(copy, ","); t && n < 256; t = strtok(NULL, ",")) list[n++] = t;
       char why[512];
-      ok = mjdiff_makeParams(p.m, p.s, list, np < 512 ? np : 512, &oracle, why, sizeof(why)) ==
-           MJDIFF_OK;
-      if (!ok) snprintf(err, sizeof(err), "--oracle: %s", why);
+      ok = n > 0 && mjdiff_makeParams(p.m, p.s, list, n, &oracle, why, sizeof(why)) == MJDIFF_OK;
+      if (!ok) snprintf(err, sizeof(err), "--oracle: %s", n ? why : "no parameter names");
     }
-    mpc_freeAdapt(names);
+    free(copy);
     if (!ok || !mpc_loopSetOracle(loop, oracle, err, sizeof(err))) {
       fprintf(stderr, TOOL ": error: %s\n", err);
       mjdiff_freeParams(oracle);
