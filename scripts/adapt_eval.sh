@@ -7,11 +7,11 @@
 #   oracle    --oracle PARAMS: the planner's values follow the plant's (model = plant)
 #   adapting  --adapt PARAMS: estimated online from the plant's noisy readings
 # Scenarios (native plant, a plant file of tools/common/plant.h):
-#   arm      models/arm_box.xml with models/arm_box_hold.task (hold the fingertip in the air) and
-#            models/arm_box_payload.plant: a 3 kg payload on the wrist (link7, 0.3 kg) at 1 s,
-#            readings with noise 0.002; adapts body:link7:mass from the joint encoders and
-#            velocities; 3 s, scored from 1 s (the change) on
-#   hopper   models/hopper.xml with its task and models/hopper_ice.plant: the floor's (and the
+#   arm      models/arm_box.xml with tools/mpc/arm_box_hold.task (hold the fingertip in the
+#            air) and tools/mpc/arm_box_payload.plant: a 3 kg payload on the wrist (link7,
+#            0.3 kg) at 1 s, readings with noise 0.002; adapts body:link7:mass from the joint
+#            encoders and velocities; 3 s, scored from 1 s (the change) on
+#   hopper   models/hopper.xml with its task and tools/mpc/hopper_ice.plant: the floor's (and the
 #            foot's) sliding friction 0.9 -> 0.2 at 1.5 s; adapts both from every joint
 #            encoder and velocity; 4 s, scored from 1.5 s on
 # Every run: iLQR, 2 iterations per control step (--iterations: reproducible on a loaded machine,
@@ -45,12 +45,12 @@ hop_sensors=$(for j in rootx rootz rooty thigh leg foot; do printf '%s_pos,%s_ve
 
 for c in "${cases[@]}"; do
   if [[ $c == arm ]]; then
-    args=("$root/models/arm_box.xml" --task "$root/models/arm_box_hold.task"
-          --plant "$root/models/arm_box_payload.plant" --seconds 3 --score-after 1)
+    args=("$root/models/arm_box.xml" --task "$root/tools/mpc/arm_box_hold.task"
+          --plant "$root/tools/mpc/arm_box_payload.plant" --seconds 3 --score-after 1)
     params="body:link7:mass"
     adapt=(--adapt-sensors "${arm_sensors%,}" --adapt-sigma 0.002)
   else
-    args=("$root/models/hopper.xml" --plant "$root/models/hopper_ice.plant" --seconds 4
+    args=("$root/models/hopper.xml" --plant "$root/tools/mpc/hopper_ice.plant" --seconds 4
           --score-after 1.5)
     params="geom:floor:friction[0],geom:foot_geom:friction[0]"
     adapt=(--adapt-sensors "${hop_sensors%,}" --adapt-sigma 0.002)
