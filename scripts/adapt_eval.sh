@@ -27,7 +27,7 @@ cases=()
 for a in "$@"; do
   case $a in
     arm|hopper) cases+=("$a") ;;
-    -h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) if [[ -d $a ]]; then build="$(cd "$a" && pwd)"; else
          echo "adapt_eval.sh: unknown argument '$a' (cases: arm hopper, or a build directory)" >&2
          exit 2
