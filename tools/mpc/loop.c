@@ -5,6 +5,10 @@
 //   l_k     = l(x_k, u_k)                                 mjdiff_taskCost after mjdiff_forward, on
 //                                                         a copy
 //   x_{k+1} = plant^shift(x_k, u_k)                       mjdiff_step or mj_step
+// With a plant of plant.h (mpc_loopSetPlant) the native plant is that plant's model and data
+// (hidden parameter changes, delay, noise): per plant step its readings y_k at x_k go to the
+// adaptation (adapt.c) with x_k and u_k; a fitted window's estimate is set on the planner's model
+// before the next plan. The oracle sets the planner's values to the plant's at every control step.
 // The cost is evaluated on a copy, so that the plant's own data (the native solver's warm start,
 // its contacts) is left as its step made it; both plants are measured with the same evaluation.
 
@@ -97,6 +101,12 @@ void mpc_freeLoop(mpcLoop* loop) {
   if (loop->dc) mj_deleteData(loop->dc);
   free(loop->ctrl);
   free(loop->rec);
+  free(loop->y);
+  free(loop->x);
+  free(loop->pv);
+  free(loop->log_t);
+  free(loop->log_est);
+  free(loop->log_true);
   free(loop);
 }
 
@@ -130,6 +140,33 @@ static int evaluate(mpcLoop* loop) {
   return 1;
 }
 
+// the planner's values of the oracle's parameters := the plant's
+static void setOracle(mpcLoop* loop) {
+  mjdiff_getParamValues(tool_plantModel(loop->plant), NULL, loop->oracle, loop->pv);
+  mpc_plannerSetParamValues(loop->planner, loop->oracle, loop->pv, NULL, 0);
+}
+
+// one row of the adaptation log; dropped when out of memory
+static void logAdapt(mpcLoop* loop) {
+  int np = loop->nlogp;
+  if (loop->nlog == loop->maxlog) {
+    int cap = loop->maxlog ? 2 * loop->maxlog : 256;
+    double* t = realloc(loop->log_t, sizeof(double) * (size_t)cap);
+    if (t) loop->log_t = t;
+    double* e = realloc(loop->log_est, sizeof(double) * (size_t)cap * (size_t)np);
+    if (e) loop->log_est = e;
+    double* v = realloc(loop->log_true, sizeof(double) * (size_t)cap * (size_t)np);
+    if (v) loop->log_true = v;
+    if (!t || !e || !v) return;
+    loop->maxlog = cap;
+  }
+  int k = loop->nlog++;
+  loop->log_t[k] = mpc_loopTime(loop);
+  mju_copy(loop->log_est + (size_t)k * np, mpc_adaptValues(loop->adapt), np);
+  mjdiff_getParamValues(tool_plantModel(loop->plant), NULL, mpc_adaptParams(loop->adapt),
+                        loop->log_true + (size_t)k * np);
+}
+
 void mpc_resetLoop(mpcLoop* loop) {
   const mjModel* m = loop->m;
   mjData* d = loop->d;
@@ -158,7 +195,62 @@ void mpc_resetLoop(mpcLoop* loop) {
   loop->failed = 0;
   loop->badplan = 0;
   loop->err[0] = 0;
+  loop->nlog = 0;
+  if (loop->plant) tool_plantReset(loop->plant, d);
+  if (loop->adapt) {
+    mpc_adaptReset(loop->adapt);
+    mpc_plannerSetParamValues(loop->planner, mpc_adaptParams(loop->adapt),
+                              mpc_adaptNominal(loop->adapt), NULL, 0);
+  }
+  if (loop->oracle) setOracle(loop);
   evaluate(loop);
+}
+
+void mpc_loopSetPlant(mpcLoop* loop, toolPlant* plant) {
+  loop->plant = plant;
+  mpc_resetLoop(loop);
+}
+
+// room for np values in loop->pv; 0 if out of memory
+static int valueRoom(mpcLoop* loop, int np) {
+  double* v = realloc(loop->pv, sizeof(double) * (size_t)(np > 0 ? np : 1));
+  if (!v) return 0;
+  loop->pv = v;
+  return 1;
+}
+
+int mpc_loopSetAdapt(mpcLoop* loop, mpcAdapt* a, char* err, int errsz) {
+  if (a && !loop->plant) {
+    snprintf(err, (size_t)errsz, "adaptation needs a plant of its own (--plant native or FILE)");
+    return 0;
+  }
+  if (a) {
+    int ns = loop->m->nsensordata > 0 ? loop->m->nsensordata : 1;
+    loop->y = realloc(loop->y, sizeof(double) * (size_t)ns);
+    loop->x = realloc(loop->x, sizeof(double) * (size_t)mjdiff_stateSize(loop->m));
+    if (!loop->y || !loop->x || !valueRoom(loop, mpc_adaptCount(a))) {
+      snprintf(err, (size_t)errsz, "out of memory");
+      return 0;
+    }
+    loop->nlogp = mpc_adaptCount(a);
+  }
+  loop->adapt = a;
+  mpc_resetLoop(loop);
+  return 1;
+}
+
+int mpc_loopSetOracle(mpcLoop* loop, const mjdiffParams* prm, char* err, int errsz) {
+  if (prm && !loop->plant) {
+    snprintf(err, (size_t)errsz, "the oracle needs a plant of its own (--plant native or FILE)");
+    return 0;
+  }
+  if (prm && !valueRoom(loop, mjdiff_paramCount(prm))) {
+    snprintf(err, (size_t)errsz, "out of memory");
+    return 0;
+  }
+  loop->oracle = prm;
+  mpc_resetLoop(loop);
+  return 1;
 }
 
 double mpc_loopTime(const mpcLoop* loop) {
@@ -216,8 +308,24 @@ int mpc_loopStep(mpcLoop* loop) {
 
   // act
   for (int i = 0; i < m->nu; i++) d->ctrl[i] = loop->ctrl[i];
+  int fit = 0;
   for (int k = 0; k < loop->opt.shift; k++) {
-    if (loop->opt.plant == MPC_PLANT_SMOOTH) {
+    if (loop->plant && loop->opt.plant == MPC_PLANT_NATIVE) {
+      char err[400];
+      mjData* dp = tool_plantData(loop->plant);
+      if (loop->adapt) {
+        tool_plantSense(loop->plant, loop->y);
+        mju_copy(loop->x, dp->qpos, m->nq);
+        mju_copy(loop->x + m->nq, dp->qvel, m->nv);
+        mju_copy(loop->x + m->nq + m->nv, dp->act, m->na);
+        fit |= mpc_adaptPush(loop->adapt, dp->time, loop->x, loop->ctrl, loop->y);
+      }
+      if (!tool_plantStep(loop->plant, loop->ctrl, err, sizeof(err))) {
+        snprintf(loop->err, sizeof(loop->err), "%s", err);
+        loop->failed = 1;
+        break;
+      }
+    } else if (loop->opt.plant == MPC_PLANT_SMOOTH) {
       char err[400];
       if (mjdiff_step(m, d, loop->s, err, sizeof(err)) != MJDIFF_OK) {
         snprintf(loop->err, sizeof(loop->err), "smooth plant at t = %.4f s: %s", d->time, err);
@@ -238,6 +346,23 @@ int mpc_loopStep(mpcLoop* loop) {
     }
     loop->pending++;
   }
+  if (loop->plant && loop->opt.plant == MPC_PLANT_NATIVE) {
+    // the plant's state is what the loop sees
+    const mjData* dp = tool_plantData(loop->plant);
+    d->time = dp->time;
+    mju_copy(d->qpos, dp->qpos, m->nq);
+    mju_copy(d->qvel, dp->qvel, m->nv);
+    mju_copy(d->act, dp->act, m->na);
+  }
+  if (fit && !loop->failed) {
+    char err[400];
+    if (mpc_adaptUpdate(loop->adapt, err, sizeof(err))) {
+      mpc_plannerSetParamValues(loop->planner, mpc_adaptParams(loop->adapt),
+                                mpc_adaptValues(loop->adapt), NULL, 0);
+    }
+    logAdapt(loop);
+  }
+  if (loop->oracle && !loop->failed) setOracle(loop);
 
   // cost at the new state (the control is held)
   if (!loop->failed) evaluate(loop);
@@ -291,6 +416,18 @@ double mpc_loopMeanCost(const mpcLoop* loop) {
   double sum = 0;
   for (int k = 0; k < loop->nrec; k++) sum += loop->rec[k].cost;
   return loop->nrec ? sum / loop->nrec : loop->cost;
+}
+
+double mpc_loopMeanCostFrom(const mpcLoop* loop, double from) {
+  double sum = 0;
+  int n = 0;
+  for (int k = 0; k < loop->nrec; k++) {
+    if (loop->rec[k].time - loop->time0 + 1e-9 >= from) {
+      sum += loop->rec[k].cost;
+      n++;
+    }
+  }
+  return n ? sum / n : NAN;
 }
 
 int mpc_loopSuccess(const mpcLoop* loop) {

@@ -17,7 +17,9 @@
 #ifndef MJDIFF_TOOLS_MPC_LOOP_H_
 #define MJDIFF_TOOLS_MPC_LOOP_H_
 
+#include "adapt.h"
 #include "mpc.h"
+#include "plant.h"
 
 typedef enum mpcPlant_ {
   MPC_PLANT_SMOOTH = 0,        // mjdiff_step: the planner's own model
@@ -62,6 +64,21 @@ typedef struct mpcLoop_ {
   int failed;                  // the plant, the cost evaluation or the planner failed
   int badplan;                 // control steps in a row whose plan cost was not finite
   char err[512];               // why
+
+  // a plant of plant.h (mpc_loopSetPlant; not owned): the native plant steps it instead of m,
+  // and loop->d gets its state after every control step
+  toolPlant* plant;
+  mpcAdapt* adapt;             // online adaptation (mpc_loopSetAdapt; not owned)
+  const mjdiffParams* oracle;  // the planner's values of these follow the plant's (not owned)
+  double* y;                   // readings (nsensordata)
+  double* x;                   // plant state (nq+nv+na)
+  double* pv;                  // parameter values (np of adapt or oracle)
+  // adaptation log, one row per fitted window: time (s since the reset), estimate and the
+  // plant's value (np each; NaN where the plant has no such value)
+  double* log_t;
+  double* log_est;
+  double* log_true;
+  int nlog, maxlog, nlogp;
 } mpcLoop;
 
 void mpc_defaultLoopOptions(mpcLoopOptions* opt);
@@ -74,6 +91,23 @@ void mpc_freeLoop(mpcLoop* loop);
 
 // back to the initial state (keyframe, perturbation of opt.seed); records cleared
 void mpc_resetLoop(mpcLoop* loop);
+
+// Step the native plant through `plant` (plant.h: hidden parameter changes, delay, noise; not
+// owned, it must outlive the loop; NULL: mj_step on m again); the loop is reset.
+void mpc_loopSetPlant(mpcLoop* loop, toolPlant* plant);
+
+// Adapt the planner's model online: every plant step the plant's readings go to a, and every
+// fitted window's estimate is set on the planner's model (mpc_plannerSetParamValues). Needs a
+// plant (mpc_loopSetPlant): the plant's model must not be the planner's. NULL: off. 0 with a
+// message if there is no plant. The loop is reset (the planner's values back to nominal).
+int mpc_loopSetAdapt(mpcLoop* loop, mpcAdapt* a, char* err, int errsz);
+
+// The oracle: at every control step the planner's values of prm (made on a model of m's sizes)
+// are set to the plant's (model = plant). Needs a plant. NULL: off. 0 with a message.
+int mpc_loopSetOracle(mpcLoop* loop, const mjdiffParams* prm, char* err, int errsz);
+
+// mean running cost over the control steps at or after `from` s since the reset
+double mpc_loopMeanCostFrom(const mpcLoop* loop, double from);
 
 // one control step; 0 if the plant failed (loop->err says why)
 int mpc_loopStep(mpcLoop* loop);

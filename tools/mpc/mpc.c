@@ -19,6 +19,7 @@
 
 #include "loop.h"
 #include "mpc.h"
+#include "planner_internal.h"
 #include "benchutil.h"
 #include "toolutil.h"
 
@@ -205,6 +206,14 @@ typedef struct runArgs_ {
   long screenshot_after;
   int reach;                   // gradient planner: the long-range contact term (--reach)
   mjdiffReachSchedule reach_schedule;
+  const char* plant_file;      // --plant FILE: a plant of tools/common/plant.h (native step)
+  const char* adapt;           // --adapt PARAMS
+  const char* oracle;          // --oracle PARAMS
+  mpcAdaptOptions adapt_opt;
+  char* adapt_sensors;         // --adapt-sensors (split in place)
+  const char* sensor_list[256];
+  double score_after;          // --score-after S
+  long iterations;             // --iterations N (0: by the budget)
 } runArgs;
 
 static void usageRun(void) {
@@ -222,7 +231,23 @@ static void usageRun(void) {
       "Options:\n"
       "  --task FILE            task (cost) file (default: MODEL with .xml replaced by .task)\n"
       "  --planner NAME         gradient, ilqr, sampling, cem or mppi (default ilqr)\n"
-      "  --plant NAME           smooth or native (default smooth)\n"
+      "  --plant NAME|FILE      smooth, native, or a plant file (native step with hidden\n"
+      "                         parameter changes, payload, noise, delay; tools/common/plant.h)\n"
+      "                         (default smooth)\n"
+      "  --adapt PARAMS         adapt these model parameters online (comma-separated names of\n"
+      "                         <mjdiff/params.h>, e.g. body:link7:mass) by joint state and\n"
+      "                         parameter estimation over windows of the plant's readings; needs\n"
+      "                         a native plant\n"
+      "  --adapt-window S       plant time per window, seconds (default 0.1)\n"
+      "  --adapt-sigma S        reading noise std the fit assumes (default 0.01)\n"
+      "  --adapt-drift R        random-walk std per window relative to |nominal| (default 0.05)\n"
+      "  --adapt-prior R        initial prior std relative to |nominal| (default 0.5)\n"
+      "  --adapt-sensors LIST   sensors the fit reads, comma-separated (default: all)\n"
+      "  --oracle PARAMS        the planner's values of PARAMS follow the plant's (model = plant)\n"
+      "  --score-after S        also report the mean running cost from S seconds on\n"
+      "  --iterations N         exactly N planner iterations per control step, whatever the\n"
+      "                         budget (reproducible runs on a loaded machine; default: by the\n"
+      "                         budget)\n"
       "  --budget S             planning wall time per control step, seconds (default 0.008)\n"
       "  --seconds S            simulated time, seconds (default: the task's duration, else 3;\n"
       "                         the viewer pauses there)\n"
@@ -260,6 +285,7 @@ static void parseRun(int argc, char** argv, runArgs* a) {
   a->plant = 0;
   a->seed = 1;
   a->screenshot_after = 50;
+  mpc_defaultAdaptOptions(&a->adapt_opt);
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
     if (tool_isHelp(o)) {
@@ -279,7 +305,35 @@ static void parseRun(int argc, char** argv, runArgs* a) {
     } else if (!strcmp(o, "--plant")) {
       const char* v = tool_optionValue(TOOL, argc, argv, &i);
       a->plant = parsePlant(v);
-      if (a->plant < 0) tool_usageError(TOOL, "--plant must be smooth or native, got '%s'", v);
+      a->plant_file = NULL;
+      if (a->plant < 0) {
+        if (access(v, R_OK) != 0) {
+          tool_usageError(TOOL, "--plant must be smooth, native or a readable plant file, got "
+                          "'%s'", v);
+        }
+        a->plant = 1;
+        a->plant_file = v;
+      }
+    } else if (!strcmp(o, "--adapt")) {
+      a->adapt = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(o, "--oracle")) {
+      a->oracle = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(o, "--adapt-window")) {
+      a->adapt_opt.window = tool_doubleOption(TOOL, argc, argv, &i, 0, 100, TOOL_OPEN_LO, "a number of seconds in (0, 100]");
+    } else if (!strcmp(o, "--adapt-sigma")) {
+      a->adapt_opt.sigma_sensor = tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY,
+                                                    TOOL_OPEN_LO, "a number > 0");
+    } else if (!strcmp(o, "--adapt-drift")) {
+      a->adapt_opt.drift_rel = tool_doubleOption(TOOL, argc, argv, &i, 0, 1e3, 0, "a number in [0, 1000]");
+    } else if (!strcmp(o, "--adapt-prior")) {
+      a->adapt_opt.prior_rel = tool_doubleOption(TOOL, argc, argv, &i, 0, 1e3,
+                                                 TOOL_OPEN_LO, "a number in (0, 1000]");
+    } else if (!strcmp(o, "--adapt-sensors")) {
+      a->adapt_sensors = (char*)tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(o, "--iterations")) {
+      a->iterations = tool_intOption(TOOL, argc, argv, &i, 1, 100000, "an integer in [1, 100000]");
+    } else if (!strcmp(o, "--score-after")) {
+      a->score_after = tool_doubleOption(TOOL, argc, argv, &i, 0, 1e5, 0, "a number of seconds >= 0");
     } else if (!strcmp(o, "--seed")) {
       const char* v = tool_optionValue(TOOL, argc, argv, &i);
       if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
@@ -317,6 +371,19 @@ static void parseRun(int argc, char** argv, runArgs* a) {
   if (a->screenshot && !a->view) tool_usageError(TOOL, "--screenshot needs --view");
   if (a->reach && a->planner != MPC_GRADIENT) {
     tool_usageError(TOOL, "--reach needs --planner gradient");
+  }
+  if ((a->adapt || a->oracle) && a->plant != 1) {
+    tool_usageError(TOOL, "%s needs a native plant (--plant native or --plant FILE)",
+                    a->adapt ? "--adapt" : "--oracle");
+  }
+  if (a->adapt && a->oracle) tool_usageError(TOOL, "--adapt and --oracle exclude each other");
+  if (a->adapt_sensors) {
+    int n = 0;
+    for (char* t = strtok(a->adapt_sensors, ","); t && n < 256; t = strtok(NULL, ",")) {
+      a->sensor_list[n++] = t;
+    }
+    a->adapt_opt.sensors = a->sensor_list;
+    a->adapt_opt.nsensor = n;
   }
 }
 
@@ -360,6 +427,10 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
     fprintf(f, ", ");
     tool_jsonKey(f, "wall_s");
     jsonNumber(f, loop->wall);
+    fprintf(f, ", ");
+    tool_jsonKey(f, "mean_cost_after");
+    jsonNumber(f, mpc_loopMeanCostFrom(loop, a->score_after));
+    fprintf(f, ", \"score_after_s\": %g", a->score_after);
     fprintf(f, ", \"control_steps\": %d, \"mujoco_warnings\": %ld, \"error\": ", loop->nrec,
             tool_warnings());
     tool_jsonString(f, loop->err);
@@ -384,6 +455,38 @@ static void runJson(FILE* f, const runArgs* a, const char* task, const mpcLoop* 
     }
   }
   fprintf(f, "}");
+  if (loop && loop->adapt) {
+    // the adaptation log: per fitted window, the estimate and the plant's value
+    const mjdiffParams* sel = mpc_adaptParams(loop->adapt);
+    int np = loop->nlogp;
+    fprintf(f, ", \"adapt\": {\"params\": [");
+    for (int i = 0; i < np; i++) {
+      if (i) fprintf(f, ", ");
+      tool_jsonString(f, mjdiff_paramName(sel, i));
+    }
+    fprintf(f, "], \"windows\": %d, \"failed\": %d, \"fit_ms\": ",
+            mpc_adaptUpdates(loop->adapt), mpc_adaptFailures(loop->adapt));
+    jsonNumber(f, 1e3 * mpc_adaptMeanFit(loop->adapt));
+    fprintf(f, ", \"t_s\": [");
+    for (int k = 0; k < loop->nlog; k++) {
+      if (k) fprintf(f, ", ");
+      jsonNumber(f, loop->log_t[k]);
+    }
+    const char* key[2] = {"estimate", "plant"};
+    for (int j = 0; j < 2; j++) {
+      const double* v = j ? loop->log_true : loop->log_est;
+      fprintf(f, "], \"%s\": [", key[j]);
+      for (int k = 0; k < loop->nlog; k++) {
+        fprintf(f, "%s[", k ? ", " : "");
+        for (int i = 0; i < np; i++) {
+          if (i) fprintf(f, ", ");
+          jsonNumber(f, v[(size_t)k * np + i]);
+        }
+        fprintf(f, "]");
+      }
+    }
+    fprintf(f, "]}");
+  }
   tool_jsonNullNote(f);
   fprintf(f, "}\n");
 }
@@ -419,6 +522,7 @@ static int mainRun(int argc, char** argv) {
     free(defaultTask);
     return TOOL_EXIT_RUNTIME;
   }
+  if (a.iterations > 0) mpc_plannerSetIterations(planner, (int)a.iterations, 0);
   mpcLoopOptions lo;
   loopOptions(&a.c, p.m, p.task, a.plant, (unsigned long long)a.seed, &lo);
   mpcLoop* loop = mpc_makeLoop(p.m, p.s, p.task, planner, &lo, err, sizeof(err));
@@ -430,6 +534,63 @@ static int mainRun(int argc, char** argv) {
     return TOOL_EXIT_RUNTIME;
   }
 
+  // the plant file, adaptation, oracle
+  toolPlant* plant = NULL;
+  mpcAdapt* adapt = NULL;
+  mjdiffParams* oracle = NULL;
+  if (a.plant_file || a.adapt || a.oracle) {
+    plant = a.plant_file ? tool_readPlant(p.m, a.plant_file, err, sizeof(err))
+                         : tool_nominalPlant(p.m, err, sizeof(err));
+    if (!plant || !tool_plantCheck(plant, lo.seconds, err, sizeof(err))) {
+      fprintf(stderr, TOOL ": error: %s\n", err);
+      tool_freePlant(plant);
+      mpc_freeLoop(loop);
+      mpc_freePlanner(planner);
+      freeProblem(&p);
+      free(defaultTask);
+      return TOOL_EXIT_USAGE;
+    }
+    mpc_loopSetPlant(loop, plant);
+  }
+  if (a.adapt) {
+    adapt = mpc_makeAdapt(p.m, p.s, a.adapt, &a.adapt_opt, err, sizeof(err));
+    if (!adapt || !mpc_loopSetAdapt(loop, adapt, err, sizeof(err))) {
+      fprintf(stderr, TOOL ": error: %s\n", err);
+      mpc_freeAdapt(adapt);
+      tool_freePlant(plant);
+      mpc_freeLoop(loop);
+      mpc_freePlanner(planner);
+      freeProblem(&p);
+      free(defaultTask);
+      return TOOL_EXIT_USAGE;
+    }
+  }
+  if (a.oracle) {
+    // the names as --adapt takes them: a comma-separated list
+    char* copy = malloc(strlen(a.oracle) + 1);
+    const char* list[256];
+    int n = 0, ok = copy != NULL;
+    if (!ok) snprintf(err, sizeof(err), "out of memory");
+    if (ok) {
+      strcpy(copy, a.oracle);
+      for (char* t = strtok(copy, ","); t && n < 256; t = strtok(NULL, ",")) list[n++] = t;
+      char why[512];
+      ok = n > 0 && mjdiff_makeParams(p.m, p.s, list, n, &oracle, why, sizeof(why)) == MJDIFF_OK;
+      if (!ok) snprintf(err, sizeof(err), "--oracle: %s", n ? why : "no parameter names");
+    }
+    free(copy);
+    if (!ok || !mpc_loopSetOracle(loop, oracle, err, sizeof(err))) {
+      fprintf(stderr, TOOL ": error: %s\n", err);
+      mjdiff_freeParams(oracle);
+      tool_freePlant(plant);
+      mpc_freeLoop(loop);
+      mpc_freePlanner(planner);
+      freeProblem(&p);
+      free(defaultTask);
+      return TOOL_EXIT_USAGE;
+    }
+  }
+
   if (!a.json) {
     printf(TOOL " %s: %s (nq=%d nv=%d nu=%d, timestep %g s), task %s\n", mjdiff_versionString(),
            a.model, (int)p.m->nq, (int)p.m->nv, (int)p.m->nu, p.m->opt.timestep, task);
@@ -437,6 +598,16 @@ static int mainRun(int argc, char** argv) {
            "plant step(s), horizon %g s, %g s simulated\n",
            kPlannerName[a.planner], kPlantName[a.plant], 1e3 * a.c.budget, lo.shift,
            mjdiff_taskHorizon(p.task), lo.seconds);
+    if (a.plant_file) {
+      printf("plant file %s: %d parameter change(s), delay %d step(s), %s readings\n",
+             a.plant_file, tool_plantChanges(plant), tool_plantDelaySteps(plant),
+             tool_plantNoisy(plant) ? "noisy" : "exact");
+    }
+    if (adapt) {
+      printf("adapting %d parameter(s) online (windows of %g s)\n", mpc_adaptCount(adapt),
+             a.adapt_opt.window);
+    }
+    if (oracle) printf("oracle: %d parameter(s) follow the plant\n", mjdiff_paramCount(oracle));
     fflush(stdout);
   }
 
@@ -478,6 +649,21 @@ static int mainRun(int argc, char** argv) {
            "%.3f\n",
            1e3 * mpc_loopMeanPlan(loop), 1e3 * mpc_loopMaxPlan(loop), mpc_loopTime(loop),
            loop->wall, mpc_loopRealtime(loop));
+    if (a.score_after > 0) {
+      printf("mean cost from %g s on: %.6g\n", a.score_after,
+             mpc_loopMeanCostFrom(loop, a.score_after));
+    }
+    if (adapt) {
+      int np = mpc_adaptCount(adapt);
+      printf("adaptation: %d window(s) fitted, %d failed, %.2f ms per fit\n",
+             mpc_adaptUpdates(adapt), mpc_adaptFailures(adapt), 1e3 * mpc_adaptMeanFit(adapt));
+      for (int i = 0; i < np; i++) {
+        const char* name = mjdiff_paramName(mpc_adaptParams(adapt), i);
+        printf("  %-32s nominal %-10.5g estimate %-10.5g +- %-9.3g plant %.5g\n", name,
+               mpc_adaptNominal(adapt)[i], mpc_adaptValues(adapt)[i], mpc_adaptSd(adapt)[i],
+               plant ? tool_plantParam(plant, name) : NAN);
+      }
+    }
     if (loop->failed) printf("FAILED: %s\n", loop->err);
   }
   if (a.c.out) {
@@ -487,6 +673,9 @@ static int mainRun(int argc, char** argv) {
   }
 
   mpc_freeLoop(loop);
+  mpc_freeAdapt(adapt);
+  mjdiff_freeParams(oracle);
+  tool_freePlant(plant);
   mpc_freePlanner(planner);
   freeProblem(&p);
   free(defaultTask);

@@ -86,6 +86,12 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
 // 0 with a message in err if p is not a gradient planner or the schedule is invalid.
 int mpc_plannerSetReach(mpcPlanner* p, const mjdiffReachSchedule* sched, char* err, int errsz);
 
+// Set parameter values (prm: a selection of <mjdiff/params.h> made on a model of the planner's
+// sizes) on the planning model and its smooth model: the planner's copy, or the caller's m and s
+// when it plans on them (they change). 0 with a message (a value out of range: nothing changed).
+int mpc_plannerSetParamValues(mpcPlanner* p, const mjdiffParams* prm, const double* values,
+                              char* err, int errsz);
+
 // the current plan: controls (H x nu) and its predicted states (H+1 x (nq+nv+na)); sizes in H
 const double* mpc_planControls(const mpcPlanner* p, int* H);
 const double* mpc_planStates(const mpcPlanner* p, int* H);

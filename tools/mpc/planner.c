@@ -1284,6 +1284,12 @@ double mpc_plan(mpcPlanner* p, const mjData* d, double budget, int shift, double
   return p->cost;
 }
 
+int mpc_plannerSetParamValues(mpcPlanner* p, const mjdiffParams* prm, const double* values,
+                              char* err, int errsz) {
+  return mjdiff_setParamValues((mjModel*)p->m, (mjdiffModel*)p->s, prm, values, err, errsz) ==
+         MJDIFF_OK;
+}
+
 int mpc_plannerSetReach(mpcPlanner* p, const mjdiffReachSchedule* sched, char* err, int errsz) {
   if (!p || p->type != MPC_GRADIENT) {
     snprintf(err, (size_t)errsz, "the long-range contact term is for the gradient planner");
