@@ -46,7 +46,7 @@ int sysid_nres(const sysidModel* sm);
 // the initial variables: parameter values of the model, zero offsets
 void sysid_initialVariables(const sysidModel* sm, double* z);
 
-// residual function for the optimiser (sysidResidualFn): user = the sysidModel
+// residual function for the optimiser (mjdiffLsqResidual): user = the sysidModel
 int sysid_residual(void* user, const double* z, double* r, double* J);
 
 // why the last call of sysid_residual failed, naming the recording, step and time ("" if it did

@@ -45,7 +45,7 @@ typedef struct args_ {
   int nset;
   long window;
   sysidWeights weights;
-  sysidMethod method;
+  mjdiffLsqMethod method;
   long max_iter;
   double ftol, xtol;
   const char* out;
@@ -117,7 +117,7 @@ static double numberArg(int argc, char** argv, int* i, double lo) {
 static void parseArgs(int argc, char** argv, args* a) {
   memset(a, 0, sizeof(*a));
   a->weights = (sysidWeights){1e-3, 1e-2, 1e-2, 1e-4};
-  a->method = SYSID_LM_EXACT;
+  a->method = MJDIFF_LSQ_LM;
   a->max_iter = -1;
   a->window = -1;
   a->ftol = 1e-10;
@@ -152,11 +152,11 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(s, "--method")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
       if (!strcmp(v, "lm")) {
-        a->method = SYSID_LM_EXACT;
+        a->method = MJDIFF_LSQ_LM;
       } else if (!strcmp(v, "fd-lm")) {
-        a->method = SYSID_LM_FD;
+        a->method = MJDIFF_LSQ_LM_FD;
       } else if (!strcmp(v, "nelder-mead")) {
-        a->method = SYSID_NELDER_MEAD;
+        a->method = MJDIFF_LSQ_NELDER_MEAD;
       } else {
         tool_usageError(kTool, "--method must be lm, fd-lm or nelder-mead, got '%s'", v);
       }
@@ -435,13 +435,37 @@ done:
 
 //---------------------------------- fit ----------------------------------------------------------
 
+// a number in a fixed-width column, "-" if NaN
+static void column(char* buf, int size, int width, const char* fmt, double x) {
+  if (isnan(x)) {
+    snprintf(buf, (size_t)size, "%*s", width, "-");
+  } else {
+    snprintf(buf, (size_t)size, fmt, width, x);
+  }
+}
+
+// the optimiser's progress: one line per iteration on stderr (user: a line prefix, or NULL)
+static void printProgress(void* user, const mjdiffLsqProgress* info) {
+  const char* prefix = user ? (const char*)user : "";
+  if (info->iter == 0) {
+    fprintf(stderr, "%s%5s  %14s  %10s  %10s  %8s\n", prefix, "iter", "F", "|step|", "lambda",
+            "evals");
+  }
+  char sF[40], sstep[40], slambda[40];
+  column(sF, sizeof(sF), 14, "%*.7e", info->F);
+  column(sstep, sizeof(sstep), 10, "%*.3e", info->step);
+  column(slambda, sizeof(slambda), 10, "%*.3e", info->lambda);
+  fprintf(stderr, "%s%5d  %s  %s  %s  %8d\n", prefix, info->iter, sF, sstep, slambda,
+          info->evals);
+}
+
 static void jsonNumber(FILE* f, double x) {
   tool_jsonNumberDigits(f, x, 10);  // null if not finite (counted: tool_jsonNullNote)
 }
 
 // write the report (one JSON object) to path or stdout; to path.tmp then renamed
 static int writeReport(const char* path, const args* a, const mjdiffParams* p, const double* z0,
-                       const double* z, const sysidResult* res, long rollouts, double wall,
+                       const double* z, const mjdiffLsqResult* res, long rollouts, double wall,
                        int nres, const char* status, const char* xmlNote) {
   char tmp[1100];
   FILE* f = stdout;
@@ -789,18 +813,18 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
             nrec, n, sysid_nres(sm));
   }
   tool_catchInterrupt();
-  sysidProblem prob = {n, sysid_nres(sm), lo, hi, sysid_residual, sm};
-  sysidOptions opt;
-  sysid_defaultOptions(&opt);
+  mjdiffLsqProblem prob = {n, sysid_nres(sm), lo, hi, sysid_residual, sm, 0, 0, 0, NULL};
+  mjdiffLsqOptions opt;
+  mjdiff_defaultLsqOptions(&opt);
   opt.method = a->method;
-  if (a->max_iter > 0) opt.max_iter = (int)a->max_iter;
+  if (a->max_iter >= 0) opt.max_iter = (int)a->max_iter;
   opt.ftol = a->ftol;
   opt.xtol = a->xtol;
-  opt.verbose = !a->quiet;
+  opt.progress = a->quiet ? NULL : printProgress;
   opt.cancel = tool_interruptFlag();
-  sysidResult res;
+  mjdiffLsqResult res;
   memset(&res, 0, sizeof(res));
-  if (sysid_solve(&prob, &opt, z, &res)) {
+  if (mjdiff_lsqSolve(&prob, &opt, z, &res)) {
     const char* why = sysid_lastError(sm);
     fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values%s%s\n",
             kTool, why[0] ? ": " : "", why);
@@ -834,7 +858,7 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
             res.status, res.iterations, res.F0, res.F, sysid_rollouts(sm), wall);
   }
   if (interrupted && code == TOOL_EXIT_OK) code = TOOL_EXIT_INTERRUPTED;
-  sysid_freeResult(&res);
+  mjdiff_freeLsqResult(&res);
 
 done:
   sysid_freeModel(sm);
