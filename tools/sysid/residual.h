@@ -49,6 +49,15 @@ void sysid_initialVariables(const sysidModel* sm, double* z);
 // residual function for the optimiser (mjdiffLsqResidual): user = the sysidModel
 int sysid_residual(void* user, const double* z, double* r, double* J);
 
+// the same residuals with the normal equations' blocks (mjdiffLsqNormal): p = the parameters
+// (np), one block per window (its start offset, 2nv+na); a window's rows touch p and its own
+// block, its continuity rows also the next window's. user = the sysidModel
+int sysid_normal(void* user, const double* z, double* r, mjdiffLsqBlocks* H);
+
+// windows (blocks) and the block size 2nv+na
+int sysid_nwin(const sysidModel* sm);
+int sysid_ndx(const sysidModel* sm);
+
 // why the last call of sysid_residual failed, naming the recording, step and time ("" if it did
 // not fail)
 const char* sysid_lastError(const sysidModel* sm);

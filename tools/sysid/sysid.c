@@ -47,6 +47,7 @@ typedef struct args_ {
   sysidWeights weights;
   mjdiffLsqMethod method;
   long max_iter;
+  int solver;                  // mjdiffLsqSolver
   double ftol, xtol;
   const char* out;
   const char* xml;
@@ -82,7 +83,11 @@ static void usage(void) {
       "  --sigma-cont S         scale of the continuity between windows (default 1e-4)\n"
       "  --method M             lm (exact Jacobians), fd-lm (finite-difference Jacobians,\n"
       "                         one rollout per parameter), nelder-mead (default lm)\n"
-      "  --max-iter N           iterations (default 100; nelder-mead: 200 per variable)\n"
+      "  --max-iter N           iterations (default 100; nelder-mead: 200 per variable; 0: none,\n"
+      "                         the report at the starting values)\n"
+      "  --solver S             blocks (lm: normal equations per window, eliminated by a Schur\n"
+      "                         complement on the parameters; time and memory linear in the\n"
+      "                         recording's length; default) or dense (the m x n Jacobian)\n"
       "  --ftol F, --xtol X     stopping tolerances (default 1e-10, 1e-10)\n"
       "  --out FILE             JSON report to FILE (default: stdout)\n"
       "  --xml FILE             write the calibrated model as MJCF to FILE\n"
@@ -160,10 +165,19 @@ static void parseArgs(int argc, char** argv, args* a) {
       } else {
         tool_usageError(kTool, "--method must be lm, fd-lm or nelder-mead, got '%s'", v);
       }
+    } else if (!strcmp(s, "--solver")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!strcmp(v, "blocks")) {
+        a->solver = MJDIFF_LSQ_AUTO;
+      } else if (!strcmp(v, "dense")) {
+        a->solver = MJDIFF_LSQ_DENSE;
+      } else {
+        tool_usageError(kTool, "--solver must be blocks or dense, got '%s'", v);
+      }
     } else if (!strcmp(s, "--max-iter")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 100000000L, &a->max_iter)) {
-        tool_usageError(kTool, "--max-iter must be an integer >= 1, got '%s'", v);
+      if (!tool_parseInt(v, 0, 100000000L, &a->max_iter)) {
+        tool_usageError(kTool, "--max-iter must be an integer >= 0, got '%s'", v);
       }
     } else if (!strcmp(s, "--ftol")) {
       a->ftol = numberArg(argc, argv, &i, 0);
@@ -813,10 +827,12 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
             nrec, n, sysid_nres(sm));
   }
   tool_catchInterrupt();
-  mjdiffLsqProblem prob = {n, sysid_nres(sm), lo, hi, sysid_residual, sm, 0, 0, 0, NULL};
+  mjdiffLsqProblem prob = {n,  sysid_nres(sm), lo,         hi, sysid_residual, sm,
+                           np, sysid_nwin(sm), sysid_ndx(sm), sysid_normal};
   mjdiffLsqOptions opt;
   mjdiff_defaultLsqOptions(&opt);
   opt.method = a->method;
+  opt.solver = a->solver;
   if (a->max_iter >= 0) opt.max_iter = (int)a->max_iter;
   opt.ftol = a->ftol;
   opt.xtol = a->xtol;
