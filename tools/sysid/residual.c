@@ -189,6 +189,15 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
       sysid_freeModel(sm);
       return NULL;
     }
+    if (window_steps > rec[r].T) {
+      snprintf(err, (size_t)errsz,
+               "%s: %d steps (%g s) is shorter than one shooting window of %d steps (%g s): give "
+               "a shorter --window, or 0 for one window per recording",
+               rec[r].path, rec[r].T, rec[r].T * m->opt.timestep, window_steps,
+               window_steps * m->opt.timestep);
+      sysid_freeModel(sm);
+      return NULL;
+    }
     int rows = 0;
     for (int k = 0; k <= rec[r].T && !rows; k++) rows += stepRows(sm, rec + r, k);
     if (!rows) {
@@ -238,13 +247,23 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
     d->time = R->t0;
     for (int k = 0; k < R->T && wi < nwin; k++) {
       if (sm->win[wi].rec == r && sm->win[wi].k0 == k) {
+        // measured coordinates from the recording (a rotation only when all 4 components
+        // are), the unmeasured ones carried on from the simulation: the window's offset d_w
+        // fits both (a missing column does not replace the measured joints' start states)
         const double* qp = R->qpos + (size_t)m->nq * k;
         const double* qv = R->qvel + (size_t)m->nv * k;
-        if (measured(qp, m->nq) && measured(qv, m->nv)) {
-          mju_copy(d->qpos, qp, m->nq);
-          mju_copy(d->qvel, qv, m->nv);
-          mj_normalizeQuat(m, d->qpos);
+        for (int j = 0; j < m->njnt; j++) {
+          int qa = m->jnt_qposadr[j], rq = rotQpos(m, j);
+          int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
+          for (int i = 0; i < nlin; i++) {
+            if (!isnan(qp[qa + i])) d->qpos[qa + i] = qp[qa + i];
+          }
+          if (rq >= 0 && measured(qp + rq, 4)) mju_copy(d->qpos + rq, qp + rq, 4);
         }
+        for (int i = 0; i < m->nv; i++) {
+          if (!isnan(qv[i])) d->qvel[i] = qv[i];
+        }
+        mj_normalizeQuat(m, d->qpos);
         mju_copy(sm->win[wi].xbar, d->qpos, m->nq);
         mju_copy(sm->win[wi].xbar + m->nq, d->qvel, m->nv);
         mju_copy(sm->win[wi].xbar + m->nq + m->nv, d->act, m->na);

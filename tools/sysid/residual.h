@@ -30,8 +30,10 @@ typedef struct sysidModel_ sysidModel;
 
 // Build the residual model of m (with smooth model s and parameters p) for recordings rec
 // (nrec), windows of `window` steps (0: one window per recording), priors (np values and scales,
-// nullable; scale <= 0: no prior). The start state of each window is taken from the recording
-// where it measures qpos and qvel fully, else from a simulation with the initial parameters.
+// nullable; scale <= 0: no prior). The reference start state of each window takes every measured
+// coordinate from the recording and the unmeasured ones from a simulation with the initial
+// parameters (restarted from the measured coordinates at each window); the fitted offsets d_w
+// then estimate both per window. A recording shorter than one window fails, naming it.
 // Returns NULL with err on failure (a sensor column without a derivative, ...).
 sysidModel* sysid_makeModel(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
                             const sysidRecording* rec, int nrec, int window,
