@@ -13,11 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+// scale of the weak prior on unmeasured start coordinates (m, rad, m/s, rad/s, activation)
+#define WEAK_SIGMA 10.0
+
 typedef struct window_ {
   int rec;                     // recording
   int k0, k1;                  // steps k0 .. k1 (measurements at k0 .. k1 - 1, and k1 if last)
   int last;                    // last window of its recording
   double* xbar;                // reference start state (nq + nv + na)
+  int* weak;                   // tangent coordinates with a weak prior (first window of a
+  int nweak;                   // recording: those the recording does not measure at k0)
 } window;
 
 struct sysidModel_ {
@@ -227,6 +232,27 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
       w->k1 = k0 + len < rec[r].T ? k0 + len : rec[r].T;
       w->last = w->k1 == rec[r].T;
       w->xbar = (double*)calloc((size_t)nx, sizeof(double));
+      w->weak = (int*)calloc((size_t)sm->ndx + 1, sizeof(int));
+      if (k0 > 0) continue;
+      // unmeasured start coordinates of the recording: only the dynamics (and the continuity
+      // chain) see them, and where nothing does (a box the arm never touches) J'J is singular;
+      // a weak prior d = 0 +- WEAK_SIGMA (state units) fixes that gauge without biasing the rest
+      const double* qp = rec[r].qpos;
+      const double* qv = rec[r].qvel;
+      for (int j = 0; j < m->njnt; j++) {
+        int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], rq = rotQpos(m, j), rd = rotDof(m, j);
+        int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
+        for (int i = 0; i < nlin; i++) {
+          if (isnan(qp[qa + i])) w->weak[w->nweak++] = da + i;
+        }
+        if (rq >= 0 && !measured(qp + rq, 4)) {
+          for (int i = 0; i < 3; i++) w->weak[w->nweak++] = rd + i;
+        }
+      }
+      for (int i = 0; i < m->nv; i++) {
+        if (isnan(qv[i])) w->weak[w->nweak++] = m->nv + i;
+      }
+      for (int i = 0; i < m->na; i++) w->weak[w->nweak++] = 2 * m->nv + i;
     }
   }
 
@@ -281,6 +307,7 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
     const window* w = sm->win + i;
     int kend = w->last ? w->k1 : w->k1 - 1;
     for (int k = w->k0; k <= kend; k++) nres += stepRows(sm, rec + w->rec, k);
+    nres += w->nweak;
     if (!w->last) nres += sm->ndx;
   }
   if (prior && prior_sigma) {
@@ -317,7 +344,10 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
 
 void sysid_freeModel(sysidModel* sm) {
   if (!sm) return;
-  for (int i = 0; i < sm->nwin && sm->win; i++) free(sm->win[i].xbar);
+  for (int i = 0; i < sm->nwin && sm->win; i++) {
+    free(sm->win[i].xbar);
+    free(sm->win[i].weak);
+  }
   free(sm->win);
   free(sm->prior);
   free(sm->prior_sigma);
@@ -592,6 +622,15 @@ static int evaluate(sysidModel* sm, const double* z, double* r, double* Jout, mj
     const double* dw = z + np + (size_t)ndx * wi;
     startWindow(sm, w, dw, R->t0 + h * w->k0);
     sm->rollouts++;
+    // weak priors on the unmeasured start coordinates (first window of a recording)
+    for (int i = 0; i < w->nweak; i++, row++) {
+      r[row] = dw[w->weak[i]] / WEAK_SIGMA;
+      if (J) {
+        double* Jr = locRow(sm, row);
+        memset(Jr, 0, sizeof(double) * (size_t)nc);
+        Jr[np + w->weak[i]] = 1 / WEAK_SIGMA;
+      }
+    }
     int kend = w->last ? w->k1 : w->k1 - 1;
     for (int k = w->k0; k <= w->k1; k++) {
       int ku = k < R->T ? k : R->T - 1;

@@ -10,6 +10,9 @@
 //   sensor    measured sensor components at each step (readings of the forward pass there)
 //   continuity  x_{w,end} (-) x_{w+1} for consecutive windows of one recording (scale sigma_cont)
 //   prior     (p - p_prior) / sigma_prior for parameters with a prior
+//   weak      d_w,i / 10 for the tangent coordinates i a recording does not measure at its start
+//             (first window only): fixes the start of an unobserved chain (J'J stays regular when
+//             nothing sees it) and is negligible against any measurement
 // Jacobian by forward sensitivities: S_k = dx_k/d(p, d_w), S_{k+1} = A_k S_k + [P_k 0],
 // S_{k0} = [0 J_r(d_w)]; state rows read S, sensor rows C_k S_k + [Q_k 0], with C, Q the sensor
 // Jacobians of the step adjoint.
