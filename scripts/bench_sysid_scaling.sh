@@ -6,10 +6,11 @@
 # of links 2-7, damping of joints 1-7) from the model's values; 0.1 s windows (--window 50) and a
 # fixed number of Levenberg-Marquardt iterations (--max-iter, default 2) so that every length
 # does the same work per step. Per length: wall time and peak resident memory (GNU time) of the
-# fit with the block solver (default), and of the dense solver up to DENSE_MAX seconds of data.
-# Writes out/sysid_scaling/scaling.csv and scaling.png (gnuplot).
-#   scripts/bench_sysid_scaling.sh [DURATION_S...]     (default 10 30 60 180 600)
-# Environment: ITERS (2), DENSE_MAX (10), BUILD (build).
+# fit with the block solver (default), and of the dense solver up to DENSE_MAX seconds of data
+# (its Jacobians are m x n with m and n both growing with the length: 10 s already needs more
+# than 8 GB). Writes out/sysid_scaling/scaling.csv and scaling.png (gnuplot).
+#   scripts/bench_sysid_scaling.sh [DURATION_S...]     (default 1 2 10 30 60 180 600)
+# Environment: ITERS (2), DENSE_MAX (2), BUILD (build), APPEND=1 (add to scaling.csv).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -19,9 +20,9 @@ command -v /usr/bin/time >/dev/null || { echo "GNU time (/usr/bin/time) needed" 
 out=$root/out/sysid_scaling
 mkdir -p "$out"
 durations=("$@")
-((${#durations[@]})) || durations=(10 30 60 180 600)
+((${#durations[@]})) || durations=(1 2 10 30 60 180 600)
 iters=${ITERS:-2}
-dense_max=${DENSE_MAX:-10}
+dense_max=${DENSE_MAX:-2}
 model=$root/models/arm_box.xml
 truth=(body:link2:mass=1.8 body:link3:mass=1.0 body:link4:mass=1.2 body:link5:mass=0.7
        body:link6:mass=0.6 body:link7:mass=0.35 joint:joint1:damping=2.5 joint:joint2:damping=1.6
@@ -30,7 +31,7 @@ truth=(body:link2:mass=1.8 body:link3:mass=1.0 body:link4:mass=1.2 body:link5:ma
 sets=() params=()
 for t in "${truth[@]}"; do sets+=(--set "$t"); params+=(--param "${t%%=*}"); done
 csv=$out/scaling.csv
-echo "duration_s,steps,solver,wall_s,peak_mb,variables,residuals,status" >"$csv"
+[[ ${APPEND:-0} == 1 && -s $csv ]] || echo "duration_s,steps,solver,wall_s,peak_mb,residuals,status" >"$csv"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for dur in "${durations[@]}"; do
@@ -49,12 +50,11 @@ for dur in "${durations[@]}"; do
 import json, sys
 r = json.load(open(sys.argv[1]))
 m = r['metrics']
-nvar = len(m['parameters']) + 26 * 0  # variables: from the residual count line below
-print('%s,%d,%s,%s,%.1f,%s,%d,%s' % (sys.argv[2], round(float(sys.argv[2]) / 0.002), sys.argv[3],
-      sys.argv[4], int(sys.argv[5]) / 1024, '', m['residuals'], r['status']))
+print('%s,%d,%s,%s,%.1f,%d,%s' % (sys.argv[2], round(float(sys.argv[2]) / 0.002), sys.argv[3],
+      sys.argv[4], int(sys.argv[5]) / 1024, m['residuals'], r['status']))
 PY
     else
-      echo "$dur,$(awk -v d="$dur" 'BEGIN{printf "%d", d/0.002}'),$solver,$wall,$((kb / 1024)),,,failed (exit $rc): $(tr '\n,' '  ' <"$tmp/err" | cut -c1-120)" >>"$csv"
+      echo "$dur,$(awk -v d="$dur" 'BEGIN{printf "%d", d/0.002}'),$solver,$wall,$((kb / 1024)),,failed (exit $rc): $(tr '\n,' '  ' <"$tmp/err" | cut -c1-120)" >>"$csv"
     fi
     tail -1 "$csv"
   done
