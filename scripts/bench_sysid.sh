@@ -77,7 +77,7 @@ sysid = os.path.join(root, 'build', 'tools', 'mjdiff-sysid')
 outdir = os.path.join(root, 'out', 'bench_sysid')
 os.makedirs(outdir, exist_ok=True)
 GRACE = 15                     # seconds between SIGINT and SIGKILL
-line_re = re.compile(r'\s*(\d+)\s+([-+0-9.eE]+)\s+\S+\s+\S+\s+(\d+)\s*$')
+line_re = re.compile(r'(?:\[window \d+\] )?\s*(\d+)\s+([-+0-9.eE]+)\s+\S+\s+\S+\s+(\d+)\s*$')
 
 def run(case, method, args, limit):
     """run one fit; returns the report and the progress [(t_s, iter, F, evals)]"""

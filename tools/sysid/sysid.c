@@ -530,8 +530,10 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
     if (i) fprintf(f, ", ");
     tool_jsonString(f, a->data[i]);
   }
-  fprintf(f, "], \"method\": \"%s\", \"window\": %ld, \"sigma_qpos\": %g, \"sigma_qvel\": %g, "
-             "\"sigma_sensor\": %g}, \"status\": ", methods[a->method], a->window,
+  char win[32];
+  snprintf(win, sizeof(win), a->window >= 0 ? "%ld" : "\"auto\"", a->window);
+  fprintf(f, "], \"method\": \"%s\", \"window\": %s, \"sigma_qpos\": %g, \"sigma_qvel\": %g, "
+             "\"sigma_sensor\": %g}, \"status\": ", methods[a->method], win,
           a->weights.sigma_qpos, a->weights.sigma_qvel, a->weights.sigma_sensor);
   tool_jsonString(f, status);
   int reliable = res && res->reliable;
