@@ -10,7 +10,9 @@
 # (its Jacobians are m x n with m and n both growing with the length: 10 s already needs more
 # than 8 GB). Writes out/sysid_scaling/scaling.csv and scaling.png (gnuplot).
 #   scripts/bench_sysid_scaling.sh [DURATION_S...]     (default 1 2 10 30 60 180 600)
-# Environment: ITERS (2), DENSE_MAX (2), BUILD (build), APPEND=1 (add to scaling.csv).
+# Environment: ITERS (2; 0: one evaluation with the normal equations and the standard errors,
+# the same work at every length), DENSE_MAX (2), BUILD (build), NAME (scaling: NAME.csv,
+# NAME.png), APPEND=1 (add to NAME.csv), PLOT_ONLY=1 (plot NAME.csv again).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -30,11 +32,13 @@ truth=(body:link2:mass=1.8 body:link3:mass=1.0 body:link4:mass=1.2 body:link5:ma
        joint:joint6:damping=0.4 joint:joint7:damping=0.25)
 sets=() params=()
 for t in "${truth[@]}"; do sets+=(--set "$t"); params+=(--param "${t%%=*}"); done
-csv=$out/scaling.csv
-[[ ${APPEND:-0} == 1 && -s $csv ]] || echo "duration_s,steps,solver,wall_s,peak_mb,residuals,status" >"$csv"
+name=${NAME:-scaling}
+csv=$out/$name.csv
+[[ ${PLOT_ONLY:-0} == 1 ]] && durations=()
+[[ ( ${APPEND:-0} == 1 || ${PLOT_ONLY:-0} == 1 ) && -s $csv ]] || echo "duration_s,steps,solver,wall_s,cpu_s,peak_mb,residuals,jacobians,evaluations,status" >"$csv"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for dur in "${durations[@]}"; do
+for dur in "${durations[@]+"${durations[@]}"}"; do
   rec=$tmp/arm_$dur.csv
   "$sysid" --quiet --generate "$rec" "${sets[@]}" --duration "$dur" --noise-qpos 1e-3 \
     --noise-qvel 1e-2 --seed 3 "$model"
@@ -42,19 +46,21 @@ for dur in "${durations[@]}"; do
   if awk -v d="$dur" -v m="$dense_max" 'BEGIN { exit !(d <= m) }'; then solvers+=(dense); fi
   for solver in "${solvers[@]}"; do
     rc=0
-    /usr/bin/time -f "%e %M" -o "$tmp/time" "$sysid" --quiet --solver "$solver" --window 50 \
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" "$sysid" --quiet --solver "$solver" --window 50 \
       --max-iter "$iters" "${params[@]}" --out "$tmp/r.json" "$model" "$rec" 2>"$tmp/err" || rc=$?
-    read -r wall kb < <(tail -1 "$tmp/time")
+    read -r wall usr sys kb < <(tail -1 "$tmp/time")
+    cpu=$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
     if [[ -s $tmp/r.json && ( $rc -eq 0 || $rc -eq 3 || $rc -eq 4 ) ]]; then
-      python3 - "$tmp/r.json" "$dur" "$solver" "$wall" "$kb" >>"$csv" <<'PY'
+      python3 - "$tmp/r.json" "$dur" "$solver" "$wall" "$cpu" "$kb" >>"$csv" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 m = r['metrics']
-print('%s,%d,%s,%s,%.1f,%d,%s' % (sys.argv[2], round(float(sys.argv[2]) / 0.002), sys.argv[3],
-      sys.argv[4], int(sys.argv[5]) / 1024, m['residuals'], r['status']))
+print('%s,%d,%s,%s,%s,%.1f,%d,%d,%d,%s' % (sys.argv[2], round(float(sys.argv[2]) / 0.002),
+      sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]) / 1024, m['residuals'],
+      m['jacobians'], m['evaluations'], r['status']))
 PY
     else
-      echo "$dur,$(awk -v d="$dur" 'BEGIN{printf "%d", d/0.002}'),$solver,$wall,$((kb / 1024)),,failed (exit $rc): $(tr '\n,' '  ' <"$tmp/err" | cut -c1-120)" >>"$csv"
+      echo "$dur,$(awk -v d="$dur" 'BEGIN{printf "%d", d/0.002}'),$solver,$wall,$cpu,$((kb / 1024)),,,,failed (exit $rc): $(tr '\n,' '  ' <"$tmp/err" | cut -c1-120)" >>"$csv"
     fi
     tail -1 "$csv"
   done
@@ -63,22 +69,24 @@ done
 if command -v gnuplot >/dev/null; then
   gnuplot <<GP
 set terminal pngcairo size 900,420 font ",10"
-set output "$out/scaling.png"
+set output "$out/$name.png"
 set datafile separator ","
-set multiplot layout 1,2 title "mjdiff-sysid on the arm at 500 Hz, 13 parameters, 0.1 s windows, $iters LM iterations"
+set multiplot layout 1,2 title "mjdiff-sysid on the arm at 500 Hz, 13 parameters, 0.1 s windows, --max-iter $iters"
 set logscale xy
 set xlabel "recording (s)"
 set grid
 set key top left
-set ylabel "wall time (s)"
-plot "< grep ',blocks,' $csv | grep -v failed" using 1:4 with linespoints lw 2 title "blocks (Schur)", \
-     "< grep ',dense,' $csv | grep -v failed" using 1:4 with points pt 7 ps 1.5 title "dense"
+set ylabel "time (s)"
+plot "< grep ',blocks,' $csv | grep -v failed" using 1:4 with linespoints lw 2 title "blocks (Schur), wall", \
+     "< grep ',blocks,' $csv | grep -v failed" using 1:5 with linespoints lw 2 dt 2 title "blocks, CPU", \
+     "< grep ',dense,' $csv | grep -v failed" using 1:4 with points pt 7 ps 1.5 title "dense, wall", \
+     x with lines lc rgb "gray" dt 3 title "1 s per s of data"
 set ylabel "peak memory (MB)"
-plot "< grep ',blocks,' $csv | grep -v failed" using 1:5 with linespoints lw 2 title "blocks (Schur)", \
-     "< grep ',dense,' $csv | grep -v failed" using 1:5 with points pt 7 ps 1.5 title "dense", \
+plot "< grep ',blocks,' $csv | grep -v failed" using 1:6 with linespoints lw 2 title "blocks (Schur)", \
+     "< grep ',dense,' $csv | grep -v failed" using 1:6 with points pt 7 ps 1.5 title "dense", \
      2048 with lines dt 2 title "2 GB"
 unset multiplot
 GP
-  echo "wrote $out/scaling.png"
+  echo "wrote $out/$name.png"
 fi
 echo "wrote $csv"

@@ -10,6 +10,12 @@
 //             recording in the same CSV format; --plant native steps MuJoCo's own mj_step (its
 //             hard constraints and solver: a stand-in for a real system) instead of the smooth
 //             model, after mj_setConst so that set masses act as a recompiled model's would
+//   predict   open-loop prediction error of a model against recordings at chosen horizons
+//             (predict.c)
+// The fit's defaults (issue 18): windows by continuation (5 steps to 0.1 s); the block solver
+// (the normal equations per window, a Schur complement on the parameters: linear in the
+// recording's length); standard errors withheld unless the fit converged and is well
+// conditioned; exit 0 converged, 3 not converged, 4 poorly conditioned.
 
 #define _POSIX_C_SOURCE 200809L
 

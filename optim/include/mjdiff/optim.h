@@ -1,6 +1,7 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// Shared optimisers. Adam with gradient-norm clipping and a learning-rate schedule, one for every
+// Shared optimisers: least squares (Levenberg-Marquardt, Nelder-Mead; below, optim/lsq.c) and
+// Adam with gradient-norm clipping and a learning-rate schedule, one for every
 // tool (mjdiff-mpc's gradient planner, training of networks):
 //   c   = min(1, clip / |g|)   (clip > 0; else c = 1)       g <- c g
 //   m   = b1 m + (1 - b1) g     v = b2 v + (1 - b2) g .* g   t <- t + 1
