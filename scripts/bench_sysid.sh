@@ -77,7 +77,7 @@ sysid = os.path.join(root, 'build', 'tools', 'mjdiff-sysid')
 outdir = os.path.join(root, 'out', 'bench_sysid')
 os.makedirs(outdir, exist_ok=True)
 GRACE = 15                     # seconds between SIGINT and SIGKILL
-line_re = re.compile(r'\s*(\d+)\s+([-+0-9.eE]+)\s+\S+\s+\S+\s+(\d+)\s*$')
+line_re = re.compile(r'(?:\[window \d+\] )?\s*(\d+)\s+([-+0-9.eE]+)\s+\S+\s+\S+\s+(\d+)\s*$')
 
 def run(case, method, args, limit):
     """run one fit; returns the report and the progress [(t_s, iter, F, evals)]"""
@@ -111,7 +111,7 @@ def run(case, method, args, limit):
     wall = time.monotonic() - t0
     log.close()
     stopped = wall >= limit
-    if code not in (0, 130) and not (stopped and code == -signal.SIGKILL):
+    if code not in (0, 3, 4, 130) and not (stopped and code == -signal.SIGKILL):  # 3, 4: not converged, unreliable
         sys.exit(f'bench_sysid: {case} {method}: mjdiff-sysid exited {code} (see {log.name})')
     if os.path.exists(report):
         rep = json.load(open(report))

@@ -194,8 +194,10 @@ record() {
 fit() {
   local name=$1 fmodel=$2 data=$3
   shift 3
-  "$sysid" "${params[@]}" "${fitopt[@]}" --max-iter "$iter" "$@" --out "$name.json" "$fmodel" \
-    "$data" 2>&1 >/dev/null | tee "$name.log" | sed -u "s/^/  $case $name: /" >&2
+  # exit 3 (not converged) and 4 (poorly conditioned) still write the report
+  { "$sysid" "${params[@]}" "${fitopt[@]}" --max-iter "$iter" "$@" --out "$name.json" "$fmodel" \
+      "$data" 2>&1 >/dev/null || { c=$?; [[ $c -eq 3 || $c -eq 4 ]]; }; } | tee "$name.log" |
+    sed -u "s/^/  $case $name: /" >&2
   [[ -s "$name.json" ]] || { echo "calibrate_native: $case $name: no report" >&2; exit 1; }
 }
 

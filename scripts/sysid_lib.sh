@@ -79,7 +79,7 @@ elif cmd == 'loss':  # progress lines " iter  F  |step|  lambda  evals" -> iter 
     with open(a[1], 'w') as f:
         f.write('# iter F evals\n')
         for line in open(a[0]):
-            m = re.match(r'\s*(\d+)\s+([-+0-9.eE]+)\s+\S+\s+\S+\s+(\d+)\s*$', line)
+            m = re.match(r'(?:\[window \d+\] )?\s*(\d+)\s+([-+0-9.eE]+)\s+\S+\s+\S+\s+(\d+)\s*$', line)
             if m: f.write(f'{m[1]} {m[2]} {m[3]}\n')
 elif cmd == 'table':
     r = json.load(open(a[0])); mt = r['metrics']
@@ -249,7 +249,9 @@ sysid_record() {
 sysid_fit() {
   local fitargs
   mapfile -t fitargs <fit_args
-  "$sysid" "${fitargs[@]}" --out fit.json --xml calibrated.xml 2>&1 >/dev/null | tee fit.log >&2
+  # exit 3 (not converged) and 4 (poorly conditioned) still write the report
+  { "$sysid" "${fitargs[@]}" --out fit.json --xml calibrated.xml 2>&1 >/dev/null ||
+      { c=$?; [[ $c -eq 3 || $c -eq 4 ]]; }; } | tee fit.log >&2
   sysid_py table fit.json "${truth[@]}" | tee table.txt
 }
 

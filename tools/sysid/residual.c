@@ -13,11 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+// scale of the weak prior on unmeasured start coordinates (m, rad, m/s, rad/s, activation)
+#define WEAK_SIGMA 10.0
+
 typedef struct window_ {
   int rec;                     // recording
   int k0, k1;                  // steps k0 .. k1 (measurements at k0 .. k1 - 1, and k1 if last)
   int last;                    // last window of its recording
   double* xbar;                // reference start state (nq + nv + na)
+  int* weak;                   // tangent coordinates with a weak prior (first window of a
+  int nweak;                   // recording: those the recording does not measure at k0)
 } window;
 
 struct sysidModel_ {
@@ -43,6 +48,10 @@ struct sysidModel_ {
   double* xn;
   double* e;
   double* rows3;
+  double* Jloc;                // (cap x (np + 2 ndx)) rows of the current window before they go
+                               // to the dense J or the normal equations' blocks
+  int cap, base, nloc;         // its rows, the global index of its first row, rows held
+  double* Hloc;                // ((np + 2 ndx)^2) scratch of the block accumulation
   long rollouts;
   char lastErr[1200];           // why the last residual evaluation failed ("" if it did not)
 };
@@ -185,6 +194,15 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
       sysid_freeModel(sm);
       return NULL;
     }
+    if (window_steps > rec[r].T) {
+      snprintf(err, (size_t)errsz,
+               "%s: %d steps (%g s) is shorter than one shooting window of %d steps (%g s): give "
+               "a shorter --window, or 0 for one window per recording",
+               rec[r].path, rec[r].T, rec[r].T * m->opt.timestep, window_steps,
+               window_steps * m->opt.timestep);
+      sysid_freeModel(sm);
+      return NULL;
+    }
     int rows = 0;
     for (int k = 0; k <= rec[r].T && !rows; k++) rows += stepRows(sm, rec + r, k);
     if (!rows) {
@@ -214,6 +232,27 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
       w->k1 = k0 + len < rec[r].T ? k0 + len : rec[r].T;
       w->last = w->k1 == rec[r].T;
       w->xbar = (double*)calloc((size_t)nx, sizeof(double));
+      w->weak = (int*)calloc((size_t)sm->ndx + 1, sizeof(int));
+      if (k0 > 0) continue;
+      // unmeasured start coordinates of the recording: only the dynamics (and the continuity
+      // chain) see them, and where nothing does (a box the arm never touches) J'J is singular;
+      // a weak prior d = 0 +- WEAK_SIGMA (state units) fixes that gauge without biasing the rest
+      const double* qp = rec[r].qpos;
+      const double* qv = rec[r].qvel;
+      for (int j = 0; j < m->njnt; j++) {
+        int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], rq = rotQpos(m, j), rd = rotDof(m, j);
+        int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
+        for (int i = 0; i < nlin; i++) {
+          if (isnan(qp[qa + i])) w->weak[w->nweak++] = da + i;
+        }
+        if (rq >= 0 && !measured(qp + rq, 4)) {
+          for (int i = 0; i < 3; i++) w->weak[w->nweak++] = rd + i;
+        }
+      }
+      for (int i = 0; i < m->nv; i++) {
+        if (isnan(qv[i])) w->weak[w->nweak++] = m->nv + i;
+      }
+      for (int i = 0; i < m->na; i++) w->weak[w->nweak++] = 2 * m->nv + i;
     }
   }
 
@@ -234,13 +273,23 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
     d->time = R->t0;
     for (int k = 0; k < R->T && wi < nwin; k++) {
       if (sm->win[wi].rec == r && sm->win[wi].k0 == k) {
+        // measured coordinates from the recording (a rotation only when all 4 components
+        // are), the unmeasured ones carried on from the simulation: the window's offset d_w
+        // fits both (a missing column does not replace the measured joints' start states)
         const double* qp = R->qpos + (size_t)m->nq * k;
         const double* qv = R->qvel + (size_t)m->nv * k;
-        if (measured(qp, m->nq) && measured(qv, m->nv)) {
-          mju_copy(d->qpos, qp, m->nq);
-          mju_copy(d->qvel, qv, m->nv);
-          mj_normalizeQuat(m, d->qpos);
+        for (int j = 0; j < m->njnt; j++) {
+          int qa = m->jnt_qposadr[j], rq = rotQpos(m, j);
+          int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
+          for (int i = 0; i < nlin; i++) {
+            if (!isnan(qp[qa + i])) d->qpos[qa + i] = qp[qa + i];
+          }
+          if (rq >= 0 && measured(qp + rq, 4)) mju_copy(d->qpos + rq, qp + rq, 4);
         }
+        for (int i = 0; i < m->nv; i++) {
+          if (!isnan(qv[i])) d->qvel[i] = qv[i];
+        }
+        mj_normalizeQuat(m, d->qpos);
         mju_copy(sm->win[wi].xbar, d->qpos, m->nq);
         mju_copy(sm->win[wi].xbar + m->nq, d->qvel, m->nv);
         mju_copy(sm->win[wi].xbar + m->nq + m->nv, d->act, m->na);
@@ -258,6 +307,7 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
     const window* w = sm->win + i;
     int kend = w->last ? w->k1 : w->k1 - 1;
     for (int k = w->k0; k <= kend; k++) nres += stepRows(sm, rec + w->rec, k);
+    nres += w->nweak;
     if (!w->last) nres += sm->ndx;
   }
   if (prior && prior_sigma) {
@@ -278,9 +328,13 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
   sm->vec = (double*)calloc((size_t)ncs, sizeof(double));
   sm->xn = (double*)calloc((size_t)sm->nq + 1, sizeof(double));
   sm->e = (double*)calloc((size_t)sm->ndx + 1, sizeof(double));
-  sm->rows3 = (double*)calloc((size_t)3 * sm->nvar, sizeof(double));
+  int ncol = sm->np + 2 * sm->ndx;
+  sm->rows3 = (double*)calloc((size_t)3 * ncol, sizeof(double));
+  sm->cap = 64 * (m->nq + m->nv + sm->ns) + 2 * sm->ndx + sm->np + 8;
+  sm->Jloc = (double*)calloc((size_t)sm->cap * ncol, sizeof(double));
+  sm->Hloc = (double*)calloc((size_t)ncol * ncol, sizeof(double));
   if (!sm->S || !sm->S2 || !sm->A || !sm->P || !sm->C || !sm->Q || !sm->vec || !sm->xn ||
-      !sm->e || !sm->rows3) {
+      !sm->e || !sm->rows3 || !sm->Jloc || !sm->Hloc) {
     snprintf(err, (size_t)errsz, "out of memory");
     sysid_freeModel(sm);
     return NULL;
@@ -290,7 +344,10 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
 
 void sysid_freeModel(sysidModel* sm) {
   if (!sm) return;
-  for (int i = 0; i < sm->nwin && sm->win; i++) free(sm->win[i].xbar);
+  for (int i = 0; i < sm->nwin && sm->win; i++) {
+    free(sm->win[i].xbar);
+    free(sm->win[i].weak);
+  }
   free(sm->win);
   free(sm->prior);
   free(sm->prior_sigma);
@@ -305,6 +362,8 @@ void sysid_freeModel(sysidModel* sm) {
   free(sm->xn);
   free(sm->e);
   free(sm->rows3);
+  free(sm->Jloc);
+  free(sm->Hloc);
   mjdiff_freeStepDeriv(sm->w);
   if (sm->d) mj_deleteData(sm->d);
   mjdiff_freeModel(sm->s);
@@ -320,6 +379,14 @@ int sysid_nres(const sysidModel* sm) {
   return sm->nres;
 }
 
+int sysid_nwin(const sysidModel* sm) {
+  return sm->nwin;
+}
+
+int sysid_ndx(const sysidModel* sm) {
+  return sm->ndx;
+}
+
 long sysid_rollouts(const sysidModel* sm) {
   return sm->rollouts;
 }
@@ -331,13 +398,96 @@ void sysid_initialVariables(const sysidModel* sm, double* z) {
 
 //---------------------------------- evaluation ---------------------------------------------------
 
+// rows go first to Jloc, in local columns (p, d_w, d_{w+1}) = [0, np), [np, np + ndx),
+// [np + ndx, np + 2 ndx), then to the dense J (columns p, and d_w at np + ndx w) or to the normal
+// equations' blocks (flushRows)
+static int ncol(const sysidModel* sm) {
+  return sm->np + 2 * sm->ndx;
+}
+
+static double* locRow(sysidModel* sm, int row) {
+  return sm->Jloc + (size_t)ncol(sm) * (row - sm->base);
+}
+
 // J row r: zero, then the given (ncs) sensitivity combination into the parameter columns and the
 // window's offset columns
-static void putRow(const sysidModel* sm, double* J, int row, int wi, const double* v) {
-  double* Jr = J + (size_t)sm->nvar * row;
-  memset(Jr, 0, sizeof(double) * (size_t)sm->nvar);
-  memcpy(Jr, v, sizeof(double) * (size_t)sm->np);
-  memcpy(Jr + sm->np + (size_t)sm->ndx * wi, v + sm->np, sizeof(double) * (size_t)sm->ndx);
+static void putRow(sysidModel* sm, double* J, int row, int wi, const double* v) {
+  (void)J;
+  (void)wi;
+  double* Jr = locRow(sm, row);
+  memset(Jr, 0, sizeof(double) * (size_t)ncol(sm));
+  memcpy(Jr, v, sizeof(double) * (size_t)(sm->np + sm->ndx));
+}
+
+// the local rows [base, base + nloc) of window wi (-1: parameter columns only) into the dense J
+// or the blocks H, then start an empty buffer at row base + nloc
+static void flushRows(sysidModel* sm, int wi, const double* r, double* J, mjdiffLsqBlocks* H) {
+  int np = sm->np, ndx = sm->ndx, nc = ncol(sm), n = sm->nloc;
+  if (J) {
+    for (int k = 0; k < n; k++) {
+      const double* L = sm->Jloc + (size_t)nc * k;
+      double* Jr = J + (size_t)sm->nvar * (sm->base + k);
+      memset(Jr, 0, sizeof(double) * (size_t)sm->nvar);
+      memcpy(Jr, L, sizeof(double) * (size_t)np);
+      if (wi >= 0) memcpy(Jr + np + (size_t)ndx * wi, L + np, sizeof(double) * (size_t)ndx);
+      if (wi >= 0 && wi + 1 < sm->nwin) {
+        double* Jn = Jr + np + (size_t)ndx * (wi + 1);
+        for (int c = 0; c < ndx; c++) Jn[c] += L[np + ndx + c];
+      }
+    }
+  }
+  if (H && n > 0) {
+    // columns in use: none beyond np + ndx unless a row has d_{w+1} entries
+    int width = wi < 0 ? np : np + ndx;
+    for (int k = 0; k < n && width < nc && wi >= 0; k++) {
+      const double* L = sm->Jloc + (size_t)nc * k;
+      for (int c = np + ndx; c < nc; c++) {
+        if (L[c] != 0) {
+          width = nc;
+          break;
+        }
+      }
+    }
+    double* Hl = sm->Hloc;
+    memset(Hl, 0, sizeof(double) * (size_t)nc * nc);
+    for (int k = 0; k < n; k++) {
+      const double* L = sm->Jloc + (size_t)nc * k;
+      double rk = r[sm->base + k];
+      for (int i = 0; i < width; i++) {
+        double li = L[i];
+        if (li == 0) continue;
+        double* Hi = Hl + (size_t)nc * i;
+        for (int j = i; j < width; j++) Hi[j] += li * L[j];
+        // J'r: local column i
+        int b = i < np ? -1 : (i < np + ndx ? wi : wi + 1);
+        int gi = b < 0 ? i : np + ndx * b + (i - np) % ndx;
+        H->g[gi] += li * rk;
+      }
+    }
+    // the upper triangle into the blocks (Hdd, Hpp: both triangles; Hdp; Hdo for (w, w+1))
+    for (int i = 0; i < width; i++) {
+      for (int j = i; j < width; j++) {
+        double a = Hl[(size_t)nc * i + j];
+        if (a == 0) continue;
+        int bi = i < np ? -1 : (i < np + ndx ? 0 : 1), bj = j < np ? -1 : (j < np + ndx ? 0 : 1);
+        int ii = i < np ? i : (i - np) % ndx, jj = j < np ? j : (j - np) % ndx;
+        if (bi < 0 && bj < 0) {
+          H->Hpp[(size_t)np * i + j] += a;
+          if (i != j) H->Hpp[(size_t)np * j + i] += a;
+        } else if (bi < 0) {
+          H->Hdp[((size_t)(wi + bj) * ndx + jj) * np + i] += a;
+        } else if (bi == bj) {
+          double* D = H->Hdd + (size_t)(wi + bi) * ndx * ndx;
+          D[(size_t)ndx * ii + jj] += a;
+          if (ii != jj) D[(size_t)ndx * jj + ii] += a;
+        } else {
+          H->Hdo[(size_t)wi * ndx * ndx + (size_t)ndx * ii + jj] += a;
+        }
+      }
+    }
+  }
+  sm->base += n;
+  sm->nloc = 0;
 }
 
 // rows of one step: state and sensor residuals; returns the number of rows written
@@ -450,8 +600,8 @@ const char* sysid_lastError(const sysidModel* sm) {
   return sm ? sm->lastErr : "";
 }
 
-int sysid_residual(void* user, const double* z, double* r, double* J) {
-  sysidModel* sm = (sysidModel*)user;
+// r, and J (dense) or the blocks H when not NULL
+static int evaluate(sysidModel* sm, const double* z, double* r, double* Jout, mjdiffLsqBlocks* H) {
   mjModel* m = sm->m;
   mjData* d = sm->d;
   char err[300];
@@ -460,14 +610,27 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
     snprintf(sm->lastErr, sizeof(sm->lastErr), "parameter values: %s", err);
     return 1;
   }
-  int ncs = sm->np + sm->ndx, ndx = sm->ndx, np = sm->np, row = 0;
+  int ncs = sm->np + sm->ndx, ndx = sm->ndx, np = sm->np, row = 0, nc = ncol(sm);
+  int maxStep = m->nq + m->nv + sm->ns;
   double h = m->opt.timestep;
+  double* J = Jout || H ? sm->Jloc : NULL;  // rows go to Jloc first
+  sm->base = 0;
+  sm->nloc = 0;
   for (int wi = 0; wi < sm->nwin; wi++) {
     const window* w = sm->win + wi;
     const sysidRecording* R = sm->rec + w->rec;
     const double* dw = z + np + (size_t)ndx * wi;
     startWindow(sm, w, dw, R->t0 + h * w->k0);
     sm->rollouts++;
+    // weak priors on the unmeasured start coordinates (first window of a recording)
+    for (int i = 0; i < w->nweak; i++, row++) {
+      r[row] = dw[w->weak[i]] / WEAK_SIGMA;
+      if (J) {
+        double* Jr = locRow(sm, row);
+        memset(Jr, 0, sizeof(double) * (size_t)nc);
+        Jr[np + w->weak[i]] = 1 / WEAK_SIGMA;
+      }
+    }
     int kend = w->last ? w->k1 : w->k1 - 1;
     for (int k = w->k0; k <= w->k1; k++) {
       int ku = k < R->T ? k : R->T - 1;
@@ -484,6 +647,10 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
           }
         } else if (mjdiff_forward(m, d, sm->s, err, sizeof(err)) != MJDIFF_OK) {
           return residualFail(sm, R, k, err);
+        }
+        if (J && row - sm->base + maxStep > sm->cap) {
+          sm->nloc = row - sm->base;
+          flushRows(sm, wi, r, Jout, H);
         }
         int n = emitStep(sm, R, k, wi, r, J, row, sensors);
         if (n < 0) {
@@ -534,14 +701,17 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
       }
       for (int i = 0; i < ndx; i++) r[row + i] = e[i] / sm->wt.sigma_cont;
       if (J) {
+        if (row - sm->base + ndx > sm->cap) {
+          sm->nloc = row - sm->base;
+          flushRows(sm, wi, r, Jout, H);
+        }
         // this window's side: J_r^-1(e) S on rotations, S else; next window: -J_l^-1(e) J_r(d')
         for (int i = 0; i < ndx; i++) {
-          double* Jr = J + (size_t)sm->nvar * (row + i);
-          memset(Jr, 0, sizeof(double) * (size_t)sm->nvar);
+          double* Jr = locRow(sm, row + i);
+          memset(Jr, 0, sizeof(double) * (size_t)nc);
           const double* s = sm->S + (size_t)ncs * i;
-          for (int c = 0; c < np; c++) Jr[c] = s[c];
-          for (int c = 0; c < ndx; c++) Jr[np + (size_t)ndx * wi + c] = s[np + c];
-          Jr[np + (size_t)ndx * (wi + 1) + i] = -1;
+          for (int c = 0; c < np + ndx; c++) Jr[c] = s[c];
+          Jr[np + ndx + i] = -1;
         }
         for (int j = 0; j < m->njnt; j++) {
           int rd = rotDof(m, j);
@@ -553,26 +723,28 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
           mju_mulMatMat(M, Jlinv, Jrd, 3, 3, 3);
           double* tmp = sm->rows3;
           for (int a = 0; a < 3; a++) {
-            for (int c = 0; c < sm->nvar; c++) {
+            for (int c = 0; c < nc; c++) {
               double x = 0;
-              for (int b = 0; b < 3; b++) {
-                x += Jinv[3 * a + b] * J[(size_t)sm->nvar * (row + rd + b) + c];
-              }
-              tmp[(size_t)sm->nvar * a + c] = x;
+              for (int b = 0; b < 3; b++) x += Jinv[3 * a + b] * locRow(sm, row + rd + b)[c];
+              tmp[(size_t)nc * a + c] = x;
             }
           }
           for (int a = 0; a < 3; a++) {
-            double* Jr = J + (size_t)sm->nvar * (row + rd + a);
-            memcpy(Jr, tmp + (size_t)sm->nvar * a, sizeof(double) * (size_t)sm->nvar);
-            for (int b = 0; b < 3; b++) Jr[np + (size_t)ndx * (wi + 1) + rd + b] = -M[3 * a + b];
+            double* Jr = locRow(sm, row + rd + a);
+            memcpy(Jr, tmp + (size_t)nc * a, sizeof(double) * (size_t)nc);
+            for (int b = 0; b < 3; b++) Jr[np + ndx + rd + b] = -M[3 * a + b];
           }
         }
         for (int i = 0; i < ndx; i++) {
-          double* Jr = J + (size_t)sm->nvar * (row + i);
-          for (int c = 0; c < sm->nvar; c++) Jr[c] /= sm->wt.sigma_cont;
+          double* Jr = locRow(sm, row + i);
+          for (int c = 0; c < nc; c++) Jr[c] /= sm->wt.sigma_cont;
         }
       }
       row += ndx;
+    }
+    if (J) {
+      sm->nloc = row - sm->base;
+      flushRows(sm, wi, r, Jout, H);
     }
   }
 
@@ -581,13 +753,32 @@ int sysid_residual(void* user, const double* z, double* r, double* J) {
     if (sm->prior_sigma[i] <= 0) continue;
     r[row] = (z[i] - sm->prior[i]) / sm->prior_sigma[i];
     if (J) {
-      memset(J + (size_t)sm->nvar * row, 0, sizeof(double) * (size_t)sm->nvar);
-      J[(size_t)sm->nvar * row + i] = 1 / sm->prior_sigma[i];
+      if (row - sm->base + 1 > sm->cap) {
+        sm->nloc = row - sm->base;
+        flushRows(sm, -1, r, Jout, H);
+      }
+      double* Jr = locRow(sm, row);
+      memset(Jr, 0, sizeof(double) * (size_t)nc);
+      Jr[i] = 1 / sm->prior_sigma[i];
     }
     row++;
   }
+  if (J) {
+    sm->nloc = row - sm->base;
+    flushRows(sm, -1, r, Jout, H);
+  }
   return row == sm->nres ? 0 : 1;
 }
+
+int sysid_residual(void* user, const double* z, double* r, double* J) {
+  return evaluate((sysidModel*)user, z, r, J, NULL);
+}
+
+int sysid_normal(void* user, const double* z, double* r, mjdiffLsqBlocks* H) {
+  return evaluate((sysidModel*)user, z, r, NULL, H);
+}
+
+
 
 int sysid_simulate(sysidModel* sm, const double* p, double** qpos_out, char* err, int errsz) {
   mjModel* m = sm->m;

@@ -10,6 +10,9 @@
 //   sensor    measured sensor components at each step (readings of the forward pass there)
 //   continuity  x_{w,end} (-) x_{w+1} for consecutive windows of one recording (scale sigma_cont)
 //   prior     (p - p_prior) / sigma_prior for parameters with a prior
+//   weak      d_w,i / 10 for the tangent coordinates i a recording does not measure at its start
+//             (first window only): fixes the start of an unobserved chain (J'J stays regular when
+//             nothing sees it) and is negligible against any measurement
 // Jacobian by forward sensitivities: S_k = dx_k/d(p, d_w), S_{k+1} = A_k S_k + [P_k 0],
 // S_{k0} = [0 J_r(d_w)]; state rows read S, sensor rows C_k S_k + [Q_k 0], with C, Q the sensor
 // Jacobians of the step adjoint.
@@ -30,8 +33,10 @@ typedef struct sysidModel_ sysidModel;
 
 // Build the residual model of m (with smooth model s and parameters p) for recordings rec
 // (nrec), windows of `window` steps (0: one window per recording), priors (np values and scales,
-// nullable; scale <= 0: no prior). The start state of each window is taken from the recording
-// where it measures qpos and qvel fully, else from a simulation with the initial parameters.
+// nullable; scale <= 0: no prior). The reference start state of each window takes every measured
+// coordinate from the recording and the unmeasured ones from a simulation with the initial
+// parameters (restarted from the measured coordinates at each window); the fitted offsets d_w
+// then estimate both per window. A recording shorter than one window fails, naming it.
 // Returns NULL with err on failure (a sensor column without a derivative, ...).
 sysidModel* sysid_makeModel(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
                             const sysidRecording* rec, int nrec, int window,
@@ -46,8 +51,17 @@ int sysid_nres(const sysidModel* sm);
 // the initial variables: parameter values of the model, zero offsets
 void sysid_initialVariables(const sysidModel* sm, double* z);
 
-// residual function for the optimiser (sysidResidualFn): user = the sysidModel
+// residual function for the optimiser (mjdiffLsqResidual): user = the sysidModel
 int sysid_residual(void* user, const double* z, double* r, double* J);
+
+// the same residuals with the normal equations' blocks (mjdiffLsqNormal): p = the parameters
+// (np), one block per window (its start offset, 2nv+na); a window's rows touch p and its own
+// block, its continuity rows also the next window's. user = the sysidModel
+int sysid_normal(void* user, const double* z, double* r, mjdiffLsqBlocks* H);
+
+// windows (blocks) and the block size 2nv+na
+int sysid_nwin(const sysidModel* sm);
+int sysid_ndx(const sysidModel* sm);
 
 // why the last call of sysid_residual failed, naming the recording, step and time ("" if it did
 // not fail)

@@ -10,6 +10,12 @@
 //             recording in the same CSV format; --plant native steps MuJoCo's own mj_step (its
 //             hard constraints and solver: a stand-in for a real system) instead of the smooth
 //             model, after mj_setConst so that set masses act as a recompiled model's would
+//   predict   open-loop prediction error of a model against recordings at chosen horizons
+//             (predict.c)
+// The fit's defaults (issue 18): windows by continuation (5 steps to 0.1 s); the block solver
+// (the normal equations per window, a Schur complement on the parameters: linear in the
+// recording's length); standard errors withheld unless the fit converged and is well
+// conditioned; exit 0 converged, 3 not converged, 4 poorly conditioned.
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -22,6 +28,7 @@
 #include <mjdiff/params.h>
 
 #include "guard.h"
+#include "predict.h"
 #include "residual.h"
 #include "sysid.h"
 #include "toolutil.h"
@@ -29,6 +36,11 @@
 static const char* kTool = "mjdiff-sysid";
 
 #define MAXLIST 256
+
+// exit codes beyond toolutil.h's: the fit ran, but did not converge (3), or converged with
+// standard errors that cannot be trusted (4: poorly conditioned or singular)
+#define SYSID_EXIT_NOT_CONVERGED 3
+#define SYSID_EXIT_UNRELIABLE 4
 
 // largest recording --generate writes: numbers in all (time, controls, qpos, qvel, sensors)
 #define GENERATE_MAX_VALUES 2e8
@@ -45,8 +57,9 @@ typedef struct args_ {
   int nset;
   long window;
   sysidWeights weights;
-  sysidMethod method;
+  mjdiffLsqMethod method;
   long max_iter;
+  int solver;                  // mjdiffLsqSolver
   double ftol, xtol;
   const char* out;
   const char* xml;
@@ -58,12 +71,18 @@ typedef struct args_ {
   double noise_qpos, noise_qvel, noise_sensor;
   long seed;
   int native;                  // --plant native: MuJoCo's mj_step instead of the smooth step
+  // predict
+  int predict;
+  double horizon[MAXLIST];     // seconds; 0: the whole recording
+  int nhorizon;
 } args;
 
 static void usage(void) {
   printf(
       "usage: %s [options] MODEL.xml DATA.csv...       fit parameters to recordings\n"
-      "       %s --generate OUT.csv [options] MODEL.xml   write a simulated recording\n\n"
+      "       %s --generate OUT.csv [options] MODEL.xml   write a simulated recording\n"
+      "       %s --predict [--horizon S]... [--set NAME=VALUE]... MODEL.xml DATA.csv...\n"
+      "                                     open-loop prediction error against recordings\n\n"
       "Fit physical parameters of MODEL (MuJoCo names, patterns with '*') to recorded\n"
       "trajectories by Levenberg-Marquardt on exact gradients of the smooth model.\n\n"
       "fit options:\n"
@@ -74,15 +93,20 @@ static void usage(void) {
       "  --prior NAME=V:SIGMA   prior: adds the residual (value - V) / SIGMA (repeat)\n"
       "  --set NAME=VALUE       starting value of a parameter (repeat; default: the model's)\n"
       "  --window N             steps per shooting window; window start states are fitted too\n"
-      "                         (default: 0.1 s of steps; 0: one window per recording, single\n"
-      "                         shooting, which contact-rich or chaotic data rarely survives)\n"
+      "                         (default: automatic, continuation from 5-step windows to 0.1 s,\n"
+      "                         x4 per stage; 0: one window per recording, single shooting,\n"
+      "                         which contact-rich or chaotic data rarely survives)\n"
       "  --sigma-qpos S         noise scale of positions, m or rad (default 1e-3)\n"
       "  --sigma-qvel S         noise scale of velocities (default 1e-2)\n"
       "  --sigma-sensor S       noise scale of sensor readings (default 1e-2)\n"
       "  --sigma-cont S         scale of the continuity between windows (default 1e-4)\n"
       "  --method M             lm (exact Jacobians), fd-lm (finite-difference Jacobians,\n"
       "                         one rollout per parameter), nelder-mead (default lm)\n"
-      "  --max-iter N           iterations (default 100; nelder-mead: 200 per variable)\n"
+      "  --max-iter N           iterations (default 100; nelder-mead: 200 per variable; 0: none,\n"
+      "                         the report at the starting values)\n"
+      "  --solver S             blocks (lm: normal equations per window, eliminated by a Schur\n"
+      "                         complement on the parameters; time and memory linear in the\n"
+      "                         recording's length; default) or dense (the m x n Jacobian)\n"
       "  --ftol F, --xtol X     stopping tolerances (default 1e-10, 1e-10)\n"
       "  --out FILE             JSON report to FILE (default: stdout)\n"
       "  --xml FILE             write the calibrated model as MJCF to FILE\n"
@@ -98,11 +122,20 @@ static void usage(void) {
       "  --seed N               random seed (default 1)\n"
       "  --plant P              smooth (the smooth model's step, default) or native (MuJoCo's\n"
       "                         mj_step with its hard contacts, limits and solver)\n\n"
+      "predict options:\n"
+      "  --predict              simulate MODEL (a calibrated MJCF from --xml, or --set values)\n"
+      "                         open loop from the recorded states under the recorded controls;\n"
+      "                         per joint the RMS, end-of-horizon and largest position error\n"
+      "                         (table on stdout, JSON with --out)\n"
+      "  --horizon S            horizon in seconds, 0 for the whole recording (repeat; default\n"
+      "                         0.1, 0.5 and the whole recording)\n\n"
       "  --help                 show this help and exit\n\n"
       "Data format (CSV, header of names): time; ctrl:ACTUATOR; qpos:JOINT and qvel:JOINT\n"
       "(components qpos:JOINT:K for ball and free joints); sensor:SENSOR (sensor:SENSOR:K).\n"
-      "Exit codes: 0 fitted, 1 runtime error, 2 usage error, 130 interrupted (partial report).\n",
-      kTool, kTool);
+      "Exit codes: 0 converged with reliable standard errors, 3 not converged (report written,\n"
+      "standard errors withheld), 4 converged but poorly conditioned (standard errors withheld),\n"
+      "1 runtime error, 2 usage error, 130 interrupted (partial report).\n",
+      kTool, kTool, kTool);
 }
 
 static double numberArg(int argc, char** argv, int* i, double lo) {
@@ -117,7 +150,7 @@ static double numberArg(int argc, char** argv, int* i, double lo) {
 static void parseArgs(int argc, char** argv, args* a) {
   memset(a, 0, sizeof(*a));
   a->weights = (sysidWeights){1e-3, 1e-2, 1e-2, 1e-4};
-  a->method = SYSID_LM_EXACT;
+  a->method = MJDIFF_LSQ_LM;
   a->max_iter = -1;
   a->window = -1;
   a->ftol = 1e-10;
@@ -152,18 +185,27 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(s, "--method")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
       if (!strcmp(v, "lm")) {
-        a->method = SYSID_LM_EXACT;
+        a->method = MJDIFF_LSQ_LM;
       } else if (!strcmp(v, "fd-lm")) {
-        a->method = SYSID_LM_FD;
+        a->method = MJDIFF_LSQ_LM_FD;
       } else if (!strcmp(v, "nelder-mead")) {
-        a->method = SYSID_NELDER_MEAD;
+        a->method = MJDIFF_LSQ_NELDER_MEAD;
       } else {
         tool_usageError(kTool, "--method must be lm, fd-lm or nelder-mead, got '%s'", v);
       }
+    } else if (!strcmp(s, "--solver")) {
+      const char* v = tool_optionValue(kTool, argc, argv, &i);
+      if (!strcmp(v, "blocks")) {
+        a->solver = MJDIFF_LSQ_AUTO;
+      } else if (!strcmp(v, "dense")) {
+        a->solver = MJDIFF_LSQ_DENSE;
+      } else {
+        tool_usageError(kTool, "--solver must be blocks or dense, got '%s'", v);
+      }
     } else if (!strcmp(s, "--max-iter")) {
       const char* v = tool_optionValue(kTool, argc, argv, &i);
-      if (!tool_parseInt(v, 1, 100000000L, &a->max_iter)) {
-        tool_usageError(kTool, "--max-iter must be an integer >= 1, got '%s'", v);
+      if (!tool_parseInt(v, 0, 100000000L, &a->max_iter)) {
+        tool_usageError(kTool, "--max-iter must be an integer >= 0, got '%s'", v);
       }
     } else if (!strcmp(s, "--ftol")) {
       a->ftol = numberArg(argc, argv, &i, 0);
@@ -175,6 +217,11 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->xml = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--quiet")) {
       a->quiet = 1;
+    } else if (!strcmp(s, "--predict")) {
+      a->predict = 1;
+    } else if (!strcmp(s, "--horizon")) {
+      if (a->nhorizon >= MAXLIST) tool_usageError(kTool, "too many --horizon options");
+      a->horizon[a->nhorizon++] = numberArg(argc, argv, &i, 0);
     } else if (!strcmp(s, "--generate")) {
       a->generate = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--duration")) {
@@ -210,7 +257,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   }
   if (!a->model) tool_usageError(kTool, "no model given");
   if (!a->generate && a->ndata == 0) tool_usageError(kTool, "no data file given");
-  if (!a->generate && a->nparam == 0) tool_usageError(kTool, "no --param given");
+  if (a->predict && a->generate) tool_usageError(kTool, "--predict and --generate exclude each other");
+  if (!a->predict && a->nhorizon) tool_usageError(kTool, "--horizon is an option of --predict");
+  if (!a->generate && !a->predict && a->nparam == 0) tool_usageError(kTool, "no --param given");
   if (!a->generate && a->native) tool_usageError(kTool, "--plant is an option of --generate");
 }
 
@@ -435,14 +484,39 @@ done:
 
 //---------------------------------- fit ----------------------------------------------------------
 
+// a number in a fixed-width column, "-" if NaN
+static void column(char* buf, int size, int width, const char* fmt, double x) {
+  if (isnan(x)) {
+    snprintf(buf, (size_t)size, "%*s", width, "-");
+  } else {
+    snprintf(buf, (size_t)size, fmt, width, x);
+  }
+}
+
+// the optimiser's progress: one line per iteration on stderr (user: a line prefix, or NULL)
+static void printProgress(void* user, const mjdiffLsqProgress* info) {
+  const char* prefix = user ? (const char*)user : "";
+  if (info->iter == 0) {
+    fprintf(stderr, "%s%5s  %14s  %10s  %10s  %8s\n", prefix, "iter", "F", "|step|", "lambda",
+            "evals");
+  }
+  char sF[40], sstep[40], slambda[40];
+  column(sF, sizeof(sF), 14, "%*.7e", info->F);
+  column(sstep, sizeof(sstep), 10, "%*.3e", info->step);
+  column(slambda, sizeof(slambda), 10, "%*.3e", info->lambda);
+  fprintf(stderr, "%s%5d  %s  %s  %s  %8d\n", prefix, info->iter, sF, sstep, slambda,
+          info->evals);
+}
+
 static void jsonNumber(FILE* f, double x) {
   tool_jsonNumberDigits(f, x, 10);  // null if not finite (counted: tool_jsonNullNote)
 }
 
 // write the report (one JSON object) to path or stdout; to path.tmp then renamed
 static int writeReport(const char* path, const args* a, const mjdiffParams* p, const double* z0,
-                       const double* z, const sysidResult* res, long rollouts, double wall,
-                       int nres, const char* status, const char* xmlNote) {
+                       const double* z, const mjdiffLsqResult* res, long rollouts, double wall,
+                       int nres, const char* status, const char* xmlNote, const int* stages,
+                       int nstage) {
   char tmp[1100];
   FILE* f = stdout;
   if (path) {
@@ -462,11 +536,19 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
     if (i) fprintf(f, ", ");
     tool_jsonString(f, a->data[i]);
   }
-  fprintf(f, "], \"method\": \"%s\", \"window\": %ld, \"sigma_qpos\": %g, \"sigma_qvel\": %g, "
-             "\"sigma_sensor\": %g}, \"status\": ", methods[a->method], a->window,
+  char win[32];
+  snprintf(win, sizeof(win), a->window >= 0 ? "%ld" : "\"auto\"", a->window);
+  fprintf(f, "], \"method\": \"%s\", \"window\": %s, \"sigma_qpos\": %g, \"sigma_qvel\": %g, "
+             "\"sigma_sensor\": %g}, \"status\": ", methods[a->method], win,
           a->weights.sigma_qpos, a->weights.sigma_qvel, a->weights.sigma_sensor);
   tool_jsonString(f, status);
-  fprintf(f, ", \"metrics\": {\"loss_before\": ");
+  int reliable = res && res->reliable;
+  fprintf(f, ", \"converged\": %s, \"reliable\": %s, \"windows\": [",
+          res && res->converged ? "true" : "false", reliable ? "true" : "false");
+  for (int i = 0; i < nstage; i++) fprintf(f, "%s%d", i ? ", " : "", stages[i]);
+  fprintf(f, "], \"metrics\": {\"conditioning\": ");
+  jsonNumber(f, res ? res->cond : NAN);
+  fprintf(f, ", \"loss_before\": ");
   jsonNumber(f, res ? res->F0 : NAN);
   fprintf(f, ", ");
   tool_jsonKey(f, "loss_after");
@@ -488,8 +570,16 @@ static int writeReport(const char* path, const args* a, const mjdiffParams* p, c
     tool_jsonKey(f, "fitted");
     jsonNumber(f, z[i]);
     fprintf(f, ", ");
-    tool_jsonKey(f, "stderr");
-    jsonNumber(f, res && res->stderr_z ? res->stderr_z[i] : NAN);
+    double se = res && res->stderr_z ? res->stderr_z[i] : NAN;
+    if (reliable) {
+      tool_jsonKey(f, "stderr");
+      jsonNumber(f, se);
+    } else {
+      // withheld: an unconverged or poorly conditioned fit has no confident error bars
+      fprintf(f, "\"stderr\": null, ");
+      tool_jsonKey(f, "stderr_unreliable");
+      jsonNumber(f, se);
+    }
     fprintf(f, "}");
   }
   fprintf(f, "]}, \"series\": {}");
@@ -740,73 +830,130 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
     }
   }
 
-  int window = a->window >= 0 ? (int)a->window : (int)fmax(1, round(0.1 / m->opt.timestep));
-  sm = sysid_makeModel(m, s, p, rec, nrec, window, &a->weights, prior, psig, err, sizeof(err));
-  if (!sm) {
-    fprintf(stderr, "%s: error: %s\n", kTool, err);
-    code = TOOL_EXIT_RUNTIME;
-    goto done;
+  // windows: --window N, or automatic: continuation from short windows (5 steps, where a wrong
+  // start is still near-linear) to 0.1 s, x4 per stage, each stage starting from the last's
+  // parameters (and reference states simulated with them); the last stage's fit is reported
+  int stages[16], nstage = 0, minT = rec[0].T;
+  for (int i = 1; i < nrec; i++) minT = rec[i].T < minT ? rec[i].T : minT;
+  if (a->window >= 0) {
+    stages[nstage++] = (int)a->window;
+  } else {
+    int target = (int)fmax(1, round(0.1 / m->opt.timestep));
+    if (target > minT && minT >= 1) target = minT;
+    for (int L = 5; L < target && nstage < 14; L *= 4) stages[nstage++] = L;
+    stages[nstage++] = target;
   }
-  int n = sysid_nvar(sm);
-  z = (double*)calloc((size_t)n, sizeof(double));
-  z0 = (double*)calloc((size_t)n, sizeof(double));
-  lo = (double*)malloc(sizeof(double) * (size_t)n);
-  hi = (double*)malloc(sizeof(double) * (size_t)n);
-  sysid_initialVariables(sm, z);
-  memcpy(z0, z, sizeof(double) * (size_t)n);
-  for (int k = 0; k < n; k++) {
-    lo[k] = -INFINITY;
-    hi[k] = INFINITY;
-  }
-  for (int k = 0; k < np; k++) {
-    const char* pname = mjdiff_paramName(p, k);
-    if (positiveField(pname)) lo[k] = 0;
-    for (int i = 0; i < a->nparam; i++) {
-      char name[256];
-      const char* rest = splitName(a->param[i], name, sizeof(name));
-      if (!rest) continue;
-      double l, u;
-      char lb[64] = "";
-      const char* colon = strchr(rest, ':');
-      if (colon && (size_t)(colon - rest) < sizeof(lb)) {
-        memcpy(lb, rest, (size_t)(colon - rest));
-        lb[colon - rest] = 0;
+  mjdiffLsqResult res;
+  memset(&res, 0, sizeof(res));
+  long total_rollouts = 0;
+  int total_iter = 0, total_eval = 0, total_jac = 0, n = 0;
+  double F0_first = NAN;
+  for (int st = 0; st < nstage; st++) {
+    int window = stages[st];
+    if (st > 0) {
+      // the previous stage's parameter values on the model
+      if (mjdiff_setParamValues(m, s, p, z, err, sizeof(err)) != MJDIFF_OK) {
+        fprintf(stderr, "%s: error: stage %d: %s\n", kTool, st + 1, err);
+        code = TOOL_EXIT_RUNTIME;
+        goto done;
       }
-      if (!colon || !tool_parseDouble(lb, &l) || !tool_parseDouble(colon + 1, &u) || l >= u) {
-        tool_usageError(kTool, "--param bounds need NAME=LO:HI with LO < HI, got '%s'",
-                        a->param[i]);
-      }
-      // apply to the parameters this option selected (same prefix)
-      if (!strncmp(pname, name, strlen(name)) || strchr(name, '*')) {
-        lo[k] = l;
-        hi[k] = u;
+      total_rollouts += sysid_rollouts(sm);
+      sysid_freeModel(sm);
+      mjdiff_freeLsqResult(&res);
+      free(z);
+      free(lo);
+      free(hi);
+      z = lo = hi = NULL;
+    }
+    sm = sysid_makeModel(m, s, p, rec, nrec, window, &a->weights, prior, psig, err, sizeof(err));
+    if (!sm) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+      mjdiff_freeLsqResult(&res);
+      goto done;
+    }
+    n = sysid_nvar(sm);
+    z = (double*)calloc((size_t)n, sizeof(double));
+    lo = (double*)malloc(sizeof(double) * (size_t)n);
+    hi = (double*)malloc(sizeof(double) * (size_t)n);
+    if (!z || !lo || !hi) tool_outOfMemory(kTool);
+    sysid_initialVariables(sm, z);
+    if (st == 0) {
+      z0 = (double*)calloc((size_t)np + 1, sizeof(double));
+      memcpy(z0, z, sizeof(double) * (size_t)np);
+    }
+    for (int k = 0; k < n; k++) {
+      lo[k] = -INFINITY;
+      hi[k] = INFINITY;
+    }
+    for (int k = 0; k < np; k++) {
+      const char* pname = mjdiff_paramName(p, k);
+      if (positiveField(pname)) lo[k] = 0;
+      for (int i = 0; i < a->nparam; i++) {
+        char name[256];
+        const char* rest = splitName(a->param[i], name, sizeof(name));
+        if (!rest) continue;
+        double l, u;
+        char lb[64] = "";
+        const char* colon = strchr(rest, ':');
+        if (colon && (size_t)(colon - rest) < sizeof(lb)) {
+          memcpy(lb, rest, (size_t)(colon - rest));
+          lb[colon - rest] = 0;
+        }
+        if (!colon || !tool_parseDouble(lb, &l) || !tool_parseDouble(colon + 1, &u) || l >= u) {
+          tool_usageError(kTool, "--param bounds need NAME=LO:HI with LO < HI, got '%s'",
+                          a->param[i]);
+        }
+        // apply to the parameters this option selected (same prefix)
+        if (!strncmp(pname, name, strlen(name)) || strchr(name, '*')) {
+          lo[k] = l;
+          hi[k] = u;
+        }
       }
     }
-  }
 
-  if (!a->quiet) {
-    fprintf(stderr, "%s: %d parameters, %d recordings, %d variables, %d residuals\n", kTool, np,
-            nrec, n, sysid_nres(sm));
+    char prefix[64] = "";
+    if (nstage > 1) snprintf(prefix, sizeof(prefix), "[window %d] ", window);
+    if (!a->quiet) {
+      fprintf(stderr, "%s: %s%d parameters, %d recordings, %d windows of %d steps, %d variables, "
+              "%d residuals\n", kTool, prefix, np, nrec, sysid_nwin(sm), window, n,
+              sysid_nres(sm));
+    }
+    tool_catchInterrupt();
+    mjdiffLsqProblem prob = {n,  sysid_nres(sm), lo,         hi, sysid_residual, sm,
+                             np, sysid_nwin(sm), sysid_ndx(sm), sysid_normal};
+    mjdiffLsqOptions opt;
+    mjdiff_defaultLsqOptions(&opt);
+    opt.method = a->method;
+    opt.solver = a->solver;
+    if (a->max_iter >= 0) opt.max_iter = (int)a->max_iter;
+    opt.ftol = a->ftol;
+    opt.xtol = a->xtol;
+    opt.progress = a->quiet ? NULL : printProgress;
+    opt.progress_user = prefix;
+    opt.cancel = tool_interruptFlag();
+    if (mjdiff_lsqSolve(&prob, &opt, z, &res)) {
+      const char* why = sysid_lastError(sm);
+      fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values%s%s\n",
+              kTool, why[0] ? ": " : "", why);
+      code = TOOL_EXIT_RUNTIME;
+      goto done;
+    }
+    if (st == 0) F0_first = res.F0;
+    total_iter += res.iterations;
+    total_eval += res.evaluations;
+    total_jac += res.jacobians;
+    if (!a->quiet && nstage > 1) {
+      fprintf(stderr, "%s: %s%s after %d iterations, loss %.6g -> %.6g\n", kTool, prefix,
+              res.status, res.iterations, res.F0, res.F);
+    }
+    if (tool_interrupted() || !strcmp(res.status, "interrupted")) break;
   }
-  tool_catchInterrupt();
-  sysidProblem prob = {n, sysid_nres(sm), lo, hi, sysid_residual, sm};
-  sysidOptions opt;
-  sysid_defaultOptions(&opt);
-  opt.method = a->method;
-  if (a->max_iter > 0) opt.max_iter = (int)a->max_iter;
-  opt.ftol = a->ftol;
-  opt.xtol = a->xtol;
-  opt.verbose = !a->quiet;
-  opt.cancel = tool_interruptFlag();
-  sysidResult res;
-  memset(&res, 0, sizeof(res));
-  if (sysid_solve(&prob, &opt, z, &res)) {
-    const char* why = sysid_lastError(sm);
-    fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values%s%s\n",
-            kTool, why[0] ? ": " : "", why);
-    code = TOOL_EXIT_RUNTIME;
-    goto done;
-  }
+  total_rollouts += sysid_rollouts(sm);
+  res.F0 = F0_first;  // the loss before: the first stage's, at the starting values
+  res.iterations = total_iter;
+  res.evaluations = total_eval;
+  res.jacobians = total_jac;
   int interrupted = tool_interrupted() || !strcmp(res.status, "interrupted");
 
   // calibrated model: fitted values on m (and the smooth model's numerics), then MJCF
@@ -825,16 +972,25 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
     }
   }
   double wall = tool_now() - t0;
-  if (writeReport(a->out, a, p, z0, z, &res, sysid_rollouts(sm), wall, sysid_nres(sm),
-                  interrupted ? "interrupted" : res.status, xmlNote)) {
+  if (writeReport(a->out, a, p, z0, z, &res, total_rollouts, wall, sysid_nres(sm),
+                  interrupted ? "interrupted" : res.status, xmlNote, stages, nstage)) {
     code = TOOL_EXIT_RUNTIME;
   }
   if (!a->quiet) {
     fprintf(stderr, "%s: %s after %d iterations, loss %.6g -> %.6g, %ld rollouts, %.3f s\n", kTool,
-            res.status, res.iterations, res.F0, res.F, sysid_rollouts(sm), wall);
+            res.status, res.iterations, res.F0, res.F, total_rollouts, wall);
+  }
+  if (!res.reliable && !interrupted) {
+    fprintf(stderr, "%s: warning: %s: standard errors withheld (report: stderr null, "
+            "stderr_unreliable)\n", kTool,
+            !res.converged ? "the fit has not converged"
+            : isfinite(res.cond) && res.cond > 0 ? "the fit is poorly conditioned"
+                                                 : "the Gauss-Newton Hessian is singular");
   }
   if (interrupted && code == TOOL_EXIT_OK) code = TOOL_EXIT_INTERRUPTED;
-  sysid_freeResult(&res);
+  if (code == TOOL_EXIT_OK && !res.converged) code = SYSID_EXIT_NOT_CONVERGED;
+  if (code == TOOL_EXIT_OK && !res.reliable) code = SYSID_EXIT_UNRELIABLE;
+  mjdiff_freeLsqResult(&res);
 
 done:
   sysid_freeModel(sm);
@@ -846,6 +1002,79 @@ done:
   free(prior);
   free(psig);
   mjdiff_freeParams(p);
+  return code;
+}
+
+static int predict(mjModel* m, mjdiffModel* s, const args* a) {
+  char err[1024];
+  if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
+  double hdef[3] = {0.1, 0.5, 0};
+  const double* hz = a->nhorizon ? a->horizon : hdef;
+  int nh = a->nhorizon ? a->nhorizon : 3;
+  sysidRecording rec[MAXLIST];
+  memset(rec, 0, sizeof(rec));
+  int code = TOOL_EXIT_OK, nrec = 0;
+  for (int i = 0; i < a->ndata; i++) {
+    if (sysid_readRecording(m, a->data[i], rec + nrec, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+      break;
+    }
+    nrec++;
+    if (checkControls(m, rec + nrec - 1, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+      break;
+    }
+    if (rec[nrec - 1].T < 1) {
+      fprintf(stderr, "%s: error: %s: less than one timestep of samples\n", kTool, a->data[i]);
+      code = TOOL_EXIT_RUNTIME;
+      break;
+    }
+  }
+  char tmp[1100];
+  FILE* f = NULL;
+  if (code == TOOL_EXIT_OK && a->out) {
+    snprintf(tmp, sizeof(tmp), "%s.tmp", a->out);
+    f = fopen(tmp, "w");
+    if (!f) {
+      fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, tmp);
+      code = TOOL_EXIT_RUNTIME;
+    }
+  }
+  if (code == TOOL_EXIT_OK) {
+    if (f) {
+      tool_jsonResetNulls();
+      fprintf(f, "{\"tool\": \"%s\", \"version\": \"%s\", \"mode\": \"predict\", \"model\": ",
+              kTool, mjdiff_versionString());
+      tool_jsonString(f, a->model);
+      fprintf(f, ", \"args\": {\"data\": [");
+      for (int i = 0; i < a->ndata; i++) {
+        if (i) fprintf(f, ", ");
+        tool_jsonString(f, a->data[i]);
+      }
+      fprintf(f, "]}, \"status\": \"ok\", \"metrics\": {\"horizons\": ");
+    }
+    if (sysid_predict(m, s, rec, nrec, hz, nh, f, stdout, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+    }
+    if (f) {
+      fprintf(f, "}, \"series\": {}");
+      tool_jsonNullNote(f);
+      fprintf(f, "}\n");
+      int bad = ferror(f);
+      bad |= fclose(f) != 0;
+      if (code != TOOL_EXIT_OK || bad || rename(tmp, a->out)) {
+        remove(tmp);
+        if (code == TOOL_EXIT_OK) {
+          fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, a->out);
+          code = TOOL_EXIT_RUNTIME;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
   return code;
 }
 
@@ -865,7 +1094,7 @@ int main(int argc, char** argv) {
     mj_deleteModel(m);
     return TOOL_EXIT_RUNTIME;
   }
-  int code = a.generate ? generate(m, s, &a) : fit(m, s, &a);
+  int code = a.generate ? generate(m, s, &a) : a.predict ? predict(m, s, &a) : fit(m, s, &a);
   mjdiff_freeModel(s);
   mj_deleteModel(m);
   return code;

@@ -1,6 +1,7 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// Shared optimisers. Adam with gradient-norm clipping and a learning-rate schedule, one for every
+// Shared optimisers: least squares (Levenberg-Marquardt, Nelder-Mead; below, optim/lsq.c) and
+// Adam with gradient-norm clipping and a learning-rate schedule, one for every
 // tool (mjdiff-mpc's gradient planner, training of networks):
 //   c   = min(1, clip / |g|)   (clip > 0; else c = 1)       g <- c g
 //   m   = b1 m + (1 - b1) g     v = b2 v + (1 - b2) g .* g   t <- t + 1
@@ -106,6 +107,119 @@ MJDIFF_API mjdiffStatus mjdiff_adamMinimize(mjdiffAdam* adam, double* x, double*
                                             mjdiffObjectiveGrad fg, void* user, int maxiter,
                                             double gtol, int* outcome, double* f,
                                             mjdiffAdamInfo* info);
+
+
+//---------------------------------- least squares ------------------------------------------------
+//
+// minimise  F(z) = 1/2 |r(z)|^2  over z in R^n, r in R^m (optim/lsq.c: its header comment has the
+// equations), with optional bounds per variable handled by reparameterisation:
+// z = lo + (hi - lo) (1 + sin y) / 2 (both), lo + exp(y) (lower only), hi - exp(y) (upper only),
+// z = y (none), z = lo (lo = hi: fixed). Methods: Levenberg-Marquardt with the residual's own
+// Jacobian or forward differences, and Nelder-Mead. Nothing is printed: progress goes to the
+// caller's callback.
+//
+// Block structure (optional, Levenberg-Marquardt with exact Jacobians): z = (p, d_0, ..., d_{B-1}),
+// p the np "border" variables (physical parameters) and d_b blocks of bs variables (multiple
+// shooting: a window's start state) such that every residual depends on p and at most two
+// consecutive blocks d_b, d_{b+1}. J'J is then block tridiagonal in d with a dense border in p;
+// the caller accumulates it block by block (mjdiffLsqNormal) and the solver eliminates the blocks
+// (a block Cholesky of the tridiagonal part, then the Schur complement on p), so that time and
+// memory grow linearly with B and no m x n Jacobian is ever stored.
+
+// the residual function: fill r (m) and, when J is not NULL, its Jacobian J (m x n, row-major)
+// at z; return 0, or nonzero if the point cannot be evaluated (the optimiser backs off)
+typedef int (*mjdiffLsqResidual)(void* user, const double* z, double* r, double* J);
+
+// J'J and J'r of a block-structured problem (all in z's coordinates, zeroed by the solver before
+// each call; the callee adds its rows' contributions)
+typedef struct mjdiffLsqBlocks_ {
+  double* Hpp;                 // (np x np)          J_p'J_p
+  double* Hdp;                 // (B x bs x np)      block b: J_{d_b}'J_p
+  double* Hdd;                 // (B x bs x bs)      block b: J_{d_b}'J_{d_b}
+  double* Hdo;                 // ((B-1) x bs x bs)  block b: J_{d_b}'J_{d_{b+1}}
+  double* g;                   // (n)                J'r
+} mjdiffLsqBlocks;
+
+// the block-structured residual function: fill r (m) and, when H is not NULL, add the normal
+// equations' blocks of J at z to H; 0, or nonzero if z cannot be evaluated
+typedef int (*mjdiffLsqNormal)(void* user, const double* z, double* r, mjdiffLsqBlocks* H);
+
+typedef struct mjdiffLsqProblem_ {
+  int n, m;                    // variables, residuals
+  const double* lo;            // (n) lower bounds (-INFINITY: none); nullable
+  const double* hi;            // (n) upper bounds (INFINITY: none); nullable
+  mjdiffLsqResidual residual;  // dense residual and Jacobian (nullable if normal is given and
+                               // the method is MJDIFF_LSQ_LM)
+  void* user;
+  // block structure (all zero/NULL: none); n = np + nblock bs
+  int np, nblock, bs;
+  mjdiffLsqNormal normal;      // nullable
+} mjdiffLsqProblem;
+
+typedef enum mjdiffLsqMethod_ {
+  MJDIFF_LSQ_LM = 0,           // Levenberg-Marquardt with the residual's own Jacobian
+  MJDIFF_LSQ_LM_FD,            // Levenberg-Marquardt with forward-difference Jacobians
+  MJDIFF_LSQ_NELDER_MEAD       // derivative-free
+} mjdiffLsqMethod;
+
+typedef enum mjdiffLsqSolver_ {
+  MJDIFF_LSQ_AUTO = 0,         // blocks when the problem has them (and the method is LM)
+  MJDIFF_LSQ_DENSE,            // the dense m x n Jacobian (residual)
+  MJDIFF_LSQ_BLOCKS            // the block normal equations (normal)
+} mjdiffLsqSolver;
+
+// one progress report: after the start point (iter 0) and after each iteration
+typedef struct mjdiffLsqProgress_ {
+  int iter;
+  double F;                    // current (best) cost
+  double step;                 // |h| (LM: the trial step's; Nelder-Mead: the simplex's size); NaN at 0
+  double lambda;               // LM damping the step used (NaN for Nelder-Mead)
+  int evals;                   // residual calls so far
+} mjdiffLsqProgress;
+
+typedef void (*mjdiffLsqProgressFn)(void* user, const mjdiffLsqProgress* info);
+
+typedef struct mjdiffLsqOptions_ {
+  int method;                  // mjdiffLsqMethod (default MJDIFF_LSQ_LM)
+  int solver;                  // mjdiffLsqSolver (default MJDIFF_LSQ_AUTO)
+  int max_iter;                // iterations; < 0: the method's default (100; Nelder-Mead 200 n);
+                               // 0: none (the start point is evaluated, with standard errors)
+  double ftol;                 // stop when the relative decrease of F is below ftol (1e-10)
+  double xtol;                 // stop when the relative step is below xtol (1e-10)
+  double gtol;                 // stop when the gradient's max norm is below gtol (1e-12)
+  double fd_eps;               // relative step of finite-difference Jacobians (1e-6)
+  double cond_max;             // above: the fit is poorly conditioned (1e10; see result.cond)
+  mjdiffLsqProgressFn progress;  // nullable
+  void* progress_user;
+  volatile int* cancel;        // nullable: set nonzero to stop (then status "interrupted")
+} mjdiffLsqOptions;
+
+typedef struct mjdiffLsqResult_ {
+  double F0, F;                // cost at start and end
+  int iterations;
+  int evaluations;             // residual evaluations (without Jacobian)
+  int jacobians;               // residual evaluations with Jacobian (or normal equations)
+  const char* status;          // "converged (ftol)", "converged (xtol)", "converged (gtol)",
+                               // "max iterations", "interrupted", "failed"
+  int converged;               // 1 if status starts with "converged"
+  double cond;                 // condition number of the Gauss-Newton Hessian J'J (scaled to a
+                               // unit diagonal) over the reported variables: all free ones
+                               // (dense), p (blocks: its Schur complement); inf if singular
+  int reliable;                // converged, cond <= cond_max and every reported stderr finite
+  double* stderr_z;            // (n) standard errors from the Gauss-Newton Hessian
+                               // sqrt(diag((J'J)^-1) * 2F / (m - n)); NaN if singular; blocks:
+                               // p only, the d entries NaN
+} mjdiffLsqResult;
+
+// Fill opt with the defaults above.
+MJDIFF_API void mjdiff_defaultLsqOptions(mjdiffLsqOptions* opt);
+
+// Minimise from z (n, updated in place). result->stderr_z is allocated (free with
+// mjdiff_freeLsqResult). Returns 0, or -1 if the problem or options are invalid, memory runs out
+// or the start point cannot be evaluated. Nullable: opt (defaults).
+MJDIFF_API int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt,
+                               double* z, mjdiffLsqResult* result);
+MJDIFF_API void mjdiff_freeLsqResult(mjdiffLsqResult* result);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// mjdiff-sysid's least-squares optimisers (tools/sysid/optim.c): Levenberg-Marquardt with exact
-// and forward-difference Jacobians and Nelder-Mead, on problems with known answers.
+// The library's least-squares optimisers (optim/lsq.c, <mjdiff/optim.h>; mjdiff-sysid's):
+// Levenberg-Marquardt with exact and forward-difference Jacobians and Nelder-Mead, on problems with
+// known answers.
 //
 //   Rosenbrock as residuals r = (10 (x2 - x1^2), 1 - x1) from (-1.2, 1): every method reaches
 //   (1, 1) within 1e-8.
@@ -16,7 +17,7 @@
 //   first Gauss-Newton step; the optimiser backs off and converges. A start point that fails
 //   returns -1.
 //   Cancel flag, iteration limit, evaluation counts (FD: n evaluations per Jacobian in place of
-//   one call with J), standard errors NaN when m <= n or J'J is singular, verbose output,
+//   one call with J), standard errors NaN when m <= n or J'J is singular, the progress callback,
 //   determinism, invalid input.
 
 #include <gtest/gtest.h>
@@ -28,12 +29,12 @@
 #include <vector>
 
 extern "C" {
-#include "sysid.h"
+#include <mjdiff/optim.h>
 }
 
 namespace {
 
-const sysidMethod kMethods[] = {SYSID_LM_EXACT, SYSID_LM_FD, SYSID_NELDER_MEAD};
+const mjdiffLsqMethod kMethods[] = {MJDIFF_LSQ_LM, MJDIFF_LSQ_LM_FD, MJDIFF_LSQ_NELDER_MEAD};
 const char* kMethodNames[] = {"LM exact", "LM FD", "Nelder-Mead"};
 
 // counts of residual calls, bound checks and a cancel trigger, shared by the test problems
@@ -57,14 +58,14 @@ struct Calls {
 };
 
 struct Result {
-  sysidResult res;
+  mjdiffLsqResult res;
   Result() {
     std::memset(&res, 0, sizeof(res));
   }
   ~Result() {
-    sysid_freeResult(&res);
+    mjdiff_freeLsqResult(&res);
   }
-  sysidResult* operator->() {
+  mjdiffLsqResult* operator->() {
     return &res;
   }
 };
@@ -138,8 +139,9 @@ int expFit(void* user, const double* zin, double* r, double* J) {
   return 0;
 }
 
-sysidProblem expProblem(ExpFit* p, const double* lo = nullptr, const double* hi = nullptr) {
-  sysidProblem prob;
+mjdiffLsqProblem expProblem(ExpFit* p, const double* lo = nullptr, const double* hi = nullptr) {
+  mjdiffLsqProblem prob;
+  std::memset(&prob, 0, sizeof(prob));
   prob.n = p->fixed >= 0 ? 2 : 3;
   prob.m = p->m();
   prob.lo = lo;
@@ -152,38 +154,40 @@ sysidProblem expProblem(ExpFit* p, const double* lo = nullptr, const double* hi 
   return prob;
 }
 
-sysidOptions options(sysidMethod method) {
-  sysidOptions opt;
-  sysid_defaultOptions(&opt);
+mjdiffLsqOptions options(mjdiffLsqMethod method) {
+  mjdiffLsqOptions opt;
+  mjdiff_defaultLsqOptions(&opt);
   opt.method = method;
   return opt;
 }
 
 //---------------------------------- tests --------------------------------------------------------
 
-TEST(SysidOptim, DefaultOptions) {
-  sysidOptions opt;
+TEST(Lsq, DefaultOptions) {
+  mjdiffLsqOptions opt;
   std::memset(&opt, 0xff, sizeof(opt));
-  sysid_defaultOptions(&opt);
-  EXPECT_EQ(opt.method, SYSID_LM_EXACT);
-  EXPECT_EQ(opt.max_iter, 0);  // the method's default: 100, Nelder-Mead 200 n
+  mjdiff_defaultLsqOptions(&opt);
+  EXPECT_EQ(opt.method, MJDIFF_LSQ_LM);
+  EXPECT_EQ(opt.max_iter, -1);  // the method's default: 100, Nelder-Mead 200 n
+  EXPECT_EQ(opt.solver, MJDIFF_LSQ_AUTO);
+  EXPECT_EQ(opt.cond_max, 1e10);
   EXPECT_EQ(opt.ftol, 1e-10);
   EXPECT_EQ(opt.xtol, 1e-10);
   EXPECT_EQ(opt.gtol, 1e-12);
   EXPECT_EQ(opt.fd_eps, 1e-6);
-  EXPECT_EQ(opt.verbose, 0);
+  EXPECT_EQ(opt.progress, nullptr);
   EXPECT_EQ(opt.cancel, nullptr);
-  sysid_freeResult(nullptr);  // NULL-safe
+  mjdiff_freeLsqResult(nullptr);  // NULL-safe
 }
 
-TEST(SysidOptim, Rosenbrock) {
+TEST(Lsq, Rosenbrock) {
   for (int k = 0; k < 3; k++) {
     Calls calls;
-    sysidProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls};
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls, 0, 0, 0, nullptr};
+    mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {-1.2, 1};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0) << kMethodNames[k];
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0) << kMethodNames[k];
     std::printf(
         "[ rosenbrock ] %-11s %-18s iterations %3d evaluations %4d jacobians %3d "
         "|z - 1| %.1e F %.1e\n",
@@ -203,15 +207,15 @@ TEST(SysidOptim, Rosenbrock) {
   }
 }
 
-TEST(SysidOptim, ExponentialFit) {
+TEST(Lsq, ExponentialFit) {
   ExpFit data(12345);
-  sysidProblem prob = expProblem(&data);
+  mjdiffLsqProblem prob = expProblem(&data);
   double z[3][3], se[3][3];
   for (int k = 0; k < 3; k++) {
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqOptions opt = options(kMethods[k]);
     double zk[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, zk, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, zk, &res.res), 0);
     std::printf(
         "[ exp fit    ] %-11s %-18s iterations %3d evaluations %4d jacobians %3d "
         "F %.6e z (%.6f %.6f %.6f) stderr (%.5f %.5f %.5f)\n",
@@ -236,16 +240,16 @@ TEST(SysidOptim, ExponentialFit) {
   }
 }
 
-TEST(SysidOptim, StandardErrorsMonteCarlo) {
+TEST(Lsq, StandardErrorsMonteCarlo) {
   const int kDatasets = 200;
   double sum[3] = {0}, sum2[3] = {0}, sumse[3] = {0};
   for (int d = 0; d < kDatasets; d++) {
     ExpFit data(1000 + d);
-    sysidProblem prob = expProblem(&data);
-    sysidOptions opt = options(SYSID_LM_EXACT);
+    mjdiffLsqProblem prob = expProblem(&data);
+    mjdiffLsqOptions opt = options(MJDIFF_LSQ_LM);
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
     ASSERT_EQ(std::string(res->status).rfind("converged", 0), 0u) << res->status;
     for (int j = 0; j < 3; j++) {
       sum[j] += z[j];
@@ -267,7 +271,7 @@ TEST(SysidOptim, StandardErrorsMonteCarlo) {
 }
 
 // each kind of bound with the optimum at the bound
-TEST(SysidOptim, Bounds) {
+TEST(Lsq, Bounds) {
   struct Case {
     int var;
     double lo, hi, bound, start;
@@ -282,11 +286,11 @@ TEST(SysidOptim, Bounds) {
     ExpFit ref(777);
     ref.fixed = c.var;
     ref.fixed_value = c.bound;
-    sysidProblem rprob = expProblem(&ref);
-    sysidOptions ropt = options(SYSID_LM_EXACT);
+    mjdiffLsqProblem rprob = expProblem(&ref);
+    mjdiffLsqOptions ropt = options(MJDIFF_LSQ_LM);
     double zr2[2] = {1, 1};
     Result rres;
-    ASSERT_EQ(sysid_solve(&rprob, &ropt, zr2, &rres.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&rprob, &ropt, zr2, &rres.res), 0);
     double zr[3];
     for (int j = 0, k = 0; j < 3; j++) zr[j] = j == c.var ? c.bound : zr2[k++];
     {
@@ -303,12 +307,12 @@ TEST(SysidOptim, Bounds) {
     hi[c.var] = c.hi;
     for (int k = 0; k < 3; k++) {
       ExpFit data(777);
-      sysidProblem prob = expProblem(&data, lo, hi);
-      sysidOptions opt = options(kMethods[k]);
+      mjdiffLsqProblem prob = expProblem(&data, lo, hi);
+      mjdiffLsqOptions opt = options(kMethods[k]);
       double z[3] = {1, 1, 0};
       z[c.var] = c.start;
       Result res;
-      ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
       std::printf(
           "[ bounds     ] var %c in [%g, %g] %-11s %-18s iterations %3d z (%.8f %.8f "
           "%.8f) ref (%.8f %.8f %.8f)\n",
@@ -327,24 +331,24 @@ TEST(SysidOptim, Bounds) {
 
 // lo = hi: the variable stays put, the others fit as if it were removed; its standard error is
 // 0, the others' come from the remaining columns with m - (n - 1) degrees of freedom
-TEST(SysidOptim, FixedVariable) {
+TEST(Lsq, FixedVariable) {
   ExpFit ref(777);
   ref.fixed = 2;
   ref.fixed_value = 0.4;
-  sysidProblem rprob = expProblem(&ref);
-  sysidOptions ropt = options(SYSID_LM_EXACT);
+  mjdiffLsqProblem rprob = expProblem(&ref);
+  mjdiffLsqOptions ropt = options(MJDIFF_LSQ_LM);
   double zr[2] = {1, 1};
   Result rres;
-  ASSERT_EQ(sysid_solve(&rprob, &ropt, zr, &rres.res), 0);
+  ASSERT_EQ(mjdiff_lsqSolve(&rprob, &ropt, zr, &rres.res), 0);
 
   double lo[3] = {-INFINITY, -INFINITY, 0.4}, hi[3] = {INFINITY, INFINITY, 0.4};
   for (int k = 0; k < 3; k++) {
     ExpFit data(777);
-    sysidProblem prob = expProblem(&data, lo, hi);
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = expProblem(&data, lo, hi);
+    mjdiffLsqOptions opt = options(kMethods[k]);
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
     EXPECT_EQ(std::string(res->status).rfind("converged", 0), 0u) << res->status;
     EXPECT_EQ(z[2], 0.4);
     EXPECT_EQ(data.calls.outside, 0);
@@ -382,16 +386,16 @@ int logResidual(void* user, const double* z, double* r, double* J) {
   return 0;
 }
 
-TEST(SysidOptim, FailingResidual) {
+TEST(Lsq, FailingResidual) {
   for (int nan_mode = 0; nan_mode < 2; nan_mode++) {
     for (int k = 0; k < 3; k++) {
       LogProblem p;
       p.nan_mode = nan_mode;
-      sysidProblem prob = {2, 2, nullptr, nullptr, logResidual, &p};
-      sysidOptions opt = options(kMethods[k]);
+      mjdiffLsqProblem prob = {2, 2, nullptr, nullptr, logResidual, &p, 0, 0, 0, nullptr};
+      mjdiffLsqOptions opt = options(kMethods[k]);
       double z[2] = {10, 10};
       Result res;
-      ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
       std::printf("[ failing    ] %s %-11s %-18s iterations %3d failed calls %d\n",
                   nan_mode ? "NaN     " : "nonzero ", kMethodNames[k], res->status, res->iterations,
                   p.failures);
@@ -408,11 +412,11 @@ TEST(SysidOptim, FailingResidual) {
   // a start point that cannot be evaluated
   for (int k = 0; k < 3; k++) {
     LogProblem p;
-    sysidProblem prob = {2, 2, nullptr, nullptr, logResidual, &p};
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = {2, 2, nullptr, nullptr, logResidual, &p, 0, 0, 0, nullptr};
+    mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {-1, 1};
     Result res;
-    EXPECT_EQ(sysid_solve(&prob, &opt, z, &res.res), -1);
+    EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), -1);
     EXPECT_STREQ(res->status, "failed");
     EXPECT_EQ(res->stderr_z, nullptr);
     EXPECT_EQ(z[0], -1);
@@ -420,19 +424,19 @@ TEST(SysidOptim, FailingResidual) {
   }
 }
 
-TEST(SysidOptim, Cancel) {
+TEST(Lsq, Cancel) {
   for (int k = 0; k < 3; k++) {
     // set during the run
     volatile int cancel = 0;
     ExpFit data(4);
     data.calls.cancel = &cancel;
     data.calls.cancel_after = 8;
-    sysidProblem prob = expProblem(&data);
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = expProblem(&data);
+    mjdiffLsqOptions opt = options(kMethods[k]);
     opt.cancel = &cancel;
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
     EXPECT_STREQ(res->status, "interrupted") << kMethodNames[k];
     EXPECT_LE(res->F, res->F0);
     EXPECT_LE(res->iterations, 8);
@@ -440,14 +444,14 @@ TEST(SysidOptim, Cancel) {
 
     // set before the start: no iteration
     ExpFit data2(4);
-    sysidProblem prob2 = expProblem(&data2);
+    mjdiffLsqProblem prob2 = expProblem(&data2);
     double z2[3] = {1, 1, 0};
     Result res2;
-    ASSERT_EQ(sysid_solve(&prob2, &opt, z2, &res2.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob2, &opt, z2, &res2.res), 0);
     EXPECT_STREQ(res2->status, "interrupted");
     EXPECT_EQ(res2->iterations, 0);
     EXPECT_LE(res2->F, res2->F0);
-    if (kMethods[k] != SYSID_NELDER_MEAD) {  // (Nelder-Mead: the best vertex of its simplex)
+    if (kMethods[k] != MJDIFF_LSQ_NELDER_MEAD) {  // (Nelder-Mead: the best vertex of its simplex)
       EXPECT_EQ(res2->F, res2->F0);
       EXPECT_EQ(z2[0], 1);
       EXPECT_EQ(z2[1], 1);
@@ -456,32 +460,32 @@ TEST(SysidOptim, Cancel) {
   }
 }
 
-TEST(SysidOptim, MaxIterations) {
+TEST(Lsq, MaxIterations) {
   for (int k = 0; k < 3; k++) {
     Calls calls;
-    sysidProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls};
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls, 0, 0, 0, nullptr};
+    mjdiffLsqOptions opt = options(kMethods[k]);
     opt.max_iter = 3;
     double z[2] = {-1.2, 1};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
     EXPECT_STREQ(res->status, "max iterations");
     EXPECT_EQ(res->iterations, 3);
   }
 }
 
-TEST(SysidOptim, EvaluationCounts) {
+TEST(Lsq, EvaluationCounts) {
   const int n = 3;
-  for (int max_iter : {4, 0}) {
-    // 4 iterations: every step accepted (the same path for exact and FD); 0: to convergence
+  for (int max_iter : {4, -1}) {
+    // 4 iterations: every step accepted (the same path for exact and FD); -1: to convergence
     Result res[3];
     for (int k = 0; k < 3; k++) {
       ExpFit data(99);
-      sysidProblem prob = expProblem(&data);
-      sysidOptions opt = options(kMethods[k]);
+      mjdiffLsqProblem prob = expProblem(&data);
+      mjdiffLsqOptions opt = options(kMethods[k]);
       opt.max_iter = max_iter;
       double z[3] = {1, 1, 0};
-      ASSERT_EQ(sysid_solve(&prob, &opt, z, &res[k].res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res[k].res), 0);
       // the counts are the calls made
       EXPECT_EQ(res[k]->evaluations, data.calls.plain) << kMethodNames[k];
       EXPECT_EQ(res[k]->jacobians, data.calls.withJ) << kMethodNames[k];
@@ -526,13 +530,13 @@ int sumFit(void* user, const double* z, double* r, double* J) {
   return 0;
 }
 
-TEST(SysidOptim, SingularStandardErrors) {
+TEST(Lsq, SingularStandardErrors) {
   for (int k = 0; k < 3; k++) {
-    sysidProblem prob = {2, 10, nullptr, nullptr, sumFit, nullptr};
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = {2, 10, nullptr, nullptr, sumFit, nullptr, 0, 0, 0, nullptr};
+    mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {0, 0};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
     EXPECT_EQ(std::string(res->status).rfind("converged", 0), 0u) << res->status;
     double sum = 0, st = 0, tt = 0;
     for (int i = 0; i < 10; i++) {
@@ -547,58 +551,314 @@ TEST(SysidOptim, SingularStandardErrors) {
   }
 }
 
-TEST(SysidOptim, GradientAtStart) {
+TEST(Lsq, GradientAtStart) {
   for (int k = 0; k < 2; k++) {
     Calls calls;
-    sysidProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls};
-    sysidOptions opt = options(kMethods[k]);
+    mjdiffLsqProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls, 0, 0, 0, nullptr};
+    mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {1, 1};
     Result res;
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
     EXPECT_STREQ(res->status, "converged (gtol)");
     EXPECT_EQ(res->iterations, 0);
     EXPECT_EQ(res->F, 0);
   }
 }
 
-TEST(SysidOptim, Verbose) {
+// the progress callback's reports
+struct Reports {
+  std::vector<mjdiffLsqProgress> list;
+};
+
+void collect(void* user, const mjdiffLsqProgress* info) {
+  static_cast<Reports*>(user)->list.push_back(*info);
+}
+
+TEST(Lsq, Progress) {
   for (int k = 0; k < 3; k++) {
     ExpFit data(5);
-    sysidProblem prob = expProblem(&data);
-    sysidOptions opt = options(kMethods[k]);
-    opt.verbose = 1;
+    mjdiffLsqProblem prob = expProblem(&data);
+    mjdiffLsqOptions opt = options(kMethods[k]);
+    Reports rep;
+    opt.progress = collect;
+    opt.progress_user = &rep;
     double z[3] = {1, 1, 0};
     Result res;
     testing::internal::CaptureStderr();
-    ASSERT_EQ(sysid_solve(&prob, &opt, z, &res.res), 0);
-    std::string out = testing::internal::GetCapturedStderr();
-    std::vector<std::string> lines;
-    for (size_t a = 0, b; a < out.size(); a = b + 1) {
-      b = out.find('\n', a);
-      ASSERT_NE(b, std::string::npos);
-      lines.push_back(out.substr(a, b - a));
+    testing::internal::CaptureStdout();
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    std::string out = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
+    EXPECT_EQ(out, "") << "the library printed";
+    // the start point, then one report per iteration, iterations counting up, F never rising
+    ASSERT_EQ((int)rep.list.size(), res->iterations + 1) << kMethodNames[k];
+    for (size_t i = 0; i < rep.list.size(); i++) {
+      EXPECT_EQ(rep.list[i].iter, (int)i);
+      if (i) {
+        EXPECT_LE(rep.list[i].F, rep.list[i - 1].F);
+        EXPECT_GE(rep.list[i].evals, rep.list[i - 1].evals);
+      }
     }
-    // a header, iteration 0, one line per iteration, all of one width
-    ASSERT_EQ((int)lines.size(), res->iterations + 2) << out;
-    EXPECT_NE(lines[0].find("lambda"), std::string::npos);
-    for (const std::string& l : lines) EXPECT_EQ(l.size(), lines[0].size()) << l;
-    if (k == 0) std::printf("%s", out.c_str());
+    if (k < 2) {
+      EXPECT_TRUE(std::isnan(rep.list[0].step));  // Nelder-Mead: the simplex's size
+    }
+    EXPECT_EQ(rep.list.back().F, res->F);
+    EXPECT_EQ(std::isnan(rep.list.back().lambda), k == 2) << kMethodNames[k];
   }
 }
 
-TEST(SysidOptim, Deterministic) {
+// max_iter 0: no step, the start point's cost and standard errors, not converged, not reliable
+TEST(Lsq, ZeroIterations) {
+  for (int k = 0; k < 3; k++) {
+    ExpFit data(8);
+    mjdiffLsqProblem prob = expProblem(&data);
+    mjdiffLsqOptions opt = options(kMethods[k]);
+    opt.max_iter = 0;
+    double z[3] = {1, 1, 0};
+    Result res;
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    EXPECT_EQ(res->iterations, 0) << kMethodNames[k];
+    EXPECT_STREQ(res->status, "max iterations");
+    EXPECT_EQ(res->converged, 0);
+    EXPECT_EQ(res->reliable, 0);
+    EXPECT_EQ(res->F, res->F0);
+    EXPECT_EQ(z[0], 1);
+    EXPECT_EQ(z[1], 1);
+    EXPECT_EQ(z[2], 0);
+    EXPECT_TRUE(std::isfinite(res->stderr_z[0]));
+  }
+}
+
+// a converged, well-posed fit is reliable with a moderate inflation factor; a singular one is not
+TEST(Lsq, Reliability) {
+  for (int k = 0; k < 3; k++) {
+    ExpFit data(12);
+    mjdiffLsqProblem prob = expProblem(&data);
+    mjdiffLsqOptions opt = options(kMethods[k]);
+    double z[3] = {1, 1, 0};
+    Result res;
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    EXPECT_EQ(res->converged, 1) << res->status;
+    EXPECT_EQ(res->reliable, 1) << kMethodNames[k];
+    EXPECT_GE(res->cond, 1.0);
+    EXPECT_LT(res->cond, 1e3);
+    // the same fit with cond_max below its inflation factor: converged but flagged
+    opt.cond_max = res->cond / 2;
+    double z2[3] = {1, 1, 0};
+    Result res2;
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z2, &res2.res), 0);
+    EXPECT_EQ(res2->converged, 1);
+    EXPECT_EQ(res2->reliable, 0);
+
+    mjdiffLsqProblem sing = {2, 10, nullptr, nullptr, sumFit, nullptr, 0, 0, 0, nullptr};
+    mjdiffLsqOptions o2 = options(kMethods[k]);
+    double zs[2] = {0, 0};
+    Result rs;
+    ASSERT_EQ(mjdiff_lsqSolve(&sing, &o2, zs, &rs.res), 0);
+    EXPECT_EQ(rs->converged, 1);
+    EXPECT_EQ(rs->reliable, 0) << kMethodNames[k];
+    EXPECT_FALSE(rs->cond <= 1e10) << rs->cond;
+  }
+}
+
+//---------------------------------- block structure ----------------------------------------------
+//
+// A multiple-shooting-like problem: p (np = 3: a decay rate, a gain, and a third held fixed or
+// bounded), B blocks of bs = 3 "window start states" d_b. Block b's residuals depend on p and d_b
+// (measurements of a nonlinear map of them), its continuity rows on p, d_b and d_{b+1}
+// (phi(p, d_b) - d_{b+1}), a prior row on p. The dense Jacobian gives the dense solve; its blocks
+// (extracted from J'J, with a guard that every entry outside them is zero) the block solve.
+// They must agree: the same iterations, and points, costs and standard errors of p to rounding.
+
+struct BlockFit {
+  int np = 3, B, bs = 3, rows_per_block = 7;
+  std::vector<double> data;
+  int calls = 0;
+  explicit BlockFit(int nblocks, unsigned long long seed) : B(nblocks) {
+    data.resize((size_t)B * rows_per_block);
+    for (double& x : data) x = 0.3 * gaussian(&seed);
+  }
+  int n() const { return np + B * bs; }
+  int m() const { return B * rows_per_block + (B - 1) * bs + 1; }
+};
+
+// residuals and the dense Jacobian (J may be NULL)
+int blockResidual(void* user, const double* z, double* r, double* J) {
+  BlockFit* f = static_cast<BlockFit*>(user);
+  f->calls++;
+  int n = f->n(), row = 0;
+  const double* p = z;
+  if (J) std::memset(J, 0, sizeof(double) * (size_t)n * f->m());
+  for (int b = 0; b < f->B; b++) {
+    const double* d = z + f->np + b * f->bs;
+    int o = f->np + b * f->bs;
+    for (int i = 0; i < f->rows_per_block; i++, row++) {
+      double t = 0.1 * (i + 1);
+      double e = std::exp(-p[0] * t);
+      double v = d[i % 3] * e + p[1] * std::sin(d[(i + 1) % 3] + t) + p[2] * t * d[(i + 2) % 3];
+      r[row] = v - f->data[(size_t)b * f->rows_per_block + i];
+      if (J) {
+        double* Jr = J + (size_t)n * row;
+        Jr[0] = -t * d[i % 3] * e;
+        Jr[1] = std::sin(d[(i + 1) % 3] + t);
+        Jr[2] = t * d[(i + 2) % 3];
+        Jr[o + i % 3] += e;
+        Jr[o + (i + 1) % 3] += p[1] * std::cos(d[(i + 1) % 3] + t);
+        Jr[o + (i + 2) % 3] += p[2] * t;
+      }
+    }
+    if (b + 1 < f->B) {
+      // continuity: phi(p, d_b) - d_{b+1}, phi_i = d_i exp(-p0 0.8) + p1 0.1 d_{i+1}^2
+      const double* dn = d + f->bs;
+      for (int i = 0; i < f->bs; i++, row++) {
+        double e = std::exp(-0.8 * p[0]);
+        double dj = d[(i + 1) % 3];
+        r[row] = 10 * (d[i] * e + 0.1 * p[1] * dj * dj - dn[i]);
+        if (J) {
+          double* Jr = J + (size_t)n * row;
+          Jr[0] = 10 * (-0.8 * d[i] * e);
+          Jr[1] = 10 * (0.1 * dj * dj);
+          Jr[o + i] += 10 * e;
+          Jr[o + (i + 1) % 3] += 10 * 0.2 * p[1] * dj;
+          Jr[o + f->bs + i] = -10;
+        }
+      }
+    }
+  }
+  r[row] = (p[0] - 1) / 2;  // prior
+  if (J) J[(size_t)n * row] = 0.5;
+  row++;
+  return row == f->m() ? 0 : 1;
+}
+
+int outsideBlocks = 0;  // guard: J'J entries outside the block pattern that are nonzero
+
+int blockNormal(void* user, const double* z, double* r, mjdiffLsqBlocks* H) {
+  BlockFit* f = static_cast<BlockFit*>(user);
+  if (!H) return blockResidual(user, z, r, nullptr);
+  int n = f->n(), m = f->m(), np = f->np, bs = f->bs;
+  std::vector<double> J((size_t)n * m);
+  if (blockResidual(user, z, r, J.data())) return 1;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      double a = 0;
+      for (int k = 0; k < m; k++) a += J[(size_t)k * n + i] * J[(size_t)k * n + j];
+      int bi = i < np ? -1 : (i - np) / bs, bj = j < np ? -1 : (j - np) / bs;
+      int ii = (i - np) % bs, jj = (j - np) % bs;
+      if (bi < 0 && bj < 0) {
+        H->Hpp[i * np + j] += a;
+      } else if (bi >= 0 && bj < 0) {
+        H->Hdp[(size_t)bi * bs * np + ii * np + j] += a;
+      } else if (bi >= 0 && bi == bj) {
+        H->Hdd[(size_t)bi * bs * bs + ii * bs + jj] += a;
+      } else if (bi >= 0 && bj == bi + 1) {
+        H->Hdo[(size_t)bi * bs * bs + ii * bs + jj] += a;
+      } else if (!(bi < 0 || bj == bi - 1) && a != 0) {
+        outsideBlocks++;
+      }
+    }
+    double g = 0;
+    for (int k = 0; k < m; k++) g += J[(size_t)k * n + i] * r[k];
+    H->g[i] += g;
+  }
+  return 0;
+}
+
+TEST(Lsq, BlocksAgreeWithDense) {
+  for (int variant = 0; variant < 3; variant++) {
+    for (int B : {1, 2, 5, 12}) {
+      BlockFit fd(B, 100 + B), fb(B, 100 + B);
+      int n = fd.n();
+      // variant 0: free; 1: p0 >= 0.1, p1 in [-2, 2]; 2: p2 fixed (lo = hi)
+      std::vector<double> lo(n, -INFINITY), hi(n, INFINITY);
+      if (variant == 1) {
+        lo[0] = 0.1;
+        lo[1] = -2;
+        hi[1] = 2;
+      } else if (variant == 2) {
+        lo[2] = hi[2] = 0.25;
+      }
+      mjdiffLsqProblem dense = {n, fd.m(), lo.data(), hi.data(), blockResidual, &fd,
+                                fd.np, B, fd.bs, nullptr};
+      mjdiffLsqProblem blocks = {n, fb.m(), lo.data(), hi.data(), nullptr, &fb,
+                                 fb.np, B, fb.bs, blockNormal};
+      std::vector<double> zd(n), zb(n);
+      for (int j = 0; j < n; j++) zd[j] = zb[j] = j < 3 ? (j == 2 ? 0.25 : 0.7) : 0.1 * (j % 5);
+      mjdiffLsqOptions opt = options(MJDIFF_LSQ_LM);
+      opt.ftol = opt.xtol = 1e-14;  // both to the same point, not stopped early by rounding
+      opt.max_iter = 2000;
+      mjdiffLsqOptions optb = opt;
+      optb.solver = MJDIFF_LSQ_BLOCKS;
+      Result rd, rb;
+      outsideBlocks = 0;
+      ASSERT_EQ(mjdiff_lsqSolve(&dense, &opt, zd.data(), &rd.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&blocks, &optb, zb.data(), &rb.res), 0);
+      EXPECT_EQ(outsideBlocks, 0) << "the problem is not block structured";
+      SCOPED_TRACE("variant " + std::to_string(variant) + " B " + std::to_string(B));
+      EXPECT_STREQ(rd->status, rb->status);
+      EXPECT_EQ(rd->iterations, rb->iterations);
+      EXPECT_GT(rd->iterations, 2);  // guard: a real solve, not the start point
+      EXPECT_NEAR(rd->F, rb->F, 1e-10 * rd->F + 1e-14);
+      EXPECT_GT(rd->F0, 2 * rd->F);
+      // points within 1e-4 of a standard error (the dense fit's) of each other: the valley of
+      // this problem is flat to rounding along some directions (inflation factors ~5e5)
+      double dz = 0, moved = 0;
+      for (int j = 0; j < n; j++) {
+        if (rd->stderr_z[j] == 0) continue;
+        ASSERT_TRUE(std::isfinite(rd->stderr_z[j]));
+        dz = std::fmax(dz, std::fabs(zd[j] - zb[j]) / rd->stderr_z[j]);
+        moved = std::fmax(moved, std::fabs(zd[j] - (j < 3 ? (j == 2 ? 0.25 : 0.7) : 0.1 * (j % 5))));
+      }
+      EXPECT_LT(dz, 1e-4) << "largest |z_dense - z_blocks| / stderr, " << rd->status << " "
+                          << rd->iterations << " F " << rd->F << " cond " << rd->cond;
+      EXPECT_GT(moved, 1e-3);
+      for (int j = 0; j < 3; j++) {
+        if (variant == 2 && j == 2) {
+          EXPECT_EQ(rb->stderr_z[j], 0);
+          continue;
+        }
+        EXPECT_TRUE(std::isfinite(rb->stderr_z[j]));
+        EXPECT_NEAR(rd->stderr_z[j], rb->stderr_z[j], 1e-7 * rd->stderr_z[j]) << j;
+      }
+      for (int j = 3; j < n; j++) EXPECT_TRUE(std::isnan(rb->stderr_z[j]));
+      EXPECT_TRUE(std::isfinite(rb->cond));
+      EXPECT_EQ(rb->jacobians, rd->jacobians);
+    }
+  }
+}
+
+// block problems that cannot be solved as asked are rejected
+TEST(Lsq, BlocksInvalid) {
+  BlockFit f(3, 1);
+  int n = f.n();
+  std::vector<double> z(n, 0.1);
+  mjdiffLsqOptions opt = options(MJDIFF_LSQ_LM);
+  Result res;
+  // sizes that do not add up
+  mjdiffLsqProblem bad = {n, f.m(), nullptr, nullptr, nullptr, &f, f.np, 2, f.bs, blockNormal};
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z.data(), &res.res), -1);
+  // blocks asked without a normal function, or for Nelder-Mead
+  mjdiffLsqProblem noNormal = {n, f.m(), nullptr, nullptr, blockResidual, &f, 0, 0, 0, nullptr};
+  opt.solver = MJDIFF_LSQ_BLOCKS;
+  EXPECT_EQ(mjdiff_lsqSolve(&noNormal, &opt, z.data(), &res.res), -1);
+  mjdiffLsqProblem onlyNormal = {n, f.m(), nullptr, nullptr, nullptr, &f, f.np, 3, f.bs, blockNormal};
+  opt.method = MJDIFF_LSQ_NELDER_MEAD;
+  opt.solver = MJDIFF_LSQ_AUTO;
+  EXPECT_EQ(mjdiff_lsqSolve(&onlyNormal, &opt, z.data(), &res.res), -1);  // NM needs residual
+}
+
+TEST(Lsq, Deterministic) {
   for (int k = 0; k < 3; k++) {
     double z[2][3];
     double F[2];
     for (int run = 0; run < 2; run++) {
       ExpFit data(31);
-      sysidProblem prob = expProblem(&data);
-      sysidOptions opt = options(kMethods[k]);
+      mjdiffLsqProblem prob = expProblem(&data);
+      mjdiffLsqOptions opt = options(kMethods[k]);
       z[run][0] = 1;
       z[run][1] = 1;
       z[run][2] = 0;
       Result res;
-      ASSERT_EQ(sysid_solve(&prob, &opt, z[run], &res.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z[run], &res.res), 0);
       F[run] = res->F;
     }
     EXPECT_EQ(std::memcmp(z[0], z[1], sizeof(z[0])), 0);
@@ -606,34 +866,34 @@ TEST(SysidOptim, Deterministic) {
   }
 }
 
-TEST(SysidOptim, InvalidInput) {
+TEST(Lsq, InvalidInput) {
   Calls calls;
-  sysidOptions opt = options(SYSID_LM_EXACT);
+  mjdiffLsqOptions opt = options(MJDIFF_LSQ_LM);
   double z[2] = {-1.2, 1};
   Result res;
-  sysidProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls};
+  mjdiffLsqProblem prob = {2, 2, nullptr, nullptr, rosenbrock, &calls, 0, 0, 0, nullptr};
 
   double lo[2] = {0, 0}, hi[2] = {1, -1};  // lo > hi
-  sysidProblem bad = prob;
+  mjdiffLsqProblem bad = prob;
   bad.lo = lo;
   bad.hi = hi;
-  EXPECT_EQ(sysid_solve(&bad, &opt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res), -1);
   EXPECT_STREQ(res->status, "failed");
   bad = prob;
   bad.n = 0;
-  EXPECT_EQ(sysid_solve(&bad, &opt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res), -1);
   bad = prob;
   bad.residual = nullptr;
-  EXPECT_EQ(sysid_solve(&bad, &opt, z, &res.res), -1);
-  sysidOptions badopt = opt;
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res), -1);
+  mjdiffLsqOptions badopt = opt;
   badopt.fd_eps = 0;
-  EXPECT_EQ(sysid_solve(&prob, &badopt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &badopt, z, &res.res), -1);
   badopt = opt;
-  badopt.method = (sysidMethod)7;
-  EXPECT_EQ(sysid_solve(&prob, &badopt, z, &res.res), -1);
+  badopt.method = (mjdiffLsqMethod)7;
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &badopt, z, &res.res), -1);
   double znan[2] = {NAN, 1};
-  EXPECT_EQ(sysid_solve(&prob, &opt, znan, &res.res), -1);
-  EXPECT_EQ(sysid_solve(&prob, &opt, z, nullptr), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, znan, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, z, nullptr), -1);
   EXPECT_EQ(calls.plain + calls.withJ, 0);
   EXPECT_EQ(z[0], -1.2);
 }

@@ -1,6 +1,7 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// Least squares for mjdiff-sysid: minimise F(z) = 1/2 |r(z)|^2, r in R^m, z in R^n.
+// Least squares (<mjdiff/optim.h>), for mjdiff-sysid and every tool that fits: minimise
+// F(z) = 1/2 |r(z)|^2, r in R^m, z in R^n. Nothing is printed (progress: the caller's callback).
 //
 // Bounds by reparameterisation; the optimisers work in y:
 //   lo and hi    z = lo + (hi - lo) (1 + sin y) / 2      dz/dy = (hi - lo) cos(y) / 2
@@ -28,8 +29,8 @@
 //   else (also when r cannot be evaluated or is not finite): lambda *= nu, nu *= 2;
 //            stop if L(0) - L(h) <= ftol F and |F(y + h) - F(y)| <= ftol F (ftol: the step is
 //            lost in rounding, as in MINPACK)
-// J_z is the residual's own Jacobian (SYSID_LM_EXACT: one call with J at the start and per
-// accepted point) or one-sided differences (SYSID_LM_FD: n calls without J at the start and per
+// J_z is the residual's own Jacobian (MJDIFF_LSQ_LM: one call with J at the start and per
+// accepted point) or one-sided differences (MJDIFF_LSQ_LM_FD: n calls without J at the start and per
 // accepted point): variable j steps by fd_eps max(1, |y_j|) in y and the column is the secant
 // dr / dz_j (see fdJacobian). xtol is measured in z, where a variable at a one-sided bound
 // (y -> -inf) does not inflate |y|.
@@ -43,16 +44,38 @@
 // Standard errors at the solution, from the Gauss-Newton Hessian in z:
 //   stderr_z = sqrt(diag((J_z'J_z)^-1) 2F / (m - n))
 // (a variable with lo = hi is known: its error is 0, and it counts neither in J_z nor in n)
-// J_z: SYSID_LM_EXACT the last Jacobian (at the solution); otherwise forward differences in z
+// J_z: MJDIFF_LSQ_LM the last Jacobian (at the solution); otherwise forward differences in z
 // (step fd_eps max(1, |z_j|), backward where the forward step would leave the bounds; the
 // residual is never evaluated outside them), n more evaluations (Nelder-Mead: n + 1). NaN if m <= n
 // or J_z'J_z is singular (a Cholesky pivot below 1e-14 of its diagonal entry).
 //
+// Block structure (prob->normal, Levenberg-Marquardt only): z = (p, d_0, ..., d_{B-1}), every
+// residual depending on p and at most d_b, d_{b+1}. With s = dz/dy the scaled Hessian blocks are
+//   A_pp = s_p Hpp s_p, E_b = s_b Hdp_b s_p, T_bb = s_b Hdd_b s_b, T_b,b+1 = O_b = s_b Hdo_b s_{b+1}
+// (plus C and lambda D on the diagonal). Ordering (d_0 .. d_{B-1}, p):
+//   [T  E ] [h_d]   [-g_d]     T block tridiagonal = L L', L block bidiagonal:
+//   [E' A ] [h_p] = [-g_p]     L_0 L_0' = T_00;  C_b = O_{b-1}' L_{b-1}^-T  (L_{b-1} C_b' = O_{b-1}),
+//                              L_b L_b' = T_bb - C_b C_b'
+//   W = L^-1 E:    W_b = L_b^-1 (E_b - C_b W_{b-1})
+//   Schur on p:    S = A_pp - sum_b W_b'W_b                    (Cholesky)
+//   v = L^-1 (-g_d): v_b = L_b^-1 (-g_b - C_b v_{b-1});  S h_p = -g_p - sum_b W_b'v_b
+//   h_d = L^-T (v - W h_p):  u_{B-1} = L_{B-1}^-T y_{B-1},  u_b = L_b^-T (y_b - C_{b+1}' u_{b+1})
+// which is exactly the dense solution in O(B (bs^3 + bs^2 np + bs np^2) + np^3) time and
+// O(B (bs^2 + bs np)) memory. Standard errors: (J_z'J_z)^-1 restricted to p is S^-1 of the
+// unscaled blocks (lambda = 0); the d entries are NaN (not computed).
+//
+// Conditioning (result.cond): the largest variance inflation factor A_ii (A^-1)_ii of the
+// Gauss-Newton Hessian A = J_z'J_z over the reported variables (the inverse diagonal of A scaled
+// to a unit diagonal; a lower bound of its condition number, and the factor by which correlation
+// with the other variables inflates a variance). reliable = converged, cond <= cond_max and every
+// reported standard error finite; a caller must not present the errors of an unreliable fit as
+// confident.
+//
 // Counts: evaluations are calls without J, jacobians calls with J. An iteration is one trial
 // step (LM) or one simplex update (Nelder-Mead). The cancel flag is read before each iteration;
-// an interrupted run returns its best point so far, with standard errors. max_iter <= 0 means
-// the method's default: 100, Nelder-Mead 200 n (sysid_defaultOptions sets 0). opt may be NULL
-// (defaults).
+// an interrupted run returns its best point so far, with standard errors. max_iter < 0 means
+// the method's default: 100, Nelder-Mead 200 n (mjdiff_defaultLsqOptions sets -1); 0 takes no step
+// (status "max iterations" unless the start point meets gtol). opt may be NULL (defaults).
 
 #include <float.h>
 #include <math.h>
@@ -60,7 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sysid.h"
+#include <mjdiff/optim.h>
 
 #define CLIP 1e-6         // relative distance of the start point from a bound
 #define LAMBDA_INIT 1e-3  // initial damping (relative to diag(J'J))
@@ -73,8 +96,8 @@ enum { KIND_FREE = 0, KIND_BOTH, KIND_LOWER, KIND_UPPER, KIND_FIXED };
 
 // workspace of one solve
 typedef struct {
-  const sysidProblem* prob;
-  sysidOptions opt;
+  const mjdiffLsqProblem* prob;
+  mjdiffLsqOptions opt;
   int n, m;
   int* kind;      // (n) KIND_*
   double* lo;     // (n)
@@ -103,6 +126,15 @@ typedef struct {
   int* ord;       // (n+1) its order
   double F;       // cost at y
   int iterations, evaluations, jacobians;
+  // block structure (blocks = 1)
+  int blocks, np, nb, bs;
+  mjdiffLsqBlocks H, Hn;   // normal equations in z at y, at the trial point
+  double* Lb;     // (nb x bs x bs) diagonal factors
+  double* Cb;     // (nb x bs x bs) subdiagonal factors (block 0 unused)
+  double* Wb;     // (nb x bs x np) L^-1 E
+  double* Sp;     // (np x np) Schur complement, its factor
+  double* Cdiag;  // (n) the sin map's curvature term C
+  double* tmp;    // (bs x max(bs, np)) scratch
 } Work;
 
 //---------------------------------- reparameterisation -------------------------------------------
@@ -183,7 +215,11 @@ static int evalR(Work* w, const double* z, double* r, double* J, double* F) {
   } else {
     w->evaluations++;
   }
-  if (w->prob->residual(w->prob->user, z, r, J) != 0) return -1;
+  if (w->blocks) {
+    if (w->prob->normal(w->prob->user, z, r, NULL) != 0) return -1;
+  } else if (w->prob->residual(w->prob->user, z, r, J) != 0) {
+    return -1;
+  }
   double s = 0;
   for (int k = 0; k < m; k++) s += r[k] * r[k];
   if (!isfinite(s)) return -1;
@@ -320,28 +356,243 @@ static void swapPtr(double** a, double** b) {
   *b = t;
 }
 
-//---------------------------------- progress -----------------------------------------------------
 
-// a number in a fixed-width column, "-" if NaN
-static void column(char* buf, int size, int width, const char* fmt, double x) {
-  if (isnan(x)) {
-    snprintf(buf, size, "%*s", width, "-");
-  } else {
-    snprintf(buf, size, fmt, width, x);
+//---------------------------------- block structure ----------------------------------------------
+
+static long hddSize(const Work* w) {
+  return (long)w->nb * w->bs * w->bs;
+}
+
+static void zeroBlocks(const Work* w, mjdiffLsqBlocks* H) {
+  memset(H->Hpp, 0, sizeof(double) * (size_t)w->np * w->np);
+  memset(H->Hdp, 0, sizeof(double) * (size_t)w->nb * w->bs * w->np);
+  memset(H->Hdd, 0, sizeof(double) * (size_t)hddSize(w));
+  memset(H->Hdo, 0, sizeof(double) * (size_t)hddSize(w));
+  memset(H->g, 0, sizeof(double) * (size_t)w->n);
+}
+
+static int finiteArray(long n, const double* x) {
+  for (long i = 0; i < n; i++) {
+    if (!isfinite(x[i])) return 0;
+  }
+  return 1;
+}
+
+// r and the normal equations H at z, F = 1/2 |r|^2; -1 as evalR
+static int evalH(Work* w, const double* z, double* r, mjdiffLsqBlocks* H, double* F) {
+  for (int j = 0; j < w->n; j++) {
+    if (!isfinite(z[j])) return -1;
+  }
+  w->jacobians++;
+  zeroBlocks(w, H);
+  if (w->prob->normal(w->prob->user, z, r, H) != 0) return -1;
+  double s = 0;
+  for (int k = 0; k < w->m; k++) s += r[k] * r[k];
+  if (!isfinite(s)) return -1;
+  if (!finiteArray((long)w->np * w->np, H->Hpp) ||
+      !finiteArray((long)w->nb * w->bs * w->np, H->Hdp) || !finiteArray(hddSize(w), H->Hdd) ||
+      !finiteArray(hddSize(w), H->Hdo) || !finiteArray(w->n, H->g)) {
+    return -1;
+  }
+  *F = 0.5 * s;
+  return 0;
+}
+
+// scale of variable j in the factored matrix, its diagonal addition, whether it is decoupled
+// (rows and columns of the identity)
+typedef struct {
+  const double* s;    // (n) column scales (dz/dy), or NULL: 1
+  const double* add;  // (n) added to the diagonal, or NULL
+  int decoupleFixed;  // fixed variables decoupled (standard errors)
+} FactorSpec;
+
+static double scaleOf(const Work* w, const FactorSpec* f, int j) {
+  if (f->decoupleFixed && w->kind[j] == KIND_FIXED) return 0;
+  return f->s ? f->s[j] : 1;
+}
+
+static double addOf(const Work* w, const FactorSpec* f, int j) {
+  double a = f->add ? f->add[j] : 0;
+  if (f->decoupleFixed && w->kind[j] == KIND_FIXED) a = 1;
+  return a;
+}
+
+// L_i^-1 applied to the columns of X (bs x nc, row-major) in place, L lower (bs x bs)
+static void lowerSolveCols(int bs, const double* L, double* X, int nc) {
+  for (int i = 0; i < bs; i++) {
+    double* Xi = X + (long)i * nc;
+    for (int k = 0; k < i; k++) {
+      double l = L[(long)i * bs + k];
+      if (l == 0) continue;
+      const double* Xk = X + (long)k * nc;
+      for (int c = 0; c < nc; c++) Xi[c] -= l * Xk[c];
+    }
+    double d = L[(long)i * bs + i];
+    for (int c = 0; c < nc; c++) Xi[c] /= d;
   }
 }
 
-static void progress(const Work* w, int iter, double F, double step, double lambda) {
-  if (!w->opt.verbose) return;
-  if (iter == 0) {
-    fprintf(stderr, "%5s  %14s  %10s  %10s  %8s\n", "iter", "F", "|step|", "lambda", "evals");
+// factor the scaled block matrix (T, E; E', A_pp) of H under f into Lb, Cb, Wb, Sp; -1 if it is
+// not positive definite
+static int factorBlocks(Work* w, const mjdiffLsqBlocks* H, const FactorSpec* f) {
+  int np = w->np, bs = w->bs, nb = w->nb;
+  long bb = (long)bs * bs, bp = (long)bs * np;
+  for (int b = 0; b < nb; b++) {
+    int o = np + b * bs;  // variable index of the block's first entry
+    double* L = w->Lb + b * bb;
+    double* C = w->Cb + b * bb;
+    double* W = w->Wb + b * bp;
+    const double* Hd = H->Hdd + b * bb;
+    for (int i = 0; i < bs; i++) {
+      double si = scaleOf(w, f, o + i);
+      for (int j = 0; j < bs; j++) L[(long)i * bs + j] = si * Hd[(long)i * bs + j] * scaleOf(w, f, o + j);
+      L[(long)i * bs + i] += addOf(w, f, o + i);
+      for (int c = 0; c < np; c++) {
+        W[(long)i * np + c] = si * H->Hdp[b * bp + (long)i * np + c] * scaleOf(w, f, c);
+      }
+    }
+    if (b > 0) {
+      // C_b' = L_{b-1}^-1 O_{b-1}, O_{b-1} (rows d_{b-1}, columns d_b)
+      const double* Lp = w->Lb + (b - 1) * bb;
+      const double* Ho = H->Hdo + (b - 1) * bb;
+      double* Ct = w->tmp;  // C_b' (bs x bs)
+      int op = o - bs;
+      for (int i = 0; i < bs; i++) {
+        double si = scaleOf(w, f, op + i);
+        for (int j = 0; j < bs; j++) Ct[(long)i * bs + j] = si * Ho[(long)i * bs + j] * scaleOf(w, f, o + j);
+      }
+      lowerSolveCols(bs, Lp, Ct, bs);
+      for (int i = 0; i < bs; i++) {
+        for (int j = 0; j < bs; j++) C[(long)i * bs + j] = Ct[(long)j * bs + i];
+      }
+      // L_b L_b' = T_bb - C_b C_b';  W_b numerator E_b - C_b W_{b-1}
+      const double* Wp = w->Wb + (b - 1) * bp;
+      for (int i = 0; i < bs; i++) {
+        for (int j = 0; j < bs; j++) {
+          double x = 0;
+          for (int k = 0; k < bs; k++) x += C[(long)i * bs + k] * C[(long)j * bs + k];
+          L[(long)i * bs + j] -= x;
+        }
+        for (int k = 0; k < bs; k++) {
+          double c = C[(long)i * bs + k];
+          if (c == 0) continue;
+          for (int q = 0; q < np; q++) W[(long)i * np + q] -= c * Wp[(long)k * np + q];
+        }
+      }
+    }
+    if (cholesky(bs, L)) return -1;
+    lowerSolveCols(bs, L, W, np);
   }
-  char sF[40], sstep[40], slambda[40];
-  column(sF, sizeof(sF), 14, "%*.7e", F);
-  column(sstep, sizeof(sstep), 10, "%*.3e", step);
-  column(slambda, sizeof(slambda), 10, "%*.3e", lambda);
-  fprintf(stderr, "%5d  %s  %s  %s  %8d\n", iter, sF, sstep, slambda,
-          w->evaluations + w->jacobians);
+  // S = A_pp - sum W_b'W_b
+  for (int i = 0; i < np; i++) {
+    for (int j = 0; j < np; j++) {
+      w->Sp[(long)i * np + j] = scaleOf(w, f, i) * H->Hpp[(long)i * np + j] * scaleOf(w, f, j);
+    }
+    w->Sp[(long)i * np + i] += addOf(w, f, i);
+  }
+  for (int b = 0; b < nb; b++) {
+    const double* W = w->Wb + b * bp;
+    for (int k = 0; k < bs; k++) {
+      const double* Wk = W + (long)k * np;
+      for (int i = 0; i < np; i++) {
+        if (Wk[i] == 0) continue;
+        for (int j = 0; j < np; j++) w->Sp[(long)i * np + j] -= Wk[i] * Wk[j];
+      }
+    }
+  }
+  return np > 0 ? cholesky(np, w->Sp) : 0;
+}
+
+// solve with the factors: x = M^-1 rhs (n) in place
+static void solveBlocks(Work* w, double* x) {
+  int np = w->np, bs = w->bs, nb = w->nb;
+  long bb = (long)bs * bs, bp = (long)bs * np;
+  double* xp = x;
+  // v = L^-1 x_d
+  for (int b = 0; b < nb; b++) {
+    double* v = x + np + (long)b * bs;
+    if (b > 0) {
+      const double* C = w->Cb + b * bb;
+      const double* vp = v - bs;
+      for (int i = 0; i < bs; i++) {
+        double t = 0;
+        for (int k = 0; k < bs; k++) t += C[(long)i * bs + k] * vp[k];
+        v[i] -= t;
+      }
+    }
+    lowerSolveCols(bs, w->Lb + b * bb, v, 1);
+  }
+  // S h_p = x_p - sum W_b'v_b
+  for (int b = 0; b < nb; b++) {
+    const double* W = w->Wb + b * bp;
+    const double* v = x + np + (long)b * bs;
+    for (int k = 0; k < bs; k++) {
+      for (int i = 0; i < np; i++) xp[i] -= W[(long)k * np + i] * v[k];
+    }
+  }
+  if (np > 0) cholSolve(np, w->Sp, xp);
+  // y = v - W h_p, then u = L^-T y backwards
+  for (int b = nb - 1; b >= 0; b--) {
+    const double* W = w->Wb + b * bp;
+    double* y = x + np + (long)b * bs;
+    for (int k = 0; k < bs; k++) {
+      double t = 0;
+      for (int i = 0; i < np; i++) t += W[(long)k * np + i] * xp[i];
+      y[k] -= t;
+    }
+    if (b < nb - 1) {
+      const double* Cn = w->Cb + (b + 1) * bb;
+      const double* un = y + bs;
+      for (int k = 0; k < bs; k++) {
+        double t = 0;
+        for (int i = 0; i < bs; i++) t += Cn[(long)i * bs + k] * un[i];
+        y[k] -= t;
+      }
+    }
+    const double* L = w->Lb + b * bb;
+    for (int i = bs - 1; i >= 0; i--) {
+      double t = y[i];
+      for (int k = i + 1; k < bs; k++) t -= L[(long)k * bs + i] * y[k];
+      y[i] = t / L[(long)i * bs + i];
+    }
+  }
+}
+
+// g = s .* J_z'r, diag(A) with C, D: the block path's model at y
+static void modelBlocks(Work* w) {
+  int n = w->n, np = w->np, bs = w->bs;
+  long bb = (long)bs * bs;
+  for (int j = 0; j < n; j++) {
+    w->gz[j] = w->H.g[j];
+    w->g[j] = w->dzdy[j] * w->gz[j];
+    double c = 0;
+    if (w->kind[j] == KIND_BOTH) c = fmax(0, -w->gz[j] * (w->hi[j] - w->lo[j]) / 2 * sin(w->y[j]));
+    w->Cdiag[j] = c;
+    double hjj = j < np ? w->H.Hpp[(long)j * np + j]
+                        : w->H.Hdd[((j - np) / bs) * bb + (long)((j - np) % bs) * (bs + 1)];
+    w->D[j] = w->dzdy[j] * w->dzdy[j] * hjj + c;  // diag(A), floored below
+  }
+  double dmax = 0;
+  for (int j = 0; j < n; j++) dmax = fmax(dmax, w->D[j]);
+  for (int j = 0; j < n; j++) w->D[j] = w->D[j] == 0 ? 1 : fmax(w->D[j], DIAG_FLOOR * dmax);
+}
+
+// (A + lambda D) h = -g on the blocks; -1 if not positive definite
+static int stepBlocks(Work* w, double lambda) {
+  for (int j = 0; j < w->n; j++) w->L[j] = w->Cdiag[j] + lambda * w->D[j];  // L: (n) scratch here
+  FactorSpec f = {w->dzdy, w->L, 0};
+  if (factorBlocks(w, &w->H, &f)) return -1;
+  for (int i = 0; i < w->n; i++) w->h[i] = -w->g[i];
+  solveBlocks(w, w->h);
+  return 0;
+}
+
+//---------------------------------- progress -----------------------------------------------------
+
+static void progress(const Work* w, int iter, double F, double step, double lambda) {
+  if (!w->opt.progress) return;
+  mjdiffLsqProgress info = {iter, F, step, lambda, w->evaluations + w->jacobians};
+  w->opt.progress(w->opt.progress_user, &info);
 }
 
 static int cancelled(const Work* w) {
@@ -376,14 +627,18 @@ static void model(Work* w) {
   }
 }
 
-// from the evaluated start point (w->r, and w->Jz if exact)
+// from the evaluated start point (w->r, and w->Jz if exact, or w->H with blocks)
 static const char* levenbergMarquardt(Work* w, int exact, int max_iter) {
   int n = w->n;
-  const sysidOptions* opt = &w->opt;
+  const mjdiffLsqOptions* opt = &w->opt;
   double lambda = LAMBDA_INIT, nu = 2;
 
   if (!exact && fdJacobian(w, 1, w->y, w->z, w->r, w->Jz)) return "failed";
-  model(w);
+  if (w->blocks) {
+    modelBlocks(w);
+  } else {
+    model(w);
+  }
   progress(w, 0, w->F, NAN, lambda);
   if (maxAbs(n, w->g) <= opt->gtol) return "converged (gtol)";
 
@@ -393,14 +648,22 @@ static const char* levenbergMarquardt(Work* w, int exact, int max_iter) {
 
     // (A + lambda D) h = -g, raising lambda until positive definite
     for (;;) {
-      memcpy(w->L, w->A, sizeof(double) * n * n);
-      for (int i = 0; i < n; i++) w->L[(long)i * n + i] += lambda * w->D[i];
-      if (cholesky(n, w->L) == 0) break;
+      int bad;
+      if (w->blocks) {
+        bad = stepBlocks(w, lambda);
+      } else {
+        memcpy(w->L, w->A, sizeof(double) * n * n);
+        for (int i = 0; i < n; i++) w->L[(long)i * n + i] += lambda * w->D[i];
+        bad = cholesky(n, w->L);
+        if (!bad) {
+          for (int i = 0; i < n; i++) w->h[i] = -w->g[i];
+          cholSolve(n, w->L, w->h);
+        }
+      }
+      if (!bad) break;
       lambda = fmax(10 * lambda, 1e-10);
       if (lambda > LAMBDA_MAX) return "failed";
     }
-    for (int i = 0; i < n; i++) w->h[i] = -w->g[i];
-    cholSolve(n, w->L, w->h);
     double hnorm = norm2(n, w->h);
     if (!isfinite(hnorm)) return "failed";
 
@@ -421,7 +684,8 @@ static const char* levenbergMarquardt(Work* w, int exact, int max_iter) {
       // J_z at the trial point (a failure there rejects the step)
       if (exact) {
         double Fj;
-        accepted = evalR(w, w->znew, w->rtmp, w->Jnew, &Fj) == 0;
+        accepted = (w->blocks ? evalH(w, w->znew, w->rtmp, &w->Hn, &Fj)
+                              : evalR(w, w->znew, w->rtmp, w->Jnew, &Fj)) == 0;
         if (accepted) {
           swapPtr(&w->rnew, &w->rtmp);
           Fnew = Fj;
@@ -437,13 +701,23 @@ static const char* levenbergMarquardt(Work* w, int exact, int max_iter) {
       swapPtr(&w->z, &w->znew);
       swapPtr(&w->dzdy, &w->dznew);
       swapPtr(&w->r, &w->rnew);
-      swapPtr(&w->Jz, &w->Jnew);
+      if (w->blocks) {
+        mjdiffLsqBlocks t = w->H;
+        w->H = w->Hn;
+        w->Hn = t;
+      } else {
+        swapPtr(&w->Jz, &w->Jnew);
+      }
       w->F = Fnew;
       double t = 2 * rho - 1;
       lambda *= fmax(1.0 / 3, 1 - t * t * t);
       if (lambda < LAMBDA_MIN) lambda = LAMBDA_MIN;
       nu = 2;
-      model(w);
+      if (w->blocks) {
+        modelBlocks(w);
+      } else {
+        model(w);
+      }
       progress(w, w->iterations, w->F, hnorm, lambda_used);
       if (Fold - w->F <= opt->ftol * Fold) return "converged (ftol)";
       if (maxAbs(n, w->g) <= opt->gtol) return "converged (gtol)";
@@ -475,7 +749,7 @@ static const char* nelderMead(Work* w, int max_iter) {
   double* S = w->S;
   double* f = w->fs;
   int* ord = w->ord;
-  const sysidOptions* opt = &w->opt;
+  const mjdiffLsqOptions* opt = &w->opt;
   double alpha = 1, beta = 2, gamma = 0.5, delta = 0.5;
   if (n > 2) {
     beta = 1 + 2.0 / n;
@@ -486,6 +760,11 @@ static const char* nelderMead(Work* w, int max_iter) {
   double* c = w->h;
   double* xr = w->g;
   double* xe = w->D;
+
+  if (max_iter == 0) {  // no iteration: the start point
+    progress(w, 0, w->F, NAN, NAN);
+    return "max iterations";
+  }
 
   // initial simplex
   memcpy(S, w->y, sizeof(double) * n);
@@ -601,15 +880,45 @@ static const char* nelderMead(Work* w, int max_iter) {
 
 //---------------------------------- standard errors ----------------------------------------------
 
+// (A^-1)_ii = |L^-1 e_i|^2 from the lower Cholesky factor L (n x n) of A; v: (n) scratch
+static double inverseDiag(int n, const double* L, int i, double* v) {
+  double q = 0;
+  for (int k = 0; k < n; k++) {
+    double s = k == i ? 1 : 0;
+    if (k > i) {
+      for (int l = i; l < k; l++) s -= L[(long)k * n + l] * v[l];
+    }
+    v[k] = k < i ? 0 : s / L[(long)k * n + k];
+    q += v[k] * v[k];
+  }
+  return q;
+}
+
 // sqrt(diag((J_z'J_z)^-1) 2F / (m - n)) at w->z; NaN if m <= n, J_z'J_z is singular or J_z
-// cannot be computed
-static void standardErrors(Work* w, int exact, int haveR, double* se) {
+// cannot be computed. *cond: the largest variance inflation factor A_ii (A^-1)_ii over the
+// reported variables (inf if singular or not computed).
+static void standardErrors(Work* w, int exact, int haveR, double* se, double* cond) {
   int n = w->n, m = w->m, nfree = 0;
+  *cond = INFINITY;
   for (int j = 0; j < n; j++) {
     se[j] = w->kind[j] == KIND_FIXED ? 0 : NAN;
     nfree += w->kind[j] != KIND_FIXED;
   }
   if (m <= nfree) return;
+  double s2 = 2 * w->F / (m - nfree), vif = 0;
+  if (w->blocks) {
+    // p only: (J'J)^-1 on p is the inverse of the Schur complement of the unscaled blocks
+    FactorSpec f = {NULL, NULL, 1};
+    if (factorBlocks(w, &w->H, &f)) return;
+    for (int i = 0; i < w->np; i++) {
+      if (w->kind[i] == KIND_FIXED) continue;
+      double q = inverseDiag(w->np, w->Sp, i, w->h);
+      se[i] = sqrt(q * s2);
+      vif = fmax(vif, q * w->H.Hpp[(long)i * w->np + i]);
+    }
+    *cond = vif;
+    return;
+  }
   if (!exact) {
     double F;
     if (!haveR && evalR(w, w->z, w->r, NULL, &F)) return;
@@ -623,46 +932,63 @@ static void standardErrors(Work* w, int exact, int haveR, double* se) {
     for (int i = 0; i < n; i++) A[(long)i * n + j] = A[(long)j * n + i] = 0;
     A[(long)j * n + j] = 1;
   }
+  double* diag = w->D;
+  for (int j = 0; j < n; j++) diag[j] = A[(long)j * n + j];
   if (cholesky(n, A)) return;
-  double s2 = 2 * w->F / (m - nfree);
-  double* v = w->h;
   for (int i = 0; i < n; i++) {
     if (w->kind[i] == KIND_FIXED) continue;
-    // (A^-1)_ii = |L^-1 e_i|^2
-    double q = 0;
-    for (int k = 0; k < n; k++) {
-      double s = k == i ? 1 : 0;
-      if (k > i) {
-        for (int l = i; l < k; l++) s -= A[(long)k * n + l] * v[l];
-      }
-      v[k] = k < i ? 0 : s / A[(long)k * n + k];
-      q += v[k] * v[k];
-    }
+    double q = inverseDiag(n, A, i, w->h);
     se[i] = sqrt(q * s2);
+    vif = fmax(vif, q * diag[i]);
   }
+  *cond = vif;
 }
 
 //---------------------------------- interface ----------------------------------------------------
 
-void sysid_defaultOptions(sysidOptions* opt) {
+void mjdiff_defaultLsqOptions(mjdiffLsqOptions* opt) {
   if (!opt) return;
   memset(opt, 0, sizeof(*opt));
-  opt->method = SYSID_LM_EXACT;
-  opt->max_iter = 0;  // the method's default: 100, Nelder-Mead 200 n
+  opt->method = MJDIFF_LSQ_LM;
+  opt->solver = MJDIFF_LSQ_AUTO;
+  opt->max_iter = -1;  // the method's default: 100, Nelder-Mead 200 n
   opt->ftol = 1e-10;
   opt->xtol = 1e-10;
   opt->gtol = 1e-12;
   opt->fd_eps = 1e-6;
-  opt->verbose = 0;
+  opt->cond_max = 1e10;
+  opt->progress = NULL;
+  opt->progress_user = NULL;
   opt->cancel = NULL;
+}
+
+static void freeBlocks(mjdiffLsqBlocks* H) {
+  free(H->Hpp);
+  free(H->Hdp);
+  free(H->Hdd);
+  free(H->Hdo);
+  free(H->g);
+}
+
+static int allocBlocks(const Work* w, mjdiffLsqBlocks* H) {
+  size_t np = (size_t)w->np, bs = (size_t)w->bs, nb = (size_t)w->nb, d = sizeof(double);
+  H->Hpp = (double*)malloc(d * (np * np + 1));
+  H->Hdp = (double*)malloc(d * (nb * bs * np + 1));
+  H->Hdd = (double*)malloc(d * (nb * bs * bs));
+  H->Hdo = (double*)malloc(d * (nb * bs * bs));
+  H->g = (double*)malloc(d * (size_t)w->n);
+  return H->Hpp && H->Hdp && H->Hdd && H->Hdo && H->g ? 0 : -1;
 }
 
 static void freeWork(Work* w) {
   free(w->kind);
   double** p[] = {&w->lo,   &w->hi,   &w->y,  &w->z,  &w->dzdy, &w->ynew, &w->znew, &w->dznew,
                   &w->zfd,  &w->h,    &w->g,  &w->D,  &w->gz,   &w->A,    &w->L,    &w->r,
-                  &w->rnew, &w->rtmp, &w->Jz, &w->Jy, &w->Jnew, &w->S,    &w->fs};
+                  &w->rnew, &w->rtmp, &w->Jz, &w->Jy, &w->Jnew, &w->S,    &w->fs,   &w->Lb,
+                  &w->Cb,   &w->Wb,   &w->Sp, &w->Cdiag, &w->tmp};
   for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) free(*p[i]);
+  freeBlocks(&w->H);
+  freeBlocks(&w->Hn);
   free(w->ord);
 }
 
@@ -670,14 +996,27 @@ static int allocWork(Work* w, int lm, int nm) {
   size_t n = (size_t)w->n, m = (size_t)w->m, d = sizeof(double);
   w->kind = (int*)malloc(sizeof(int) * n);
   double** vn[] = {&w->lo,    &w->hi,  &w->y, &w->z, &w->dzdy, &w->ynew, &w->znew,
-                   &w->dznew, &w->zfd, &w->h, &w->g, &w->D,    &w->gz};
+                   &w->dznew, &w->zfd, &w->h, &w->g, &w->D,    &w->gz,   &w->Cdiag};
   int ok = w->kind != NULL;
   for (size_t i = 0; i < sizeof(vn) / sizeof(vn[0]); i++) ok &= (*vn[i] = malloc(d * n)) != NULL;
-  ok &= (w->A = malloc(d * n * n)) != NULL;
-  ok &= (w->L = malloc(d * n * n)) != NULL;
   ok &= (w->r = malloc(d * m)) != NULL;
   ok &= (w->rnew = malloc(d * m)) != NULL;
   ok &= (w->rtmp = malloc(d * m)) != NULL;
+  if (w->blocks) {
+    size_t np = (size_t)w->np, bs = (size_t)w->bs, nb = (size_t)w->nb;
+    size_t wide = bs > np ? bs : np;
+    ok &= allocBlocks(w, &w->H) == 0;
+    ok &= allocBlocks(w, &w->Hn) == 0;
+    ok &= (w->Lb = malloc(d * nb * bs * bs)) != NULL;
+    ok &= (w->Cb = malloc(d * nb * bs * bs)) != NULL;
+    ok &= (w->Wb = malloc(d * (nb * bs * np + 1))) != NULL;
+    ok &= (w->Sp = malloc(d * (np * np + 1))) != NULL;
+    ok &= (w->tmp = malloc(d * bs * wide)) != NULL;
+    ok &= (w->L = malloc(d * n)) != NULL;  // the diagonal additions
+    return ok ? 0 : -1;
+  }
+  ok &= (w->A = malloc(d * n * n)) != NULL;
+  ok &= (w->L = malloc(d * n * n)) != NULL;
   ok &= (w->Jz = malloc(d * m * n)) != NULL;
   if (lm) {
     ok &= (w->Jy = malloc(d * m * n)) != NULL;
@@ -691,15 +1030,31 @@ static int allocWork(Work* w, int lm, int nm) {
   return ok ? 0 : -1;
 }
 
+// the block path applies: LM with exact Jacobians on a problem with blocks (unless dense asked)
+static int useBlocks(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt) {
+  return prob->normal && opt->method == MJDIFF_LSQ_LM && opt->solver != MJDIFF_LSQ_DENSE;
+}
+
 // problem and options usable
-static int valid(const sysidProblem* prob, const sysidOptions* opt, const double* z) {
-  if (prob->n < 1 || prob->m < 1 || !prob->residual) return 0;
-  if (opt->method != SYSID_LM_EXACT && opt->method != SYSID_LM_FD &&
-      opt->method != SYSID_NELDER_MEAD) {
+static int valid(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt, const double* z) {
+  if (prob->n < 1 || prob->m < 1) return 0;
+  if (opt->method != MJDIFF_LSQ_LM && opt->method != MJDIFF_LSQ_LM_FD &&
+      opt->method != MJDIFF_LSQ_NELDER_MEAD) {
     return 0;
   }
+  if (opt->solver != MJDIFF_LSQ_AUTO && opt->solver != MJDIFF_LSQ_DENSE &&
+      opt->solver != MJDIFF_LSQ_BLOCKS) {
+    return 0;
+  }
+  if (prob->normal && (prob->np < 0 || prob->nblock < 1 || prob->bs < 1 ||
+                       (long)prob->np + (long)prob->nblock * prob->bs != prob->n)) {
+    return 0;
+  }
+  if (opt->solver == MJDIFF_LSQ_BLOCKS && !useBlocks(prob, opt)) return 0;
+  if (!useBlocks(prob, opt) && !prob->residual) return 0;
   if (!(opt->ftol >= 0) || !(opt->xtol >= 0) || !(opt->gtol >= 0)) return 0;
   if (!(opt->fd_eps > 0) || !isfinite(opt->fd_eps)) return 0;
+  if (!(opt->cond_max > 0)) return 0;
   for (int j = 0; j < prob->n; j++) {
     double lo = prob->lo ? prob->lo[j] : -INFINITY;
     double hi = prob->hi ? prob->hi[j] : INFINITY;
@@ -711,11 +1066,11 @@ static int valid(const sysidProblem* prob, const sysidOptions* opt, const double
   return 1;
 }
 
-int sysid_solve(const sysidProblem* prob, const sysidOptions* opt_in, double* z,
-                sysidResult* result) {
+int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in, double* z,
+                    mjdiffLsqResult* result) {
   if (!result) return -1;
   memset(result, 0, sizeof(*result));
-  result->F0 = result->F = NAN;
+  result->F0 = result->F = result->cond = NAN;
   result->status = "failed";
   if (!prob || !z) return -1;
   Work w;
@@ -723,15 +1078,21 @@ int sysid_solve(const sysidProblem* prob, const sysidOptions* opt_in, double* z,
   if (opt_in) {
     w.opt = *opt_in;
   } else {
-    sysid_defaultOptions(&w.opt);
+    mjdiff_defaultLsqOptions(&w.opt);
   }
   if (!valid(prob, &w.opt, z)) return -1;
   w.prob = prob;
   w.n = prob->n;
   w.m = prob->m;
+  w.blocks = useBlocks(prob, &w.opt);
+  if (w.blocks) {
+    w.np = prob->np;
+    w.nb = prob->nblock;
+    w.bs = prob->bs;
+  }
   int n = w.n, method = w.opt.method;
-  int exact = method == SYSID_LM_EXACT, nm = method == SYSID_NELDER_MEAD;
-  int max_iter = w.opt.max_iter > 0 ? w.opt.max_iter : (nm ? 200 * n : 100);
+  int exact = method == MJDIFF_LSQ_LM, nm = method == MJDIFF_LSQ_NELDER_MEAD;
+  int max_iter = w.opt.max_iter >= 0 ? w.opt.max_iter : (nm ? 200 * n : 100);
   double* se = (double*)malloc(sizeof(double) * n);
   if (!se || allocWork(&w, !nm, nm)) {
     free(se);
@@ -757,7 +1118,8 @@ int sysid_solve(const sysidProblem* prob, const sysidOptions* opt_in, double* z,
   }
   toY(&w, z, w.y);
   toZ(&w, w.y, w.z, w.dzdy);
-  if (evalR(&w, w.z, w.r, exact ? w.Jz : NULL, &w.F)) {
+  int bad = w.blocks ? evalH(&w, w.z, w.r, &w.H, &w.F) : evalR(&w, w.z, w.r, exact ? w.Jz : NULL, &w.F);
+  if (bad) {
     result->evaluations = w.evaluations;
     result->jacobians = w.jacobians;
     free(se);
@@ -773,7 +1135,8 @@ int sysid_solve(const sysidProblem* prob, const sysidOptions* opt_in, double* z,
   } else {
     status = levenbergMarquardt(&w, exact, max_iter);
   }
-  standardErrors(&w, exact, !nm, se);
+  double cond;
+  standardErrors(&w, exact, !nm, se, &cond);
 
   memcpy(z, w.z, sizeof(double) * n);
   result->F = w.F;
@@ -781,12 +1144,17 @@ int sysid_solve(const sysidProblem* prob, const sysidOptions* opt_in, double* z,
   result->evaluations = w.evaluations;
   result->jacobians = w.jacobians;
   result->status = status;
+  result->converged = !strncmp(status, "converged", 9);
+  result->cond = cond;
+  int finite = 1, nrep = w.blocks ? w.np : n;
+  for (int j = 0; j < nrep; j++) finite &= isfinite(se[j]);
+  result->reliable = result->converged && cond <= w.opt.cond_max && finite;
   result->stderr_z = se;
   freeWork(&w);
   return 0;
 }
 
-void sysid_freeResult(sysidResult* result) {
+void mjdiff_freeLsqResult(mjdiffLsqResult* result) {
   if (!result) return;
   free(result->stderr_z);
   result->stderr_z = NULL;
