@@ -104,6 +104,10 @@ struct mjdiffLearner_ {
   int want_grad;
   int plant;
   int steps_eval;              // evaluation steps
+  const double* logstd;        // stochastic rollouts: exploration (nu), records
+  double* rec_obs;
+  double* rec_act;
+  double* rec_cost;
   double* grad_rows;           // njob x nparam (gradients)
   int grad_cap;
   double* costs;               // njob
@@ -440,6 +444,47 @@ static mjdiffStatus forwardItem(worker* w, int b, int plant, int T, double* J, i
   return MJDIFF_OK;
 }
 
+static double normal(mjdiffRng* r) {
+  double u1 = mjdiff_rngUniformOpen(r), u2 = mjdiff_rngUniform(r);
+  return sqrt(-2 * log(u1)) * cos(2 * mjPI * u2);
+}
+
+// stochastic rollout of item b on the smooth training model, recorded
+static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
+  mjdiffLearner* L = w->L;
+  const mjModel* m = L->m;
+  mjData* d = w->d;
+  int T = L->opt.horizon, nobs = L->nobs, nu = L->nu;
+  startItem(w, m, d, b);
+  // the item's generator past its start and goal draws
+  mjdiffRng rng;
+  mjdiff_rngSeed(&rng, mjdiff_learnItemSeed(L->seed, b) ^ 0x6E6F697365ULL);
+  double* obs = L->rec_obs + (size_t)b * (size_t)(T + 1) * (size_t)nobs;
+  double* act = L->rec_act + (size_t)b * (size_t)T * (size_t)nu;
+  double* cost = L->rec_cost + (size_t)b * (size_t)(T + 1);
+  for (int t = 0; t < T; t++) {
+    mjdiff_learnObservation(L, d, w->goal, obs + (size_t)t * nobs);
+    if (mjdiff_mlpForward(w->net, w->work, obs + (size_t)t * nobs, 1, w->y, w->err,
+                          sizeof(w->err)) != MJDIFF_OK) {
+      return MJDIFF_ERR_ARGUMENT;
+    }
+    double* a = act + (size_t)t * nu;
+    for (int i = 0; i < nu; i++) {
+      a[i] = w->y[i] + exp(L->logstd[i]) * normal(&rng);
+      d->ctrl[i] = L->half[i] > 0 ? L->ctr[i] + L->half[i] * tanh(a[i]) : a[i];
+    }
+    velocities(m, d);
+    cost[t] = mjdiff_taskCost(w->task, m, d, 0, NULL, NULL) / T;
+    mjdiffStatus st = mjdiff_step(m, d, L->s, w->err, sizeof(w->err));
+    if (st != MJDIFF_OK) return st;
+  }
+  mjdiff_learnObservation(L, d, w->goal, obs + (size_t)T * nobs);
+  velocities(m, d);
+  cost[T] = mjdiff_taskCost(w->task, m, d, 1, NULL, NULL);
+  *succ = mjdiff_taskSuccess(w->task, m, d);
+  return MJDIFF_OK;
+}
+
 static void* workerMain(void* arg) {
   worker* w = (worker*)arg;
   mjdiffLearner* L = w->L;
@@ -448,7 +493,9 @@ static void* workerMain(void* arg) {
     int k = j / L->B, b = j % L->B;
     w->net = L->nets[k];
     mjdiffStatus st;
-    if (L->want_grad) {
+    if (L->logstd) {
+      st = sampleItem(w, b, L->success + j);
+    } else if (L->want_grad) {
       double* g = L->grad_rows + (size_t)j * (size_t)L->nparam;
       st = gradItem(w, b, L->costs + j, L->success + j, g);
     } else {
@@ -549,6 +596,7 @@ mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint6
   L->seed = seed;
   L->want_grad = grad != NULL;
   L->plant = -1;
+  L->logstd = NULL;
   st = runJobs(L, err, errsz);
   if (st != MJDIFF_OK) return st;
   double sum = 0;
@@ -588,6 +636,7 @@ mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const*
   L->seed = seed;
   L->want_grad = 0;
   L->plant = -1;
+  L->logstd = NULL;
   st = runJobs(L, err, errsz);
   if (st != MJDIFF_OK) return st;
   int succ = 0;
@@ -636,6 +685,7 @@ mjdiffStatus mjdiff_learnEvaluate(mjdiffLearner* L, const mjdiffMLP* net, int pl
   L->want_grad = 0;
   L->plant = plant;
   L->steps_eval = T;
+  L->logstd = NULL;
   st = runJobs(L, err, errsz);
   if (st != MJDIFF_OK) return st;
   double sum = 0;
@@ -651,5 +701,46 @@ mjdiffStatus mjdiff_learnEvaluate(mjdiffLearner* L, const mjdiffMLP* net, int pl
   stats->cost = nfinite ? sum / nfinite : INFINITY;
   stats->success = succ;
   stats->steps = (long)n * T;
+  return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, const double* logstd,
+                                        uint64_t seed, int n, double* obs, double* act,
+                                        double* cost, int* succ, mjdiffLearnStats* stats,
+                                        char* err, int errsz) {
+  if (!L || !logstd || !obs || !act || !cost) {
+    return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: NULL learner, logstd or record");
+  }
+  mjdiffStatus st = checkNets(L, &net, 1, n, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  st = ensure(L, n, 0, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  L->nets = &net;
+  L->nnet = 1;
+  L->B = n;
+  L->njob = n;
+  L->seed = seed;
+  L->want_grad = 0;
+  L->plant = -1;
+  L->logstd = logstd;
+  L->rec_obs = obs;
+  L->rec_act = act;
+  L->rec_cost = cost;
+  st = runJobs(L, err, errsz);
+  L->logstd = NULL;
+  if (st != MJDIFF_OK) return st;
+  int T = L->opt.horizon, ns = 0;
+  double sum = 0;
+  for (int b = 0; b < n; b++) {
+    for (int t = 0; t <= T; t++) sum += cost[(size_t)b * (T + 1) + t];
+    ns += L->success[b];
+    if (succ) succ[b] = L->success[b];
+  }
+  if (stats) {
+    stats->n = n;
+    stats->cost = sum / n;
+    stats->success = ns;
+    stats->steps = (long)n * T;
+  }
   return MJDIFF_OK;
 }

@@ -117,6 +117,19 @@ mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const*
                                        uint64_t seed, int B, double* J, mjdiffLearnStats* stats,
                                        char* err, int errsz);
 
+// Stochastic rollouts for on-policy baselines (PPO): n rollouts of T steps on the smooth model
+// (starts and goals as the objective's with seed) with Gaussian exploration before the squashing,
+//   a_t = y_t + exp(logstd) .* z_t,  z_t ~ N(0, I) (Box-Muller from the item's generator, after
+//   its start and goal draws),  u_t = c + r .* tanh(a_t)  (a_t where unlimited),
+// recording per rollout b: obs ((T+1) x nobs, o_0 .. o_T), act (T x nu, a_t), cost (T+1: the
+// objective's terms, (1/T) l(x_t, u_t) for t < T and l_T(x_T) at T, summing to J), and success at
+// x_T (succ, nullable). Layouts: rollout b's block starts at b (T+1) nobs, b T nu, b (T+1).
+// Deterministic for a seed at any thread count. Nullable: stats, succ, err.
+mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, const double* logstd,
+                                        uint64_t seed, int n, double* obs, double* act,
+                                        double* cost, int* succ, mjdiffLearnStats* stats,
+                                        char* err, int errsz);
+
 // Plants of mjdiff_learnEvaluate.
 #define MJDIFF_PLANT_SMOOTH 0  // mjdiff_step on the training model
 #define MJDIFF_PLANT_NATIVE 1  // mj_step on the native model (hard contacts)
