@@ -4,7 +4,9 @@
 // cost and its gradient in the policy's weights by backpropagation through time.
 //
 // Forward, one rollout (x_0 from the item's generator, goal g set in the thread's task copy):
-//   o_t = (qpos_t, qvel_t, act_t, g),  y_t = MLP(o_t; theta),  u_t = c + r .* tanh(y_t)
+//   o_t = (qpos_t, qvel_t, act_t, g[, g - p(q_t)]),  y_t = MLP(o_t; theta),  u_t = c + r .* tanh(y_t)
+//   (p: the goal term's object, by mj_kinematics and mj_comPos on a scratch mjData, so that the
+//   rollout's own data is not touched; a_dq -= J_p' a_e with J_p from mj_jac there)
 //   x_{t+1} = f(x_t, u_t)   (mjdiff_step through mjdiff_rolloutForward)
 //   J = (1/T) sum_{t<T} l(x_t, u_t) + l_T(x_T)
 // Backward (mjdiff_rolloutGradient with a step loss and the policy's VJP):
@@ -47,7 +49,8 @@ void mjdiff_defaultLearnOptions(mjdiffLearnOptions* opt) {
 }
 
 int mjdiff_learnObsSize(const mjModel* m, const mjdiffLearnOptions* opt) {
-  return (int)(m->nq + m->nv + m->na) + (opt && opt->goal_term >= 0 ? 3 : 0);
+  int goal = opt && opt->goal_term >= 0;
+  return (int)(m->nq + m->nv + m->na) + (goal ? 3 : 0) + (goal && opt->goal_relative ? 3 : 0);
 }
 
 static uint64_t splitmix(uint64_t x) {
@@ -94,6 +97,7 @@ struct mjdiffLearner_ {
   double* key_qpos;            // nq: start qpos (keyframe or qpos0)
   double* key_qvel;            // nv
   double* key_act;             // na
+  int obj_type, obj_id;        // goal_relative: the goal term's object
   int nthread;
   worker* workers;
 
@@ -121,6 +125,8 @@ struct worker_ {
   int id;
   mjData* d;
   mjData* dn;                  // native plant's data
+  mjData* dk;                  // scratch for the kinematics of goal_relative
+  double* jac;                 // 3 x nv
   mjdiffTask* task;
   mjdiffRollout* r;
   mjdiffMLPWork* work;
@@ -145,6 +151,8 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
     worker* w = L->workers + i;
     if (w->d) mj_deleteData(w->d);
     if (w->dn) mj_deleteData(w->dn);
+    if (w->dk) mj_deleteData(w->dk);
+    free(w->jac);
     mjdiff_freeTask(w->task);
     mjdiff_freeRollout(w->r);
     mjdiff_freeMLPWork(w->work);
@@ -227,6 +235,17 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
   L->nx = (int)(m->nq + m->nv + m->na);
   L->ndx = (int)(2 * m->nv + m->na);
   L->nparam = mjdiff_mlpParamCount(net);
+  L->obj_type = mjOBJ_UNKNOWN;
+  L->obj_id = -1;
+  if (opt->goal_term >= 0 && opt->goal_relative) {
+    mjdiff_taskGetObject(task, opt->goal_term, &L->obj_type, &L->obj_id);
+    if (L->obj_type != mjOBJ_BODY && L->obj_type != mjOBJ_SITE) {
+      mjdiff_freeLearner(L);
+      return fail(err, errsz, MJDIFF_ERR_VALUE,
+                  "learner: goal term %d: goal_relative needs a body or site as its object",
+                  opt->goal_term);
+    }
+  }
   L->nthread = nthread;
   L->ctr = (double*)calloc((size_t)(2 * L->nu + 1), sizeof(double));
   L->key_qpos = (double*)calloc((size_t)(L->nx + 1), sizeof(double));
@@ -256,6 +275,9 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
     w->id = i;
     w->d = mj_makeData(m);
     w->dn = native ? mj_makeData(native) : NULL;
+    w->dk = mj_makeData(m);
+    w->jac = (double*)calloc((size_t)(3 * m->nv + 1), sizeof(double));
+    if (!w->dk || !w->jac) return failMem(L, err, errsz);
     w->task = mjdiff_copyTask(task);
     size_t nd = (size_t)(3 * nobs + 3 * L->nu + L->nx * 2 + 2 * L->ndx + 8);
     w->obs = (double*)calloc(nd, sizeof(double));
@@ -304,19 +326,39 @@ void mjdiff_learnSample(const mjdiffLearner* L, uint64_t seed, int b, double* x0
   if (goal) mju_copy3(goal, g);
 }
 
-void mjdiff_learnObservation(const mjdiffLearner* L, const mjData* d, const double* goal,
-                             double* obs) {
+// the goal term's object position at d's qpos, on the scratch dk (kinematics kept for mj_jac)
+static void objectPosition(const mjdiffLearner* L, mjData* dk, const mjData* d, double p[3]) {
+  const mjModel* m = L->m;
+  mju_copy(dk->qpos, d->qpos, (int)m->nq);
+  mj_kinematics(m, dk);
+  mj_comPos(m, dk);
+  if (L->obj_type == mjOBJ_SITE) mju_copy3(p, dk->site_xpos + 3 * L->obj_id);
+  else mju_copy3(p, dk->xpos + 3 * L->obj_id);
+}
+
+static void observation(const mjdiffLearner* L, mjData* dk, const mjData* d, const double* goal,
+                        double* obs) {
   const mjModel* m = L->m;
   mju_copy(obs, d->qpos, (int)m->nq);
   mju_copy(obs + m->nq, d->qvel, (int)m->nv);
   if (m->na) mju_copy(obs + m->nq + m->nv, d->act, (int)m->na);
   if (L->opt.goal_term >= 0) mju_copy3(obs + L->nx, goal);
+  if (L->obj_id >= 0) {
+    double p[3];
+    objectPosition(L, dk, d, p);
+    mju_sub3(obs + L->nx + 3, goal, p);
+  }
+}
+
+void mjdiff_learnObservation(const mjdiffLearner* L, const mjData* d, const double* goal,
+                             double* obs) {
+  observation(L, L->workers[0].dk, d, goal, obs);
 }
 
 // u = c + r tanh(y) (limited), y (unlimited); from the observation of d
 static int policyControls(worker* w, const mjData* d, double* ctrl) {
   mjdiffLearner* L = w->L;
-  mjdiff_learnObservation(L, d, w->goal, w->obs);
+  observation(L, w->dk, d, w->goal, w->obs);
   if (mjdiff_mlpForward(w->net, w->work, w->obs, 1, w->y, NULL, 0) != MJDIFF_OK) return 0;
   for (int i = 0; i < L->nu; i++) {
     ctrl[i] = L->half[i] > 0 ? L->ctr[i] + L->half[i] * tanh(w->y[i]) : w->y[i];
@@ -336,7 +378,7 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
   (void)theta;
   worker* w = (worker*)user;
   mjdiffLearner* L = w->L;
-  mjdiff_learnObservation(L, d, w->goal, w->obs);
+  observation(L, w->dk, d, w->goal, w->obs);
   if (mjdiff_mlpForward(w->net, w->work, w->obs, 1, w->y, NULL, 0) != MJDIFF_OK) return;
   for (int i = 0; i < L->nu; i++) {
     if (L->half[i] > 0) {
@@ -352,6 +394,17 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
   mjdiff_getState(m, d, w->x0);
   mjdiff_stateGradToTangent(m, w->x0, w->gstate, w->gtan);
   mju_addTo(adj_x, w->gtan, L->ndx);
+  // e = g - p(q): a_dq -= J_p' a_e (dk holds the kinematics at d's qpos from observation())
+  if (L->obj_id >= 0) {
+    const double* ae = w->ao + L->nx + 3;
+    int body = L->obj_type == mjOBJ_SITE ? m->site_bodyid[L->obj_id] : L->obj_id;
+    const double* pt = L->obj_type == mjOBJ_SITE ? w->dk->site_xpos + 3 * L->obj_id
+                                                 : w->dk->xpos + 3 * L->obj_id;
+    mj_jac(m, w->dk, w->jac, NULL, pt, body);
+    for (int k = 0; k < 3; k++) {
+      if (ae[k] != 0) mju_addToScl(adj_x, w->jac + k * m->nv, -ae[k], (int)m->nv);
+    }
+  }
 }
 
 // task cost at the state of d (kinematics and velocities computed); the gradients added, scaled
@@ -463,7 +516,7 @@ static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
   double* act = L->rec_act + (size_t)b * (size_t)T * (size_t)nu;
   double* cost = L->rec_cost + (size_t)b * (size_t)(T + 1);
   for (int t = 0; t < T; t++) {
-    mjdiff_learnObservation(L, d, w->goal, obs + (size_t)t * nobs);
+    observation(L, w->dk, d, w->goal, obs + (size_t)t * nobs);
     if (mjdiff_mlpForward(w->net, w->work, obs + (size_t)t * nobs, 1, w->y, w->err,
                           sizeof(w->err)) != MJDIFF_OK) {
       return MJDIFF_ERR_ARGUMENT;
@@ -478,7 +531,7 @@ static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
     mjdiffStatus st = mjdiff_step(m, d, L->s, w->err, sizeof(w->err));
     if (st != MJDIFF_OK) return st;
   }
-  mjdiff_learnObservation(L, d, w->goal, obs + (size_t)T * nobs);
+  observation(L, w->dk, d, w->goal, obs + (size_t)T * nobs);
   velocities(m, d);
   cost[T] = mjdiff_taskCost(w->task, m, d, 1, NULL, NULL);
   *succ = mjdiff_taskSuccess(w->task, m, d);

@@ -527,6 +527,13 @@ int mjdiff_taskSetPoint(mjdiffTask* task, int i, const double p[3]) {
   return 0;
 }
 
+int mjdiff_taskGetObject(const mjdiffTask* task, int i, int* type, int* id) {
+  if (!task || i < 0 || i >= task->nterm || task->terms[i].type != TERM_POSITION) return -1;
+  *type = task->terms[i].obj.type;
+  *id = task->terms[i].obj.id;
+  return 0;
+}
+
 double mjdiff_taskHorizon(const mjdiffTask* task) {
   return task ? task->horizon : 0;
 }

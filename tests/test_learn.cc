@@ -128,7 +128,7 @@ mjdiffTask* readTaskText(const mjModel* m, const char* text) {
 }
 
 void setup(Problem* p, const char* xml, const char* task, int horizon, double lo[3], double hi[3],
-           double noise) {
+           double noise, int relative) {
   p->m = loadXml(xml);
   ASSERT_NE(p->m, nullptr);
   char err[1000] = "";
@@ -141,6 +141,7 @@ void setup(Problem* p, const char* xml, const char* task, int horizon, double lo
   p->opt.start_noise = noise;
   p->opt.vel_noise = noise;
   p->opt.goal_term = 0;
+  p->opt.goal_relative = relative;
   for (int k = 0; k < 3; k++) {
     p->opt.goal_lo[k] = lo[k];
     p->opt.goal_hi[k] = hi[k];
@@ -154,14 +155,14 @@ void setup(Problem* p, const char* xml, const char* task, int horizon, double lo
   ASSERT_EQ(mjdiff_initMLP(p->net, MJDIFF_INIT_XAVIER_UNIFORM, 7, 1.0, err, sizeof(err)), MJDIFF_OK);
 }
 
-void setupPendulum(Problem* p) {
+void setupPendulum(Problem* p, int relative = 0) {
   double lo[3] = {-0.1, -0.1, 0.55}, hi[3] = {0.2, 0.1, 0.65};
-  setup(p, kPendulumXml, kPendulumTask, 40, lo, hi, 0.05);
+  setup(p, kPendulumXml, kPendulumTask, 40, lo, hi, 0.05, relative);
 }
 
-void setupPush(Problem* p) {
+void setupPush(Problem* p, int relative = 0) {
   double lo[3] = {0.12, 0, 0.05}, hi[3] = {0.25, 0, 0.05};
-  setup(p, kPushXml, kPushTask, 40, lo, hi, 0.002);
+  setup(p, kPushXml, kPushTask, 40, lo, hi, 0.002, relative);
 }
 
 mjdiffLearner* makeLearner(Problem* p, int nthread) {
@@ -291,6 +292,22 @@ TEST(Learn, PolicyGradientContactMatchesFiniteDifferences) {
   printf("push (pusher-puck, puck-floor contacts): worst relative error %.3g over 27 directions (3 points x 9)\n",
          worst);
   EXPECT_LT(worst, 1e-4);
+}
+
+// the goal relative to the term's object, e = g - p(q), in the observation: its state gradient
+// goes through the object's point Jacobian (the pendulum's bob below a ball joint, the puck's
+// free joint)
+TEST(Learn, PolicyGradientRelativeGoalMatchesFiniteDifferences) {
+  for (int which = 0; which < 2; which++) {
+    Problem p;
+    if (which == 0) setupPendulum(&p, 1); else setupPush(&p, 1);
+    ASSERT_NE(p.net, nullptr);
+    EXPECT_EQ(mjdiff_mlpDef(p.net)->nin, (int)(p.m->nq + p.m->nv) + 6);
+    double worst = checkGradient(&p, 3, 2, 1e-6);
+    printf("%s with g - p(q) observed: worst relative error %.3g over 18 directions\n",
+           which ? "push" : "pendulum", worst);
+    EXPECT_LT(worst, which ? 1e-4 : 1e-5);
+  }
 }
 
 TEST(Learn, ForwardOnlyObjectiveEqualsGradientPath) {

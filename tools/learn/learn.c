@@ -53,6 +53,7 @@ static void usage(FILE* f) {
           "  --lr LR                Adam's rate (default 3e-3; es 1e-2; ppo 3e-4)\n"
           "  --clip C               gradient-norm clipping (default 1; 0: off)\n"
           "  --goal T:X0,X1:Y0,Y1:Z0,Z1  randomise the fixed target point of task term T in this box\n"
+          "  --no-relative          observe the goal only, not also goal - object position\n"
           "  --key N                start keyframe, -1 qpos0 (default 0; qpos0 without keys)\n"
           "  --start-noise A        hinge/slide qpos noise U(-A, A) (default 0.05)\n"
           "  --vel-noise A          hinge/slide qvel noise (default 0)\n"
@@ -82,6 +83,7 @@ typedef struct args_ {
   unsigned long long seed;
   int have_goal, goal_term;
   double goal_lo[3], goal_hi[3];
+  int no_relative;
   int reach;
   mjdiffReachSchedule reach_sched;
   const char* out;
@@ -191,6 +193,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->clip = tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY, 0, ">= 0");
     } else if (!strcmp(o, "--goal")) {
       parseGoal(tool_optionValue(TOOL, argc, argv, &i), a);
+    } else if (!strcmp(o, "--no-relative")) {
+      a->no_relative = 1;
     } else if (!strcmp(o, "--key")) {
       a->key = tool_intOption(TOOL, argc, argv, &i, -1, 1000000, "an integer >= -1");
     } else if (!strcmp(o, "--start-noise")) {
@@ -283,6 +287,7 @@ static int setupProblem(const args* a, problem* p) {
   p->opt.vel_noise = a->vel_noise;
   if (a->have_goal) {
     p->opt.goal_term = a->goal_term;
+    p->opt.goal_relative = !a->no_relative;
     memcpy(p->opt.goal_lo, a->goal_lo, sizeof(a->goal_lo));
     memcpy(p->opt.goal_hi, a->goal_hi, sizeof(a->goal_hi));
   }

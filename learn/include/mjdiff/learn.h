@@ -7,8 +7,10 @@
 // mjdiff_learn. Like the rest of the library it never prints or exits.
 //
 // Observation and action (nobs = nq + nv + na + ngoal inputs, nu outputs):
-//   o = (qpos, qvel, act, g)        g: the goal, the fixed target point of one position term of
+//   o = (qpos, qvel, act, g, e)     g: the goal, the fixed target point of one position term of
 //                                   the task (3 numbers) when the learner randomises one; else none
+//                                   e = g - p(q): the goal relative to that term's object (3; with
+//                                   goal_relative), p its position (forward kinematics)
 //   y = MLP(o),  u_i = c_i + r_i tanh(y_i)   c, r: centre and half-width of actuator i's
 //                                   ctrlrange (ctrllimited); u_i = y_i otherwise
 // The squashing keeps u inside ctrlrange, where the step's control derivative is the interior
@@ -18,7 +20,8 @@
 //   (a_o, a_theta) = MLP VJP of a_y;  a_x += T' a_o[0 .. nq+nv+na)
 // with T' the move of a gradient in the state layout (qpos, qvel, act) to the tangent layout
 // (mjdiff_stateGradToTangent: a quaternion's 4 partials to its 3 rotation rows); the goal gets
-// no state gradient.
+// no state gradient; e adds a_dq -= J_p' a_e (J_p: the object's point Jacobian, mj_jac, whose
+// columns are the tangent dq rows).
 //
 // Training objective of one rollout from start x_0 with goal g, T steps (the task's terms with
 // the goal set, <mjdiff/task.h>):
@@ -57,6 +60,7 @@ typedef struct mjdiffLearnOptions_ {
   int goal_term;               // task term whose fixed point is the goal, -1: no goal (default)
   double goal_lo[3];           // goal box (m); lo <= hi
   double goal_hi[3];
+  int goal_relative;           // 1: the observation also holds e = g - p(q) (default 0)
 } mjdiffLearnOptions;
 
 // Fill opt with the defaults above (goal box: zero).
@@ -88,7 +92,7 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
                                 char* err, int errsz);
 void mjdiff_freeLearner(mjdiffLearner* L);
 
-// Sizes of the policy's input (nq + nv + na + 3 with a goal, else without) and the parameters.
+// Size of the policy's input: nq + nv + na, + 3 with a goal, + 3 more with goal_relative.
 int mjdiff_learnObsSize(const mjModel* m, const mjdiffLearnOptions* opt);
 
 // The generator seed of rollout b of a batch drawn with seed (splitmix64 of both).
@@ -98,6 +102,7 @@ uint64_t mjdiff_learnItemSeed(uint64_t seed, int b);
 void mjdiff_learnSample(const mjdiffLearner* L, uint64_t seed, int b, double* x0, double* goal);
 
 // The observation (mjdiff_learnObsSize) of the state in d with goal g (nullable without goal).
+// Uses the first thread's scratch data for the kinematics: not during another call on L.
 void mjdiff_learnObservation(const mjdiffLearner* L, const mjData* d, const double* goal,
                              double* obs);
 

@@ -80,6 +80,10 @@ int mjdiff_taskTermCount(const mjdiffTask* task);
 int mjdiff_taskGetPoint(const mjdiffTask* task, int term, double p[3]);
 int mjdiff_taskSetPoint(mjdiffTask* task, int term, const double p[3]);
 
+// The moving object of position term `term`: *type mjOBJ_BODY or mjOBJ_SITE and *id, or
+// mjOBJ_UNKNOWN for a fixed point. Returns 0, or -1 if term is out of range or not a position term.
+int mjdiff_taskGetObject(const mjdiffTask* task, int term, int* type, int* id);
+
 #ifdef __cplusplus
 }
 #endif
