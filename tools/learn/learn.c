@@ -50,7 +50,8 @@ static void usage(FILE* f) {
           "  --budget STEPS         stop once this many steps were simulated (default: none)\n"
           "  --batch B              rollouts per iteration (default 16)\n"
           "  --seconds S            rollout length (default: the task's duration, else 1 s)\n"
-          "  --lr LR                Adam's rate (default 3e-3; es 1e-2; ppo 3e-4)\n"
+          "  --lr LR                Adam's rate (default 3e-3; es 1e-2; ppo 3e-4); apg and es decay it\n"
+          "                         to LR/10 over --iters (cosine) unless only --budget bounds the run\n"
           "  --clip C               gradient-norm clipping (default 1; 0: off)\n"
           "  --goal T:X0,X1:Y0,Y1:Z0,Z1  randomise the fixed target point of task term T in this box\n"
           "  --no-relative          observe the goal only, not also goal - object position\n"
@@ -426,6 +427,13 @@ static int train(problem* p, const args* a) {
   mjdiff_defaultAdamOptions(&ao);
   ao.lr = a->lr;
   ao.clip_norm = a->clip;
+  // cosine decay to lr / 10 over the iterations (or over the budget's worth of them, unknown
+  // ahead: then constant)
+  if (a->iters > 0 && a->iters < 100000000 && a->method != M_PPO) {
+    ao.schedule = MJDIFF_LR_COSINE;
+    ao.decay_steps = (int)a->iters;
+    ao.lr_min = 0.1 * a->lr;
+  }
   mjdiffAdam* adam = NULL;
   if (mjdiff_makeAdam(n, &ao, &adam, msg, sizeof(msg)) != MJDIFF_OK) {
     fprintf(stderr, TOOL ": error: %s\n", msg);
