@@ -11,10 +11,11 @@
 # usage: scripts/learn_compare.sh OUT MODEL.xml TASK APG_ITERS [common mjdiff-learn options...]
 # e.g.   scripts/learn_compare.sh /tmp/cmp models/reacher.xml models/reacher.task 150 \
 #          --goal 0:-0.14,0.14:-0.14,0.14:0.01,0.01 --start-noise 0.5 --batch 32
-# Environment: BUILD (default build), BUDGET_FACTOR (default 10), ES_ARGS, PPO_ARGS, APG_ARGS.
+# Environment: BUILD (default build), BUDGET_FACTOR (default 10), ES_ARGS, PPO_ARGS, APG_ARGS
+# (extra options per method, after the common ones), REUSE=1 (keep a method's finished run).
 set -euo pipefail
 if [ $# -lt 4 ]; then
-  sed -n 3,17p "$0" >&2
+  sed -n 3,18p "$0" >&2
   exit 2
 fi
 out=$1 model=$2 task=$3 iters=$4
@@ -27,6 +28,10 @@ mkdir -p "$out"
 run() {  # NAME ARGS...
   local name=$1
   shift
+  if [ "${REUSE:-0}" = 1 ] && [ -s "$out/$name.eval" ]; then
+    echo "== $name: kept from an earlier run" >&2
+    return
+  fi
   echo "== $name: $learn policy $model $task $*" >&2
   "$learn" policy "$model" "$task" --out "$out/$name" --tag "$name" "$@" 2> "$out/$name.log" > "$out/$name.eval"
   tail -n 2 "$out/$name.log" >&2 || true
