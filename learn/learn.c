@@ -559,7 +559,10 @@ static void* workerMain(void* arg) {
     L->status[j] = st;
     if (st != MJDIFF_OK) {
       w->fail_item = j;
-      return NULL;
+      if (!L->opt.skip_failed) return NULL;
+      L->costs[j] = NAN;
+      L->success[j] = 0;
+      if (L->want_grad) memset(L->grad_rows + (size_t)j * (size_t)L->nparam, 0, sizeof(double) * (size_t)L->nparam);
     }
   }
   return NULL;
@@ -604,8 +607,10 @@ static mjdiffStatus runJobs(mjdiffLearner* L, char* err, int errsz) {
   workerMain(L->workers);
   for (int i = 1; i < started; i++) pthread_join(tid[i], NULL);
   if (!ok) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: cannot start %d threads", nt);
+  int nok = 0;
+  for (int j = 0; j < L->njob; j++) nok += L->status[j] == MJDIFF_OK;
   for (int j = 0; j < L->njob; j++) {
-    if (L->status[j] != MJDIFF_OK) {
+    if (L->status[j] != MJDIFF_OK && (!L->opt.skip_failed || nok == 0)) {
       for (int i = 0; i < L->nthread; i++) {
         if (L->workers[i].fail_item == j) {
           return fail(err, errsz, L->status[j], "rollout %d: %s", j % L->B, L->workers[i].err);
@@ -653,23 +658,28 @@ mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint6
   st = runJobs(L, err, errsz);
   if (st != MJDIFF_OK) return st;
   double sum = 0;
-  int succ = 0;
+  int succ = 0, nok = 0;
   for (int b = 0; b < B; b++) {
+    if (per_item) per_item[b] = L->costs[b];
+    if (L->status[b] != MJDIFF_OK) continue;
     sum += L->costs[b];
     succ += L->success[b];
-    if (per_item) per_item[b] = L->costs[b];
+    nok++;
   }
-  *J = sum / B;
+  *J = sum / nok;
   if (grad) {
     mju_zero(grad, L->nparam);
-    for (int b = 0; b < B; b++) mju_addTo(grad, L->grad_rows + (size_t)b * (size_t)L->nparam, L->nparam);
-    mju_scl(grad, grad, 1.0 / B, L->nparam);
+    for (int b = 0; b < B; b++) {
+      if (L->status[b] == MJDIFF_OK) mju_addTo(grad, L->grad_rows + (size_t)b * (size_t)L->nparam, L->nparam);
+    }
+    mju_scl(grad, grad, 1.0 / nok, L->nparam);
   }
   if (stats) {
     stats->n = B;
     stats->cost = *J;
     stats->success = succ;
     stats->steps = (long)B * L->opt.horizon;
+    stats->failed = B - nok;
   }
   return MJDIFF_OK;
 }
@@ -692,15 +702,19 @@ mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const*
   L->logstd = NULL;
   st = runJobs(L, err, errsz);
   if (st != MJDIFF_OK) return st;
-  int succ = 0;
+  int succ = 0, nfail = 0;
   double all = 0;
   for (int k = 0; k < nnet; k++) {
     double sum = 0;
+    int nok = 0;
     for (int b = 0; b < B; b++) {
+      if (L->status[k * B + b] != MJDIFF_OK) continue;
       sum += L->costs[k * B + b];
       succ += L->success[k * B + b];
+      nok++;
     }
-    J[k] = sum / B;
+    nfail += B - nok;
+    J[k] = nok ? sum / nok : INFINITY;
     all += J[k];
   }
   if (stats) {
@@ -708,6 +722,7 @@ mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const*
     stats->cost = all / nnet;
     stats->success = succ;
     stats->steps = (long)nnet * B * L->opt.horizon;
+    stats->failed = nfail;
   }
   return MJDIFF_OK;
 }
@@ -744,13 +759,14 @@ mjdiffStatus mjdiff_learnEvaluate(mjdiffLearner* L, const mjdiffMLP* net, int pl
   double sum = 0;
   int nfinite = 0, succ = 0;
   for (int b = 0; b < n; b++) {
-    if (isfinite(L->costs[b])) {
+    if (L->status[b] == MJDIFF_OK && isfinite(L->costs[b])) {
       sum += L->costs[b];
       nfinite++;
     }
     succ += L->success[b];
   }
   stats->n = n;
+  stats->failed = n - nfinite;
   stats->cost = nfinite ? sum / nfinite : INFINITY;
   stats->success = succ;
   stats->steps = (long)n * T;
@@ -784,16 +800,22 @@ mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, 
   if (st != MJDIFF_OK) return st;
   int T = L->opt.horizon, ns = 0;
   double sum = 0;
+  int nfail = 0;
   for (int b = 0; b < n; b++) {
+    if (L->status[b] != MJDIFF_OK) {
+      // the records of a failed rollout are incomplete: no skipping here
+      return fail(err, errsz, L->status[b], "rollout %d: the smooth step failed (stochastic rollouts do not skip)", b);
+    }
     for (int t = 0; t <= T; t++) sum += cost[(size_t)b * (T + 1) + t];
     ns += L->success[b];
     if (succ) succ[b] = L->success[b];
   }
   if (stats) {
     stats->n = n;
-    stats->cost = sum / n;
+    stats->cost = sum / (n - nfail);
     stats->success = ns;
     stats->steps = (long)n * T;
+    stats->failed = nfail;
   }
   return MJDIFF_OK;
 }

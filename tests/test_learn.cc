@@ -364,6 +364,61 @@ TEST(Learn, DeterministicAtAnyThreadCount) {
   mjdiff_freeLearner(L);
 }
 
+// skip_failed: rollouts whose smooth step diverges (the pusher-puck contact 1e4 times too stiff)
+// are left out and counted; the others' mean is the objective, the same at 1 and 2 threads;
+// without skip_failed the call fails naming the rollout; with every rollout failing it fails too
+TEST(Learn, SkipFailedRollouts) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  char err[1000] = "";
+  ASSERT_EQ(mjdiff_setParam(p.s, "geom:pusher:contact_stiffness", 2e7, err, sizeof(err)), MJDIFF_OK) << err;
+  p.opt.horizon = 5;
+  p.opt.start_noise = 0.03;  // about half the starts leave a gap: no contact in 5 steps
+  int n = mjdiff_mlpParamCount(p.net);
+  double J[2];
+  std::vector<double> per(16), g1(n), g2(n);
+  mjdiffLearnStats st[2];
+  for (int k = 0; k < 2; k++) {
+    mjdiffLearner* L = makeLearner(&p, 1);
+    ASSERT_NE(L, nullptr);
+    EXPECT_NE(mjdiff_learnObjective(L, p.net, 5, 16, J, nullptr, nullptr, nullptr, err, sizeof(err)),
+              MJDIFF_OK);
+    EXPECT_NE(std::string(err).find("rollout "), std::string::npos) << err;
+    mjdiff_freeLearner(L);
+  }
+  p.opt.skip_failed = 1;
+  for (int k = 0; k < 2; k++) {
+    mjdiffLearner* L = makeLearner(&p, k + 1);
+    ASSERT_NE(L, nullptr);
+    ASSERT_EQ(mjdiff_learnObjective(L, p.net, 5, 16, J + k, k ? g2.data() : g1.data(), per.data(),
+                                    st + k, err, sizeof(err)),
+              MJDIFF_OK)
+        << err;
+    mjdiff_freeLearner(L);
+  }
+  printf("skip_failed: %d of 16 rollouts diverged\n", st[0].failed);
+  EXPECT_GT(st[0].failed, 0);
+  EXPECT_LT(st[0].failed, 16);
+  EXPECT_EQ(st[0].failed, st[1].failed);
+  EXPECT_EQ(J[0], J[1]);
+  EXPECT_EQ(0, memcmp(g1.data(), g2.data(), sizeof(double) * n));
+  double sum = 0;
+  int nok = 0, nnan = 0;
+  for (double c : per) {
+    if (std::isnan(c)) nnan++; else { sum += c; nok++; }
+  }
+  EXPECT_EQ(nnan, st[0].failed);
+  EXPECT_NEAR(J[0], sum / nok, 1e-14 * std::fabs(J[0]));
+  // every rollout failing: an error
+  p.opt.start_noise = 0;
+  mjdiffLearner* L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  EXPECT_NE(mjdiff_learnObjective(L, p.net, 5, 4, J, nullptr, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_OK);
+  mjdiff_freeLearner(L);
+}
+
 TEST(Learn, BadInputIsNamed) {
   Problem p;
   setupPush(&p);

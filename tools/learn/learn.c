@@ -54,6 +54,7 @@ static void usage(FILE* f) {
           "                         to LR/10 over --iters (cosine) unless only --budget bounds the run\n"
           "  --clip C               gradient-norm clipping (default 1; 0: off)\n"
           "  --goal T:X0,X1:Y0,Y1:Z0,Z1  randomise the fixed target point of task term T in this box\n"
+          "  --skip-failed          leave rollouts whose smooth step diverges out of the batch (counted)\n"
           "  --no-relative          observe the goal only, not also goal - object position\n"
           "  --key N                start keyframe, -1 qpos0 (default 0; qpos0 without keys)\n"
           "  --start-noise A        hinge/slide qpos noise U(-A, A) (default 0.05)\n"
@@ -85,6 +86,7 @@ typedef struct args_ {
   int have_goal, goal_term;
   double goal_lo[3], goal_hi[3];
   int no_relative;
+  int skip_failed;
   int reach;
   mjdiffReachSchedule reach_sched;
   const char* out;
@@ -194,6 +196,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->clip = tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY, 0, ">= 0");
     } else if (!strcmp(o, "--goal")) {
       parseGoal(tool_optionValue(TOOL, argc, argv, &i), a);
+    } else if (!strcmp(o, "--skip-failed")) {
+      a->skip_failed = 1;
     } else if (!strcmp(o, "--no-relative")) {
       a->no_relative = 1;
     } else if (!strcmp(o, "--key")) {
@@ -286,6 +290,7 @@ static int setupProblem(const args* a, problem* p) {
   p->opt.key = p->native->nkey ? (int)a->key : (a->key > 0 ? (int)a->key : -1);
   p->opt.start_noise = a->start_noise;
   p->opt.vel_noise = a->vel_noise;
+  p->opt.skip_failed = a->skip_failed;
   if (a->have_goal) {
     p->opt.goal_term = a->goal_term;
     p->opt.goal_relative = !a->no_relative;
@@ -496,6 +501,7 @@ static int train(problem* p, const args* a) {
     if (a->budget > 0 && steps >= a->budget) break;
     uint64_t seed = mjdiff_learnItemSeed(a->seed, (int)it) ^ 0xA5A5ULL;
     mjdiffLearnStats st;
+    memset(&st, 0, sizeof(st));
     double J = NAN, gnorm = NAN;
     mjdiffStatus rc = MJDIFF_OK;
     if (a->method == M_APG) {
@@ -552,7 +558,7 @@ static int train(problem* p, const args* a) {
     }
     steps += st.steps;
     double wall = tool_now() - t0;
-    double succ = (double)st.success / st.n;
+    double succ = (double)st.success / (st.n - st.failed > 0 ? st.n - st.failed : 1);
     ecost = esucc = NAN;
     if (it % a->eval_every == 0 || it == a->iters) {
       if (!curveEval(p, a, &ecost, &esucc)) {
@@ -561,6 +567,7 @@ static int train(problem* p, const args* a) {
       }
     }
     curveRow(a, it, steps, wall, J, succ, gnorm, ecost, esucc);
+    if (st.failed > 0) fprintf(stderr, "iter %ld: %d rollouts diverged, left out\n", it, st.failed);
     if (isnan(ecost)) {
       fprintf(stderr, "iter %ld: cost %.4g success %.2f grad %.3g steps %ld wall %.1f s\n", it, J,
               succ, gnorm, steps, wall);
@@ -590,8 +597,8 @@ static int evalBoth(problem* p, const args* a) {
   if (!evaluate(p, a, MJDIFF_PLANT_SMOOTH, &s1) || !evaluate(p, a, MJDIFF_PLANT_NATIVE, &s2)) {
     return TOOL_EXIT_RUNTIME;
   }
-  printf("plant smooth (dt %g s): cost %.4g success %d/%d (%.2f)\n", p->m->opt.timestep, s1.cost,
-         s1.success, s1.n, (double)s1.success / s1.n);
+  printf("plant smooth (dt %g s): cost %.4g success %d/%d (%.2f)%s\n", p->m->opt.timestep, s1.cost,
+         s1.success, s1.n, (double)s1.success / s1.n, s1.failed ? " (some diverged)" : "");
   printf("plant native (dt %g s): cost %.4g success %d/%d (%.2f)\n", p->native->opt.timestep,
          s2.cost, s2.success, s2.n, (double)s2.success / s2.n);
   return TOOL_EXIT_OK;

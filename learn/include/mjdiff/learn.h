@@ -61,6 +61,9 @@ typedef struct mjdiffLearnOptions_ {
   double goal_lo[3];           // goal box (m); lo <= hi
   double goal_hi[3];
   int goal_relative;           // 1: the observation also holds e = g - p(q) (default 0)
+  int skip_failed;             // 1: a rollout whose smooth step fails (diverges) is left out of
+                               // the batch's mean and gradient and counted in stats->failed,
+                               // instead of failing the call (default 0); all failing still fails
 } mjdiffLearnOptions;
 
 // Fill opt with the defaults above (goal box: zero).
@@ -72,6 +75,7 @@ typedef struct mjdiffLearnStats_ {
   double cost;                 // mean J
   int success;                 // rollouts whose last state meets the task's success test
   long steps;                  // simulated steps (forward steps; a gradient adds none)
+  int failed;                  // rollouts left out (skip_failed)
 } mjdiffLearnStats;
 
 // A learner: the training model, its smooth model, the task, and one workspace per thread
@@ -129,7 +133,8 @@ mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const*
 // recording per rollout b: obs ((T+1) x nobs, o_0 .. o_T), act (T x nu, a_t), cost (T+1: the
 // objective's terms, (1/T) l(x_t, u_t) for t < T and l_T(x_T) at T, summing to J), and success at
 // x_T (succ, nullable). Layouts: rollout b's block starts at b (T+1) nobs, b T nu, b (T+1).
-// Deterministic for a seed at any thread count. Nullable: stats, succ, err.
+// Deterministic for a seed at any thread count. A failing rollout fails the call (skip_failed
+// does not apply). Nullable: stats, succ, err.
 mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, const double* logstd,
                                         uint64_t seed, int n, double* obs, double* act,
                                         double* cost, int* succ, mjdiffLearnStats* stats,
