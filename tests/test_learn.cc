@@ -33,6 +33,8 @@
 #include <mjdiff/random.h>
 #include <mjdiff/task.h>
 
+#include "shim.h"
+
 namespace {
 
 const char* kPendulumXml = R"(
@@ -105,13 +107,7 @@ struct Problem {
 
 mjModel* loadXml(const char* xml) {
   char err[1000] = "";
-  mjVFS vfs;
-  mj_defaultVFS(&vfs);
-  mj_makeEmptyFileVFS(&vfs, "model.xml", (int)strlen(xml));
-  int i = mj_findFileVFS(&vfs, "model.xml");
-  memcpy(vfs.filedata[i], xml, strlen(xml));
-  mjModel* m = mj_loadXML("model.xml", &vfs, err, sizeof(err));
-  mj_deleteVFS(&vfs);
+  mjModel* m = shim_loadString(xml, err, sizeof(err));
   EXPECT_NE(m, nullptr) << err;
   return m;
 }
