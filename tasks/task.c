@@ -488,6 +488,52 @@ void mjdiff_freeTask(mjdiffTask* task) {
   free(task);
 }
 
+mjdiffTask* mjdiff_copyTask(const mjdiffTask* task) {
+  if (!task) return NULL;
+  mjdiffTask* c = (mjdiffTask*)malloc(sizeof(mjdiffTask));
+  if (!c) return NULL;
+  *c = *task;
+  c->terms = (term*)malloc(sizeof(term) * (size_t)(task->nterm > 0 ? task->nterm : 1));
+  if (!c->terms) {
+    free(c);
+    return NULL;
+  }
+  if (task->nterm > 0) memcpy(c->terms, task->terms, sizeof(term) * (size_t)task->nterm);
+  return c;
+}
+
+int mjdiff_taskTermCount(const mjdiffTask* task) {
+  return task ? task->nterm : 0;
+}
+
+// the position term whose target is a fixed point, or NULL
+static term* pointTerm(const mjdiffTask* task, int i) {
+  if (!task || i < 0 || i >= task->nterm) return NULL;
+  term* t = task->terms + i;
+  return t->type == TERM_POSITION && t->target.type == mjOBJ_UNKNOWN ? t : NULL;
+}
+
+int mjdiff_taskGetPoint(const mjdiffTask* task, int i, double p[3]) {
+  term* t = pointTerm(task, i);
+  if (!t) return -1;
+  mju_copy3(p, t->target.point);
+  return 0;
+}
+
+int mjdiff_taskSetPoint(mjdiffTask* task, int i, const double p[3]) {
+  term* t = pointTerm(task, i);
+  if (!t) return -1;
+  mju_copy3(t->target.point, p);
+  return 0;
+}
+
+int mjdiff_taskGetObject(const mjdiffTask* task, int i, int* type, int* id) {
+  if (!task || i < 0 || i >= task->nterm || task->terms[i].type != TERM_POSITION) return -1;
+  *type = task->terms[i].obj.type;
+  *id = task->terms[i].obj.id;
+  return 0;
+}
+
 double mjdiff_taskHorizon(const mjdiffTask* task) {
   return task ? task->horizon : 0;
 }

@@ -68,6 +68,22 @@ void mjdiff_taskCostHessian(const mjdiffTask* task, const mjModel* m, mjData* d,
 // 1 if the task's success term is below its threshold at the state in d
 int mjdiff_taskSuccess(const mjdiffTask* task, const mjModel* m, mjData* d);
 
+// A copy of task (its own terms; the model it was read for is the same); NULL if out of memory.
+mjdiffTask* mjdiff_copyTask(const mjdiffTask* task);
+
+// Number of terms.
+int mjdiff_taskTermCount(const mjdiffTask* task);
+
+// The fixed target point of position term `term` (a goal that a learner randomises): read into
+// p or set from p (3, m). Returns 0, or -1 if term is out of range or not a position term whose
+// target is a fixed point "x y z".
+int mjdiff_taskGetPoint(const mjdiffTask* task, int term, double p[3]);
+int mjdiff_taskSetPoint(mjdiffTask* task, int term, const double p[3]);
+
+// The moving object of position term `term`: *type mjOBJ_BODY or mjOBJ_SITE and *id, or
+// mjOBJ_UNKNOWN for a fixed point. Returns 0, or -1 if term is out of range or not a position term.
+int mjdiff_taskGetObject(const mjdiffTask* task, int term, int* type, int* id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,160 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Policies trained through the physics (analytic policy gradients): an MLP policy u = pi(o),
+// rolled out on the smooth model from randomised start states and goals, its task cost
+// backpropagated through the rollouts (step VJP in state and control, the network's VJP in its
+// input and weights). The library layer of mjdiff-learn (tools/learn/); the static library
+// mjdiff_learn. Like the rest of the library it never prints or exits.
+//
+// Observation and action (nobs = nq + nv + na + ngoal inputs, nu outputs):
+//   o = (qpos, qvel, act, g, e)     g: the goal, the fixed target point of one position term of
+//                                   the task (3 numbers) when the learner randomises one; else none
+//                                   e = g - p(q): the goal relative to that term's object (3; with
+//                                   goal_relative), p its position (forward kinematics)
+//   y = MLP(o),  u_i = c_i + r_i tanh(y_i)   c, r: centre and half-width of actuator i's
+//                                   ctrlrange (ctrllimited); u_i = y_i otherwise
+// The squashing keeps u inside ctrlrange, where the step's control derivative is the interior
+// one (beyond a bound MuJoCo's clamp would make it zero and training would stall).
+// Gradient of the policy (the rollout's mjdiffPolicy VJP, adjoint/rollout.h), given a_u = dL/du:
+//   a_y = a_u .* r .* (1 - tanh(y)^2)    (a_u where unlimited)
+//   (a_o, a_theta) = MLP VJP of a_y;  a_x += T' a_o[0 .. nq+nv+na)
+// with T' the move of a gradient in the state layout (qpos, qvel, act) to the tangent layout
+// (mjdiff_stateGradToTangent: a quaternion's 4 partials to its 3 rotation rows); the goal gets
+// no state gradient; e adds a_dq -= J_p' a_e (J_p: the object's point Jacobian, mj_jac, whose
+// columns are the tangent dq rows).
+//
+// Training objective of one rollout from start x_0 with goal g, T steps (the task's terms with
+// the goal set, <mjdiff/task.h>):
+//   J = (1/T) sum_{t=0}^{T-1} l(x_t, u_t) + l_T(x_T)
+// and of a batch of B rollouts the mean (1/B) sum_b J_b. The start state and the goal of rollout
+// b come from a generator seeded by mjdiff_learnItemSeed(seed, b) alone, so the objective is a
+// deterministic function of (weights, seed, B): the same for every thread count. The gradient
+// is the mean of the rollouts' gradients, summed in the order b = 0 .. B-1.
+// Start states: the keyframe (or qpos0) with every hinge and slide joint's qpos moved by
+// U(-start_noise, start_noise) and its velocity by U(-vel_noise, vel_noise). Goal: uniform in
+// the box goal_lo .. goal_hi (m).
+// Closed-loop evaluation on a plant: the same policy every plant step, the smooth step
+// (mjdiff_step) or MuJoCo's native mj_step, the cost J above with the plant's own steps, and
+// success (mjdiff_taskSuccess) at the last state.
+
+#ifndef MJDIFF_LEARN_H_
+#define MJDIFF_LEARN_H_
+
+#include <stdint.h>
+
+#include <mujoco/mujoco.h>
+#include <mjdiff/base.h>
+#include <mjdiff/nn.h>
+#include <mjdiff/smooth.h>
+#include <mjdiff/task.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mjdiffLearnOptions_ {
+  int horizon;                 // T: steps of a training rollout (>= 1; default 100)
+  int key;                     // start keyframe, -1: qpos0 (default 0 if the model has keys)
+  double start_noise;          // half-width of the hinge/slide qpos noise (rad or m; default 0)
+  double vel_noise;            // half-width of the hinge/slide qvel noise (default 0)
+  int goal_term;               // task term whose fixed point is the goal, -1: no goal (default)
+  double goal_lo[3];           // goal box (m); lo <= hi
+  double goal_hi[3];
+  int goal_relative;           // 1: the observation also holds e = g - p(q) (default 0)
+  int skip_failed;             // 1: a rollout whose smooth step fails (diverges) is left out of
+                               // the batch's mean and gradient and counted in stats->failed,
+                               // instead of failing the call (default 0); all failing still fails
+} mjdiffLearnOptions;
+
+// Fill opt with the defaults above (goal box: zero).
+void mjdiff_defaultLearnOptions(mjdiffLearnOptions* opt);
+
+// Statistics of a batch or an evaluation.
+typedef struct mjdiffLearnStats_ {
+  int n;                       // rollouts
+  double cost;                 // mean J
+  int success;                 // rollouts whose last state meets the task's success test
+  long steps;                  // simulated steps (forward steps; a gradient adds none)
+  int failed;                  // rollouts left out (skip_failed)
+} mjdiffLearnStats;
+
+// A learner: the training model, its smooth model, the task, and one workspace per thread
+// (mjData, rollout recording, network workspace, task copy). Opaque.
+typedef struct mjdiffLearner_ mjdiffLearner;
+
+// Make a learner for the training model m (its timestep is the rollouts'; s is its smooth model,
+// shared read-only: change its options, e.g. <mjdiff/reach.h>, only between calls), the task
+// (copied per thread), a policy network architecture with nobs inputs and nu outputs
+// (mjdiff_learnObsSize), nthread >= 1 threads. native (nullable): the model of the native
+// plant for mjdiff_learnEvaluate (the same model, e.g. at its own timestep). Fails naming the
+// option (a goal term that is not a position term with a fixed point, a keyframe that does not
+// exist, a horizon < 1, a network of the wrong shape). m, s, native, net must outlive it.
+// Nullable: err.
+mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mjModel* native,
+                                const mjdiffTask* task, const mjdiffLearnOptions* opt,
+                                const mjdiffMLP* net, int nthread, mjdiffLearner** out,
+                                char* err, int errsz);
+void mjdiff_freeLearner(mjdiffLearner* L);
+
+// Size of the policy's input: nq + nv + na, + 3 with a goal, + 3 more with goal_relative.
+int mjdiff_learnObsSize(const mjModel* m, const mjdiffLearnOptions* opt);
+
+// The generator seed of rollout b of a batch drawn with seed (splitmix64 of both).
+uint64_t mjdiff_learnItemSeed(uint64_t seed, int b);
+
+// Sample the start state x0 (nq+nv+na) and goal g (3; nullable) of rollout b of seed.
+void mjdiff_learnSample(const mjdiffLearner* L, uint64_t seed, int b, double* x0, double* goal);
+
+// The observation (mjdiff_learnObsSize) of the state in d with goal g (nullable without goal).
+// Uses the first thread's scratch data for the kinematics: not during another call on L.
+void mjdiff_learnObservation(const mjdiffLearner* L, const mjData* d, const double* goal,
+                             double* obs);
+
+// Training objective of a batch of B rollouts of net (weights as they are in net) and, with grad
+// non-NULL, its gradient in the weights (mjdiff_mlpParamCount values, overwritten), on the
+// learner's threads. per_item (nullable, B): each rollout's J. A rollout that fails (a
+// non-finite state) fails the call with err naming the rollout and step. stats: nullable.
+// Nullable: grad, per_item, stats, err.
+mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint64_t seed, int B,
+                                   double* J, double* grad, double* per_item,
+                                   mjdiffLearnStats* stats, char* err, int errsz);
+
+// The same objective for nnet networks of the same architecture (one batch of B rollouts each,
+// the same starts and goals for every network): J[k] for nets[k]. Derivative-free searches
+// evaluate their perturbations with it. Nullable: stats (summed), err.
+mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const* nets, int nnet,
+                                       uint64_t seed, int B, double* J, mjdiffLearnStats* stats,
+                                       char* err, int errsz);
+
+// Stochastic rollouts for on-policy baselines (PPO): n rollouts of T steps on the smooth model
+// (starts and goals as the objective's with seed) with Gaussian exploration before the squashing,
+//   a_t = y_t + exp(logstd) .* z_t,  z_t ~ N(0, I) (Box-Muller from the item's generator, after
+//   its start and goal draws),  u_t = c + r .* tanh(a_t)  (a_t where unlimited),
+// recording per rollout b: obs ((T+1) x nobs, o_0 .. o_T), act (T x nu, a_t), cost (T+1: the
+// objective's terms, (1/T) l(x_t, u_t) for t < T and l_T(x_T) at T, summing to J), and success at
+// x_T (succ, nullable). Layouts: rollout b's block starts at b (T+1) nobs, b T nu, b (T+1).
+// Deterministic for a seed at any thread count. A failing rollout fails the call (skip_failed
+// does not apply). Nullable: stats, succ, err.
+mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, const double* logstd,
+                                        uint64_t seed, int n, double* obs, double* act,
+                                        double* cost, int* succ, mjdiffLearnStats* stats,
+                                        char* err, int errsz);
+
+// Plants of mjdiff_learnEvaluate.
+#define MJDIFF_PLANT_SMOOTH 0  // mjdiff_step on the training model
+#define MJDIFF_PLANT_NATIVE 1  // mj_step on the native model (hard contacts)
+
+// Closed loop of n rollouts (starts and goals as the objective's with seed) for `seconds` of
+// simulated time on plant. stats: mean cost, successes, steps. Fails with MJDIFF_ERR_ARGUMENT
+// for the native plant without a native model. A smooth run that diverges fails; a native one
+// that goes non-finite counts as a failure (cost +inf is not averaged in: stats->cost is the
+// mean of the finite ones). Nullable: err.
+mjdiffStatus mjdiff_learnEvaluate(mjdiffLearner* L, const mjdiffMLP* net, int plant,
+                                  uint64_t seed, int n, double seconds, mjdiffLearnStats* stats,
+                                  char* err, int errsz);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MJDIFF_LEARN_H_

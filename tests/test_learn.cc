@@ -1,0 +1,454 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Policy learning (<mjdiff/learn.h>, learn/learn.c):
+// - the policy gradient of the whole training objective (a fixed-seed batch of randomised starts
+//   and goals, BPTT through the smooth step and the MLP) against central differences of that
+//   objective, along single weights (first layer, hidden, output, biases) and random directions,
+//   at several weight points, on two small models:
+//     "pendulum": an actuated cart with a ball-jointed pendulum (no contact; the observation holds
+//                 the ball's quaternion, so the state-to-tangent move of the observation gradient
+//                 is exercised), goal: a target point for the bob;
+//     "push":     an actuated slider pushing a free sphere along a floor (pusher-puck and
+//                 puck-floor contacts active the whole rollout, friction), goal: the puck's x;
+//   tolerance |fd - g| <= tol max(|g|, |fd|, 1e-3 |grad|_inf), with a guard that the gradient is
+//   not zero and that the difference is not the same number;
+// - the objective's value from the gradient path (the backward sweep's step loss) equals the
+//   forward-only path's (mjdiff_step, the baselines' path) to 1e-12;
+// - determinism: objective and gradient bit for bit equal at 1, 2 and 3 threads; a different seed
+//   gives a different objective;
+// - bad input: a network of the wrong shape, a goal term that is not a fixed-point position term.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <mujoco/mujoco.h>
+#include <mjdiff/learn.h>
+#include <mjdiff/mjdiff.h>
+#include <mjdiff/nn.h>
+#include <mjdiff/random.h>
+#include <mjdiff/task.h>
+
+#include "shim.h"
+
+namespace {
+
+const char* kPendulumXml = R"(
+<mujoco>
+  <option timestep="0.01"/>
+  <worldbody>
+    <body name="cart" pos="0 0 1">
+      <joint name="slide" type="slide" axis="1 0 0" damping="0.5"/>
+      <geom type="box" size="0.1 0.05 0.05" mass="1" contype="0" conaffinity="0"/>
+      <body name="pole">
+        <joint name="ball" type="ball" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.05 0.02 -0.4" size="0.02" mass="0.3" contype="0" conaffinity="0"/>
+        <site name="bob" pos="0.05 0.02 -0.4"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><motor name="m" joint="slide" gear="5" ctrllimited="true" ctrlrange="-1 1"/></actuator>
+</mujoco>)";
+
+const char* kPendulumTask =
+    "horizon 0.3\n"
+    "position site:bob 0.1 0 0.6 1\n"
+    "jointvel slide 0 0.01\n"
+    "control 0.01\n"
+    "success 0 0.05\n";
+
+const char* kPushXml = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <custom>
+    <numeric name="mjdiff_contact_stiffness" data="2000"/>
+    <numeric name="mjdiff_contact_damping" data="5"/>
+    <numeric name="mjdiff_contact_width" data="0.005"/>
+    <numeric name="mjdiff_friction_speed" data="0.1"/>
+  </custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1" contype="1" conaffinity="1" friction="0.3 0.005 0.0001"/>
+    <body name="pusher" pos="0 0 0.05">
+      <joint name="px" type="slide" axis="1 0 0" damping="1"/>
+      <geom name="pusher" type="sphere" size="0.03" mass="0.5" contype="2" conaffinity="2"/>
+    </body>
+    <body name="puck" pos="0.079 0 0.0495">
+      <freejoint/>
+      <geom name="puck" type="sphere" size="0.05" mass="0.2" contype="3" conaffinity="3" friction="0.3 0.005 0.0001"/>
+      <site name="puck_center"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="m" joint="px" gear="10" ctrllimited="true" ctrlrange="-1 1"/></actuator>
+</mujoco>)";
+
+const char* kPushTask =
+    "horizon 0.2\n"
+    "position site:puck_center 0.2 0 0.05 10 smoothabs 0.02\n"
+    "control 0.001\n"
+    "success 0 0.02\n";
+
+struct Problem {
+  mjModel* m = nullptr;
+  mjdiffModel* s = nullptr;
+  mjdiffTask* task = nullptr;
+  mjdiffMLP* net = nullptr;
+  mjdiffLearnOptions opt;
+  ~Problem() {
+    mjdiff_freeMLP(net);
+    mjdiff_freeTask(task);
+    mjdiff_freeModel(s);
+    if (m) mj_deleteModel(m);
+  }
+};
+
+mjModel* loadXml(const char* xml) {
+  char err[1000] = "";
+  mjModel* m = shim_loadString(xml, err, sizeof(err));
+  EXPECT_NE(m, nullptr) << err;
+  return m;
+}
+
+mjdiffTask* readTaskText(const mjModel* m, const char* text) {
+  FILE* f = tmpfile();
+  fputs(text, f);
+  rewind(f);
+  char err[500] = "";
+  mjdiffTask* t = mjdiff_readTaskFile(m, f, "test.task", err, sizeof(err));
+  fclose(f);
+  EXPECT_NE(t, nullptr) << err;
+  return t;
+}
+
+void setup(Problem* p, const char* xml, const char* task, int horizon, double lo[3], double hi[3],
+           double noise, int relative) {
+  p->m = loadXml(xml);
+  ASSERT_NE(p->m, nullptr);
+  char err[1000] = "";
+  ASSERT_EQ(mjdiff_makeModel(p->m, nullptr, &p->s, err, sizeof(err)), MJDIFF_OK) << err;
+  p->task = readTaskText(p->m, task);
+  ASSERT_NE(p->task, nullptr);
+  mjdiff_defaultLearnOptions(&p->opt);
+  p->opt.horizon = horizon;
+  p->opt.key = -1;
+  p->opt.start_noise = noise;
+  p->opt.vel_noise = noise;
+  p->opt.goal_term = 0;
+  p->opt.goal_relative = relative;
+  for (int k = 0; k < 3; k++) {
+    p->opt.goal_lo[k] = lo[k];
+    p->opt.goal_hi[k] = hi[k];
+  }
+  mjdiffMLPDef def;
+  mjdiff_defaultMLPDef(&def);
+  ASSERT_EQ(mjdiff_parseMLPSpec("mlp:8,6", &def, err, sizeof(err)), MJDIFF_OK) << err;
+  def.nin = mjdiff_learnObsSize(p->m, &p->opt);
+  def.nout = (int)p->m->nu;
+  ASSERT_EQ(mjdiff_makeMLP(&def, &p->net, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_initMLP(p->net, MJDIFF_INIT_XAVIER_UNIFORM, 7, 1.0, err, sizeof(err)), MJDIFF_OK);
+}
+
+void setupPendulum(Problem* p, int relative = 0) {
+  double lo[3] = {-0.1, -0.1, 0.55}, hi[3] = {0.2, 0.1, 0.65};
+  setup(p, kPendulumXml, kPendulumTask, 40, lo, hi, 0.05, relative);
+}
+
+void setupPush(Problem* p, int relative = 0) {
+  double lo[3] = {0.12, 0, 0.05}, hi[3] = {0.25, 0, 0.05};
+  setup(p, kPushXml, kPushTask, 40, lo, hi, 0.002, relative);
+}
+
+mjdiffLearner* makeLearner(Problem* p, int nthread) {
+  char err[1000] = "";
+  mjdiffLearner* L = nullptr;
+  EXPECT_EQ(mjdiff_makeLearner(p->m, p->s, p->m, p->task, &p->opt, p->net, nthread, &L, err,
+                               sizeof(err)),
+            MJDIFF_OK)
+      << err;
+  return L;
+}
+
+double objective(mjdiffLearner* L, const mjdiffMLP* net, int B, double* grad) {
+  char err[1000] = "";
+  double J = NAN;
+  EXPECT_EQ(mjdiff_learnObjective(L, net, 1234, B, &J, grad, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_OK)
+      << err;
+  return J;
+}
+
+// gradient against central differences along single weights and random directions at npoint
+// weight points; returns the worst error ratio |fd - g| / max(|g|, |fd|, 1e-3 |grad|_inf)
+double checkGradient(Problem* p, int B, int npoint, double h) {
+  mjdiffLearner* L = makeLearner(p, 2);
+  if (!L) return INFINITY;
+  int n = mjdiff_mlpParamCount(p->net);
+  double* w = mjdiff_mlpParams(p->net);
+  std::vector<double> grad(n), w0(w, w + n);
+  mjdiffRng rng;
+  mjdiff_rngSeed(&rng, 99);
+  double worst = 0;
+  int checked = 0;
+  for (int point = 0; point < npoint; point++) {
+    for (int i = 0; i < n; i++) w[i] = w0[i] + 0.3 * (2 * mjdiff_rngUniform(&rng) - 1) * (point > 0);
+    std::vector<double> wp(w, w + n);
+    objective(L, p->net, B, grad.data());
+    double ginf = 0;
+    for (double g : grad) ginf = std::fmax(ginf, std::fabs(g));
+    EXPECT_GT(ginf, 1e-6) << "the gradient is zero";
+    // directions: weights of the first layer, the last hidden layer, the output layer, biases; and
+    // three random unit directions
+    std::vector<std::vector<double>> dirs;
+    const mjdiffMLPDef* def = mjdiff_mlpDef(p->net);
+    // in each layer's W and b the weight of the largest gradient (weights of inputs that stay
+    // zero, such as a planar model's out-of-plane quaternion parts, have exactly zero gradient)
+    std::vector<int> picks;
+    for (int layer = 0; layer <= def->nhidden; layer++) {
+      int w0 = mjdiff_mlpWeightOffset(p->net, layer), b0 = mjdiff_mlpBiasOffset(p->net, layer);
+      int b1 = layer < def->nhidden ? mjdiff_mlpWeightOffset(p->net, layer + 1) : n;
+      int best_w = w0, best_b = b0;
+      for (int i = w0; i < b0; i++) if (std::fabs(grad[i]) > std::fabs(grad[best_w])) best_w = i;
+      for (int i = b0; i < b1; i++) if (std::fabs(grad[i]) > std::fabs(grad[best_b])) best_b = i;
+      picks.push_back(best_w);
+      picks.push_back(best_b);
+    }
+    for (int k : picks) {
+      std::vector<double> v(n, 0.0);
+      v[k] = 1;
+      dirs.push_back(v);
+    }
+    for (int r = 0; r < 3; r++) {
+      std::vector<double> v(n);
+      double nv = 0;
+      for (int i = 0; i < n; i++) {
+        v[i] = 2 * mjdiff_rngUniform(&rng) - 1;
+        nv += v[i] * v[i];
+      }
+      for (double& x : v) x /= std::sqrt(nv);
+      dirs.push_back(v);
+    }
+    for (const auto& v : dirs) {
+      double gv = 0;
+      for (int i = 0; i < n; i++) gv += grad[i] * v[i];
+      for (int i = 0; i < n; i++) w[i] = wp[i] + h * v[i];
+      double Jp = objective(L, p->net, B, nullptr);
+      for (int i = 0; i < n; i++) w[i] = wp[i] - h * v[i];
+      double Jm = objective(L, p->net, B, nullptr);
+      for (int i = 0; i < n; i++) w[i] = wp[i];
+      double fd = (Jp - Jm) / (2 * h);
+      EXPECT_NE(fd, gv);  // two different computations
+      double ratio = std::fabs(fd - gv) / std::fmax(std::fmax(std::fabs(gv), std::fabs(fd)), 1e-3 * ginf);
+      worst = std::fmax(worst, ratio);
+      checked++;
+    }
+  }
+  EXPECT_EQ(checked, npoint * (2 * (mjdiff_mlpDef(p->net)->nhidden + 1) + 3));
+  for (int i = 0; i < n; i++) w[i] = w0[i];
+  mjdiff_freeLearner(L);
+  return worst;
+}
+
+TEST(Learn, PolicyGradientNoContactMatchesFiniteDifferences) {
+  Problem p;
+  setupPendulum(&p);
+  ASSERT_NE(p.net, nullptr);
+  double worst = checkGradient(&p, 3, 3, 1e-6);
+  printf("pendulum (ball joint, no contact): worst relative error %.3g over 27 directions (3 points x 9)\n", worst);
+  EXPECT_LT(worst, 1e-5);
+}
+
+TEST(Learn, PolicyGradientContactMatchesFiniteDifferences) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  // the contacts are active: the puck moves in the rollout of the start weights
+  {
+    mjdiffLearner* L = makeLearner(&p, 1);
+    ASSERT_NE(L, nullptr);
+    mjData* d = mj_makeData(p.m);
+    std::vector<double> x0(p.m->nq + p.m->nv), goal(3);
+    mjdiff_learnSample(L, 1234, 0, x0.data(), goal.data());
+    mju_copy(d->qpos, x0.data(), (int)p.m->nq);
+    char err[500];
+    ASSERT_EQ(mjdiff_forward(p.m, d, p.s, err, sizeof(err)), MJDIFF_OK);
+    int pusher_puck = 0;
+    for (int i = 0; i < d->ncon; i++) {
+      int g1 = d->contact[i].geom1, g2 = d->contact[i].geom2;
+      if ((g1 == 1 && g2 == 2) || (g1 == 2 && g2 == 1)) pusher_puck++;
+    }
+    EXPECT_EQ(pusher_puck, 1) << "the pusher must touch the puck at the start";
+    EXPECT_GE(d->ncon, 2);
+    mj_deleteData(d);
+    mjdiff_freeLearner(L);
+  }
+  double worst = checkGradient(&p, 3, 3, 1e-6);
+  printf("push (pusher-puck, puck-floor contacts): worst relative error %.3g over 27 directions (3 points x 9)\n",
+         worst);
+  EXPECT_LT(worst, 1e-4);
+}
+
+// the goal relative to the term's object, e = g - p(q), in the observation: its state gradient
+// goes through the object's point Jacobian (the pendulum's bob below a ball joint, the puck's
+// free joint)
+TEST(Learn, PolicyGradientRelativeGoalMatchesFiniteDifferences) {
+  for (int which = 0; which < 2; which++) {
+    Problem p;
+    if (which == 0) setupPendulum(&p, 1); else setupPush(&p, 1);
+    ASSERT_NE(p.net, nullptr);
+    EXPECT_EQ(mjdiff_mlpDef(p.net)->nin, (int)(p.m->nq + p.m->nv) + 6);
+    double worst = checkGradient(&p, 3, 2, 1e-6);
+    printf("%s with g - p(q) observed: worst relative error %.3g over 18 directions\n",
+           which ? "push" : "pendulum", worst);
+    EXPECT_LT(worst, which ? 1e-4 : 1e-5);
+  }
+}
+
+TEST(Learn, ForwardOnlyObjectiveEqualsGradientPath) {
+  for (int which = 0; which < 2; which++) {
+    Problem p;
+    if (which == 0) setupPendulum(&p); else setupPush(&p);
+    ASSERT_NE(p.net, nullptr);
+    mjdiffLearner* L = makeLearner(&p, 2);
+    ASSERT_NE(L, nullptr);
+    std::vector<double> grad(mjdiff_mlpParamCount(p.net));
+    double Jg = objective(L, p.net, 4, grad.data());
+    double Jf = objective(L, p.net, 4, nullptr);
+    EXPECT_NEAR(Jg, Jf, 1e-12 * std::fabs(Jg)) << which;
+    EXPECT_GT(Jg, 0);
+    // the many-networks form: the same numbers
+    const mjdiffMLP* nets[2] = {p.net, p.net};
+    double J2[2];
+    char err[500];
+    ASSERT_EQ(mjdiff_learnObjectiveMany(L, nets, 2, 1234, 4, J2, nullptr, err, sizeof(err)),
+              MJDIFF_OK)
+        << err;
+    EXPECT_EQ(J2[0], Jf);
+    EXPECT_EQ(J2[1], Jf);
+    mjdiff_freeLearner(L);
+  }
+}
+
+TEST(Learn, DeterministicAtAnyThreadCount) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  int n = mjdiff_mlpParamCount(p.net);
+  std::vector<std::vector<double>> grads;
+  std::vector<double> Js;
+  for (int nt : {1, 2, 3}) {
+    mjdiffLearner* L = makeLearner(&p, nt);
+    ASSERT_NE(L, nullptr);
+    std::vector<double> g(n);
+    Js.push_back(objective(L, p.net, 5, g.data()));
+    grads.push_back(g);
+    mjdiff_freeLearner(L);
+  }
+  for (size_t k = 1; k < Js.size(); k++) {
+    EXPECT_EQ(Js[k], Js[0]);
+    EXPECT_EQ(0, memcmp(grads[k].data(), grads[0].data(), sizeof(double) * n)) << k;
+  }
+  // another seed: other starts and goals, another objective
+  mjdiffLearner* L = makeLearner(&p, 2);
+  double J;
+  char err[500];
+  ASSERT_EQ(mjdiff_learnObjective(L, p.net, 1235, 5, &J, nullptr, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_OK);
+  EXPECT_NE(J, Js[0]);
+  mjdiff_freeLearner(L);
+}
+
+// skip_failed: rollouts whose smooth step diverges (the pusher-puck contact 1e4 times too stiff)
+// are left out and counted; the others' mean is the objective, the same at 1 and 2 threads;
+// without skip_failed the call fails naming the rollout; with every rollout failing it fails too
+TEST(Learn, SkipFailedRollouts) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  char err[1000] = "";
+  ASSERT_EQ(mjdiff_setParam(p.s, "geom:pusher:contact_stiffness", 2e7, err, sizeof(err)), MJDIFF_OK) << err;
+  p.opt.horizon = 5;
+  p.opt.start_noise = 0.03;  // about half the starts leave a gap: no contact in 5 steps
+  int n = mjdiff_mlpParamCount(p.net);
+  double J[2];
+  std::vector<double> per(16), g1(n), g2(n);
+  mjdiffLearnStats st[2];
+  for (int k = 0; k < 2; k++) {
+    mjdiffLearner* L = makeLearner(&p, 1);
+    ASSERT_NE(L, nullptr);
+    EXPECT_NE(mjdiff_learnObjective(L, p.net, 5, 16, J, nullptr, nullptr, nullptr, err, sizeof(err)),
+              MJDIFF_OK);
+    EXPECT_NE(std::string(err).find("rollout "), std::string::npos) << err;
+    mjdiff_freeLearner(L);
+  }
+  p.opt.skip_failed = 1;
+  for (int k = 0; k < 2; k++) {
+    mjdiffLearner* L = makeLearner(&p, k + 1);
+    ASSERT_NE(L, nullptr);
+    ASSERT_EQ(mjdiff_learnObjective(L, p.net, 5, 16, J + k, k ? g2.data() : g1.data(), per.data(),
+                                    st + k, err, sizeof(err)),
+              MJDIFF_OK)
+        << err;
+    mjdiff_freeLearner(L);
+  }
+  printf("skip_failed: %d of 16 rollouts diverged\n", st[0].failed);
+  EXPECT_GT(st[0].failed, 0);
+  EXPECT_LT(st[0].failed, 16);
+  EXPECT_EQ(st[0].failed, st[1].failed);
+  EXPECT_EQ(J[0], J[1]);
+  EXPECT_EQ(0, memcmp(g1.data(), g2.data(), sizeof(double) * n));
+  double sum = 0;
+  int nok = 0, nnan = 0;
+  for (double c : per) {
+    if (std::isnan(c)) nnan++; else { sum += c; nok++; }
+  }
+  EXPECT_EQ(nnan, st[0].failed);
+  EXPECT_NEAR(J[0], sum / nok, 1e-14 * std::fabs(J[0]));
+  // every rollout failing: an error
+  p.opt.start_noise = 0;
+  mjdiffLearner* L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  EXPECT_NE(mjdiff_learnObjective(L, p.net, 5, 4, J, nullptr, nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_OK);
+  mjdiff_freeLearner(L);
+}
+
+TEST(Learn, BadInputIsNamed) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  char err[1000] = "";
+  mjdiffLearner* L = nullptr;
+  // wrong network shape
+  mjdiffMLPDef def = *mjdiff_mlpDef(p.net);
+  def.nin += 1;
+  mjdiffMLP* bad = nullptr;
+  ASSERT_EQ(mjdiff_makeMLP(&def, &bad, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, nullptr, p.task, &p.opt, bad, 1, &L, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("inputs"), std::string::npos) << err;
+  EXPECT_EQ(L, nullptr);
+  mjdiff_freeMLP(bad);
+  // goal term 1 is the control term
+  mjdiffLearnOptions o = p.opt;
+  o.goal_term = 1;
+  EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, nullptr, p.task, &o, p.net, 1, &L, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("goal term 1"), std::string::npos) << err;
+  // no native model: the native plant is refused
+  L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  mjdiffLearnStats st;
+  EXPECT_EQ(mjdiff_learnEvaluate(L, p.net, MJDIFF_PLANT_NATIVE, 1, 2, 0.1, &st, err, sizeof(err)),
+            MJDIFF_OK);  // p.m was given as the native model
+  mjdiff_freeLearner(L);
+  ASSERT_EQ(mjdiff_makeLearner(p.m, p.s, nullptr, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+            MJDIFF_OK);
+  EXPECT_EQ(mjdiff_learnEvaluate(L, p.net, MJDIFF_PLANT_NATIVE, 1, 2, 0.1, &st, err, sizeof(err)),
+            MJDIFF_ERR_ARGUMENT);
+  mjdiff_freeLearner(L);
+}
+
+}  // namespace
