@@ -34,8 +34,8 @@
 //   R(iquat)' agree (1e-6 relative), the body's inertials were inferred from its geoms and follow
 //   them; otherwise (an explicit <inertial>, meshes, planes) they stay fixed.
 // Scale (body:B:scale, value c, 1 at the reference): every position in B's frame becomes c times
-//   its reference -- the child bodies' pos, B's geoms' pos and capsule/cylinder half-lengths
-//   (size[1]), B's sites' pos, B's joints' anchors --, sizes other than half-lengths are kept. Its
+//   its reference -- the child bodies' pos, B's geoms' and sites' pos and capsule/cylinder
+//   half-lengths (size[1]), B's joints' anchors --, sizes other than half-lengths are kept. Its
 //   value is read back from the model as the projection of the first of those quantities with a
 //   nonzero reference (c = x.x0 / x0.x0). Explicit pos and size parameters are applied after the
 //   scales.
@@ -76,6 +76,7 @@ struct designInfo_ {
   mjtNum* geom_size0;
   mjtNum* site_pos0;
   mjtNum* jnt_pos0;
+  mjtNum* site_size1;          // (nsite) half-lengths of capsule and cylinder sites
 };
 
 //---------------------------------- primitives ----------------------------------------------------
@@ -390,7 +391,7 @@ int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p) {
   di->nsite = ns;
   di->njnt = nj;
   di->inferred = (signed char*)calloc((size_t)nb, 1);
-  size_t nnum = (size_t)(2 * ng + 3 * nb + 6 * ng + 3 * ns + 3 * nj) + 1;
+  size_t nnum = (size_t)(2 * ng + 3 * nb + 6 * ng + 4 * ns + 3 * nj) + 1;
   mjtNum* buf = (mjtNum*)calloc(nnum, sizeof(mjtNum));
   if (!di->inferred || !buf) {
     free(buf);
@@ -403,6 +404,8 @@ int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p) {
   di->geom_size0 = di->geom_pos0 + 3 * ng;
   di->site_pos0 = di->geom_size0 + 3 * ng;
   di->jnt_pos0 = di->site_pos0 + 3 * ns;
+  di->site_size1 = di->jnt_pos0 + 3 * nj;
+  for (int s = 0; s < ns; s++) di->site_size1[s] = m->site_size[3 * s + 1];
   mju_copy(di->body_pos0, m->body_pos, 3 * nb);
   mju_copy(di->geom_pos0, m->geom_pos, 3 * ng);
   mju_copy(di->geom_size0, m->geom_size, 3 * ng);
@@ -492,7 +495,11 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values)
       }
     }
     for (int s = 0; s < m->nsite; s++) {
-      if (m->site_bodyid[s] == b) mju_scl3(m->site_pos + 3 * s, di->site_pos0 + 3 * s, c);
+      if (m->site_bodyid[s] != b) continue;
+      mju_scl3(m->site_pos + 3 * s, di->site_pos0 + 3 * s, c);
+      if (m->site_type[s] == mjGEOM_CAPSULE || m->site_type[s] == mjGEOM_CYLINDER) {
+        m->site_size[3 * s + 1] = c * di->site_size1[s];
+      }
     }
     for (int j = m->body_jntadr[b]; j >= 0 && j < m->body_jntadr[b] + m->body_jntnum[b]; j++) {
       mju_scl3(m->jnt_pos + 3 * j, di->jnt_pos0 + 3 * j, c);

@@ -110,6 +110,7 @@ double compareCompiled(const mjModel* a, const mjModel* b) {
   for (int s = 0; s < a->nsite; s++) {
     for (int k = 0; k < 3; k++) {
       worst = std::fmax(worst, std::fabs(a->site_pos[3 * s + k] - b->site_pos[3 * s + k]) / 0.1);
+      worst = std::fmax(worst, std::fabs(a->site_size[3 * s + k] - b->site_size[3 * s + k]) / 0.1);
     }
   }
   for (int j = 0; j < a->njnt; j++) {
@@ -228,6 +229,7 @@ TEST(DesignCompile, ScaleMatchesRecompiledMJCF) {
         <body name="leg" pos="0 0 %s">
           <joint axis="0 1 0"/>
           <geom fromto="0 0 0 0 0 %s" size="0.04" type="capsule"/>
+          <site name="shin" type="capsule" fromto="0 0 0 0 0 %s" size="0.01"/>
           <body name="foot" pos="0 0 %s">
             <joint axis="0 1 0"/>
             <geom fromto="%s 0 0 %s 0 0" size="0.06" type="capsule"/>
@@ -237,7 +239,7 @@ TEST(DesignCompile, ScaleMatchesRecompiledMJCF) {
     </body>
   </worldbody>
 </mujoco>)";
-  std::string xml = fill(tmpl, {-0.45, -0.45, -0.45, -0.5, -0.5, -0.13, 0.26});
+  std::string xml = fill(tmpl, {-0.45, -0.45, -0.45, -0.5, -0.4, -0.5, -0.13, 0.26});
   char err[1000] = "";
   mjModel* m = shim_loadString(xml.c_str(), err, sizeof(err));
   ASSERT_NE(m, nullptr) << err;
@@ -255,7 +257,7 @@ TEST(DesignCompile, ScaleMatchesRecompiledMJCF) {
     mjdiff_getParamValues(m, nullptr, P.p, back.data());
     for (int i = 0; i < 3; i++) EXPECT_NEAR(back[i], s[i], 1e-14);
     std::string edited = fill(tmpl, {-0.45 * s[0], -0.45 * s[0], -0.45 * s[0], -0.5 * s[1],
-                                     -0.5 * s[1], -0.13 * s[2], 0.26 * s[2]});
+                                     -0.4 * s[1], -0.5 * s[1], -0.13 * s[2], 0.26 * s[2]});
     mjModel* r = shim_loadString(edited.c_str(), err, sizeof(err));
     ASSERT_NE(r, nullptr) << err;
     double e = compareCompiled(m, r);

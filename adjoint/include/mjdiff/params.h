@@ -48,7 +48,8 @@
 //   body:B:pos[3]                body_pos, in the parent's frame (not the world body)
 //   body:B:scale                 a scalar, 1 as compiled: every position in B's frame (child
 //                                bodies, B's geoms, sites and joint anchors) and the half-length of
-//                                B's capsules and cylinders scale with it (a link's length), > 0
+//                                B's capsule and cylinder geoms and sites scale with it (a link's
+//                                length), > 0
 //   geom:G:pos[3]                geom_pos in the body frame (not meshes, height fields)
 //   geom:G:size[k]               the sizes the type reads (sphere 1, capsule, cylinder 2, box,
 //                                ellipsoid 3), > 0; not meshes, planes, height fields
