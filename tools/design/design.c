@@ -6,14 +6,18 @@
 //   J(p, u) = sum_{t<T} l(x_t, u_t) + l_T(x_T)   (the task file's cost, tasks/task.h)
 //             - w_d (qpos_j(x_T) - qpos_j(x_0))  (--distance JOINT[:W]: reward progress)
 // from the model's initial state (keyframe 0, else qpos0). Gradients: the rollout adjoint in the
-// selected parameters (grad_param; geometry parameters: adjoint/design_d.c) and in the controls.
+// selected parameters (grad_param; geometry parameters: adjoint/design_d.c) and in the controls,
+// plus the cost's direct dependence on the parameters at fixed states (a task term on a site that
+// a parameter moves: the rollout adjoint differentiates the states only), by centred differences
+// of each step's cost on a model copy (directCost).
 //
 // Variables. Ties (--tie A=B: B takes A's value) merge parameters into one variable; variable k is
 // scaled, y_k = x_k / s_k with s_k = max(|x_k(0)|, 0.05), so one learning rate fits lengths,
 // scales and masses; controls (--codesign) enter unscaled. Bounds (--bounds NAME=LO:HI, default
 // [0.2 v, 5 v] for sizes and scales, none else; controls: their ctrlrange) are kept by projection
-// after each step: projected Adam, x <- P(x - lr d). With --method nm: Nelder-Mead on the design
-// variables (controls fixed), vertices projected onto the bounds: the baseline.
+// after each step: projected Adam, x <- P(x - lr d). With --method nm: Nelder-Mead on the same
+// variables (design, and controls with --codesign), vertices projected onto the bounds: the
+// baseline, without gradients.
 // --target J stops either method once J <= target (rollout counts to a common value).
 //
 // Outputs (PREFIX from --out, default "design"): PREFIX.xml the MJCF text with only the changed
@@ -79,7 +83,7 @@ static void usage(void) {
       "  --codesign           optimise the controls jointly (starting from --controls)\n"
       "  --duration S         rollout length in seconds (default: the task's duration, else 2)\n"
       "  --distance JOINT[:W] add -W (qpos_JOINT(T) - qpos_JOINT(0)) to the cost (default W 1)\n"
-      "  --method adam|nm     projected Adam (default) or Nelder-Mead (baseline, fixed controls)\n"
+      "  --method adam|nm     projected Adam (default) or Nelder-Mead (the baseline)\n"
       "  --iters N            iterations (default 100)\n"
       "  --lr X               Adam's rate on the scaled variables (default 0.02)\n"
       "  --target J           stop once the objective is <= J\n"
@@ -151,9 +155,6 @@ static void parseArgs(int argc, char** argv, args* a) {
   }
   if (!a->model || !a->task) tool_usageError(kTool, "MODEL.xml and TASK are required");
   if (!a->nparam) tool_usageError(kTool, "no --param given");
-  if (!strcmp(a->method, "nm") && a->codesign) {
-    tool_usageError(kTool, "--method nm optimises the design alone: drop --codesign");
-  }
 }
 
 //---------------------------------- the problem ---------------------------------------------------
@@ -178,7 +179,39 @@ typedef struct problem_ {
   double dweight;
   long rollouts;
   int failed;
+  // the cost's direct dependence on the parameters (a task term on a moved site): scratch copy
+  mjModel* mc;
+  mjData* dc;
+  double* gdir;                // (np) accumulated over the steps of one backward sweep
+  double* vtmp;                // (np)
+  int direct;                  // accumulate gdir in this sweep
 } problem;
+
+// gdir += d l_t / dp at the fixed state in d: centred differences of the task cost on a copy of
+// the model with one parameter moved (kinematics and com velocities recomputed: what the terms
+// read); the rollout adjoint has the state dependence
+static void directCost(problem* P, const mjModel* m, const mjData* d, int terminal) {
+  mjModel* mc = P->mc;
+  mjData* dc = P->dc;
+  for (int i = 0; i < P->np; i++) {
+    double h = 1e-6 * fmax(fabs(P->vals[i]), 0.1), c[2];
+    for (int side = 0; side < 2; side++) {
+      memcpy(P->vtmp, P->vals, sizeof(double) * (size_t)P->np);
+      P->vtmp[i] += side ? -h : h;
+      mj_copyModel(mc, m);
+      if (mjdiff_setParamValues(mc, P->s, P->p, P->vtmp, NULL, 0) != MJDIFF_OK) return;
+      mju_copy(dc->qpos, d->qpos, m->nq);
+      mju_copy(dc->qvel, d->qvel, m->nv);
+      mju_copy(dc->act, d->act, m->na);
+      mju_copy(dc->ctrl, d->ctrl, m->nu);
+      mj_kinematics(mc, dc);
+      mj_comPos(mc, dc);
+      mj_comVel(mc, dc);
+      c[side] = mjdiff_taskCost(P->task, mc, dc, terminal, NULL, NULL);
+    }
+    P->gdir[i] += (c[0] - c[1]) / (2 * h);
+  }
+}
 
 static double stepCost(const mjModel* m, const mjData* d, int t, int T, void* user,
                        mjtNum* dldx, mjtNum* dldu, mjtNum* dlds) {
@@ -193,6 +226,7 @@ static double stepCost(const mjModel* m, const mjData* d, int t, int T, void* us
     for (int i = 0; i < m->nu; i++) dldu[i] += gu[i];
   }
   if (bx != gx) free(bx);
+  if (P->direct) directCost(P, m, d, t == T);
   return c;
 }
 
@@ -239,8 +273,14 @@ static double objective(problem* P, const double* x, double* g) {
   rg.loss = &loss;
   rg.grad_param = g ? P->gp : NULL;
   rg.grad_ctrl = g && P->nvar > P->ndes ? P->gu : NULL;
+  P->direct = g != NULL;
+  if (g) memset(P->gdir, 0, sizeof(double) * (size_t)P->np);
   mjdiffStatus st = mjdiff_rolloutGradient(m, d, P->s, P->r, &rg, err, sizeof(err));
+  P->direct = 0;
   free(dLdx_T);
+  if (g) {
+    for (int i = 0; i < P->np; i++) P->gp[i] += P->gdir[i];
+  }
   if (st != MJDIFF_OK) return NAN;
   if (g) {
     memset(g, 0, sizeof(double) * (size_t)P->nvar);
@@ -615,6 +655,10 @@ int main(int argc, char** argv) {
   P.ctrl = (double*)calloc((size_t)(P.T * P.nu) + 1, sizeof(double));
   P.gu = (double*)calloc((size_t)(P.T * P.nu) + 1, sizeof(double));
   P.x0 = (double*)calloc((size_t)(m->nq + m->nv + m->na), sizeof(double));
+  P.gdir = (double*)calloc((size_t)np, sizeof(double));
+  P.vtmp = (double*)calloc((size_t)np, sizeof(double));
+  P.mc = mj_copyModel(NULL, m);
+  P.dc = mj_makeData(P.mc);
   for (int i = 0; i < np; i++) {
     int k = P.group[i];
     if (follows[i] >= 0) continue;
@@ -762,7 +806,7 @@ int main(int argc, char** argv) {
   } else {
     // Nelder-Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2) on the design
     // variables, the initial simplex x0 + 0.1 e_k (10% of each variable's scale), projected
-    int n = P.ndes;
+    int n = P.nvar;
     double* S = (double*)calloc((size_t)(n + 1) * (size_t)n, sizeof(double));
     double* F = (double*)calloc((size_t)n + 1, sizeof(double));
     double *c = (double*)calloc((size_t)n, sizeof(double)), *xr = (double*)calloc((size_t)n, sizeof(double));
@@ -954,6 +998,8 @@ int main(int argc, char** argv) {
   mjdiff_freeModel(P.s);
   mj_deleteModel(m);
   mj_deleteModel(m0);
+  mj_deleteData(P.dc);
+  mj_deleteModel(P.mc);
   free(t.s);
   return ok ? 0 : TOOL_EXIT_RUNTIME;
 }
