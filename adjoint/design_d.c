@@ -228,6 +228,17 @@ static int scaleRef(const mjModel* m, const struct designInfo_* di, int b, mjtNu
 }
 
 const char* mjdiff_designNotApplicable(const mjModel* m, int pk, int id) {
+#if MJDIFF_MUJOCO_3
+  // 3.x stores M in CSR with the rows of "simple" dofs reduced to their diagonal (dof_M0, fixed
+  // at compile time): moved geometry changes that structure's content
+  for (int j = 0; j < m->nv; j++) {
+    if (m->dof_simplenum[j]) {
+      return "MuJoCo 3 compiled some bodies as simple (a diagonal mass matrix fixed at compile "
+             "time, which moved geometry changes): geometry parameters need a model without "
+             "simple bodies on MuJoCo 3";
+    }
+  }
+#endif
   switch (pk) {
     case PK_BODY_POS:
       return id == 0 ? "the world body's frame is the world frame: it has no position to move"
@@ -525,6 +536,19 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values)
     for (int g = g0; g >= 0 && g < g0 + n; g++) {
       mjtNum r = rbound(m->geom_type[g], m->geom_size + 3 * g);
       if (r >= 0) m->geom_rbound[g] = r;
+#if MJDIFF_MUJOCO_3
+      // MuJoCo 3's broad phase also reads the local bounding box (centre, half sizes)
+      if (r >= 0) {
+        const mjtNum* s = m->geom_size + 3 * g;
+        mjtNum* box = m->geom_aabb + 6 * g;
+        int t = m->geom_type[g];
+        mju_zero3(box);
+        box[3] = s[0];
+        box[4] = t == mjGEOM_SPHERE || t == mjGEOM_CAPSULE || t == mjGEOM_CYLINDER ? s[0] : s[1];
+        box[5] = t == mjGEOM_SPHERE ? s[0] : t == mjGEOM_CAPSULE ? s[0] + s[1] :
+                 t == mjGEOM_CYLINDER ? s[1] : s[2];
+      }
+#endif
       m->geom_sameframe[g] = 0;
     }
     for (int s = 0; s < m->nsite; s++) {
