@@ -505,6 +505,18 @@ TEST(DesignRollout, BlocksEveryParameterKind) {
   checkRollout(rc, 3, 1e-4);
 }
 
+// the implicit smooth step: the smooth forces' columns at X', the others' at X (step_d.c)
+TEST(DesignRollout, BlocksImplicitStep) {
+  std::string xml = kBlocks;
+  xml.replace(xml.find("<custom>"), 8,
+              "<custom>\n    <numeric name=\"mjdiff_integrator\" data=\"1\"/>");
+  RolloutCase rc{"blocks implicit", xml.c_str(), nullptr,
+                 {"body:hand:pos[0]", "joint:pitch:pos[0]", "geom:paddle:size", "geom:ball:size",
+                  "geom:can:size", "site:tip:pos[0]", "body:arm:scale"},
+                 {}, 60, 150};
+  checkRollout(rc, 2, 1e-4);
+}
+
 TEST(DesignRollout, HopperLinks) {
   RolloutCase rc{"hopper", nullptr, "hopper.xml",
                  {"body:thigh:scale", "body:leg:scale", "body:foot:scale", "geom:foot_geom:size",
