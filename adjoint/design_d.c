@@ -230,12 +230,19 @@ static int scaleRef(const mjModel* m, const struct designInfo_* di, int b, mjtNu
 const char* mjdiff_designNotApplicable(const mjModel* m, int pk, int id) {
 #if MJDIFF_MUJOCO_3
   // 3.x stores M in CSR with the rows of "simple" dofs reduced to their diagonal (dof_M0, fixed
-  // at compile time): moved geometry changes that structure's content
-  for (int j = 0; j < m->nv; j++) {
-    if (m->dof_simplenum[j]) {
-      return "MuJoCo 3 compiled some bodies as simple (a diagonal mass matrix fixed at compile "
-             "time, which moved geometry changes): geometry parameters need a model without "
-             "simple bodies on MuJoCo 3";
+  // at compile time): geometry that moves such a body's inertia has no room there
+  int b = pk == PK_BODY_POS || pk == PK_BODY_SCALE ? id :
+          pk == PK_GEOM_POS || pk == PK_GEOM_SIZE ? m->geom_bodyid[id] :
+          pk == PK_SITE_POS ? m->site_bodyid[id] : m->jnt_bodyid[id];
+  for (int k = 1; k < m->nbody; k++) {
+    int a = k;
+    while (a > 0 && a != b) a = m->body_parentid[a];
+    if (a != b) continue;
+    for (int j = m->body_dofadr[k]; j >= 0 && j < m->body_dofadr[k] + m->body_dofnum[k]; j++) {
+      if (m->dof_simplenum[j]) {
+        return "MuJoCo 3 compiled the body or one below it as simple (a diagonal mass matrix "
+               "fixed at compile time, which moved geometry would change)";
+      }
     }
   }
 #endif
@@ -573,9 +580,13 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values)
   // general path (inertial frame apart from the body frame, no diagonal mass-matrix copy)
   for (int b = 0; b < nb; b++) {
     m->body_sameframe[b] = 0;
+#if !MJDIFF_MUJOCO_3  // 3.x: the sparse structure stays; the moved bodies are not simple there
     m->body_simple[b] = 0;
+#endif
   }
+#if !MJDIFF_MUJOCO_3
   for (int j = 0; j < m->nv; j++) m->dof_simplenum[j] = 0;
+#endif
   if (mass) {
     mju_zero(m->body_subtreemass, nb);
     for (int b = nb - 1; b >= 0; b--) {

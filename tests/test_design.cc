@@ -122,7 +122,9 @@ double compareCompiled(const mjModel* a, const mjModel* b) {
 }
 
 // every primitive, inferred inertials of single- and multi-geom bodies (rotated, offset geoms),
-// a fixed-mass geom, an explicit <inertial> (stays), a site and a joint anchor
+// a fixed-mass geom, an explicit <inertial> (stays), a site and a joint anchor (the free bodies'
+// inertial frames off their body frames: MuJoCo 3 would compile them as simple, which geometry
+// parameters are refused for there)
 const char* kCompileTmpl = R"(
 <mujoco>
   <worldbody>
@@ -151,7 +153,7 @@ const char* kCompileTmpl = R"(
     <body name="f" pos="-0.5 0.5 0.2">
       <freejoint/>
       <geom name="f_box" type="box" pos="%s 0 0" size="%s 0.05 0.05"/>
-      <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/>
+      <inertial pos="0.001 0 0" mass="1" diaginertia="0.01 0.01 0.01"/>
     </body>
   </worldbody>
 </mujoco>)";
@@ -474,7 +476,7 @@ const char* kBlocks = R"(
     </body>
     <body name="ball" pos="0.35 0 0.05">
       <freejoint/>
-      <geom name="ball" type="sphere" size="0.05" condim="3"/>
+      <geom name="ball" type="sphere" pos="0.001 0 0" size="0.05" condim="3"/>
     </body>
     <body name="can" pos="-0.2 0.2 0.06">
       <freejoint/>
