@@ -53,8 +53,9 @@
 // ~ 1e-12 relative; rounding ~ eps |r| / h ~ 1e-10 relative to the column's scale |r| / L.
 // Within a step the contact set is the one the copy finds at p +- h (the smooth law has no jump at
 // a contact's appearance: the force ramps from zero over the contact width).
-// NOT analytic: the compile-time map is differentiated numerically with the rest (the map is
+// NOT analytic: these columns difference the compile-time map together with the rest (the map is
 // smooth; eigenvalue crossings of T are harmless since the dynamics read T, not its eigenvectors).
+// The map alone has an exact Jacobian (mjdiff_designInertialJacobian, at the end of this file).
 // Sensors and loss terms that read a moved site or geom directly (framepos of a moved site) do
 // not get their direct parameter dependence (their state dependence is exact).
 
@@ -685,4 +686,154 @@ int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
   }
   mjdiff_freeDesignScratch(own);
   return bad;
+}
+
+//---------------------------------- the compile map's Jacobian ------------------------------------
+//
+// Forward-mode (dual numbers: a value and its derivative along one parameter, exact) through the
+// map above: for parameter i the seeds are d p_g = e_k (geom pos), d s_g = e_k (geom size), and for
+// a scale of body B: d p_g = p_g0, d s_g[1] = s_g0[1] (capsules, cylinders) for B's geoms (not
+// for components the selection sets explicitly: those override the scale); then
+//   dm_g = rho_g dV (density basis; 0 for a fixed mass), dV, dI_g by the same formulas,
+//   dM = sum dm_g,  dc = (sum dm_g p_g + m_g dp_g - dM c) / M,
+//   dT = sum R_g diag(dI_g) R_g' + dm_g (|d|^2 E - d d') + m_g (2 d.dd E - dd d' - d dd'),
+//   dd_g = dp_g - dc   (R_g fixed: no parameter turns a geom).
+// Principal moments: where T's eigenvalues are distinct, d lambda_k = v_k' dT v_k (v_k the
+// columns of R(iquat)); the axes' derivative is not formed (the dynamics read T = R diag R').
+
+typedef struct dual_ {
+  mjtNum v, d;
+} dual;
+
+static dual dmul(dual a, dual b) { return (dual){a.v * b.v, a.d * b.v + a.v * b.d}; }
+static dual dadd(dual a, dual b) { return (dual){a.v + b.v, a.d + b.d}; }
+static dual dsub(dual a, dual b) { return (dual){a.v - b.v, a.d - b.d}; }
+static dual ddiv(dual a, dual b) { return (dual){a.v / b.v, (a.d - a.v / b.v * b.d) / b.v}; }
+static dual dscl(dual a, mjtNum k) { return (dual){k * a.v, k * a.d}; }
+
+static dual volumeD(int type, const dual* s) {
+  switch (type) {
+    case mjGEOM_SPHERE: return dscl(dmul(dmul(s[0], s[0]), s[0]), 4 * mjPI / 3);
+    case mjGEOM_CAPSULE:
+      return dscl(dadd(dscl(dmul(dmul(s[0], s[0]), s[1]), 2),
+                       dscl(dmul(dmul(s[0], s[0]), s[0]), 4.0 / 3)), mjPI);
+    case mjGEOM_CYLINDER: return dscl(dmul(dmul(s[0], s[0]), s[1]), 2 * mjPI);
+    case mjGEOM_ELLIPSOID: return dscl(dmul(dmul(s[0], s[1]), s[2]), 4 * mjPI / 3);
+    case mjGEOM_BOX: return dscl(dmul(dmul(s[0], s[1]), s[2]), 8);
+    default: return (dual){0, 0};
+  }
+}
+
+static void inertiaD(int type, const dual* s, dual m, dual I[3]) {
+  dual r = s[0], H = dscl(s[1], 2), r2 = dmul(r, r);
+  switch (type) {
+    case mjGEOM_SPHERE:
+      I[0] = I[1] = I[2] = dscl(dmul(m, r2), 0.4);
+      return;
+    case mjGEOM_CAPSULE: {
+      dual ms = ddiv(dmul(m, dscl(r, 4)), dadd(dscl(r, 4), dscl(H, 3))), mc = dsub(m, ms);
+      dual si = dscl(dmul(ms, r2), 0.4);
+      dual lat = dscl(dmul(mc, dadd(dscl(r2, 3), dmul(H, H))), 1.0 / 12);
+      dual cap = dscl(dmul(dmul(ms, H), dadd(dscl(r, 3), dscl(H, 2))), 1.0 / 8);
+      I[0] = I[1] = dadd(dadd(lat, si), cap);
+      I[2] = dadd(dscl(dmul(mc, r2), 0.5), si);
+      return;
+    }
+    case mjGEOM_CYLINDER:
+      I[0] = I[1] = dscl(dmul(m, dadd(dscl(r2, 3), dmul(H, H))), 1.0 / 12);
+      I[2] = dscl(dmul(m, r2), 0.5);
+      return;
+    case mjGEOM_ELLIPSOID:
+    case mjGEOM_BOX: {
+      mjtNum k = type == mjGEOM_BOX ? 1.0 / 3 : 0.2;
+      for (int a = 0; a < 3; a++) {
+        dual u = s[(a + 1) % 3], w = s[(a + 2) % 3];
+        I[a] = dscl(dmul(m, dadd(dmul(u, u), dmul(w, w))), k);
+      }
+      return;
+    }
+    default:
+      I[0] = I[1] = I[2] = (dual){0, 0};
+  }
+}
+
+// 1 if p selects component comp of kind's object id
+static int selected(const mjdiffParams* p, int kind, int id, int comp) {
+  for (int i = 0; i < p->n; i++) {
+    const paramEntry* e = p->entry + i;
+    if (e->kind == kind && e->id == id && e->comp == comp) return 1;
+  }
+  return 0;
+}
+
+int mjdiff_designInertialJacobian(const mjModel* m, const mjdiffParams* p, int b, mjtNum* J) {
+  int np = p ? p->n : 0;
+  if (p) mju_zero(J, 10 * np);
+  if (!p || !p->design || b <= 0 || b >= m->nbody) return -1;
+  const struct designInfo_* di = p->design;
+  if (!di->inferred[b]) return -1;
+  int g0 = m->body_geomadr[b], n = m->body_geomnum[b];
+  for (int i = 0; i < np; i++) {
+    const paramEntry* e = p->entry + i;
+    if (!PK_IS_DESIGN(e->kind)) continue;
+    dual M = {0, 0}, c[3] = {{0, 0}, {0, 0}, {0, 0}}, T[9], mg[64], pg[64][3], Ig[64][3];
+    if (n > 64) return -1;
+    int any = 0;
+    for (int g = g0; g < g0 + n; g++) {
+      int k = g - g0;
+      dual s[3];
+      for (int a = 0; a < 3; a++) {
+        s[a] = (dual){m->geom_size[3 * g + a], 0};
+        pg[k][a] = (dual){m->geom_pos[3 * g + a], 0};
+      }
+      if (e->kind == PK_GEOM_POS && e->id == g) pg[k][e->comp].d = 1;
+      if (e->kind == PK_GEOM_SIZE && e->id == g) s[e->comp].d = 1;
+      if (e->kind == PK_BODY_SCALE && e->id == b) {  // explicit values override the scale
+        for (int a = 0; a < 3; a++) {
+          if (!selected(p, PK_GEOM_POS, g, a)) pg[k][a].d = di->geom_pos0[3 * g + a];
+        }
+        if ((m->geom_type[g] == mjGEOM_CAPSULE || m->geom_type[g] == mjGEOM_CYLINDER) &&
+            !selected(p, PK_GEOM_SIZE, g, 1)) {
+          s[1].d = di->geom_size0[3 * g + 1];
+        }
+      }
+      any |= s[0].d != 0 || s[1].d != 0 || s[2].d != 0 || pg[k][0].d != 0 || pg[k][1].d != 0 ||
+             pg[k][2].d != 0;
+      mg[k] = di->rho[g] > 0 ? dscl(volumeD(m->geom_type[g], s), di->rho[g])
+                             : (dual){di->gmass[g], 0};
+      inertiaD(m->geom_type[g], s, mg[k], Ig[k]);
+    }
+    if (!any) continue;
+    if (n == 1) {
+      M = mg[0];
+      for (int a = 0; a < 3; a++) c[a] = pg[0][a];
+    } else {
+      for (int k = 0; k < n; k++) {
+        M = dadd(M, mg[k]);
+        for (int a = 0; a < 3; a++) c[a] = dadd(c[a], dmul(mg[k], pg[k][a]));
+      }
+      for (int a = 0; a < 3; a++) c[a] = ddiv(c[a], M);
+    }
+    for (int a = 0; a < 9; a++) T[a] = (dual){0, 0};
+    for (int k = 0; k < n; k++) {
+      mjtNum R[9];
+      mju_quat2Mat(R, m->geom_quat + 4 * (g0 + k));
+      dual d[3], dd = {0, 0};
+      for (int a = 0; a < 3; a++) d[a] = n == 1 ? (dual){0, 0} : dsub(pg[k][a], c[a]);
+      for (int a = 0; a < 3; a++) dd = dadd(dd, dmul(d[a], d[a]));
+      for (int r = 0; r < 3; r++) {
+        for (int q = 0; q < 3; q++) {
+          dual v = {0, 0};
+          for (int a = 0; a < 3; a++) v = dadd(v, dscl(Ig[k][a], R[3 * r + a] * R[3 * q + a]));
+          dual off = dsub(r == q ? dd : (dual){0, 0}, dmul(d[r], d[q]));
+          T[3 * r + q] = dadd(T[3 * r + q], dadd(v, dmul(mg[k], off)));
+        }
+      }
+    }
+    J[np * 0 + i] = M.d;
+    for (int a = 0; a < 3; a++) J[np * (1 + a) + i] = c[a].d;
+    const int iu[6] = {0, 1, 2, 0, 0, 1}, ju[6] = {0, 1, 2, 1, 2, 2};
+    for (int a = 0; a < 6; a++) J[np * (4 + a) + i] = T[3 * iu[a] + ju[a]].d;
+  }
+  return 0;
 }

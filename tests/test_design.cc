@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -212,6 +213,123 @@ TEST(DesignCompile, MatchesRecompiledMJCF) {
   std::cout << "compile map: worst " << worst << " against the recompiled MJCF (reference moved "
             << moved << ")\n";
   EXPECT_GT(moved, 1e-2);
+  mj_deleteModel(m);
+}
+
+// the compile map's Jacobian (forward mode) against centred differences of the set values:
+// mass, com and the inertia tensor of every body, and the principal moments by
+// d lambda_k = v_k' dT v_k (their eigenvalues are distinct here), to 1e-6 relative per body (the
+// set values pass through mju_eig3, ~1e-10 relative rounding, hence h = 1e-3 of the value and
+// Richardson over (h, 2h))
+TEST(DesignCompile, InertialJacobianMatchesDifferences) {
+  std::vector<double> ref = {0.1, 0.5, 0.02, 0.06, 0.04, 0.03, 0.03, 0.08, 0.05, 0.05,
+                             0.02, 0.01, 0.03, 0.05, 0.03, 0.04, 0.02, 0.3,  0.03, 0.04,
+                             0.05, 0.1, 0.6, 0.02, 0.08};
+  std::string xml = fill(kCompileTmpl, ref);
+  char err[1000] = "";
+  mjModel* m = shim_loadString(xml.c_str(), err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  Params P;
+  std::vector<const char*> names(std::begin(kCompileNames), std::end(kCompileNames));
+  names.push_back("body:b:scale");
+  ASSERT_EQ(mjdiff_makeParams(m, nullptr, names.data(), (int)names.size(), &P.p, err,
+                              sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_designFixMass(P.p, m, "e_cap", err, sizeof(err)), MJDIFF_OK);
+  int np = mjdiff_paramCount(P.p);
+  std::vector<mjtNum> v0(np);
+  mjdiff_getParamValues(m, nullptr, P.p, v0.data());
+  // the inertial quantities q (10 per body: mass, ipos, T) and principal moments (3 per body)
+  auto quantities = [&](std::vector<double>* q, std::vector<double>* lam) {
+    q->clear();
+    lam->clear();
+    for (int b = 1; b < m->nbody; b++) {
+      double T[9];
+      tensor(m, b, T);
+      q->push_back(m->body_mass[b]);
+      for (int k = 0; k < 3; k++) q->push_back(m->body_ipos[3 * b + k]);
+      const int iu[6] = {0, 1, 2, 0, 0, 1}, ju[6] = {0, 1, 2, 1, 2, 2};
+      for (int k = 0; k < 6; k++) q->push_back(T[3 * iu[k] + ju[k]]);
+      for (int k = 0; k < 3; k++) lam->push_back(m->body_inertia[3 * b + k]);
+    }
+  };
+  std::vector<double> q0, l0;
+  quantities(&q0, &l0);
+  int nb = m->nbody - 1, inferred = 0, nonzero = 0;
+  std::vector<std::vector<mjtNum>> J(nb + 1, std::vector<mjtNum>(10 * np));
+  for (int b = 1; b <= nb; b++) inferred += mjdiff_designInertialJacobian(m, P.p, b, J[b].data()) == 0;
+  EXPECT_EQ(inferred, 4);  // a, b, c, e (least-squares masses); f has an explicit <inertial>
+  double worst = 0, worstLam = 0;
+  for (int i = 0; i < np; i++) {
+    // Richardson over (h, 2h): the values pass through mju_eig3 and back (rounding ~1e-12 of T),
+    // so h stays large and the h^2 term is cancelled instead
+    double h = 1e-3 * std::fmax(std::fabs(v0[i]), 0.01);
+    std::vector<double> qp, lp, qm, lm;
+    for (int j = 0; j < 2; j++) {
+      std::vector<mjtNum> v = v0;
+      std::vector<double> a, la, c, lc;
+      v[i] = v0[i] + h * (1 + j);
+      ASSERT_EQ(mjdiff_setParamValues(m, nullptr, P.p, v.data(), err, sizeof(err)), MJDIFF_OK);
+      quantities(&a, &la);
+      v[i] = v0[i] - h * (1 + j);
+      ASSERT_EQ(mjdiff_setParamValues(m, nullptr, P.p, v.data(), err, sizeof(err)), MJDIFF_OK);
+      quantities(&c, &lc);
+      if (j == 0) {
+        qp = a, lp = la, qm = c, lm = lc;
+        continue;
+      }
+      // qp - qm := the extrapolated difference (4 D(h) - D(2h)) / 3 times 2h
+      for (size_t r = 0; r < qp.size(); r++) {
+        double d1 = qp[r] - qm[r], d2 = (a[r] - c[r]) / 2;
+        qp[r] = (4 * d1 - d2) / 3;
+        qm[r] = 0;
+      }
+      for (size_t r = 0; r < lp.size(); r++) {
+        double d1 = lp[r] - lm[r], d2 = (la[r] - lc[r]) / 2;
+        lp[r] = (4 * d1 - d2) / 3;
+        lm[r] = 0;
+      }
+    }
+    for (int b = 1; b <= nb; b++) {
+      double scale = 1e-300, e = 0, T[9];
+      // T's scale: the body's trace; mass and com their own
+      for (int r = 0; r < 10; r++) {
+        double fd = (qp[10 * (b - 1) + r] - qm[10 * (b - 1) + r]) / (2 * h);
+        double an = J[b][np * r + i];
+        double sc = r == 0 ? q0[10 * (b - 1)] : r < 4 ? 0.1 : q0[10 * (b - 1) + 4] + q0[10 * (b - 1) + 5];
+        scale = std::fmax(scale, sc);
+        e = std::fmax(e, std::fabs(an - fd) / sc);
+        if (std::fabs(an - fd) / sc > 1e-6 && getenv("DESIGN_DEBUG")) {
+          std::cout << mjdiff_paramName(P.p, i) << " body " << b << " row " << r << ": " << an
+                    << " " << fd << "\n";
+        }
+        nonzero += an != 0;
+      }
+      worst = std::fmax(worst, e);
+      EXPECT_LE(e, 1e-6) << mjdiff_paramName(P.p, i) << " body " << b;
+      // principal moments: v_k' dT v_k at the reference axes
+      ASSERT_EQ(mjdiff_setParamValues(m, nullptr, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK);
+      mjtNum R[9];
+      mju_quat2Mat(R, m->body_iquat + 4 * b);
+      const int iu[6] = {0, 1, 2, 0, 0, 1}, ju[6] = {0, 1, 2, 1, 2, 2};
+      for (int k = 0; k < 6; k++) {
+        T[3 * iu[k] + ju[k]] = T[3 * ju[k] + iu[k]] = J[b][np * (4 + k) + i];
+      }
+      for (int k = 0; k < 3 && m->body_geomnum[b] > 1; k++) {
+        double dl = 0;
+        for (int r = 0; r < 3; r++) {
+          for (int c = 0; c < 3; c++) dl += R[3 * r + k] * T[3 * r + c] * R[3 * c + k];
+        }
+        double fd = (lp[3 * (b - 1) + k] - lm[3 * (b - 1) + k]) / (2 * h);
+        double sc = q0[10 * (b - 1) + 4] + q0[10 * (b - 1) + 5];
+        worstLam = std::fmax(worstLam, std::fabs(dl - fd) / sc);
+        EXPECT_LE(std::fabs(dl - fd) / sc, 1e-6) << mjdiff_paramName(P.p, i) << " body " << b;
+      }
+    }
+    ASSERT_EQ(mjdiff_setParamValues(m, nullptr, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK);
+  }
+  std::cout << "compile-map Jacobian: worst " << worst << ", principal moments " << worstLam
+            << " (" << nonzero << " nonzero entries)\n";
+  EXPECT_GT(nonzero, 100);
   mj_deleteModel(m);
 }
 
