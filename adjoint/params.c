@@ -62,6 +62,7 @@ static mjtNum* optionField(mjdiffOptions* o, int f) {
 //---------------------------------- the field table -----------------------------------------------
 
 #define NCOMP_DOF (-1)  // one component per dof of the joint
+#define NCOMP_SIZE (-2)  // the sizes a geom type reads (sphere 1, capsule and cylinder 2, else 3)
 
 typedef struct fieldInfo_ {
   const char* kind;
@@ -76,7 +77,8 @@ static const fieldInfo kFields[] = {
   {"body", "mass", PK_BODY_MASS, 1, 0, NULL},
   {"body", "inertia", PK_BODY_INERTIA, 3, 0, NULL},
   {"body", "ipos", PK_BODY_IPOS, 3, 0, NULL},
-  {"body", "pos", -1, 3, 0, "body positions move the kinematics and contact geometry"},
+  {"body", "pos", PK_BODY_POS, 3, 0, NULL},
+  {"body", "scale", PK_BODY_SCALE, 1, 0, NULL},
   {"body", "quat", -1, 4, 0, "body orientations move the kinematics and contact geometry"},
   {"body", "iquat", -1, 4, 0, "inertial-frame orientations are not parameters yet"},
   {"joint", "damping", PK_DOF_DAMPING, NCOMP_DOF, 0, NULL},
@@ -85,7 +87,7 @@ static const fieldInfo kFields[] = {
   {"joint", "stiffness", PK_JNT_STIFFNESS, 1, 0, NULL},
   {"joint", "springref", PK_JNT_SPRINGREF, 1, 0, NULL},
   {"joint", "range", -1, 2, 0, "joint ranges are not parameters yet"},
-  {"joint", "pos", -1, 3, 0, "joint anchors move the kinematics"},
+  {"joint", "pos", PK_JNT_POS, 3, 0, NULL},
   {"joint", "axis", -1, 3, 0, "joint axes move the kinematics"},
   {"tendon", "stiffness", PK_TEN_STIFFNESS, 1, 0, NULL},
   {"tendon", "damping", PK_TEN_DAMPING, 1, 0, NULL},
@@ -96,9 +98,10 @@ static const fieldInfo kFields[] = {
   {"geom", "contact_width", PK_GEOM_SMOOTH, 1, GP_WIDTH, NULL},
   {"geom", "friction_speed", PK_GEOM_SMOOTH, 1, GP_FRICTION_SPEED, NULL},
   {"geom", "spin_speed", PK_GEOM_SMOOTH, 1, GP_SPIN_SPEED, NULL},
-  {"geom", "size", -1, 3, 0, "geom sizes move the contact geometry"},
-  {"geom", "pos", -1, 3, 0, "geom positions move the contact geometry"},
+  {"geom", "size", PK_GEOM_SIZE, NCOMP_SIZE, 0, NULL},
+  {"geom", "pos", PK_GEOM_POS, 3, 0, NULL},
   {"geom", "quat", -1, 4, 0, "geom orientations move the contact geometry"},
+  {"site", "pos", PK_SITE_POS, 3, 0, NULL},
   {"actuator", "gear", PK_ACT_GEAR, 1, 0, NULL},
   {"actuator", "gainprm", PK_ACT_GAINPRM, 3, 0, NULL},
   {"actuator", "biasprm", PK_ACT_BIASPRM, 3, 0, NULL},
@@ -122,9 +125,10 @@ static const fieldInfo kFields[] = {
 };
 #define NFIELD ((int)(sizeof(kFields) / sizeof(kFields[0])))
 
-static const char* kKinds[] = {"body", "joint", "tendon", "geom", "actuator", "option", "mjdiff"};
+static const char* kKinds[] = {"body", "joint", "tendon", "geom", "actuator", "option", "mjdiff",
+                               "site"};
 static const int kKindObj[] = {mjOBJ_BODY, mjOBJ_JOINT, mjOBJ_TENDON, mjOBJ_GEOM,
-                               mjOBJ_ACTUATOR, -1, -1};
+                               mjOBJ_ACTUATOR, -1, -1, mjOBJ_SITE};
 #define NKIND ((int)(sizeof(kKinds) / sizeof(kKinds[0])))
 
 //---------------------------------- building a selection ------------------------------------------
@@ -200,6 +204,10 @@ static int jointDofs(const mjModel* m, int j) {
 }
 
 static int components(const mjModel* m, const fieldInfo* f, int id) {
+  if (f->ncomp == NCOMP_SIZE) {
+    int t = m->geom_type[id];
+    return t == mjGEOM_SPHERE ? 1 : t == mjGEOM_CAPSULE || t == mjGEOM_CYLINDER ? 2 : 3;
+  }
   return f->ncomp == NCOMP_DOF ? jointDofs(m, id) : f->ncomp;
 }
 
@@ -252,7 +260,7 @@ static const char* notApplicable(const mjModel* m, const fieldInfo* f, int id) {
                  ? NULL
                  : "dynprm is a parameter of filter actuators only";
     default:
-      return NULL;
+      return PK_IS_DESIGN(f->pk) ? mjdiff_designNotApplicable(m, f->pk, id) : NULL;
   }
 }
 
@@ -327,7 +335,7 @@ static mjdiffStatus addName(builder* b, const mjModel* m, const mjdiffModel* s, 
   if (kind < 0) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_NAME,
                         "parameter '%s': unknown kind '%.*s' (known: body, joint, tendon, geom, "
-                        "actuator, option, mjdiff)", name, (int)klen, name);
+                        "actuator, option, mjdiff, site)", name, (int)klen, name);
   }
   int objtype = kKindObj[kind];
 
@@ -401,7 +409,8 @@ static mjdiffStatus addName(builder* b, const mjModel* m, const mjdiffModel* s, 
   pat[olen] = 0;
   int pattern = strchr(pat, '*') != NULL;
   int nobj = objtype == mjOBJ_BODY ? m->nbody : objtype == mjOBJ_JOINT ? m->njnt :
-             objtype == mjOBJ_TENDON ? m->ntendon : objtype == mjOBJ_GEOM ? m->ngeom : m->nu;
+             objtype == mjOBJ_TENDON ? m->ntendon : objtype == mjOBJ_GEOM ? m->ngeom :
+             objtype == mjOBJ_SITE ? m->nsite : m->nu;
   int matched = 0, added = 0;
   const char* firstWhy = NULL;
   for (int id = 0; id < nobj; id++) {
@@ -492,12 +501,17 @@ mjdiffStatus mjdiff_makeParams(const mjModel* m, const mjdiffModel* s, const cha
   p->na = m->na;
   p->ntendon = m->ntendon;
   p->names_hash = namesHash(m);
+  if (mjdiff_designPrepare(m, p)) {
+    mjdiff_freeParams(p);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory");
+  }
   *out = p;
   return MJDIFF_OK;
 }
 
 void mjdiff_freeParams(mjdiffParams* p) {
   if (!p) return;
+  mjdiff_designFree(p);
   free(p->entry);
   free(p->names);
   free(p->nameadr);
@@ -572,6 +586,8 @@ void mjdiff_getParamValues(const mjModel* m, const mjdiffModel* s, const mjdiffP
       if (s) values[i] = *optionField((mjdiffOptions*)&s->opt, e->comp);
     } else if (e->kind == PK_GEOM_SMOOTH) {
       if (s) values[i] = s->geom_param[GP_COUNT * e->id + e->comp];
+    } else if (PK_IS_DESIGN(e->kind)) {
+      values[i] = mjdiff_designValue(m, p, e);
     } else {
       values[i] = *modelValue(m, e);
     }
@@ -669,6 +685,11 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
       }
       continue;
     }
+    if (PK_IS_DESIGN(e->kind)) {
+      const char* why = mjdiff_designCheck(m, e, v);
+      if (why) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s = %g: %s", name, v, why);
+      continue;
+    }
     int lb = lowerBound(e->kind);
     if (lb == 1 && !(v > 0)) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "%s must be > 0, got %g", name, v);
@@ -694,7 +715,7 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
   }
   for (int i = 0; i < p->n; i++) {
     const paramEntry* e = p->entry + i;
-    if (e->kind == PK_SMOOTH) continue;
+    if (e->kind == PK_SMOOTH || PK_IS_DESIGN(e->kind)) continue;
     if (e->kind == PK_GEOM_SMOOTH) {
       s->geom_param[GP_COUNT * e->id + e->comp] = values[i];
       s->geom_set[GP_COUNT * e->id + e->comp] = 1;
@@ -708,6 +729,8 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
     }
     if (e->kind == PK_DOF_ARMATURE) inertial |= notSimple(m, m->dof_bodyid[e->id]);
   }
+
+  if (p->design) mjdiff_designApply(m, p, values);  // geometry: after the inertial fields
 
   // MuJoCo's shortcuts for bodies whose frame is their inertial frame (xipos = xpos) and
   // "simple" bodies (diagonal mass matrix copied from dof_M0, computed at compile time) hold for

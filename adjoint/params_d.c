@@ -60,7 +60,9 @@
 //   inertia-box bodies' mass, inertia and com, in fluid_d.c (mjdiff_fluidParamColumn).
 //
 // At a fixed state nothing moves, so no contact geometry Jacobian is needed: the function always
-// returns 0 (NaN columns if d's stack cannot hold the scratch).
+// returns 0 (NaN columns if d's stack cannot hold the scratch). Geometry parameters (body, geom,
+// site and joint positions, geom sizes, scales) move the kinematics: their columns come from
+// design_d.c.
 
 #include <math.h>
 #include <string.h>
@@ -601,6 +603,12 @@ int mjdiff_paramDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s,
 int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel* s,
                                 const mjdiffParams* p, int parts, const mjtNum* acc,
                                 mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp) {
+  return mjdiff_paramDerivativeWith(NULL, mu, d, s, p, parts, acc, hdamp, DrDp, DadotDp);
+}
+
+int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, mjData* d,
+                               const mjdiffModel* s, const mjdiffParams* p, int parts,
+                               const mjtNum* acc, mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp) {
   mjModel userView;
   const mjModel* m = mjdiff_userModel(mu, s, &userView);
   int nv = m->nv, na = m->na, np = p->n, nbody = m->nbody;
@@ -690,5 +698,12 @@ int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
     }
   }
   compat_stackFree(d, mark);
+  // geometry parameters (design_d.c): the forces' change with the moved geometry
+  if (p->design && mjdiff_designColumns(scratch, m, d, s, p, parts, acc, DrDp)) {
+    for (int i = 0; i < np; i++) {
+      if (!PK_IS_DESIGN(p->entry[i].kind)) continue;
+      for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = NAN;
+    }
+  }
   return 0;
 }

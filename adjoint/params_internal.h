@@ -33,8 +33,18 @@ typedef enum paramKind_ {
   PK_SMOOTH,                   // comp: smoothField (model-wide)
   PK_DENSITY,                  // opt.density
   PK_VISCOSITY,                // opt.viscosity
-  PK_WIND                      // comp: 0..2
+  PK_WIND,                     // comp: 0..2
+  // geometry (design_d.c): kinematic values, inertials follow where the compiler inferred them
+  PK_BODY_POS,                 // id: body, comp: parent-frame axis 0..2
+  PK_GEOM_POS,                 // id: geom, comp: body-frame axis 0..2
+  PK_GEOM_SIZE,                // id: geom, comp: size index 0..2
+  PK_SITE_POS,                 // id: site, comp: body-frame axis 0..2
+  PK_JNT_POS,                  // id: joint, comp: body-frame axis 0..2 (the anchor)
+  PK_BODY_SCALE                // id: body (scalar; positions in the body frame scale with it)
 } paramKind;
+
+// 1 for the geometry kinds of design_d.c
+#define PK_IS_DESIGN(k) ((k) >= PK_BODY_POS && (k) <= PK_BODY_SCALE)
 
 // model-wide fields of the smooth model (mjdiffOptions), in the order of its declaration
 typedef enum smoothField_ {
@@ -65,7 +75,44 @@ struct mjdiffParams_ {
   int* nameadr;                // (n) offsets into names
   int nq, nv, nbody, njnt, ngeom, nu, na, ntendon;  // sizes of the model it was made for
   unsigned long long names_hash;  // and a hash of its names
+  struct designInfo_* design;  // geometry parameters' reference values (design_d.c), or NULL
 };
+
+//---------------------------------- geometry parameters (design_d.c) ------------------------------
+
+// NULL if geometry kind pk applies to object id of m, else the reason it does not
+const char* mjdiff_designNotApplicable(const mjModel* m, int pk, int id);
+
+// after a selection is built: its reference values (the compiled model's); 0, or -1 out of memory
+int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p);
+void mjdiff_designFree(mjdiffParams* p);
+
+// value of geometry entry e (NULL design: NaN)
+mjtNum mjdiff_designValue(const mjModel* m, const mjdiffParams* p, const paramEntry* e);
+
+// NULL if value v is valid for geometry entry e, else the reason
+const char* mjdiff_designCheck(const mjModel* m, const paramEntry* e, mjtNum v);
+
+// set the geometry entries of p to values (checked already), then the compile-time consequences:
+// inferred masses, centres of mass and inertias, bounding radii, shortcuts off
+void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values);
+
+// scratch for the geometry columns (a model and data copy); NULL if p has no geometry entries
+typedef struct mjdiffDesignScratch_ mjdiffDesignScratch;
+mjdiffDesignScratch* mjdiff_makeDesignScratch(const mjModel* m, const mjdiffParams* p);
+void mjdiff_freeDesignScratch(mjdiffDesignScratch* w);
+
+// DrDp's geometry columns (nv x np, row-major, other columns untouched) at the state in d (the
+// forward pass run), acceleration acc, for the forces of parts; w NULL: a temporary scratch.
+// m: the model as the user configured it. Returns 0, -1 out of memory or a failed forward pass.
+int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
+                         const mjdiffModel* s, const mjdiffParams* p, int parts,
+                         const mjtNum* acc, mjtNum* DrDp);
+
+// mjdiff_paramDerivativeParts with the geometry columns' scratch w (NULL: a temporary one)
+int mjdiff_paramDerivativeWith(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
+                               const mjdiffModel* s, const mjdiffParams* p, int parts,
+                               const mjtNum* acc, mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp);
 
 // MJDIFF_OK if p (nullable) was made for m (same sizes and names), else an error naming both
 mjdiffStatus mjdiff_checkParams(const mjModel* m, const mjdiffParams* p, char* err, int errsz);

@@ -95,6 +95,7 @@ struct mjdiffStepDeriv_ {
   mjtNum* vhint;               // (nv) Newton's first iterate for the next call, if hint
   int hint;
   int badEnd[2];               // geoms of a contact at X' without a geometry Jacobian, or -1
+  mjdiffDesignScratch* design; // geometry parameters' scratch (design_d.c), or NULL
 };
 
 // how the step's acceleration derivative is solved: H = M (MuJoCo's factor), M + h B (w->H),
@@ -257,8 +258,8 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   // parameters: H dacc = DrDp dp (Euler's implicit damping included; at all-zero damping MuJoCo's
   // Euler switches to the implicit form as soon as one grows: the derivative from above)
   if (np) {
-    int bad = mjdiff_paramDerivative(mu, d, w->s, w->p, acc, euler ? m->opt.timestep : 0, w->DrDp,
-                                     w->DadotDp);
+    int bad = mjdiff_paramDerivativeWith(w->design, mu, d, w->s, w->p, MJDIFF_FORCES_ALL, acc,
+                                         euler ? m->opt.timestep : 0, w->DrDp, w->DadotDp);
     if (bad && w->badContact < 0) w->badContact = -1 - bad;
     for (int r = 0; r < nv; r++) {
       mju_copy(w->X + (size_t)ncol * r + ndx + nu, w->DrDp + (size_t)np * r, np);
@@ -334,8 +335,8 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
     noteBad(w, m, d, bad);
   }
   if (np) {
-    bad = mjdiff_paramDerivativeParts(mu, d, w->s, w->p, MJDIFF_FORCES_SMOOTH, acc, hdamp,
-                                      w->DrDpS, NULL);
+    bad = mjdiff_paramDerivativeWith(w->design, mu, d, w->s, w->p, MJDIFF_FORCES_SMOOTH, acc,
+                                     hdamp, w->DrDpS, NULL);
     if (bad && -1 - bad < d->ncon && w->badEnd[0] < 0) {
       w->badEnd[0] = d->contact[-1 - bad].geom1;
       w->badEnd[1] = d->contact[-1 - bad].geom2;
@@ -350,8 +351,8 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
                                                w->DfDa, w->DfDu, w->DadotDa, w->DadotDu));
   mjdiff_rneDerivative(m, d, acc, w->DidDq, w->DidDv);
   if (np) {
-    mjdiff_paramDerivativeParts(mu, d, w->s, w->p, MJDIFF_FORCES_OTHER, acc, hdamp, w->DrDp,
-                                w->DadotDp);
+    mjdiff_paramDerivativeWith(w->design, mu, d, w->s, w->p, MJDIFF_FORCES_OTHER, acc, hdamp,
+                               w->DrDp, w->DadotDp);
   }
 
   // Phi, Psi at h v'; Dq' Phi and Dq' Psi (in DfDq's and N's places below)
@@ -561,6 +562,10 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   w->nin = nu + np;
   w->ndx = ndx;
   w->bytes = sizeof(mjdiffStepDeriv) + n * sizeof(mjtNum);
+  if (p && p->design && !(w->design = mjdiff_makeDesignScratch(m, p))) {
+    mjdiff_freeStepDeriv(w);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the step derivative");
+  }
   *out = w;
   return MJDIFF_OK;
 }
@@ -571,6 +576,7 @@ size_t mjdiff_stepDerivMemory(const mjdiffStepDeriv* w) {
 
 void mjdiff_freeStepDeriv(mjdiffStepDeriv* w) {
   if (!w) return;
+  mjdiff_freeDesignScratch(w->design);
   free(w->DfDq);  // the first pointer owns the buffer
   free(w);
 }

@@ -663,7 +663,7 @@ TEST_F(ParamNames, Errors) {
       {"joint:right_knee:damping[1]", MJDIFF_ERR_NAME, "damping[1]"},
       {"mjdiff:contact_hardness", MJDIFF_ERR_NAME, "contact_hardness"},
       {"option:magnetism", MJDIFF_ERR_NAME, "magnetism"},
-      {"body:torso:pos", MJDIFF_ERR_UNSUPPORTED, "body:torso:pos"},
+      {"body:world:pos", MJDIFF_ERR_UNSUPPORTED, "world body"},  // geometry: test_design.cc
       {"geom:floor:size", MJDIFF_ERR_UNSUPPORTED, "geom:floor:size"},
       {"body:world:mass", MJDIFF_ERR_UNSUPPORTED, "world"},
       {"joint:root:springref", MJDIFF_ERR_UNSUPPORTED, "joint:root:springref"},

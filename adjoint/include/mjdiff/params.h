@@ -44,8 +44,21 @@
 // joints; gear of other transmissions; dynprm of actuators without filter dynamics; gain and bias
 // of muscle or user actuators) are skipped; an exact name that does not apply is
 // MJDIFF_ERR_UNSUPPORTED. A parameter selected twice appears once, at its first position.
-// body_pos and geom sizes are not parameters (they move the kinematics and contact geometry):
-// MJDIFF_ERR_UNSUPPORTED.
+// Geometry (adjoint/design_d.c; its header has the compile-time map and the derivative):
+//   body:B:pos[3]                body_pos, in the parent's frame (not the world body)
+//   body:B:scale                 a scalar, 1 as compiled: every position in B's frame (child
+//                                bodies, B's geoms, sites and joint anchors) and the half-length of
+//                                B's capsule and cylinder geoms and sites scale with it (a link's
+//                                length), > 0
+//   geom:G:pos[3]                geom_pos in the body frame (not meshes, height fields)
+//   geom:G:size[k]               the sizes the type reads (sphere 1, capsule, cylinder 2, box,
+//                                ellipsoid 3), > 0; not meshes, planes, height fields
+//   site:S:pos[3]                site_pos in the body frame
+//   joint:J:pos[3]               jnt_pos, the anchor in the body frame
+// Where the compiler inferred a body's mass and inertia from its geoms (detected by
+// recomputing them), they follow the geoms (MuJoCo's GetVolume, SetInertia, GeomFrame: density
+// held, or the mass: mjdiff_designFixMass), so do bounding radii. Setting any of them turns off
+// MuJoCo's same-frame and simple-body shortcuts for the whole model (the general path is exact).
 //
 // Names are the one spelling of the C API: mjdiff_setParam and mjdiff_getParam accept
 // "geom:G:contact_stiffness" and "mjdiff:contact_stiffness" as well. A name with several
@@ -141,6 +154,15 @@ MJDIFF_API void mjdiff_getParamValues(const mjModel* m, const mjdiffModel* s,
 // Nullable: s (only without smooth-model fields), err.
 MJDIFF_API mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParams* p,
                                               const mjtNum* values, char* err, int errsz);
+
+// Geometry parameters (body, geom, site and joint positions, geom sizes, body scales) of a
+// selection recompute the inertials of bodies that the compiler inferred from geoms, with each
+// geom's density held (mass = density x volume, MuJoCo's default). A geom whose MJCF gives an
+// explicit mass= keeps that mass instead: declare it here, after mjdiff_makeParams and before the
+// selection is used (the compiled model does not record which). MJDIFF_ERR_NAME for an unknown
+// geom; a no-op for selections without geometry parameters or bodies with fixed inertials.
+MJDIFF_API mjdiffStatus mjdiff_designFixMass(mjdiffParams* p, const mjModel* m, const char* geom,
+                                             char* err, int errsz);
 
 #ifdef __cplusplus
 }
