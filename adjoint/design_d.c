@@ -249,8 +249,15 @@ const char* mjdiff_designNotApplicable(const mjModel* m, int pk, int id) {
 #endif
   switch (pk) {
     case PK_BODY_POS:
-      return id == 0 ? "the world body's frame is the world frame: it has no position to move"
-                     : NULL;
+      if (id == 0) return "the world body's frame is the world frame: it has no position to move";
+      if (m->body_jntnum[id] > 0 && m->jnt_type[m->body_jntadr[id]] == mjJNT_FREE) {
+        return "the body has a free joint: its position is the joint's qpos (the state), not a "
+               "model parameter";
+      }
+      return NULL;
+    case PK_JNT_POS:
+      return m->jnt_type[id] == mjJNT_FREE ? "a free joint has no anchor (it moves the whole body)"
+                                           : NULL;
     case PK_BODY_SCALE: {
       if (id == 0) return "the world body cannot be scaled";
       mjtNum* cur;

@@ -123,15 +123,15 @@ double compareCompiled(const mjModel* a, const mjModel* b) {
 }
 
 // every primitive, inferred inertials of single- and multi-geom bodies (rotated, offset geoms),
-// a fixed-mass geom, an explicit <inertial> (stays), a site and a joint anchor (the free bodies'
+// a fixed-mass geom, an explicit <inertial> (stays), a site and a joint anchor (the bodies'
 // inertial frames off their body frames: MuJoCo 3 would compile them as simple, which geometry
-// parameters are refused for there)
+// parameters are refused for there; body a slides, since a free body's position is its state)
 const char* kCompileTmpl = R"(
 <mujoco>
   <worldbody>
     <geom name="floor" type="plane" size="2 2 0.1"/>
     <body name="a" pos="%s 0 %s">
-      <freejoint/>
+      <joint name="a_slide" type="slide" axis="1 0 0"/>
       <geom name="a_box" type="box" pos="%s 0.01 -0.02" size="%s 0.05 %s" quat="0.9 0.1 0.3 0.2"/>
       <geom name="a_cap" type="capsule" pos="0.1 %s 0" size="%s %s" euler="0.3 1.1 0"/>
       <geom name="a_sph" type="sphere" pos="-0.1 0 0.05" size="%s"/>
@@ -400,7 +400,7 @@ TEST(DesignParams, RefusesWhatCannotMove) {
   <worldbody>
     <geom name="floor" type="plane" size="1 1 0.1"/>
     <body name="a" pos="0 0 0.5">
-      <freejoint/>
+      <freejoint name="afree"/>
       <geom name="m" type="mesh" mesh="tet"/>
       <geom name="s" type="sphere" size="0.05"/>
     </body>
@@ -420,6 +420,8 @@ TEST(DesignParams, RefusesWhatCannotMove) {
       {"geom:floor:size", MJDIFF_ERR_UNSUPPORTED, "plane"},
       {"body:world:pos", MJDIFF_ERR_UNSUPPORTED, "world body"},
       {"body:world:scale", MJDIFF_ERR_UNSUPPORTED, "world body"},
+      {"body:a:pos", MJDIFF_ERR_UNSUPPORTED, "free joint"},  // its position is the state
+      {"joint:afree:pos", MJDIFF_ERR_UNSUPPORTED, "free joint"},
       {"geom:s:size[1]", MJDIFF_ERR_NAME, "out of range"},
       {"site:nosuch:pos", MJDIFF_ERR_NAME, "nosuch"},
   };
@@ -433,13 +435,13 @@ TEST(DesignParams, RefusesWhatCannotMove) {
   }
   // values: a size must stay positive, nothing changes on error
   Params P;
-  const char* ok[] = {"geom:s:size", "body:a:pos"};
+  const char* ok[] = {"geom:s:size", "geom:s:pos"};
   ASSERT_EQ(mjdiff_makeParams(m, nullptr, ok, 2, &P.p, err, sizeof(err)), MJDIFF_OK) << err;
   std::vector<mjtNum> v = {-0.01, 0, 0, 1};
   EXPECT_EQ(mjdiff_setParamValues(m, nullptr, P.p, v.data(), err, sizeof(err)), MJDIFF_ERR_VALUE);
   EXPECT_NE(std::string(err).find("geom:s:size"), std::string::npos) << err;
   EXPECT_EQ(m->geom_size[3 * mj_name2id(m, mjOBJ_GEOM, "s")], 0.05);
-  EXPECT_EQ(m->body_pos[3 * 1 + 2], 0.5);
+  EXPECT_EQ(m->geom_pos[3 * mj_name2id(m, mjOBJ_GEOM, "s") + 2], 0);
   mj_deleteModel(m);
 }
 
