@@ -25,7 +25,7 @@
 #   6. bad inputs exit 1 (runtime) or 2 (usage) with a message naming the culprit, and leave no
 #      report, no MJCF and no temporary file: no time column, a missing ctrl column, an unknown
 #      column, an unknown parameter or field, an unparsable number, NaN, infinity, time going
-#      backwards, parameters without derivatives (body:box:pos, geom:box:size), bad options,
+#      backwards, parameters that cannot move (body:box:pos: a free body, geom:floor:size: a plane), bad options,
 #      missing files; --help exits 0.
 # Usage (ctest): bash sysid_cli.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -338,7 +338,7 @@ bad 1 "line 7.*time" "${P[@]}" "$ARM" "$BAD/back.csv"
 bad 1 "nope" --param body:nope:mass "$ARM" "$REC"
 bad 1 "masss" --param body:box:masss "$ARM" "$REC"
 bad 1 "body:box:pos" --param body:box:pos "$ARM" "$REC"
-bad 1 "geom:box:size" --param geom:box:size "$ARM" "$REC"
+bad 1 "geom:floor:size" --param geom:floor:size "$ARM" "$REC"
 bad 1 "nope" "${P[@]}" --set body:nope:mass=1 "$ARM" "$REC"
 bad 1 "missing\.csv" "${P[@]}" "$ARM" "$BAD/missing.csv"
 bad 1 "missing\.xml" "${P[@]}" "$BAD/missing.xml" "$REC"
