@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "residual.h"
 #include "toolutil.h"
 
 typedef struct {
@@ -29,53 +30,23 @@ typedef struct {
   long n[2], nend[2];
 } acc;
 
-static int rotQpos(const mjModel* m, int j) {
-  if (m->jnt_type[j] == mjJNT_BALL) return m->jnt_qposadr[j];
-  if (m->jnt_type[j] == mjJNT_FREE) return m->jnt_qposadr[j] + 3;
-  return -1;
-}
-
-static int allMeasured(const double* x, int n) {
-  for (int i = 0; i < n; i++) {
-    if (isnan(x[i])) return 0;
-  }
-  return 1;
-}
-
-// measured coordinates of step k of R onto d (the rest kept)
-static void overwriteMeasured(const mjModel* m, mjData* d, const sysidRecording* R, int k) {
-  const double* qp = R->qpos + (size_t)m->nq * k;
-  const double* qv = R->qvel + (size_t)m->nv * k;
-  for (int j = 0; j < m->njnt; j++) {
-    int qa = m->jnt_qposadr[j], rq = rotQpos(m, j);
-    int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
-    for (int i = 0; i < nlin; i++) {
-      if (!isnan(qp[qa + i])) d->qpos[qa + i] = qp[qa + i];
-    }
-    if (rq >= 0 && allMeasured(qp + rq, 4)) mju_copy(d->qpos + rq, qp + rq, 4);
-  }
-  for (int i = 0; i < m->nv; i++) {
-    if (!isnan(qv[i])) d->qvel[i] = qv[i];
-  }
-  mj_normalizeQuat(m, d->qpos);
-}
-
 // errors of d's positions against step k of R into a (per joint), last: a window's last step
 static void score(const mjModel* m, const mjData* d, const sysidRecording* R, int k, int last,
                   acc* a) {
   const double* qp = R->qpos + (size_t)m->nq * k;
   for (int j = 0; j < m->njnt; j++) {
-    int qa = m->jnt_qposadr[j], rq = rotQpos(m, j);
+    int qa = m->jnt_qposadr[j], rq = sysid_rotQpos(m, j);
     double e[2] = {NAN, NAN};
     if (rq < 0) {
       if (!isnan(qp[qa])) e[0] = fabs(d->qpos[qa] - qp[qa]);
     } else {
-      if (m->jnt_type[j] == mjJNT_FREE && allMeasured(qp + qa, 3)) {
+      if (m->jnt_type[j] == mjJNT_FREE && sysid_measured(qp + qa, 3)) {
         double s = 0;
-        for (int i = 0; i < 3; i++) s += (d->qpos[qa + i] - qp[qa + i]) * (d->qpos[qa + i] - qp[qa + i]);
+        for (int i = 0; i < 3; i++)
+          s += (d->qpos[qa + i] - qp[qa + i]) * (d->qpos[qa + i] - qp[qa + i]);
         e[0] = sqrt(s);
       }
-      if (allMeasured(qp + rq, 4)) {
+      if (sysid_measured(qp + rq, 4)) {
         double neg[4], dif[4], v[3];
         mju_negQuat(neg, qp + rq);
         mju_mulQuat(dif, neg, d->qpos + rq);
@@ -132,7 +103,7 @@ int sysid_predict(const mjModel* m, const mjdiffModel* s, const sysidRecording* 
       mj_resetData(m, d);
       if (m->nkey) mj_resetDataKeyframe(m, d, 0);
       for (int k0 = 0; k0 + H <= R->T && !bad; k0 += H) {
-        overwriteMeasured(m, d, R, k0);
+        sysid_overwriteMeasured(m, d, R, k0);
         d->time = R->t0 + k0 * h;
         windows[ih]++;
         for (int k = k0; k < k0 + H; k++) {
@@ -195,8 +166,9 @@ int sysid_predict(const mjModel* m, const mjdiffModel* s, const sysidRecording* 
             fprintf(json, "%s{\"joint\": ", first ? "" : ", ");
             first = 0;
             tool_jsonString(json, name ? name : "");
-            fprintf(json, ", \"component\": \"%s\", ",
-                    c == 1 ? "rotation" : (m->jnt_type[j] == mjJNT_FREE ? "position" : "coordinate"));
+            fprintf(
+                json, ", \"component\": \"%s\", ",
+                c == 1 ? "rotation" : (m->jnt_type[j] == mjJNT_FREE ? "position" : "coordinate"));
             tool_jsonField(json, "rms", rms(x->sum2[c], x->n[c]));
             fprintf(json, ", ");
             tool_jsonField(json, "end", rms(x->end2[c], x->nend[c]));

@@ -95,17 +95,34 @@ static int rotDof(const mjModel* m, int j) {
   return -1;
 }
 
-static int rotQpos(const mjModel* m, int j) {
+int sysid_rotQpos(const mjModel* m, int j) {
   if (m->jnt_type[j] == mjJNT_BALL) return m->jnt_qposadr[j];
   if (m->jnt_type[j] == mjJNT_FREE) return m->jnt_qposadr[j] + 3;
   return -1;
 }
 
-static int measured(const double* x, int n) {
+int sysid_measured(const double* x, int n) {
   for (int i = 0; i < n; i++) {
     if (isnan(x[i])) return 0;
   }
   return 1;
+}
+
+void sysid_overwriteMeasured(const mjModel* m, mjData* d, const sysidRecording* R, int k) {
+  const double* qp = R->qpos + (size_t)m->nq * k;
+  const double* qv = R->qvel + (size_t)m->nv * k;
+  for (int j = 0; j < m->njnt; j++) {
+    int qa = m->jnt_qposadr[j], rq = sysid_rotQpos(m, j);
+    int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
+    for (int i = 0; i < nlin; i++) {
+      if (!isnan(qp[qa + i])) d->qpos[qa + i] = qp[qa + i];
+    }
+    if (rq >= 0 && sysid_measured(qp + rq, 4)) mju_copy(d->qpos + rq, qp + rq, 4);
+  }
+  for (int i = 0; i < m->nv; i++) {
+    if (!isnan(qv[i])) d->qvel[i] = qv[i];
+  }
+  mj_normalizeQuat(m, d->qpos);
 }
 
 // rows a step contributes (qpos: per scalar coordinate or per complete rotation; qvel; sensors)
@@ -116,10 +133,10 @@ static int stepRows(const sysidModel* sm, const sysidRecording* r, int k) {
   const double* sd = r->sensor + (size_t)sm->ns * k;
   int n = 0;
   for (int j = 0; j < m->njnt; j++) {
-    int qa = m->jnt_qposadr[j], rq = rotQpos(m, j);
+    int qa = m->jnt_qposadr[j], rq = sysid_rotQpos(m, j);
     int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
     for (int i = 0; i < nlin; i++) n += !isnan(qp[qa + i]);
-    if (rq >= 0 && measured(qp + rq, 4)) n += 3;
+    if (rq >= 0 && sysid_measured(qp + rq, 4)) n += 3;
   }
   for (int i = 0; i < sm->nv; i++) n += !isnan(qv[i]);
   for (int i = 0; i < sm->ns; i++) n += !isnan(sd[i]) && sm->sensor_ok[i];
@@ -240,12 +257,13 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
       const double* qp = rec[r].qpos;
       const double* qv = rec[r].qvel;
       for (int j = 0; j < m->njnt; j++) {
-        int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], rq = rotQpos(m, j), rd = rotDof(m, j);
+        int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], rq = sysid_rotQpos(m, j),
+            rd = rotDof(m, j);
         int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
         for (int i = 0; i < nlin; i++) {
           if (isnan(qp[qa + i])) w->weak[w->nweak++] = da + i;
         }
-        if (rq >= 0 && !measured(qp + rq, 4)) {
+        if (rq >= 0 && !sysid_measured(qp + rq, 4)) {
           for (int i = 0; i < 3; i++) w->weak[w->nweak++] = rd + i;
         }
       }
@@ -276,20 +294,7 @@ sysidModel* sysid_makeModel(const mjModel* m0, const mjdiffModel* s0, const mjdi
         // measured coordinates from the recording (a rotation only when all 4 components
         // are), the unmeasured ones carried on from the simulation: the window's offset d_w
         // fits both (a missing column does not replace the measured joints' start states)
-        const double* qp = R->qpos + (size_t)m->nq * k;
-        const double* qv = R->qvel + (size_t)m->nv * k;
-        for (int j = 0; j < m->njnt; j++) {
-          int qa = m->jnt_qposadr[j], rq = rotQpos(m, j);
-          int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
-          for (int i = 0; i < nlin; i++) {
-            if (!isnan(qp[qa + i])) d->qpos[qa + i] = qp[qa + i];
-          }
-          if (rq >= 0 && measured(qp + rq, 4)) mju_copy(d->qpos + rq, qp + rq, 4);
-        }
-        for (int i = 0; i < m->nv; i++) {
-          if (!isnan(qv[i])) d->qvel[i] = qv[i];
-        }
-        mj_normalizeQuat(m, d->qpos);
+        sysid_overwriteMeasured(m, d, R, k);
         mju_copy(sm->win[wi].xbar, d->qpos, m->nq);
         mju_copy(sm->win[wi].xbar + m->nq, d->qvel, m->nv);
         mju_copy(sm->win[wi].xbar + m->nq + m->nv, d->act, m->na);
@@ -501,7 +506,7 @@ static int emitStep(sysidModel* sm, const sysidRecording* R, int k, int wi, doub
   const double* sd = R->sensor + (size_t)sm->ns * k;
   double* vec = sm->vec;
   for (int j = 0; j < m->njnt; j++) {
-    int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], rq = rotQpos(m, j), rd = rotDof(m, j);
+    int qa = m->jnt_qposadr[j], da = m->jnt_dofadr[j], rq = sysid_rotQpos(m, j), rd = rotDof(m, j);
     int nlin = m->jnt_type[j] == mjJNT_FREE ? 3 : (rq < 0 ? 1 : 0);
     for (int i = 0; i < nlin; i++) {
       if (isnan(qp[qa + i])) continue;
@@ -514,7 +519,7 @@ static int emitStep(sysidModel* sm, const sysidRecording* R, int k, int wi, doub
       }
       n++;
     }
-    if (rq >= 0 && measured(qp + rq, 4)) {
+    if (rq >= 0 && sysid_measured(qp + rq, 4)) {
       double neg[4], dif[4], e[3], Jinv[9];
       mju_negQuat(neg, qp + rq);
       mju_mulQuat(dif, neg, d->qpos + rq);

@@ -31,6 +31,17 @@ typedef struct sysidWeights_ {
 
 typedef struct sysidModel_ sysidModel;
 
+// the qpos address of joint j's rotation (ball: its quaternion, free: after the position), -1
+// for hinges and slides
+int sysid_rotQpos(const mjModel* m, int j);
+
+// 1 if none of x[0..n) is NaN (a recording's missing value)
+int sysid_measured(const double* x, int n);
+
+// step k of recording R onto d: every measured coordinate (a rotation only when all 4 quaternion
+// components are), the unmeasured ones kept from d; quaternions normalised
+void sysid_overwriteMeasured(const mjModel* m, mjData* d, const sysidRecording* R, int k);
+
 // Build the residual model of m (with smooth model s and parameters p) for recordings rec
 // (nrec), windows of `window` steps (0: one window per recording), priors (np values and scales,
 // nullable; scale <= 0: no prior). The reference start state of each window takes every measured
