@@ -352,38 +352,22 @@ static int solveMasses(const mjModel* m, int b, mjtNum* gm) {
     for (int k = 0; k < 3; k++) A[n * (1 + k) + g] = p[k] / L;
     for (int k = 0; k < 6; k++) A[n * (4 + k) + g] = Tg[3 * iu[k] + ju[k]] / (L * L);
   }
-  // normal equations N y = A' rhs, Gaussian elimination with partial pivoting
+  // normal equations N y = A' rhs, by LU with partial pivoting (plugin/implicit.c's); a pivot
+  // below 1e-12 |N_00| leaves the masses undetermined
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) {
       for (int r = 0; r < 10; r++) N[n * i + j] += A[n * r + i] * A[n * r + j];
     }
     for (int r = 0; r < 10; r++) y[i] += A[n * r + i] * rhs[r];
   }
+  int piv[10];
+  mjtNum scale = fabs(N[0]);
+  if (mjdiff_luFactor(n, N, piv)) return 0;
   for (int k = 0; k < n; k++) {
-    int piv = k;
-    for (int i = k + 1; i < n; i++) {
-      if (fabs(N[n * i + k]) > fabs(N[n * piv + k])) piv = i;
-    }
-    if (fabs(N[n * piv + k]) < 1e-12 * fabs(N[0])) return 0;
-    for (int j = 0; j < n; j++) {
-      mjtNum tmp = N[n * k + j];
-      N[n * k + j] = N[n * piv + j];
-      N[n * piv + j] = tmp;
-    }
-    mjtNum tmp = y[k];
-    y[k] = y[piv];
-    y[piv] = tmp;
-    for (int i = k + 1; i < n; i++) {
-      mjtNum f = N[n * i + k] / N[n * k + k];
-      for (int j = k; j < n; j++) N[n * i + j] -= f * N[n * k + j];
-      y[i] -= f * y[k];
-    }
+    if (fabs(N[n * k + k]) < 1e-12 * scale) return 0;
   }
-  for (int k = n - 1; k >= 0; k--) {
-    mjtNum v = y[k];
-    for (int j = k + 1; j < n; j++) v -= N[n * k + j] * gm[g0 + j];
-    gm[g0 + k] = v / N[n * k + k];
-  }
+  mjdiff_luSolve(n, N, piv, y);
+  mju_copy(gm + g0, y, n);
   return 1;
 }
 
