@@ -195,12 +195,21 @@ static int bodyInertial(const mjModel* m, int b, const mjtNum* gm, mjtNum* mass,
 
 //---------------------------------- selection -----------------------------------------------------
 
-// the first quantity with a nonzero reference that body b's scale moves: its address in m and
-// reference (3 numbers, or 1 for a half-length); 0 if none
-static int scaleRef(const mjModel* m, const struct designInfo_* di, int b, mjtNum** cur,
-                    const mjtNum** ref, int* n) {
+// 1 if p (nullable) selects any component of kind's object id
+static int selectedAny(const mjdiffParams* p, int kind, int id) {
+  for (int i = 0; p && i < p->n; i++) {
+    if (p->entry[i].kind == kind && p->entry[i].id == id) return 1;
+  }
+  return 0;
+}
+
+// the first quantity with a nonzero reference that body b's scale moves and that p (nullable)
+// does not set explicitly (an explicit value overrides the scale there, so it could not read the
+// scale back): its address in m and reference (3 numbers, or 1 for a half-length); 0 if none
+static int scaleRef(const mjModel* m, const struct designInfo_* di, const mjdiffParams* p, int b,
+                    mjtNum** cur, const mjtNum** ref, int* n) {
   for (int c = b + 1; c < m->nbody; c++) {
-    if (m->body_parentid[c] != b) continue;
+    if (m->body_parentid[c] != b || selectedAny(p, PK_BODY_POS, c)) continue;
     const mjtNum* r = di ? di->body_pos0 + 3 * c : m->body_pos + 3 * c;
     if (mju_norm3(r) > 0) {
       *cur = m->body_pos + 3 * c;
@@ -211,14 +220,14 @@ static int scaleRef(const mjModel* m, const struct designInfo_* di, int b, mjtNu
   }
   for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b]; g++) {
     const mjtNum* r = di ? di->geom_pos0 + 3 * g : m->geom_pos + 3 * g;
-    if (mju_norm3(r) > 0) {
+    if (mju_norm3(r) > 0 && !selectedAny(p, PK_GEOM_POS, g)) {
       *cur = m->geom_pos + 3 * g;
       *ref = r;
       *n = 3;
       return 1;
     }
     int t = m->geom_type[g];
-    if (t == mjGEOM_CAPSULE || t == mjGEOM_CYLINDER) {
+    if ((t == mjGEOM_CAPSULE || t == mjGEOM_CYLINDER) && !selectedAny(p, PK_GEOM_SIZE, g)) {
       *cur = m->geom_size + 3 * g + 1;
       *ref = di ? di->geom_size0 + 3 * g + 1 : m->geom_size + 3 * g + 1;
       *n = 1;
@@ -263,7 +272,7 @@ const char* mjdiff_designNotApplicable(const mjModel* m, int pk, int id) {
       mjtNum* cur;
       const mjtNum* ref;
       int n;
-      return scaleRef(m, NULL, id, &cur, &ref, &n)
+      return scaleRef(m, NULL, NULL, id, &cur, &ref, &n)
                  ? NULL
                  : "the body has no child body, geom position or capsule/cylinder length to scale";
     }
@@ -388,6 +397,7 @@ static int inferredBody(const mjModel* m, int b, mjtNum* gm) {
   return n > 1 && solveMasses(m, b, gm) && reproduces(m, b, gm);
 }
 
+// 0 done, -1 out of memory, i + 1: entry i (a scale) is refused (see mjdiff_makeParams)
 int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p) {
   int any = 0;
   for (int i = 0; i < p->n; i++) any |= PK_IS_DESIGN(p->entry[i].kind);
@@ -423,10 +433,25 @@ int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p) {
   mju_copy(di->jnt_pos0, m->jnt_pos, 3 * nj);
   for (int g = 0; g < ng; g++) di->rho[g] = -1;
   for (int b = 1; b < nb; b++) {
+    // explicit inertial parameters (body:B:mass, inertia, ipos) win: the body's inertials no
+    // longer follow its geoms, so that those parameters keep their values and columns
+    if (selectedAny(p, PK_BODY_MASS, b) || selectedAny(p, PK_BODY_INERTIA, b) ||
+        selectedAny(p, PK_BODY_IPOS, b)) {
+      continue;
+    }
     if (!inferredBody(m, b, di->gmass)) continue;
     di->inferred[b] = 1;
     for (int g = m->body_geomadr[b]; g < m->body_geomadr[b] + m->body_geomnum[b]; g++) {
       di->rho[g] = di->gmass[g] / volume(m->geom_type[g], m->geom_size + 3 * g);
+    }
+  }
+  // a scale needs a quantity it moves that no explicit parameter sets, to be read back
+  for (int i = 0; i < p->n; i++) {
+    mjtNum* cur;
+    const mjtNum* ref;
+    int n;
+    if (p->entry[i].kind == PK_BODY_SCALE && !scaleRef(m, di, p, p->entry[i].id, &cur, &ref, &n)) {
+      return i + 1;
     }
   }
   return 0;
@@ -467,7 +492,7 @@ mjtNum mjdiff_designValue(const mjModel* m, const mjdiffParams* p, const paramEn
   mjtNum* cur;
   const mjtNum* ref;
   int n;
-  if (!p->design || !scaleRef(m, p->design, e->id, &cur, &ref, &n)) return NAN;
+  if (!p->design || !scaleRef(m, p->design, p, e->id, &cur, &ref, &n)) return NAN;
   return mju_dot(cur, ref, n) / mju_dot(ref, ref, n);
 }
 

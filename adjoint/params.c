@@ -501,7 +501,16 @@ mjdiffStatus mjdiff_makeParams(const mjModel* m, const mjdiffModel* s, const cha
   p->na = m->na;
   p->ntendon = m->ntendon;
   p->names_hash = namesHash(m);
-  if (mjdiff_designPrepare(m, p)) {
+  int bad = mjdiff_designPrepare(m, p);
+  if (bad > 0) {
+    mjdiffStatus st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                                   "parameter '%s': every position or length the scale moves is "
+                                   "also an explicit parameter, which overrides it",
+                                   mjdiff_paramName(p, bad - 1));
+    mjdiff_freeParams(p);
+    return st;
+  }
+  if (bad) {
     mjdiff_freeParams(p);
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory");
   }

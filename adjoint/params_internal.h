@@ -83,7 +83,8 @@ struct mjdiffParams_ {
 // NULL if geometry kind pk applies to object id of m, else the reason it does not
 const char* mjdiff_designNotApplicable(const mjModel* m, int pk, int id);
 
-// after a selection is built: its reference values (the compiled model's); 0, or -1 out of memory
+// after a selection is built: its reference values (the compiled model's); 0, -1 out of memory,
+// or i + 1 when entry i, a scale, has no quantity left to read it back from (all set explicitly)
 int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p);
 void mjdiff_designFree(mjdiffParams* p);
 

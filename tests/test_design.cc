@@ -391,6 +391,57 @@ TEST(DesignCompile, ScaleMatchesRecompiledMJCF) {
 
 //---------------------------------- bad input -----------------------------------------------------
 
+// a scale beside explicit values of what it moves, and explicit inertials beside geometry: every
+// parameter reads back what was set (review of the first version: the scale read itself back
+// from an explicitly set child position, and geometry recomputed an explicitly set mass)
+TEST(DesignParams, OverlappingSelectionsReadBack) {
+  const char* xml = R"(
+<mujoco>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="j0" type="hinge" axis="0 1 0"/>
+      <geom name="arm_geom" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body name="hand" pos="0.3 0 0">
+        <joint type="hinge" axis="0 1 0"/>
+        <geom name="hand_geom" type="sphere" pos="0.05 0 0" size="0.04"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>)";
+  char err[1000] = "";
+  mjModel* m = shim_loadString(xml, err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  // the scale and the child position it would read back from
+  {
+    Params P;
+    const char* names[] = {"body:arm:scale", "body:hand:pos[0]", "body:hand:mass",
+                           "geom:hand_geom:size"};
+    ASSERT_EQ(mjdiff_makeParams(m, nullptr, names, 4, &P.p, err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_paramCount(P.p), 4);
+    std::vector<mjtNum> v = {1.3, 0.25, 0.7, 0.05}, r(4);
+    ASSERT_EQ(mjdiff_setParamValues(m, nullptr, P.p, v.data(), err, sizeof(err)), MJDIFF_OK)
+        << err;
+    mjdiff_getParamValues(m, nullptr, P.p, r.data());
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(r[i], v[i], 1e-12) << mjdiff_paramName(P.p, i);
+    int hand = mj_name2id(m, mjOBJ_BODY, "hand");
+    EXPECT_EQ(m->body_mass[hand], 0.7);             // not recomputed from the new size
+    EXPECT_EQ(m->body_pos[3 * hand], 0.25);         // the explicit value over the scale
+    int ag = mj_name2id(m, mjOBJ_GEOM, "arm_geom");
+    EXPECT_NEAR(m->geom_size[3 * ag + 1], 1.3 * 0.15, 1e-12);  // the scale moved the capsule
+  }
+  // a scale whose every quantity is set explicitly cannot be read back: refused, named
+  {
+    mjdiffParams* p = nullptr;
+    const char* names[] = {"body:arm:scale", "body:hand:pos", "geom:arm_geom:pos",
+                           "geom:arm_geom:size"};
+    EXPECT_EQ(mjdiff_makeParams(m, nullptr, names, 4, &p, err, sizeof(err)),
+              MJDIFF_ERR_UNSUPPORTED);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(std::string(err).find("body:arm:scale"), std::string::npos) << err;
+  }
+  mj_deleteModel(m);
+}
+
 TEST(DesignParams, RefusesWhatCannotMove) {
   const char* xml = R"(
 <mujoco>
