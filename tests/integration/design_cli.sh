@@ -25,6 +25,7 @@ J=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$TMP/a.json")
 R=$(sed -n 's/.*"recompiled_worst_rel": *\([-0-9.e+]*\).*/\1/p' "$TMP/a.json")
 awk -v a="$J" -v b="$J0" 'BEGIN { exit !(a < 0.5 * b) }' || fail "objective $J0 -> $J did not halve"
 awk -v r="$R" 'BEGIN { exit !(r <= 1e-9) }' || fail "recompiled MJCF differs by $R"
+grep -q '"status": *"done"' "$TMP/a.json" || fail "no status done in the report"
 # only the lines with the scaled attributes changed: the two fromto, the lower body's pos, the site
 CH=$(diff "$X" "$TMP/a.xml" | grep -c '^>')
 [ "$CH" = 4 ] || fail "expected 4 changed lines, got $CH: $(diff "$X" "$TMP/a.xml")"

@@ -25,6 +25,10 @@
 // it (worst relative difference in masses, inertia tensors, com and positions in the report);
 // PREFIX.json the report; PREFIX.csv the history (iteration, rollouts, seconds, J, |g|, values);
 // PREFIX.png the objective plot (gnuplot, if installed); PREFIX_ctrl.txt the controls (T rows).
+// The outputs are written for the best design found also when the run stops early; the JSON's
+// "status" says why ("done", "interrupted", "failed: ..."). Exit codes: 0 done, 1 a failed run
+// (the objective or its gradient could not be evaluated) or a runtime error, 2 usage, 130
+// interrupted (Ctrl-C).
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -90,7 +94,8 @@ static void usage(void) {
       "  --max-rollouts N     stop after N rollouts (default 100000)\n"
       "  --out PREFIX         outputs PREFIX.xml .json .csv .png _ctrl.txt (default design)\n"
       "  --no-plot            no gnuplot figure\n"
-      "  --quiet              no progress lines\n",
+      "  --quiet              no progress lines\n"
+      "Exit codes: 0 done, 1 failed run or runtime error, 2 usage error, 130 interrupted.\n",
       kTool);
 }
 
@@ -740,6 +745,7 @@ int main(int argc, char** argv) {
     return TOOL_EXIT_RUNTIME;
   }
   int iter = 0;
+  const char* status = "done";  // or why the loop stopped early: the JSON's status, the exit code
   tool_catchInterrupt();
 #define LOG_ITER(JV, GN)                                                                        \
   do {                                                                                          \
@@ -773,12 +779,22 @@ int main(int argc, char** argv) {
     LOG_ITER(J, gnorm);
     double* xprev = (double*)calloc((size_t)P.nvar, sizeof(double));
     for (iter = 1; iter <= a.iters && reached < 0 && P.rollouts < a.max_rollouts; iter++) {
-      if (tool_interrupted()) break;
+      if (tool_interrupted()) {
+        status = "interrupted";
+        break;
+      }
       memcpy(xprev, x, sizeof(double) * (size_t)P.nvar);
-      if (mjdiff_adamStep(adam, x, g, NULL) != MJDIFF_OK) break;
+      if (mjdiff_adamStep(adam, x, g, NULL) != MJDIFF_OK) {
+        fprintf(stderr, "%s: error: iteration %d: the gradient is not finite\n", kTool, iter);
+        status = "failed: non-finite gradient";
+        break;
+      }
       project(&P, x);
       double Jn = objective(&P, x, g);
-      if (P.failed) break;
+      if (P.failed) {
+        status = "failed: the objective could not be evaluated";
+        break;
+      }
       if (!isfinite(Jn)) {  // a diverging design: halfway back, keep the old gradient
         for (int k = 0; k < P.nvar; k++) x[k] = 0.5 * (x[k] + xprev[k]);
         Jn = objective(&P, x, g);
@@ -819,7 +835,14 @@ int main(int argc, char** argv) {
       if (!isfinite(F[i])) F[i] = INFINITY;
     }
     for (iter = 1; iter <= a.iters && reached < 0 && P.rollouts < a.max_rollouts; iter++) {
-      if (tool_interrupted()) break;
+      if (tool_interrupted()) {
+        status = "interrupted";
+        break;
+      }
+      if (P.failed) {
+        status = "failed: the objective could not be evaluated";
+        break;
+      }
       // order
       for (int i = 1; i <= n; i++) {
         for (int j = i; j > 0 && F[j] < F[j - 1]; j--) {
@@ -937,6 +960,8 @@ int main(int argc, char** argv) {
     tool_jsonString(f, a.task);
     fprintf(f, ",\"method\":");
     tool_jsonString(f, !strcmp(a.method, "adam") ? "projected Adam" : "Nelder-Mead");
+    fprintf(f, ",\"status\":");
+    tool_jsonString(f, status);
     fprintf(f, ",\"codesign\":%s,\"steps\":%d,", a.codesign ? "true" : "false", P.T);
     tool_jsonField(f, "duration", duration);
     fprintf(f, ",\"iterations\":%d,\"rollouts\":%ld,", iter - 1, P.rollouts);
@@ -1001,5 +1026,6 @@ int main(int argc, char** argv) {
   mj_deleteData(P.dc);
   mj_deleteModel(P.mc);
   free(t.s);
-  return ok ? 0 : TOOL_EXIT_RUNTIME;
+  if (!strcmp(status, "interrupted")) return TOOL_EXIT_INTERRUPTED;
+  return ok && !strcmp(status, "done") ? TOOL_EXIT_OK : TOOL_EXIT_RUNTIME;
 }
