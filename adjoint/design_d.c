@@ -714,8 +714,10 @@ int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
 //   dM = sum dm_g,  dc = (sum dm_g p_g + m_g dp_g - dM c) / M,
 //   dT = sum R_g diag(dI_g) R_g' + dm_g (|d|^2 E - d d') + m_g (2 d.dd E - dd d' - d dd'),
 //   dd_g = dp_g - dc   (R_g fixed: no parameter turns a geom).
-// Principal moments: where T's eigenvalues are distinct, d lambda_k = v_k' dT v_k (v_k the
-// columns of R(iquat)); the axes' derivative is not formed (the dynamics read T = R diag R').
+// The function returns dM, dc and dT only. The principal moments' derivatives follow from dT,
+// where T's eigenvalues are distinct, as d lambda_k = v_k' dT v_k (v_k the columns of R(iquat);
+// the caller forms them, as tests/test_design.cc does); the axes' derivative is not formed (the
+// dynamics read T = R diag R').
 
 typedef struct dual_ {
   mjtNum v, d;

@@ -189,7 +189,7 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
     return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: threads %d (must be 1..%d)", nthread,
                         MAXTHREAD);
   }
-  if (opt->key < -1 || opt->key >= m->nkey) {
+  if (opt->key < -1 || (opt->key >= m->nkey && !(opt->key == 0 && m->nkey == 0))) {
     return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: keyframe %d does not exist (the model has %d)",
                         opt->key, (int)m->nkey);
   }
@@ -261,7 +261,7 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
       L->half[i] = 0.5 * (cr[1] - cr[0]);
     }
   }
-  if (opt->key >= 0) {
+  if (opt->key >= 0 && m->nkey > 0) {  // key 0 on a model without keys: qpos0
     mju_copy(L->key_qpos, m->key_qpos + opt->key * m->nq, (int)m->nq);
     mju_copy(L->key_qvel, m->key_qvel + opt->key * m->nv, (int)m->nv);
     if (m->na) mju_copy(L->key_act, m->key_act + opt->key * m->na, (int)m->na);
@@ -509,7 +509,7 @@ static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
   mjData* d = w->d;
   int T = L->opt.horizon, nobs = L->nobs, nu = L->nu;
   startItem(w, m, d, b);
-  // the item's generator past its start and goal draws
+  // the exploration noise: a generator of its own, seeded from the item's seed
   mjdiffRng rng;
   mjdiff_rngSeed(&rng, mjdiff_learnItemSeed(L->seed, b) ^ 0x6E6F697365ULL);
   double* obs = L->rec_obs + (size_t)b * (size_t)(T + 1) * (size_t)nobs;
@@ -737,12 +737,20 @@ mjdiffStatus mjdiff_learnEvaluate(mjdiffLearner* L, const mjdiffMLP* net, int pl
   if (plant == MJDIFF_PLANT_NATIVE && !L->native) {
     return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: no native model for the native plant");
   }
-  if (!(seconds > 0)) return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: seconds %g (must be > 0)", seconds);
+  if (!(seconds > 0) || !isfinite(seconds)) {
+    return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: seconds %g (must be finite and > 0)",
+                seconds);
+  }
   mjdiffStatus st = checkNets(L, &net, 1, n, err, errsz);
   if (st != MJDIFF_OK) return st;
   st = ensure(L, n, 0, err, errsz);
   if (st != MJDIFF_OK) return st;
   const mjModel* pm = plant == MJDIFF_PLANT_NATIVE ? L->native : L->m;
+  if (seconds / pm->opt.timestep > 1e9) {
+    return fail(err, errsz, MJDIFF_ERR_VALUE,
+                "learner: seconds %g is more than 1e9 steps of the plant's timestep %g", seconds,
+                pm->opt.timestep);
+  }
   int T = (int)lround(seconds / pm->opt.timestep);
   if (T < 1) T = 1;
   L->nets = &net;

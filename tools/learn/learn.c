@@ -529,15 +529,32 @@ static int train(problem* p, const args* a) {
       }
       rc = mjdiff_learnObjectiveMany(p->L, (const mjdiffMLP* const*)pert, 2 * ndir, seed,
                                      (int)a->batch, Jk, &st, msg, sizeof(msg));
+      // ARS: the differences scaled by the spread of the 2N costs; a pair with a non-finite cost
+      // (every rollout of one perturbation failed, --skip-failed) is left out
+      int npair = 0;
+      double mean = 0, var = 0;
+      for (int k = 0; rc == MJDIFF_OK && k < ndir; k++) {
+        if (isfinite(Jk[2 * k]) && isfinite(Jk[2 * k + 1])) {
+          mean += Jk[2 * k] + Jk[2 * k + 1];
+          npair++;
+        }
+      }
+      if (rc == MJDIFF_OK && !npair) {
+        rc = MJDIFF_ERR_NONFINITE;
+        snprintf(msg, sizeof(msg), "every perturbation's rollouts failed (%d pairs)", ndir);
+      }
       if (rc == MJDIFF_OK) {
-        // ARS: the differences scaled by the spread of the 2N costs
-        double mean = 0, var = 0;
-        for (int k = 0; k < 2 * ndir; k++) mean += Jk[k] / (2 * ndir);
-        for (int k = 0; k < 2 * ndir; k++) var += (Jk[k] - mean) * (Jk[k] - mean) / (2 * ndir);
+        mean /= 2 * npair;
+        for (int k = 0; k < ndir; k++) {
+          if (!isfinite(Jk[2 * k]) || !isfinite(Jk[2 * k + 1])) continue;
+          for (int j = 0; j < 2; j++) var += (Jk[2 * k + j] - mean) * (Jk[2 * k + j] - mean);
+        }
+        var /= 2 * npair;
         double sdv = var > 0 ? sqrt(var) : 1;
         memset(grad, 0, sizeof(double) * (size_t)n);
         for (int k = 0; k < ndir; k++) {
-          double c = (Jk[2 * k] - Jk[2 * k + 1]) / (2 * ndir * sdv);
+          if (!isfinite(Jk[2 * k]) || !isfinite(Jk[2 * k + 1])) continue;
+          double c = (Jk[2 * k] - Jk[2 * k + 1]) / (2 * npair * sdv);
           mju_addToScl(grad, eps + (size_t)k * n, c, n);
         }
         J = mean;

@@ -54,7 +54,8 @@ extern "C" {
 
 typedef struct mjdiffLearnOptions_ {
   int horizon;                 // T: steps of a training rollout (>= 1; default 100)
-  int key;                     // start keyframe, -1: qpos0 (default 0 if the model has keys)
+  int key;                     // start keyframe, -1: qpos0 (default 0: keyframe 0, or qpos0 on a
+                               // model without keyframes)
   double start_noise;          // half-width of the hinge/slide qpos noise (rad or m; default 0)
   double vel_noise;            // half-width of the hinge/slide qvel noise (default 0)
   int goal_term;               // task term whose fixed point is the goal, -1: no goal (default)
@@ -128,8 +129,8 @@ mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const*
 
 // Stochastic rollouts for on-policy baselines (PPO): n rollouts of T steps on the smooth model
 // (starts and goals as the objective's with seed) with Gaussian exploration before the squashing,
-//   a_t = y_t + exp(logstd) .* z_t,  z_t ~ N(0, I) (Box-Muller from the item's generator, after
-//   its start and goal draws),  u_t = c + r .* tanh(a_t)  (a_t where unlimited),
+//   a_t = y_t + exp(logstd) .* z_t,  z_t ~ N(0, I) (Box-Muller from a generator of its own per
+//   item, seeded from the item's seed),  u_t = c + r .* tanh(a_t)  (a_t where unlimited),
 // recording per rollout b: obs ((T+1) x nobs, o_0 .. o_T), act (T x nu, a_t), cost (T+1: the
 // objective's terms, (1/T) l(x_t, u_t) for t < T and l_T(x_T) at T, summing to J), and success at
 // x_T (succ, nullable). Layouts: rollout b's block starts at b (T+1) nobs, b T nu, b (T+1).
