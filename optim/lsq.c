@@ -85,6 +85,8 @@
 
 #include <mjdiff/optim.h>
 
+#include "internal.h"
+
 #define CLIP 1e-6         // relative distance of the start point from a bound
 #define LAMBDA_INIT 1e-3  // initial damping (relative to diag(J'J))
 #define LAMBDA_MIN 1e-20
@@ -1035,44 +1037,70 @@ static int useBlocks(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt) 
   return prob->normal && opt->method == MJDIFF_LSQ_LM && opt->solver != MJDIFF_LSQ_DENSE;
 }
 
-// problem and options usable
-static int valid(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt, const double* z) {
-  if (prob->n < 1 || prob->m < 1) return 0;
+// NULL if the problem and options are usable, else what is wrong (msg: a buffer for it)
+static const char* invalid(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt,
+                           const double* z, char* msg, int msgsz) {
+  if (prob->n < 1 || prob->m < 1) {
+    snprintf(msg, (size_t)msgsz, "n = %d variables and m = %d residuals (both must be >= 1)",
+             prob->n, prob->m);
+    return msg;
+  }
   if (opt->method != MJDIFF_LSQ_LM && opt->method != MJDIFF_LSQ_LM_FD &&
       opt->method != MJDIFF_LSQ_NELDER_MEAD) {
-    return 0;
+    snprintf(msg, (size_t)msgsz, "unknown method %d", opt->method);
+    return msg;
   }
   if (opt->solver != MJDIFF_LSQ_AUTO && opt->solver != MJDIFF_LSQ_DENSE &&
       opt->solver != MJDIFF_LSQ_BLOCKS) {
-    return 0;
+    snprintf(msg, (size_t)msgsz, "unknown solver %d", opt->solver);
+    return msg;
   }
   if (prob->normal && (prob->np < 0 || prob->nblock < 1 || prob->bs < 1 ||
                        (long)prob->np + (long)prob->nblock * prob->bs != prob->n)) {
-    return 0;
+    snprintf(msg, (size_t)msgsz, "block structure np %d + nblock %d x bs %d is not n = %d",
+             prob->np, prob->nblock, prob->bs, prob->n);
+    return msg;
   }
-  if (opt->solver == MJDIFF_LSQ_BLOCKS && !useBlocks(prob, opt)) return 0;
-  if (!useBlocks(prob, opt) && !prob->residual) return 0;
-  if (!(opt->ftol >= 0) || !(opt->xtol >= 0) || !(opt->gtol >= 0)) return 0;
-  if (!(opt->fd_eps > 0) || !isfinite(opt->fd_eps)) return 0;
-  if (!(opt->cond_max > 0)) return 0;
+  if (opt->solver == MJDIFF_LSQ_BLOCKS && !useBlocks(prob, opt)) {
+    return "the block solver needs the normal-equation callback and the exact-Jacobian method";
+  }
+  if (!useBlocks(prob, opt) && !prob->residual) return "no residual callback";
+  if (!(opt->ftol >= 0) || !(opt->xtol >= 0) || !(opt->gtol >= 0)) {
+    snprintf(msg, (size_t)msgsz, "tolerances ftol %g, xtol %g, gtol %g (must be >= 0)",
+             opt->ftol, opt->xtol, opt->gtol);
+    return msg;
+  }
+  if (!(opt->fd_eps > 0) || !isfinite(opt->fd_eps)) {
+    snprintf(msg, (size_t)msgsz, "fd_eps %g (must be finite and > 0)", opt->fd_eps);
+    return msg;
+  }
+  if (!(opt->cond_max > 0)) {
+    snprintf(msg, (size_t)msgsz, "cond_max %g (must be > 0)", opt->cond_max);
+    return msg;
+  }
   for (int j = 0; j < prob->n; j++) {
     double lo = prob->lo ? prob->lo[j] : -INFINITY;
     double hi = prob->hi ? prob->hi[j] : INFINITY;
-    if (!isfinite(z[j]) || isnan(lo) || isnan(hi) || lo > hi || lo == INFINITY || hi == -INFINITY) {
-      return 0;
+    if (!isfinite(z[j]) || isnan(lo) || isnan(hi) || lo > hi || lo == INFINITY ||
+        hi == -INFINITY || (isfinite(lo) && isfinite(hi) && !isfinite(hi - lo))) {
+      snprintf(msg, (size_t)msgsz, "variable %d: start %g, bounds [%g, %g] (a finite start, "
+               "lo <= hi, no infinite bound on the wrong side)", j, z[j], lo, hi);
+      return msg;
     }
-    if (isfinite(lo) && isfinite(hi) && !isfinite(hi - lo)) return 0;
   }
-  return 1;
+  return NULL;
 }
 
-int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in, double* z,
-                    mjdiffLsqResult* result) {
-  if (!result) return -1;
+mjdiffStatus mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in,
+                             double* z, mjdiffLsqResult* result, char* err, int errsz) {
+  if (!result) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "least squares: result is NULL");
   memset(result, 0, sizeof(*result));
   result->F0 = result->F = result->cond = NAN;
   result->status = "failed";
-  if (!prob || !z) return -1;
+  if (!prob || !z) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "least squares: %s is NULL",
+                        prob ? "z" : "the problem");
+  }
   Work w;
   memset(&w, 0, sizeof(w));
   if (opt_in) {
@@ -1080,7 +1108,9 @@ int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in
   } else {
     mjdiff_defaultLsqOptions(&w.opt);
   }
-  if (!valid(prob, &w.opt, z)) return -1;
+  char msg[300];
+  const char* why = invalid(prob, &w.opt, z, msg, sizeof(msg));
+  if (why) return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE, "least squares: %s", why);
   w.prob = prob;
   w.n = prob->n;
   w.m = prob->m;
@@ -1097,7 +1127,8 @@ int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in
   if (!se || allocWork(&w, !nm, nm)) {
     free(se);
     freeWork(&w);
-    return -1;
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "least squares: out of memory (n = %d, "
+                        "m = %d)", n, w.m);
   }
 
   // bounds and the start point
@@ -1124,7 +1155,8 @@ int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in
     result->jacobians = w.jacobians;
     free(se);
     freeWork(&w);
-    return -1;
+    return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                        "least squares: the residuals cannot be evaluated at the start point");
   }
   result->F0 = w.F;
 
@@ -1151,7 +1183,7 @@ int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt_in
   result->reliable = result->converged && cond <= w.opt.cond_max && finite;
   result->stderr_z = se;
   freeWork(&w);
-  return 0;
+  return MJDIFF_OK;
 }
 
 void mjdiff_freeLsqResult(mjdiffLsqResult* result) {

@@ -187,7 +187,7 @@ TEST(Lsq, Rosenbrock) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {-1.2, 1};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0) << kMethodNames[k];
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK) << kMethodNames[k];
     std::printf(
         "[ rosenbrock ] %-11s %-18s iterations %3d evaluations %4d jacobians %3d "
         "|z - 1| %.1e F %.1e\n",
@@ -215,7 +215,7 @@ TEST(Lsq, ExponentialFit) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double zk[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, zk, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, zk, &res.res, nullptr, 0), MJDIFF_OK);
     std::printf(
         "[ exp fit    ] %-11s %-18s iterations %3d evaluations %4d jacobians %3d "
         "F %.6e z (%.6f %.6f %.6f) stderr (%.5f %.5f %.5f)\n",
@@ -249,7 +249,7 @@ TEST(Lsq, StandardErrorsMonteCarlo) {
     mjdiffLsqOptions opt = options(MJDIFF_LSQ_LM);
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     ASSERT_EQ(std::string(res->status).rfind("converged", 0), 0u) << res->status;
     for (int j = 0; j < 3; j++) {
       sum[j] += z[j];
@@ -290,7 +290,7 @@ TEST(Lsq, Bounds) {
     mjdiffLsqOptions ropt = options(MJDIFF_LSQ_LM);
     double zr2[2] = {1, 1};
     Result rres;
-    ASSERT_EQ(mjdiff_lsqSolve(&rprob, &ropt, zr2, &rres.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&rprob, &ropt, zr2, &rres.res, nullptr, 0), MJDIFF_OK);
     double zr[3];
     for (int j = 0, k = 0; j < 3; j++) zr[j] = j == c.var ? c.bound : zr2[k++];
     {
@@ -312,7 +312,7 @@ TEST(Lsq, Bounds) {
       double z[3] = {1, 1, 0};
       z[c.var] = c.start;
       Result res;
-      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
       std::printf(
           "[ bounds     ] var %c in [%g, %g] %-11s %-18s iterations %3d z (%.8f %.8f "
           "%.8f) ref (%.8f %.8f %.8f)\n",
@@ -339,7 +339,7 @@ TEST(Lsq, FixedVariable) {
   mjdiffLsqOptions ropt = options(MJDIFF_LSQ_LM);
   double zr[2] = {1, 1};
   Result rres;
-  ASSERT_EQ(mjdiff_lsqSolve(&rprob, &ropt, zr, &rres.res), 0);
+  ASSERT_EQ(mjdiff_lsqSolve(&rprob, &ropt, zr, &rres.res, nullptr, 0), MJDIFF_OK);
 
   double lo[3] = {-INFINITY, -INFINITY, 0.4}, hi[3] = {INFINITY, INFINITY, 0.4};
   for (int k = 0; k < 3; k++) {
@@ -348,7 +348,7 @@ TEST(Lsq, FixedVariable) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_EQ(std::string(res->status).rfind("converged", 0), 0u) << res->status;
     EXPECT_EQ(z[2], 0.4);
     EXPECT_EQ(data.calls.outside, 0);
@@ -395,7 +395,7 @@ TEST(Lsq, FailingResidual) {
       mjdiffLsqOptions opt = options(kMethods[k]);
       double z[2] = {10, 10};
       Result res;
-      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
       std::printf("[ failing    ] %s %-11s %-18s iterations %3d failed calls %d\n",
                   nan_mode ? "NaN     " : "nonzero ", kMethodNames[k], res->status, res->iterations,
                   p.failures);
@@ -416,7 +416,9 @@ TEST(Lsq, FailingResidual) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {-1, 1};
     Result res;
-    EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), -1);
+    char err[300] = "";
+    EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, err, sizeof(err)), MJDIFF_ERR_NONFINITE);
+    EXPECT_NE(std::string(err).find("start point"), std::string::npos) << err;
     EXPECT_STREQ(res->status, "failed");
     EXPECT_EQ(res->stderr_z, nullptr);
     EXPECT_EQ(z[0], -1);
@@ -436,7 +438,7 @@ TEST(Lsq, Cancel) {
     opt.cancel = &cancel;
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_STREQ(res->status, "interrupted") << kMethodNames[k];
     EXPECT_LE(res->F, res->F0);
     EXPECT_LE(res->iterations, 8);
@@ -447,7 +449,7 @@ TEST(Lsq, Cancel) {
     mjdiffLsqProblem prob2 = expProblem(&data2);
     double z2[3] = {1, 1, 0};
     Result res2;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob2, &opt, z2, &res2.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob2, &opt, z2, &res2.res, nullptr, 0), MJDIFF_OK);
     EXPECT_STREQ(res2->status, "interrupted");
     EXPECT_EQ(res2->iterations, 0);
     EXPECT_LE(res2->F, res2->F0);
@@ -468,7 +470,7 @@ TEST(Lsq, MaxIterations) {
     opt.max_iter = 3;
     double z[2] = {-1.2, 1};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_STREQ(res->status, "max iterations");
     EXPECT_EQ(res->iterations, 3);
   }
@@ -485,7 +487,7 @@ TEST(Lsq, EvaluationCounts) {
       mjdiffLsqOptions opt = options(kMethods[k]);
       opt.max_iter = max_iter;
       double z[3] = {1, 1, 0};
-      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res[k].res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res[k].res, nullptr, 0), MJDIFF_OK);
       // the counts are the calls made
       EXPECT_EQ(res[k]->evaluations, data.calls.plain) << kMethodNames[k];
       EXPECT_EQ(res[k]->jacobians, data.calls.withJ) << kMethodNames[k];
@@ -536,7 +538,7 @@ TEST(Lsq, SingularStandardErrors) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {0, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_EQ(std::string(res->status).rfind("converged", 0), 0u) << res->status;
     double sum = 0, st = 0, tt = 0;
     for (int i = 0; i < 10; i++) {
@@ -558,7 +560,7 @@ TEST(Lsq, GradientAtStart) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double z[2] = {1, 1};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_STREQ(res->status, "converged (gtol)");
     EXPECT_EQ(res->iterations, 0);
     EXPECT_EQ(res->F, 0);
@@ -586,7 +588,7 @@ TEST(Lsq, Progress) {
     Result res;
     testing::internal::CaptureStderr();
     testing::internal::CaptureStdout();
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     std::string out = testing::internal::GetCapturedStderr() + testing::internal::GetCapturedStdout();
     EXPECT_EQ(out, "") << "the library printed";
     // the start point, then one report per iteration, iterations counting up, F never rising
@@ -615,7 +617,7 @@ TEST(Lsq, ZeroIterations) {
     opt.max_iter = 0;
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_EQ(res->iterations, 0) << kMethodNames[k];
     EXPECT_STREQ(res->status, "max iterations");
     EXPECT_EQ(res->converged, 0);
@@ -636,7 +638,7 @@ TEST(Lsq, Reliability) {
     mjdiffLsqOptions opt = options(kMethods[k]);
     double z[3] = {1, 1, 0};
     Result res;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z, &res.res, nullptr, 0), MJDIFF_OK);
     EXPECT_EQ(res->converged, 1) << res->status;
     EXPECT_EQ(res->reliable, 1) << kMethodNames[k];
     EXPECT_GE(res->cond, 1.0);
@@ -645,7 +647,7 @@ TEST(Lsq, Reliability) {
     opt.cond_max = res->cond / 2;
     double z2[3] = {1, 1, 0};
     Result res2;
-    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z2, &res2.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z2, &res2.res, nullptr, 0), MJDIFF_OK);
     EXPECT_EQ(res2->converged, 1);
     EXPECT_EQ(res2->reliable, 0);
 
@@ -653,7 +655,7 @@ TEST(Lsq, Reliability) {
     mjdiffLsqOptions o2 = options(kMethods[k]);
     double zs[2] = {0, 0};
     Result rs;
-    ASSERT_EQ(mjdiff_lsqSolve(&sing, &o2, zs, &rs.res), 0);
+    ASSERT_EQ(mjdiff_lsqSolve(&sing, &o2, zs, &rs.res, nullptr, 0), MJDIFF_OK);
     EXPECT_EQ(rs->converged, 1);
     EXPECT_EQ(rs->reliable, 0) << kMethodNames[k];
     EXPECT_FALSE(rs->cond <= 1e10) << rs->cond;
@@ -790,8 +792,8 @@ TEST(Lsq, BlocksAgreeWithDense) {
       optb.solver = MJDIFF_LSQ_BLOCKS;
       Result rd, rb;
       outsideBlocks = 0;
-      ASSERT_EQ(mjdiff_lsqSolve(&dense, &opt, zd.data(), &rd.res), 0);
-      ASSERT_EQ(mjdiff_lsqSolve(&blocks, &optb, zb.data(), &rb.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&dense, &opt, zd.data(), &rd.res, nullptr, 0), MJDIFF_OK);
+      ASSERT_EQ(mjdiff_lsqSolve(&blocks, &optb, zb.data(), &rb.res, nullptr, 0), MJDIFF_OK);
       EXPECT_EQ(outsideBlocks, 0) << "the problem is not block structured";
       SCOPED_TRACE("variant " + std::to_string(variant) + " B " + std::to_string(B));
       EXPECT_STREQ(rd->status, rb->status);
@@ -835,15 +837,19 @@ TEST(Lsq, BlocksInvalid) {
   Result res;
   // sizes that do not add up
   mjdiffLsqProblem bad = {n, f.m(), nullptr, nullptr, nullptr, &f, f.np, 2, f.bs, blockNormal};
-  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z.data(), &res.res), -1);
+  char err[300] = "";
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z.data(), &res.res, err, sizeof(err)), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("block structure"), std::string::npos) << err;
   // blocks asked without a normal function, or for Nelder-Mead
   mjdiffLsqProblem noNormal = {n, f.m(), nullptr, nullptr, blockResidual, &f, 0, 0, 0, nullptr};
   opt.solver = MJDIFF_LSQ_BLOCKS;
-  EXPECT_EQ(mjdiff_lsqSolve(&noNormal, &opt, z.data(), &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&noNormal, &opt, z.data(), &res.res, nullptr, 0), MJDIFF_ERR_VALUE);
   mjdiffLsqProblem onlyNormal = {n, f.m(), nullptr, nullptr, nullptr, &f, f.np, 3, f.bs, blockNormal};
   opt.method = MJDIFF_LSQ_NELDER_MEAD;
   opt.solver = MJDIFF_LSQ_AUTO;
-  EXPECT_EQ(mjdiff_lsqSolve(&onlyNormal, &opt, z.data(), &res.res), -1);  // NM needs residual
+  EXPECT_EQ(mjdiff_lsqSolve(&onlyNormal, &opt, z.data(), &res.res, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);  // NM needs residual
+  EXPECT_NE(std::string(err).find("no residual"), std::string::npos) << err;
 }
 
 TEST(Lsq, Deterministic) {
@@ -858,7 +864,7 @@ TEST(Lsq, Deterministic) {
       z[run][1] = 1;
       z[run][2] = 0;
       Result res;
-      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z[run], &res.res), 0);
+      ASSERT_EQ(mjdiff_lsqSolve(&prob, &opt, z[run], &res.res, nullptr, 0), MJDIFF_OK);
       F[run] = res->F;
     }
     EXPECT_EQ(std::memcmp(z[0], z[1], sizeof(z[0])), 0);
@@ -877,23 +883,26 @@ TEST(Lsq, InvalidInput) {
   mjdiffLsqProblem bad = prob;
   bad.lo = lo;
   bad.hi = hi;
-  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res), -1);
+  char err[300] = "";
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res, err, sizeof(err)), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("variable 1"), std::string::npos) << err;
   EXPECT_STREQ(res->status, "failed");
   bad = prob;
   bad.n = 0;
-  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res, nullptr, 0), MJDIFF_ERR_VALUE);
   bad = prob;
   bad.residual = nullptr;
-  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&bad, &opt, z, &res.res, nullptr, 0), MJDIFF_ERR_VALUE);
   mjdiffLsqOptions badopt = opt;
   badopt.fd_eps = 0;
-  EXPECT_EQ(mjdiff_lsqSolve(&prob, &badopt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &badopt, z, &res.res, err, sizeof(err)), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("fd_eps"), std::string::npos) << err;
   badopt = opt;
   badopt.method = (mjdiffLsqMethod)7;
-  EXPECT_EQ(mjdiff_lsqSolve(&prob, &badopt, z, &res.res), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &badopt, z, &res.res, nullptr, 0), MJDIFF_ERR_VALUE);
   double znan[2] = {NAN, 1};
-  EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, znan, &res.res), -1);
-  EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, z, nullptr), -1);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, znan, &res.res, nullptr, 0), MJDIFF_ERR_VALUE);
+  EXPECT_EQ(mjdiff_lsqSolve(&prob, &opt, z, nullptr, nullptr, 0), MJDIFF_ERR_ARGUMENT);
   EXPECT_EQ(calls.plain + calls.withJ, 0);
   EXPECT_EQ(z[0], -1.2);
 }

@@ -932,10 +932,16 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
     opt.progress = a->quiet ? NULL : printProgress;
     opt.progress_user = prefix;
     opt.cancel = tool_interruptFlag();
-    if (mjdiff_lsqSolve(&prob, &opt, z, &res)) {
+    char lsq_err[500];
+    mjdiffStatus lst = mjdiff_lsqSolve(&prob, &opt, z, &res, lsq_err, sizeof(lsq_err));
+    if (lst == MJDIFF_ERR_NONFINITE) {
       const char* why = sysid_lastError(sm);
       fprintf(stderr, "%s: error: the residuals cannot be evaluated at the starting values%s%s\n",
               kTool, why[0] ? ": " : "", why);
+      code = TOOL_EXIT_RUNTIME;
+      goto done;
+    } else if (lst != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: %s\n", kTool, lsq_err);
       code = TOOL_EXIT_RUNTIME;
       goto done;
     }

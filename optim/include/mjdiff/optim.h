@@ -215,10 +215,13 @@ typedef struct mjdiffLsqResult_ {
 MJDIFF_API void mjdiff_defaultLsqOptions(mjdiffLsqOptions* opt);
 
 // Minimise from z (n, updated in place). result->stderr_z is allocated (free with
-// mjdiff_freeLsqResult). Returns 0, or -1 if the problem or options are invalid, memory runs out
-// or the start point cannot be evaluated. Nullable: opt (defaults).
-MJDIFF_API int mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt,
-                               double* z, mjdiffLsqResult* result);
+// mjdiff_freeLsqResult). Returns MJDIFF_OK (whatever result->status: an unconverged fit is a
+// result), else, with err naming the cause: MJDIFF_ERR_ARGUMENT (NULL), MJDIFF_ERR_VALUE (the
+// problem or options: the field and value), MJDIFF_ERR_MEMORY, MJDIFF_ERR_NONFINITE (the start
+// point cannot be evaluated). Nullable: opt (defaults), err.
+MJDIFF_API mjdiffStatus mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdiffLsqOptions* opt,
+                                        double* z, mjdiffLsqResult* result, char* err,
+                                        int errsz);
 MJDIFF_API void mjdiff_freeLsqResult(mjdiffLsqResult* result);
 
 #ifdef __cplusplus
