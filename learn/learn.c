@@ -497,10 +497,6 @@ static mjdiffStatus forwardItem(worker* w, int b, int plant, int T, double* J, i
   return MJDIFF_OK;
 }
 
-static double normal(mjdiffRng* r) {
-  double u1 = mjdiff_rngUniformOpen(r), u2 = mjdiff_rngUniform(r);
-  return sqrt(-2 * log(u1)) * cos(2 * mjPI * u2);
-}
 
 // stochastic rollout of item b on the smooth training model, recorded
 static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
@@ -523,7 +519,7 @@ static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
     }
     double* a = act + (size_t)t * nu;
     for (int i = 0; i < nu; i++) {
-      a[i] = w->y[i] + exp(L->logstd[i]) * normal(&rng);
+      a[i] = w->y[i] + exp(L->logstd[i]) * mjdiff_rngNormal(&rng);
       d->ctrl[i] = L->half[i] > 0 ? L->ctr[i] + L->half[i] * tanh(a[i]) : a[i];
     }
     velocities(m, d);

@@ -6,6 +6,8 @@
 //   xoshiro256**: out = rotl(s1 5, 7) 9; t = s1 << 17; s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3;
 //                 s2 ^= t; s3 = rotl(s3, 45)
 
+#include <math.h>
+
 #include <mjdiff/random.h>
 
 static uint64_t splitmix(uint64_t* x) {
@@ -43,4 +45,9 @@ double mjdiff_rngUniform(mjdiffRng* r) {
 
 double mjdiff_rngUniformOpen(mjdiffRng* r) {
   return ((double)(mjdiff_rngNext(r) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+double mjdiff_rngNormal(mjdiffRng* r) {
+  double u1 = mjdiff_rngUniformOpen(r), u2 = mjdiff_rngUniform(r);
+  return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }

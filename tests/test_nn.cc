@@ -1339,3 +1339,24 @@ TEST(Random, SeedingStreamsAndRanges) {
   EXPECT_GT(hi, 1 - 1e-3);
   EXPECT_NEAR(mean, 0.5, 0.01);  // sd of the mean 1e-3
 }
+
+// mjdiff_rngNormal: the documented Box-Muller branch on the generator's own uniforms, and the
+// moments of N(0, 1) (sd of the mean 0.0032, of the variance 0.0045, of the 4th moment 0.031)
+TEST(Random, Normal) {
+  mjdiffRng a, b;
+  mjdiff_rngSeed(&a, 7);
+  mjdiff_rngSeed(&b, 7);
+  const int n = 100000;
+  double m1 = 0, m2 = 0, m4 = 0;
+  for (int i = 0; i < n; i++) {
+    double z = mjdiff_rngNormal(&a);
+    double u1 = mjdiff_rngUniformOpen(&b), u2 = mjdiff_rngUniform(&b);
+    ASSERT_EQ(z, std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+    m1 += z / n;
+    m2 += z * z / n;
+    m4 += z * z * z * z / n;
+  }
+  EXPECT_NEAR(m1, 0, 0.02);
+  EXPECT_NEAR(m2, 1, 0.03);
+  EXPECT_NEAR(m4, 3, 0.2);
+}

@@ -419,10 +419,6 @@ static int curveEval(problem* p, const args* a, double* cost, double* succ) {
   return ok;
 }
 
-static double normal(mjdiffRng* r) {
-  double u1 = mjdiff_rngUniformOpen(r), u2 = mjdiff_rngUniform(r);
-  return sqrt(-2 * log(u1)) * cos(2 * mjPI * u2);
-}
 
 static int train(problem* p, const args* a) {
   char msg[1000];
@@ -519,7 +515,7 @@ static int train(problem* p, const args* a) {
       mjdiff_rngSeed(&rng, seed ^ 0xE5E5ULL);
       for (int k = 0; k < ndir; k++) {
         double* e = eps + (size_t)k * n;
-        for (int i = 0; i < n; i++) e[i] = normal(&rng);
+        for (int i = 0; i < n; i++) e[i] = mjdiff_rngNormal(&rng);
         double* wp = mjdiff_mlpParams(pert[2 * k]);
         double* wm = mjdiff_mlpParams(pert[2 * k + 1]);
         for (int i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
 //   numbers   xoshiro256** (Blackman and Vigna): 64-bit outputs
 //   uniform   the top 53 bits: u = (x >> 11) 2^-53 in [0, 1), or (u + 2^-54) in (0, 1) where a
 //             logarithm follows (Box-Muller)
+//   normal    Box-Muller's cosine branch on (u1 open, u2): one normal per two draws
 // A generator is a plain struct, owned by its user (one per thread); nothing is global.
 
 #ifndef MJDIFF_RANDOM_H_
@@ -35,6 +36,10 @@ MJDIFF_API double mjdiff_rngUniform(mjdiffRng* r);
 
 // Uniform in the open interval (0, 1): never 0 (a logarithm's argument).
 MJDIFF_API double mjdiff_rngUniformOpen(mjdiffRng* r);
+
+// A standard normal by Box-Muller, one per two draws: sqrt(-2 log u1) cos(2 pi u2) with u1 from
+// mjdiff_rngUniformOpen, then u2 from mjdiff_rngUniform.
+MJDIFF_API double mjdiff_rngNormal(mjdiffRng* r);
 
 #ifdef __cplusplus
 }
