@@ -108,28 +108,39 @@ static double* nums(size_t n, int* ok) {
   return v;
 }
 
-// split "a,b,c" into names (malloc'ed array of malloc'ed strings); count in *n
-static char** splitNames(const char* list, int* n) {
+mjdiffParams* mpc_paramList(const mjModel* m, const mjdiffModel* s, const char* names,
+                            const char* what, char* err, int errsz) {
+  size_t len = strlen(names);
+  char* copy = malloc(len + 1);
   int cap = 1;
-  for (const char* c = list; *c; c++) cap += *c == ',';
-  char** v = calloc((size_t)cap, sizeof(char*));
-  *n = 0;
-  if (!v) return NULL;
-  const char* s = list;
-  while (1) {
-    const char* e = strchr(s, ',');
-    size_t len = e ? (size_t)(e - s) : strlen(s);
-    if (len > 0) {
-      char* w = malloc(len + 1);
-      if (!w) break;
-      memcpy(w, s, len);
-      w[len] = 0;
-      v[(*n)++] = w;
-    }
-    if (!e) break;
-    s = e + 1;
+  for (const char* c = names; *c; c++) cap += *c == ',';
+  const char** list = calloc((size_t)cap, sizeof(char*));
+  if (!copy || !list) {
+    free(copy);
+    free(list);
+    snprintf(err, (size_t)errsz, "out of memory");
+    return NULL;
   }
-  return v;
+  memcpy(copy, names, len + 1);
+  int n = 0;  // the non-empty names between commas, in place
+  for (char* t = copy;; t++) {
+    char* e = strchr(t, ',');
+    if (e) *e = 0;
+    if (*t) list[n++] = t;
+    if (!e) break;
+    t = e;
+  }
+  mjdiffParams* p = NULL;
+  char why[512];
+  if (!n) {
+    snprintf(err, (size_t)errsz, "%s: no parameter names in '%s'", what, names);
+  } else if (mjdiff_makeParams(m, s, list, n, &p, why, sizeof(why)) != MJDIFF_OK) {
+    snprintf(err, (size_t)errsz, "%s: %s", what, why);
+    p = NULL;
+  }
+  free(list);
+  free(copy);
+  return p;
 }
 
 mpcAdapt* mpc_makeAdapt(const mjModel* m, const mjdiffModel* s, const char* names,
@@ -167,21 +178,8 @@ mpcAdapt* mpc_makeAdapt(const mjModel* m, const mjdiffModel* s, const char* name
     mpc_freeAdapt(a);
     return NULL;
   }
-  int nn = 0;
-  char** list = splitNames(names, &nn);
-  if (!list || nn == 0) {
-    snprintf(err, (size_t)errsz, "adapt: no parameter names in '%s'", names);
-    if (list) free(list);
-    mpc_freeAdapt(a);
-    return NULL;
-  }
-  char why[512];
-  mjdiffStatus st = mjdiff_makeParams(a->m, a->s, (const char* const*)list, nn, &a->prm, why,
-                                      sizeof(why));
-  for (int i = 0; i < nn; i++) free(list[i]);
-  free(list);
-  if (st != MJDIFF_OK) {
-    snprintf(err, (size_t)errsz, "--adapt: %s", why);
+  a->prm = mpc_paramList(a->m, a->s, names, "--adapt", err, errsz);
+  if (!a->prm) {
     mpc_freeAdapt(a);
     return NULL;
   }
@@ -261,6 +259,7 @@ mpcAdapt* mpc_makeAdapt(const mjModel* m, const mjdiffModel* s, const char* name
   mj_deleteData(d);
   for (int r = 0; r < 2; r++) mju_zero(a->Y + (size_t)r * a->ns, a->ns);
   mjdiffBatchEstDef d1 = a->def;
+  char why[512];
   if (mjdiff_batchLinearize(a->m, a->s, &d1, 1, 0, a->U, a->Y, a->x0, NULL, NULL, a->g, a->H,
                             why, sizeof(why)) != MJDIFF_OK) {
     snprintf(err, (size_t)errsz, "--adapt: %s", why);

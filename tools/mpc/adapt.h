@@ -33,6 +33,12 @@ void mpc_defaultAdaptOptions(mpcAdaptOptions* opt);
 
 typedef struct mpcAdapt_ mpcAdapt;
 
+// The parameters of a comma-separated list of <mjdiff/params.h> names or patterns ("a,b,c"), as
+// --adapt and --oracle take them; NULL with a message naming the option `what` on error (no
+// name, an unknown name).
+mjdiffParams* mpc_paramList(const mjModel* m, const mjdiffModel* s, const char* names,
+                            const char* what, char* err, int errsz);
+
 // An estimator of the parameters `names` (a comma-separated list of <mjdiff/params.h> names or
 // patterns) of model m with smooth model s (copied: the estimator fits on its own copies). NULL
 // with a message on error (an unknown name, a sensor without a derivative, bad options).

@@ -566,20 +566,8 @@ static int mainRun(int argc, char** argv) {
     }
   }
   if (a.oracle) {
-    // the names as --adapt takes them: a comma-separated list
-    char* copy = malloc(strlen(a.oracle) + 1);
-    const char* list[256];
-    int n = 0, ok = copy != NULL;
-    if (!ok) snprintf(err, sizeof(err), "out of memory");
-    if (ok) {
-      strcpy(copy, a.oracle);
-      for (char* t = strtok(copy, ","); t && n < 256; t = strtok(NULL, ",")) list[n++] = t;
-      char why[512];
-      ok = n > 0 && mjdiff_makeParams(p.m, p.s, list, n, &oracle, why, sizeof(why)) == MJDIFF_OK;
-      if (!ok) snprintf(err, sizeof(err), "--oracle: %s", n ? why : "no parameter names");
-    }
-    free(copy);
-    if (!ok || !mpc_loopSetOracle(loop, oracle, err, sizeof(err))) {
+    oracle = mpc_paramList(p.m, p.s, a.oracle, "--oracle", err, sizeof(err));
+    if (!oracle || !mpc_loopSetOracle(loop, oracle, err, sizeof(err))) {
       fprintf(stderr, TOOL ": error: %s\n", err);
       mjdiff_freeParams(oracle);
       tool_freePlant(plant);
