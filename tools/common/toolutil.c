@@ -202,6 +202,10 @@ void tool_jsonNumberDigits(FILE* f, double x, int digits) {
   }
 }
 
+void tool_csvNumber(FILE* f, int digits, double x) {
+  if (isfinite(x)) fprintf(f, "%.*g", digits, x);
+}
+
 void tool_jsonNumber(FILE* f, double x) {
   tool_jsonNumberDigits(f, x, 6);
 }

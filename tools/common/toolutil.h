@@ -79,6 +79,10 @@ mjModel* tool_loadXMLText(const char* path, const char* text, long size, char* e
 // JSON string with escapes
 void tool_jsonString(FILE* f, const char* s);
 
+// A CSV number: x with %.*g, nothing where x is not finite (the recordings' convention for a
+// missing value: never "nan" or "inf" text); the caller writes the separators.
+void tool_csvNumber(FILE* f, int digits, double x);
+
 // JSON numbers never carry NaN or Inf (which JSON cannot represent): they are written as null and
 // counted, with the key of the first one (the last key given to tool_jsonKey or tool_jsonField),
 // so that a report can say why (tool_jsonNullNote).

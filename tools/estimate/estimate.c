@@ -412,14 +412,10 @@ static void truthState(const mjModel* m, const sysidRecording* rec, int t, doubl
   mju_zero(x + m->nq + m->nv, m->na);
 }
 
-// ",x" with %.*g, or "," alone where x is not finite (an undefined standard deviation: the
-// recordings' convention for a missing value, never "nan" text)
+// ",x", or "," alone where x is not finite (an undefined standard deviation)
 static void csvValue(FILE* f, int digits, double x) {
-  if (isfinite(x)) {
-    fprintf(f, ",%.*g", digits, x);
-  } else {
-    fputc(',', f);
-  }
+  fputc(',', f);
+  tool_csvNumber(f, digits, x);
 }
 
 static int writeCsv(const args* a, const mjModel* m, const sysidRecording* rec, const run* r) {

@@ -365,9 +365,20 @@ static FILE* g_csv;
 static void curveRow(const args* a, long iter, long steps, double wall, double cost, double succ,
                      double gnorm, double ecost, double esucc) {
   if (!g_csv) return;
-  fprintf(g_csv, "%s,%ld,%ld,%.3f,%.6g,%.4f,%.6g,", a->tag, iter, steps, wall, cost, succ, gnorm);
-  if (isnan(ecost)) fprintf(g_csv, ",\n");
-  else fprintf(g_csv, "%.6g,%.4f\n", ecost, esucc);
+  // a non-finite value (a NaN gradient norm, an infinite cost of failed rollouts) is an empty
+  // field, as where no evaluation ran
+  fprintf(g_csv, "%s,%ld,%ld,%.3f,", a->tag, iter, steps, wall);
+  tool_csvNumber(g_csv, 6, cost);
+  fprintf(g_csv, ",%.4f,", succ);  // a share of rollouts: always finite
+  tool_csvNumber(g_csv, 6, gnorm);
+  fputc(',', g_csv);
+  if (!isnan(ecost)) {
+    tool_csvNumber(g_csv, 6, ecost);
+    fprintf(g_csv, ",%.4f", esucc);
+  } else {
+    fputc(',', g_csv);
+  }
+  fputc('\n', g_csv);
   fflush(g_csv);
 }
 
