@@ -749,7 +749,10 @@ int main(int argc, char** argv) {
   tool_catchInterrupt();
 #define LOG_ITER(JV, GN)                                                                        \
   do {                                                                                          \
-    fprintf(hist, "%d,%ld,%.6f,%.12g,%.6g", iter, P.rollouts, tool_now() - t0, JV, GN);         \
+    fprintf(hist, "%d,%ld,%.6f,", iter, P.rollouts, tool_now() - t0);                          \
+    tool_csvNumber(hist, 12, JV); /* a failed objective: an empty field, never nan text */     \
+    fputc(',', hist);                                                                           \
+    tool_csvNumber(hist, 6, GN);                                                                \
     for (int i_ = 0; i_ < np; i_++) fprintf(hist, ",%.12g", P.vals[i_]);                        \
     fprintf(hist, "\n");                                                                        \
     if (!a.quiet) {                                                                             \
