@@ -69,6 +69,7 @@
 
 struct designInfo_ {
   int nbody, ngeom, nsite, njnt;
+  int maxgeom;                 // the most geoms on one body
   signed char* inferred;       // (nbody) inertials follow the geoms
   mjtNum* rho;                 // (ngeom) density, or -1: fixed mass gmass
   mjtNum* gmass;               // (ngeom) mass at the reference
@@ -410,6 +411,9 @@ int mjdiff_designPrepare(const mjModel* m, mjdiffParams* p) {
   di->ngeom = ng;
   di->nsite = ns;
   di->njnt = nj;
+  for (int b = 0; b < nb; b++) {
+    if (m->body_geomnum[b] > di->maxgeom) di->maxgeom = m->body_geomnum[b];
+  }
   di->inferred = (signed char*)calloc((size_t)nb, 1);
   size_t nnum = (size_t)(2 * ng + 3 * nb + 6 * ng + 4 * ns + 3 * nj) + 1;
   mjtNum* buf = (mjtNum*)calloc(nnum, sizeof(mjtNum));
@@ -503,14 +507,18 @@ const char* mjdiff_designCheck(const mjModel* m, const paramEntry* e, mjtNum v) 
   return NULL;
 }
 
-void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values) {
+int mjdiff_designApplyScratch(const mjdiffParams* p) {
+  return p && p->design ? p->design->nbody + p->design->maxgeom : 0;
+}
+
+void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
+                        mjtNum* scratch) {
   const struct designInfo_* di = p->design;
   if (!di) return;
   int nb = m->nbody;
-  signed char touched[1024];
-  signed char* tb = nb <= 1024 ? touched : (signed char*)calloc((size_t)nb, 1);
-  if (!tb) return;
-  memset(tb, 0, (size_t)nb);
+  mjtNum* tb = scratch;         // (nbody) 1 where a body's geometry moved
+  mjtNum* gm = scratch + nb;    // (maxgeom) one body's geom masses
+  mju_zero(tb, nb);
 
   // scales first
   for (int i = 0; i < p->n; i++) {
@@ -579,9 +587,7 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values)
       if (m->site_bodyid[s] == b) m->site_sameframe[s] = 0;
     }
     if (!di->inferred[b]) continue;
-    mjtNum gm[64], *gmp = n <= 64 ? gm : (mjtNum*)malloc(sizeof(mjtNum) * (size_t)n);
-    if (!gmp) continue;
-    mjtNum* all = gmp - g0;  // indexed by geom id
+    mjtNum* all = gm - g0;  // indexed by geom id
     for (int g = g0; g < g0 + n; g++) {
       all[g] = di->rho[g] > 0 ? di->rho[g] * volume(m->geom_type[g], m->geom_size + 3 * g)
                               : di->gmass[g];
@@ -589,7 +595,6 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values)
     mjtNum T[9];
     bodyInertial(m, b, all, m->body_mass + b, m->body_ipos + 3 * b, m->body_iquat + 4 * b,
                  m->body_inertia + 3 * b, T);
-    if (gmp != gm) free(gmp);
     mass = 1;
   }
 
@@ -611,7 +616,6 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values)
       if (b) m->body_subtreemass[m->body_parentid[b]] += m->body_subtreemass[b];
     }
   }
-  if (tb != touched) free(tb);
 }
 
 //---------------------------------- derivative columns --------------------------------------------
@@ -622,6 +626,7 @@ struct mjdiffDesignScratch_ {
   mjtNum* vals;                // (np)
   mjtNum* r;                   // (4 nv): all and smooth parts at +h, then at -h
   mjtNum* state;               // (nq + nv + na + 1)
+  mjtNum* apply;               // (mjdiff_designApplyScratch) for mjdiff_designApply
 };
 
 mjdiffDesignScratch* mjdiff_makeDesignScratch(const mjModel* m, const mjdiffParams* p) {
@@ -630,7 +635,8 @@ mjdiffDesignScratch* mjdiff_makeDesignScratch(const mjModel* m, const mjdiffPara
   if (!w) return NULL;
   w->m = mj_copyModel(NULL, m);
   w->d = w->m ? mj_makeData(w->m) : NULL;
-  size_t n = (size_t)(p->n + 4 * m->nv + m->nq + m->nv + m->na + 1) + 1;
+  size_t n = (size_t)(p->n + 4 * m->nv + m->nq + m->nv + m->na + 1 +
+                      mjdiff_designApplyScratch(p)) + 1;
   w->vals = (mjtNum*)calloc(n, sizeof(mjtNum));
   if (!w->d || !w->vals) {
     mjdiff_freeDesignScratch(w);
@@ -638,6 +644,7 @@ mjdiffDesignScratch* mjdiff_makeDesignScratch(const mjModel* m, const mjdiffPara
   }
   w->r = w->vals + p->n;
   w->state = w->r + 4 * m->nv;
+  w->apply = w->state + m->nq + m->nv + m->na + 1;
   return w;
 }
 
@@ -657,7 +664,7 @@ static int residual(mjdiffDesignScratch* w, const mjModel* m, const mjData* d,
   mjData* dc = w->d;
   int nv = m->nv;
   mj_copyModel(mc, m);
-  mjdiff_designApply(mc, p, w->vals);
+  mjdiff_designApply(mc, p, w->vals, w->apply);
   mjdiff_loadState(mc, dc, w->state);
   mju_copy(dc->ctrl, d->ctrl, m->nu);
   mju_copy(dc->qfrc_applied, d->qfrc_applied, nv);

@@ -714,6 +714,15 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
     }
   }
 
+  // the geometry's scratch, before anything is written
+  mjtNum* scratch = NULL;
+  if (p->design) {
+    scratch = (mjtNum*)malloc(sizeof(mjtNum) * (size_t)(mjdiff_designApplyScratch(p) + 1));
+    if (!scratch) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "geometry parameters: out of memory");
+    }
+  }
+
   // apply: model-wide smooth fields first (they spread to the geoms without explicit values)
   int mass = 0, inertial = 0;
   for (int i = 0; i < p->n; i++) {
@@ -739,7 +748,8 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
     if (e->kind == PK_DOF_ARMATURE) inertial |= notSimple(m, m->dof_bodyid[e->id]);
   }
 
-  if (p->design) mjdiff_designApply(m, p, values);  // geometry: after the inertial fields
+  if (p->design) mjdiff_designApply(m, p, values, scratch);  // geometry: after the inertials
+  free(scratch);
 
   // MuJoCo's shortcuts for bodies whose frame is their inertial frame (xipos = xpos) and
   // "simple" bodies (diagonal mass matrix copied from dof_M0, computed at compile time) hold for

@@ -95,8 +95,11 @@ mjtNum mjdiff_designValue(const mjModel* m, const mjdiffParams* p, const paramEn
 const char* mjdiff_designCheck(const mjModel* m, const paramEntry* e, mjtNum v);
 
 // set the geometry entries of p to values (checked already), then the compile-time consequences:
-// inferred masses, centres of mass and inertias, bounding radii, shortcuts off
-void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values);
+// inferred masses, centres of mass and inertias, bounding radii, shortcuts off. scratch holds
+// mjdiff_designApplyScratch(p) numbers (the caller allocates it, so that nothing fails halfway).
+int mjdiff_designApplyScratch(const mjdiffParams* p);
+void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
+                        mjtNum* scratch);
 
 // scratch for the geometry columns (a model and data copy); NULL if p has no geometry entries
 typedef struct mjdiffDesignScratch_ mjdiffDesignScratch;

@@ -216,6 +216,40 @@ TEST(DesignCompile, MatchesRecompiledMJCF) {
   mj_deleteModel(m);
 }
 
+// a body with many geoms (80 boxes; the scratch is sized by the body with the most geoms): one
+// size set, the inertials equal the recompiled MJCF's
+static std::string manyGeoms(double size0) {
+  std::string x = "<mujoco><worldbody><body name=\"a\"><freejoint/>";
+  for (int i = 0; i < 80; i++) {
+    char g[200];
+    std::snprintf(g, sizeof(g),
+                  "<geom name=\"g%d\" type=\"box\" pos=\"%g %g 0\" size=\"%g 0.01 0.01\"/>", i,
+                  0.03 * (i % 9), 0.03 * (i / 9), i == 77 ? size0 : 0.01);
+    x += g;
+  }
+  return x + "</body></worldbody></mujoco>";
+}
+
+TEST(DesignCompile, ManyGeomsOnOneBody) {
+  char err[1000] = "";
+  mjModel* m = shim_loadString(manyGeoms(0.01).c_str(), err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  const char* names[] = {"geom:g77:size[0]"};
+  Params P;
+  ASSERT_EQ(mjdiff_makeParams(m, nullptr, names, 1, &P.p, err, sizeof(err)), MJDIFF_OK) << err;
+  mjtNum v = 0.05;
+  ASSERT_EQ(mjdiff_setParamValues(m, nullptr, P.p, &v, err, sizeof(err)), MJDIFF_OK) << err;
+  mjModel* r = shim_loadString(manyGeoms(0.05).c_str(), err, sizeof(err));
+  ASSERT_NE(r, nullptr) << err;
+  mjModel* r0 = shim_loadString(manyGeoms(0.01).c_str(), err, sizeof(err));
+  ASSERT_NE(r0, nullptr) << err;
+  EXPECT_LE(compareCompiled(m, r), 1e-9);
+  EXPECT_GT(compareCompiled(m, r0), 1e-3);  // the guard: the size moved the body's inertials
+  mj_deleteModel(r0);
+  mj_deleteModel(r);
+  mj_deleteModel(m);
+}
+
 // the compile map's Jacobian (forward mode) against centred differences of the set values:
 // mass, com and the inertia tensor of every body, and the principal moments by
 // d lambda_k = v_k' dT v_k (their eigenvalues are distinct here), to 1e-6 relative per body (the
