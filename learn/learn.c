@@ -143,6 +143,7 @@ struct worker_ {
   double* x0;                  // nx
   char err[512];
   int fail_item;
+  int netfail;                 // the network's forward or VJP failed in a callback
 };
 
 void mjdiff_freeLearner(mjdiffLearner* L) {
@@ -370,7 +371,19 @@ static void policyAct(const mjModel* m, const mjData* d, const mjtNum* theta, vo
                       mjtNum* ctrl) {
   (void)m;
   (void)theta;
-  if (!policyControls((worker*)user, d, ctrl)) mju_zero(ctrl, (int)m->nu);
+  worker* w = (worker*)user;
+  if (!policyControls(w, d, ctrl)) {
+    mju_zero(ctrl, (int)m->nu);
+    w->netfail = 1;  // the caller reports it after the rollout (the callback cannot)
+  }
+}
+
+// a network failure inside the policy callbacks, as a status naming it
+static mjdiffStatus netStatus(worker* w) {
+  if (!w->netfail) return MJDIFF_OK;
+  w->netfail = 0;
+  return fail(w->err, sizeof(w->err), MJDIFF_ERR_ARGUMENT,
+              "the policy network's forward or VJP failed inside a rollout");
 }
 
 static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
@@ -379,7 +392,10 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
   worker* w = (worker*)user;
   mjdiffLearner* L = w->L;
   observation(L, w->dk, d, w->goal, w->obs);
-  if (mjdiff_mlpForward(w->net, w->work, w->obs, 1, w->y, NULL, 0) != MJDIFF_OK) return;
+  if (mjdiff_mlpForward(w->net, w->work, w->obs, 1, w->y, NULL, 0) != MJDIFF_OK) {
+    w->netfail = 1;
+    return;
+  }
   for (int i = 0; i < L->nu; i++) {
     if (L->half[i] > 0) {
       double th = tanh(w->y[i]);
@@ -388,7 +404,10 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
       w->ay[i] = adj_ctrl[i];
     }
   }
-  if (mjdiff_mlpVJP(w->net, w->work, w->ay, 1, w->ao, adj_theta, NULL, 0) != MJDIFF_OK) return;
+  if (mjdiff_mlpVJP(w->net, w->work, w->ay, 1, w->ao, adj_theta, NULL, 0) != MJDIFF_OK) {
+    w->netfail = 1;
+    return;
+  }
   // state part of a_o, state layout -> tangent layout at x (d's qpos)
   mju_copy(w->gstate, w->ao, L->nx);
   mjdiff_getState(m, d, w->x0);
@@ -449,6 +468,7 @@ static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* gra
   const mjtNum* theta = mjdiff_mlpParams((mjdiffMLP*)w->net);  // read only
   mjdiffStatus st = mjdiff_rolloutForward(m, d, L->s, w->r, NULL, &pol, theta, NULL, NULL,
                                           w->err, sizeof(w->err));
+  if (st == MJDIFF_OK) st = netStatus(w);
   if (st != MJDIFF_OK) return st;
   velocities(m, d);
   *succ = mjdiff_taskSuccess(w->task, m, d);
@@ -460,6 +480,7 @@ static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* gra
   g.loss = &loss;
   g.grad_theta = grad;
   st = mjdiff_rolloutGradient(m, d, L->s, w->r, &g, w->err, sizeof(w->err));
+  if (st == MJDIFF_OK) st = netStatus(w);
   *J = loss;
   return st;
 }
@@ -473,6 +494,8 @@ static mjdiffStatus forwardItem(worker* w, int b, int plant, int T, double* J, i
   double cost = 0;
   for (int t = 0; t < T; t++) {
     policyAct(m, d, NULL, w, d->ctrl);
+    mjdiffStatus nst = netStatus(w);
+    if (nst != MJDIFF_OK) return nst;
     velocities(m, d);
     cost += mjdiff_taskCost(w->task, m, d, 0, NULL, NULL) / T;
     if (plant == MJDIFF_PLANT_NATIVE) {
