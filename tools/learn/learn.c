@@ -4,6 +4,8 @@
 //
 //   mjdiff-learn policy MODEL.xml TASK [options]     train (--method apg, es or ppo)
 //   mjdiff-learn eval MODEL.xml TASK WEIGHTS.npz     closed loop on the smooth and native plants
+//   ... eval ... --plant FILE [--record PREFIX]      and on a plant file (tools/common/plant.h),
+//        recording rollouts as sysid CSVs
 //
 // Methods (same network, task, batch of randomised starts and goals, simulated-step budget):
 //   apg  analytic policy gradients: the batch objective's exact gradient (<mjdiff/learn.h>:
@@ -33,7 +35,9 @@
 #include <mjdiff/reach.h>
 #include <mjdiff/task.h>
 
+#include "plant.h"
 #include "ppo.h"
+#include "recording.h"
 #include "toolutil.h"
 
 #define TOOL "mjdiff-learn"
@@ -68,6 +72,11 @@ static void usage(FILE* f) {
           "  --eval-every K         evaluate every K iterations (default 10)\n"
           "  --out PREFIX           PREFIX.npz, PREFIX.csv, PREFIX.png (default learn)\n"
           "  --tag NAME             method name in the CSV (default: the method)\n"
+          "  --plant FILE           eval: also run the closed loop on this plant file (native step,\n"
+          "                         hidden offsets, sensor noise, delay; one rollout at a time)\n"
+          "  --record PREFIX        eval with --plant: write the first --record-n plant rollouts as\n"
+          "                         recordings PREFIX-K.csv (mjdiff-sysid format)\n"
+          "  --record-n N           rollouts recorded (default 4)\n"
           "exit: 0 ok, 1 runtime error, 2 usage, 130 interrupted (weights saved)\n");
 }
 
@@ -92,6 +101,9 @@ typedef struct args_ {
   const char* out;
   const char* tag;
   int lr_set;
+  const char* plant;           // eval: plant file
+  const char* record;          // eval: recording prefix
+  long record_n;
 } args;
 
 // next field of a ':'-separated list in place: returns it (NUL-terminated), *rest past it
@@ -149,6 +161,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->es_sigma = 0.02;
   a->seed = 1;
   a->out = "learn";
+  a->record_n = 4;
   a->goal_term = -1;
   if (argc < 2 || tool_isHelp(argv[1])) {
     usage(argc < 2 ? stderr : stdout);
@@ -231,12 +244,20 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->out = tool_optionValue(TOOL, argc, argv, &i);
     } else if (!strcmp(o, "--tag")) {
       a->tag = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(o, "--plant")) {
+      a->plant = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(o, "--record")) {
+      a->record = tool_optionValue(TOOL, argc, argv, &i);
+    } else if (!strcmp(o, "--record-n")) {
+      a->record_n = tool_intOption(TOOL, argc, argv, &i, 1, 100000, "an integer in 1..100000");
     } else {
       tool_usageError(TOOL, "unknown option '%s'", o);
     }
   }
   if (npos < need) tool_usageError(TOOL, "expected %s", a->eval_only ? "MODEL TASK WEIGHTS" : "MODEL TASK");
   if (a->reach && a->method != M_APG) tool_usageError(TOOL, "--reach needs --method apg");
+  if ((a->plant || a->record) && !a->eval_only) tool_usageError(TOOL, "--plant and --record need eval");
+  if (a->record && !a->plant) tool_usageError(TOOL, "--record needs --plant FILE");
   if (!a->lr_set) a->lr = a->method == M_ES ? 1e-2 : a->method == M_PPO ? 3e-4 : 3e-3;
   if (!a->tag) a->tag = a->method == M_APG ? "apg" : a->method == M_ES ? "es" : "ppo";
 }
@@ -628,6 +649,120 @@ static int evalBoth(problem* p, const args* a) {
   return TOOL_EXIT_OK;
 }
 
+
+// closed loop on a plant file (tools/common/plant.h): the evaluation set's starts and goals
+// (seed + 1), one rollout at a time; the policy observes the plant's state (qpos, qvel) through
+// the training model's kinematics, the cost and success are the task's on the plant's model.
+// With --record, rollout b < --record-n is written as PREFIX-b.csv: the commanded controls, the
+// plant's qpos and qvel and its sensor readings (with the plant file's noise and bias).
+static int evalPlant(problem* p, const args* a) {
+  char err[1200], msg[1000];
+  toolPlant* pl = tool_readPlant(p->native, a->plant, err, sizeof(err));
+  if (!pl) {
+    fprintf(stderr, TOOL ": error: %s\n", err);
+    return TOOL_EXIT_RUNTIME;
+  }
+  if (!tool_plantCheck(pl, p->seconds, err, sizeof(err))) {
+    fprintf(stderr, TOOL ": error: %s\n", err);
+    tool_freePlant(pl);
+    return TOOL_EXIT_RUNTIME;
+  }
+  const mjModel* nm = p->native;
+  const mjModel* pm = tool_plantModel(pl);
+  int nq = (int)nm->nq, nv = (int)nm->nv, nu = (int)nm->nu, ns = (int)nm->nsensordata;
+  int T = (int)lround(p->seconds / nm->opt.timestep);
+  if (T < 1) T = 1;
+  int nobs = mjdiff_mlpDef(p->net)->nin;
+  mjdiffTask* task = mjdiff_copyTask(p->task);
+  mjdiffMLPWork* work = NULL;
+  if (!task || mjdiff_makeMLPWork(p->net, 1, &work, msg, sizeof(msg)) != MJDIFF_OK) tool_outOfMemory(TOOL);
+  mjData* d0 = mj_makeData(nm);
+  double* x0 = (double*)malloc(sizeof(double) * (size_t)(nq + nv + nm->na + 1));
+  double* obs = (double*)malloc(sizeof(double) * (size_t)nobs);
+  double* y = (double*)malloc(sizeof(double) * (size_t)(nu + 1));
+  double* u = (double*)malloc(sizeof(double) * (size_t)(nu + 1));
+  double* rc = (double*)malloc(sizeof(double) * (size_t)T * (size_t)(nu + 1));
+  double* rq = (double*)malloc(sizeof(double) * (size_t)(T + 1) * (size_t)(nq + 1));
+  double* rv = (double*)malloc(sizeof(double) * (size_t)(T + 1) * (size_t)(nv + 1));
+  double* rs = (double*)malloc(sizeof(double) * (size_t)(T + 1) * (size_t)(ns + 1));
+  if (!d0 || !x0 || !obs || !y || !u || !rc || !rq || !rv || !rs) tool_outOfMemory(TOOL);
+  int n = (int)a->eval_batch, nsucc = 0, nfin = 0, code = TOOL_EXIT_OK;
+  double sum = 0;
+  for (int b = 0; b < n && code == TOOL_EXIT_OK; b++) {
+    double g[3] = {0, 0, 0};
+    mjdiff_learnSample(p->L, a->seed + 1, b, x0, g);
+    if (p->opt.goal_term >= 0) mjdiff_taskSetPoint(task, p->opt.goal_term, g);
+    mj_resetData(nm, d0);
+    mjdiff_setState(nm, d0, x0);
+    d0->time = 0;
+    tool_plantReset(pl, d0);
+    double cost = 0;
+    int ok = 1;
+    for (int t = 0; t <= T && ok; t++) {
+      mjData* dp = tool_plantData(pl);
+      mj_kinematics(pm, dp);
+      mj_comPos(pm, dp);
+      mj_comVel(pm, dp);
+      mju_copy(rq + (size_t)t * nq, dp->qpos, nq);
+      mju_copy(rv + (size_t)t * nv, dp->qvel, nv);
+      if (ns) tool_plantSense(pl, rs + (size_t)t * ns);
+      if (t == T) {
+        cost += mjdiff_taskCost(task, pm, dp, 1, NULL, NULL);
+        nsucc += mjdiff_taskSuccess(task, pm, dp);
+        break;
+      }
+      mjdiff_learnObservation(p->L, dp, g, obs);
+      if (mjdiff_mlpForward(p->net, work, obs, 1, y, msg, sizeof(msg)) != MJDIFF_OK) {
+        fprintf(stderr, TOOL ": error: plant rollout %d: %s\n", b, msg);
+        code = TOOL_EXIT_RUNTIME;
+        ok = 0;
+        break;
+      }
+      for (int i = 0; i < nu; i++) {
+        double lo = nm->actuator_ctrlrange[2 * i], hi = nm->actuator_ctrlrange[2 * i + 1];
+        u[i] = nm->actuator_ctrllimited[i] && hi > lo ? 0.5 * (lo + hi) + 0.5 * (hi - lo) * tanh(y[i]) : y[i];
+      }
+      mju_copy(rc + (size_t)t * nu, u, nu);
+      cost += mjdiff_taskCost(task, pm, dp, 0, NULL, NULL) / T;
+      if (!tool_plantStep(pl, u, err, sizeof(err))) {
+        fprintf(stderr, TOOL ": warning: plant rollout %d: %s (counted as a failure)\n", b, err);
+        ok = 0;
+      }
+    }
+    if (code != TOOL_EXIT_OK) break;
+    if (ok && isfinite(cost)) {
+      sum += cost;
+      nfin++;
+    }
+    if (ok && a->record && b < a->record_n) {
+      char path[1100];
+      snprintf(path, sizeof(path), "%s-%d.csv", a->record, b);
+      if (sysid_writeRecording(nm, path, T, 0, rc, rq, rv, ns ? rs : NULL, err, sizeof(err)) != 0) {
+        fprintf(stderr, TOOL ": error: %s\n", err);
+        code = TOOL_EXIT_RUNTIME;
+      }
+    }
+  }
+  if (code == TOOL_EXIT_OK) {
+    printf("plant %s (dt %g s): cost %.4g success %d/%d (%.2f)%s\n", a->plant, nm->opt.timestep,
+           nfin ? sum / nfin : INFINITY, nsucc, n, (double)nsucc / n,
+           nfin < n ? " (some failed)" : "");
+  }
+  free(rs);
+  free(rv);
+  free(rq);
+  free(rc);
+  free(u);
+  free(y);
+  free(obs);
+  free(x0);
+  mj_deleteData(d0);
+  mjdiff_freeMLPWork(work);
+  mjdiff_freeTask(task);
+  tool_freePlant(pl);
+  return code;
+}
+
 int main(int argc, char** argv) {
   args a;
   parseArgs(argc, argv, &a);
@@ -638,6 +773,7 @@ int main(int argc, char** argv) {
     return TOOL_EXIT_RUNTIME;
   }
   int code = a.eval_only ? evalBoth(&p, &a) : train(&p, &a);
+  if (a.eval_only && a.plant && code == TOOL_EXIT_OK) code = evalPlant(&p, &a);
   if (!a.eval_only && code == TOOL_EXIT_OK) {
     int c2 = evalBoth(&p, &a);
     if (code == TOOL_EXIT_OK) code = c2;

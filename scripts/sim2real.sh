@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+#
+# The sim-to-real loop on the reacher (issue 18 item 3). The "robot" is a plant file
+# (tools/common/plant.h): link2 1.5x heavier, joint damping 3x, actuator gear 0.7x, sensor noise.
+# Each round:
+#   1. train (round 1) or fine-tune (--init the previous weights) an APG policy in the smooth
+#      model of the current calibrated model (mjdiff-learn policy)
+#   2. deploy it on the plant and record (mjdiff-learn eval --plant FILE --record PREFIX)
+#   3. calibrate link2's mass, the dampings and the gears with mjdiff-sysid on the recordings,
+#      seeded from the previous round's values (the current model), --xml writes the next model
+#   4. prediction error of the model before and after calibration (mjdiff-sysid --predict)
+# Output in OUT (default sim2real-out): rounds.csv, rounds.png (gnuplot), the per-round files.
+#   scripts/sim2real.sh [--rounds N] [--iters N] [--fine-iters N] [--out DIR]
+# Needs a build in build/ (scripts/setup.sh + cmake).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${MJDIFF_BIN:-$root/build/tools}
+rounds=4 iters=150 fine=60 out=sim2real-out
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    --fine-iters) fine=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n 3,17p "$0"; exit 0 ;;
+    *) echo "sim2real.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+task=$root/models/reacher.task
+goal=0:0.05,0.15:0.05,0.15:0.01,0.01
+common=(--goal "$goal" --start-noise 0.1)
+plant=$out/reacher.plant
+cat > "$plant" <<'PLANT'
+# the hidden reality of the reacher: absolute values (set), so that the plant is the same
+# whichever calibrated model mjdiff-learn eval is given (the nominal: 0.07 kg, 0.01, 0.1)
+set body:link2:mass 0.105
+set joint:*:damping 0.03
+set actuator:*:gear 0.07
+noise * 0.001
+seed 3
+PLANT
+# fitted (reacher.xml: link2 capsule 0.06 kg + fingertip 0.01 kg, damping 0.01, gear 0.1)
+params=(body:link2:mass joint:shoulder:damping joint:elbow:damping actuator:shoulder:gear actuator:elbow:gear)
+cp "$root/models/reacher.xml" "$out/model-1.xml"
+echo "round,sim_success,plant_cost,plant_success,pred_err_before,pred_err_after,param_err_before,param_err_after" > "$out/rounds.csv"
+weights=""
+for r in $(seq 1 "$rounds"); do
+  m=$out/model-$r.xml
+  if [[ -z $weights ]]; then
+    "$bin/mjdiff-learn" policy "$m" "$task" "${common[@]}" --batch 8 --iters "$iters" --eval-every 50 --out "$out/policy-$r" 2> "$out/train-$r.log" > "$out/train-$r.txt"
+  else
+    "$bin/mjdiff-learn" policy "$m" "$task" "${common[@]}" --batch 8 --iters "$fine" --eval-every 50 --lr 1e-3 --init "$weights" --out "$out/policy-$r" 2> "$out/train-$r.log" > "$out/train-$r.txt"
+  fi
+  weights=$out/policy-$r.npz
+  "$bin/mjdiff-learn" eval "$m" "$task" "$weights" "${common[@]}" --plant "$plant" --record "$out/rec-$r" --record-n 6 > "$out/eval-$r.txt" 2> "$out/eval-$r.log"
+  sim_succ=$(awk '/^plant smooth/ {gsub(/[()]/, "", $NF); print $NF}' "$out/eval-$r.txt")
+  read -r pc ps < <(awk '/^plant .*\.plant/ {for (i = 1; i <= NF; i++) { if ($i == "cost") c = $(i+1); if ($i == "success") s = $(i+2) } gsub(/[()]/, "", s); print c, s}' "$out/eval-$r.txt")
+  recs=("$out"/rec-"$r"-*.csv)
+  fitargs=()
+  for p in "${params[@]}"; do fitargs+=(--param "$p"); done
+  set +e
+  "$bin/mjdiff-sysid" --quiet "${fitargs[@]}" --out "$out/sysid-$r.json" --xml "$out/model-$((r + 1)).xml" "$m" "${recs[@]}" 2> "$out/sysid-$r.log"
+  src=$?
+  set -e
+  if [[ $src -ne 0 && $src -ne 3 && $src -ne 4 ]]; then
+    echo "sim2real.sh: round $r: mjdiff-sysid failed (exit $src), see $out/sysid-$r.log" >&2
+    exit 1
+  fi
+  "$bin/mjdiff-sysid" --predict --horizon 0 --out "$out/predict-before-$r.json" "$m" "${recs[@]}" > /dev/null 2>> "$out/sysid-$r.log"
+  "$bin/mjdiff-sysid" --predict --horizon 0 --out "$out/predict-after-$r.json" "$out/model-$((r + 1)).xml" "${recs[@]}" > /dev/null 2>> "$out/sysid-$r.log"
+  # parameter errors: mean relative |value - truth| / truth over the fitted parameters, at the
+  # values the round started from (sysid's "initial") and the calibrated ones ("fitted"); the
+  # truth is the nominal reacher with the plant file's factors
+  read -r pe_b pe_a < <(python3 - "$out/sysid-$r.json" <<'PY'
+import json, sys
+truth = {'body:link2:mass': 0.07 * 1.5, 'joint:shoulder:damping': 0.03, 'joint:elbow:damping': 0.03,
+         'actuator:shoulder:gear': 0.07, 'actuator:elbow:gear': 0.07}
+ps = json.load(open(sys.argv[1]))['metrics']['parameters']
+e = lambda k: sum(abs(p[k] - truth[p['name']]) / truth[p['name']] for p in ps) / len(ps)
+print('%.4g %.4g' % (e('initial'), e('fitted')))
+PY
+)
+  # prediction error: RMS joint-position error over the whole recordings, mean over joints (rad)
+  pred() {
+    python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['metrics']['horizons'][0]['joints']; print('%.4g' % (sum(j['rms'] for j in h) / len(h)))" "$1"
+  }
+  pb=$(pred "$out/predict-before-$r.json")
+  pa=$(pred "$out/predict-after-$r.json")
+  echo "$r,$sim_succ,$pc,$ps,$pb,$pa,$pe_b,$pe_a" >> "$out/rounds.csv"
+  echo "round $r: sim success $sim_succ | plant cost $pc success $ps | prediction error $pb -> $pa | parameter error $pe_b -> $pe_a (sysid exit $src)"
+done
+if command -v gnuplot > /dev/null 2>&1; then
+  gnuplot -e "set terminal png size 1200,400; set output '$out/rounds.png'; set datafile separator ',';
+    set multiplot layout 1,3; set xlabel 'round'; set xtics 1;
+    plot '$out/rounds.csv' every ::1 using 1:3 with linespoints title 'plant cost';
+    plot '$out/rounds.csv' every ::1 using 1:4 with linespoints title 'plant success', '' every ::1 using 1:2 with linespoints title 'sim success';
+    set logscale y; plot '$out/rounds.csv' every ::1 using 1:5 with linespoints title 'prediction error (model used)', '' every ::1 using 1:7 with linespoints title 'parameter error (model used)'; unset multiplot" \
+    || echo "sim2real.sh: gnuplot failed; no plot" >&2
+fi
+column -s, -t < "$out/rounds.csv"
