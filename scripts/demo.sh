@@ -2,7 +2,7 @@
 # Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 #
 # The README's main-job command: install packages, build (Release, build/), then a short
-# sim-to-real loop on the reacher (scripts/sim2real.sh --rounds 2): train a policy in the smooth
+# sim-to-real loop on the reacher (scripts/sim2real.sh, 4 rounds): train a policy in the smooth
 # model, deploy it on a mismatched plant (hidden link mass, damping and gear offsets, sensor
 # noise) and record, calibrate with mjdiff-sysid, retrain on the calibrated model and deploy
 # again. Prints the before-and-after table (plant cost and success, prediction error, parameter
@@ -27,4 +27,4 @@ if [[ ${1:-} == --contact ]]; then
 fi
 out=demo-out
 if [[ ${1:-} == --out ]]; then out=${2:?--out DIR}; fi
-exec "$root/scripts/sim2real.sh" --rounds 2 --out "$out"
+exec "$root/scripts/sim2real.sh" --rounds 4 --out "$out"
