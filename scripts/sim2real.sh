@@ -72,13 +72,16 @@ for r in $(seq 1 "$rounds"); do
   "$bin/mjdiff-sysid" --predict --horizon 0 --out "$out/predict-after-$r.json" "$out/model-$((r + 1)).xml" "${recs[@]}" > /dev/null 2>> "$out/sysid-$r.log"
   # parameter errors: mean relative |value - truth| / truth over the fitted parameters, at the
   # values the round started from (sysid's "initial") and the calibrated ones ("fitted"); the
-  # truth is the nominal reacher with the plant file's factors
-  read -r pe_b pe_a < <(python3 - "$out/sysid-$r.json" <<'PY'
-import json, sys
-truth = {'body:link2:mass': 0.07 * 1.5, 'joint:shoulder:damping': 0.03, 'joint:elbow:damping': 0.03,
-         'actuator:shoulder:gear': 0.07, 'actuator:elbow:gear': 0.07}
+  # truth is read from the plant file's `set NAME VALUE` statements (NAME may be a pattern)
+  read -r pe_b pe_a < <(python3 - "$out/sysid-$r.json" "$plant" <<'PY'
+import fnmatch, json, sys
+sets = [l.split()[1:3] for l in open(sys.argv[2]) if l.split()[:1] == ['set']]
+def truth(name):
+    v = [float(x) for pat, x in sets if fnmatch.fnmatchcase(name, pat)]
+    if not v: sys.exit('sim2real.sh: the plant file does not set the fitted %s' % name)
+    return v[-1]
 ps = json.load(open(sys.argv[1]))['metrics']['parameters']
-e = lambda k: sum(abs(p[k] - truth[p['name']]) / truth[p['name']] for p in ps) / len(ps)
+e = lambda k: sum(abs(p[k] - truth(p['name'])) / truth(p['name']) for p in ps) / len(ps)
 print('%.4g %.4g' % (e('initial'), e('fitted')))
 PY
 )
