@@ -356,14 +356,18 @@ void mjdiff_learnObservation(const mjdiffLearner* L, const mjData* d, const doub
   observation(L, L->workers[0].dk, d, goal, obs);
 }
 
+void mjdiff_learnControls(const mjdiffLearner* L, const double* y, double* ctrl) {
+  for (int i = 0; i < L->nu; i++) {
+    ctrl[i] = L->half[i] > 0 ? L->ctr[i] + L->half[i] * tanh(y[i]) : y[i];
+  }
+}
+
 // u = c + r tanh(y) (limited), y (unlimited); from the observation of d
 static int policyControls(worker* w, const mjData* d, double* ctrl) {
   mjdiffLearner* L = w->L;
   observation(L, w->dk, d, w->goal, w->obs);
   if (mjdiff_mlpForward(w->net, w->work, w->obs, 1, w->y, NULL, 0) != MJDIFF_OK) return 0;
-  for (int i = 0; i < L->nu; i++) {
-    ctrl[i] = L->half[i] > 0 ? L->ctr[i] + L->half[i] * tanh(w->y[i]) : w->y[i];
-  }
+  mjdiff_learnControls(L, w->y, ctrl);
   return 1;
 }
 
@@ -541,10 +545,8 @@ static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
       return MJDIFF_ERR_ARGUMENT;
     }
     double* a = act + (size_t)t * nu;
-    for (int i = 0; i < nu; i++) {
-      a[i] = w->y[i] + exp(L->logstd[i]) * mjdiff_rngNormal(&rng);
-      d->ctrl[i] = L->half[i] > 0 ? L->ctr[i] + L->half[i] * tanh(a[i]) : a[i];
-    }
+    for (int i = 0; i < nu; i++) a[i] = w->y[i] + exp(L->logstd[i]) * mjdiff_rngNormal(&rng);
+    mjdiff_learnControls(L, a, d->ctrl);
     velocities(m, d);
     cost[t] = mjdiff_taskCost(w->task, m, d, 0, NULL, NULL) / T;
     mjdiffStatus st = mjdiff_step(m, d, L->s, w->err, sizeof(w->err));

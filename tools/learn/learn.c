@@ -718,10 +718,7 @@ static int evalPlant(problem* p, const args* a) {
         ok = 0;
         break;
       }
-      for (int i = 0; i < nu; i++) {
-        double lo = nm->actuator_ctrlrange[2 * i], hi = nm->actuator_ctrlrange[2 * i + 1];
-        u[i] = nm->actuator_ctrllimited[i] && hi > lo ? 0.5 * (lo + hi) + 0.5 * (hi - lo) * tanh(y[i]) : y[i];
-      }
+      mjdiff_learnControls(p->L, y, u);
       mju_copy(rc + (size_t)t * nu, u, nu);
       cost += mjdiff_taskCost(task, pm, dp, 0, NULL, NULL) / T;
       if (!tool_plantStep(pl, u, err, sizeof(err))) {

@@ -111,6 +111,10 @@ void mjdiff_learnSample(const mjdiffLearner* L, uint64_t seed, int b, double* x0
 void mjdiff_learnObservation(const mjdiffLearner* L, const mjData* d, const double* goal,
                              double* obs);
 
+// The controls (nu) of the network's output y (nu): c + r tanh(y) for an actuator with a
+// ctrlrange the engine clamps to (c its centre, r its half-width), y itself otherwise.
+void mjdiff_learnControls(const mjdiffLearner* L, const double* y, double* ctrl);
+
 // Training objective of a batch of B rollouts of net (weights as they are in net) and, with grad
 // non-NULL, its gradient in the weights (mjdiff_mlpParamCount values, overwritten), on the
 // learner's threads. per_item (nullable, B): each rollout's J. A rollout that fails (a
