@@ -91,7 +91,10 @@ PY
   }
   pb=$(pred "$out/predict-before-$r.json")
   pa=$(pred "$out/predict-after-$r.json")
-  echo "$r,$sim_succ,$pc,$ps,$pb,$pa,$pe_b,$pe_a" >> "$out/rounds.csv"
+  # a figure that is not a finite number (mjdiff-learn prints inf when every rollout failed) is
+  # an empty CSV field
+  fin() { [[ $1 =~ ^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] && printf %s "$1"; }
+  echo "$r,$(fin "$sim_succ"),$(fin "$pc"),$(fin "$ps"),$(fin "$pb"),$(fin "$pa"),$(fin "$pe_b"),$(fin "$pe_a")" >> "$out/rounds.csv"
   echo "round $r: sim success $sim_succ | plant cost $pc success $ps | prediction error $pb -> $pa | parameter error $pe_b -> $pe_a (sysid exit $src)"
 done
 if command -v gnuplot > /dev/null 2>&1; then
