@@ -7,7 +7,8 @@
 // windows k0 = 0, H, 2H, .. with k0 + H <= T. Each window starts from the recorded state at k0:
 // every measured coordinate from the recording (a ball or free rotation only when its 4 components
 // are), the unmeasured ones carried on from the simulation of the previous window (the first:
-// the model's keyframe 0 or its reference state). The smooth step then runs H steps open loop
+// the model's keyframe 0 or its reference state). The smooth step (or a stepper: the hybrid of
+// --residual, the network of --mlp) then runs H steps open loop
 // under the recorded controls. Per joint, errors against the measured positions:
 //   hinge, slide   e = q - q_rec                          (rad or m)
 //   free           e_lin = |p - p_rec| (m), e_rot = |log(q_rec^-1 q)| (rad)
@@ -72,8 +73,8 @@ static double rms(double s, long n) {
 }
 
 int sysid_predict(const mjModel* m, const mjdiffModel* s, const sysidRecording* rec, int nrec,
-                  const double* horizons, int nh, FILE* json, FILE* table, char* err,
-                  int errsz) {
+                  const double* horizons, int nh, const sysidStepper* stepper, FILE* json,
+                  FILE* table, char* err, int errsz) {
   mjData* d = mj_makeData(m);
   acc* a = (acc*)calloc((size_t)m->njnt * (size_t)(nh > 0 ? nh : 1), sizeof(acc));
   long* windows = (long*)calloc((size_t)(nh > 0 ? nh : 1), sizeof(long));
@@ -108,7 +109,9 @@ int sysid_predict(const mjModel* m, const mjdiffModel* s, const sysidRecording* 
         windows[ih]++;
         for (int k = k0; k < k0 + H; k++) {
           mju_copy(d->ctrl, R->ctrl + (size_t)m->nu * k, m->nu);
-          if (mjdiff_step(m, d, s, err, errsz) != MJDIFF_OK) {
+          int fail = stepper ? stepper->step(stepper->user, m, d, err, errsz) != 0
+                             : mjdiff_step(m, d, s, err, errsz) != MJDIFF_OK;
+          if (fail) {
             char msg[600];
             snprintf(msg, sizeof(msg), "%s: step %d (time %g s): %s", R->path, k, R->t0 + k * h,
                      err);

@@ -1061,7 +1061,7 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
       }
       fprintf(f, "]}, \"status\": \"ok\", \"metrics\": {\"horizons\": ");
     }
-    if (sysid_predict(m, s, rec, nrec, hz, nh, f, stdout, err, sizeof(err))) {
+    if (sysid_predict(m, s, rec, nrec, hz, nh, NULL, f, stdout, err, sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
     }
