@@ -9,6 +9,7 @@
 #include <mjdiff/params.h>
 
 #include "compat.h"
+#include "derivative.h"
 #include "internal.h"
 
 void mjdiff_defaultStepJac(mjdiffStepJac* jac) {
@@ -50,9 +51,23 @@ mjdiffStatus mjdiff_stepAdjoint(const mjModel* m, mjData* d, const mjdiffModel* 
   mjdiffStatus st = mjdiff_stepVJP(m, d, s, w, next, adj->adj_x, adj->adj_ctrl, adj->adj_param,
                                    err, errsz);
   compat_stackFree(d, mark);
+  if (st == MJDIFF_OK && adj->adj_qfrc && !mjdiff_stepForceAdjoint(w, adj->adj_qfrc)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "adj_qfrc: the adjoint of an applied force needs the Euler or the "
+                        "implicit step (the model's integrator is RK4)");
+  }
   if (st == MJDIFF_OK && adj->adj_sensor) {
+    mjtNum* part = NULL;
+    if (adj->adj_qfrc) {
+      mark = compat_stackMark(d);
+      part = compat_stackAllocNum(d, m->nv + 1);
+    }
     st = mjdiff_sensorVJP(m, d, s, w, adj->adj_sensor, adj->adj_x, adj->adj_ctrl,
                           adj->adj_param, err, errsz);
+    if (st == MJDIFF_OK && part && mjdiff_stepForceAdjoint(w, part)) {
+      mju_addTo(adj->adj_qfrc, part, m->nv);
+    }
+    if (part) compat_stackFree(d, mark);
   }
   return st;
 }

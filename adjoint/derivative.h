@@ -195,6 +195,13 @@ void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x);
 struct mjdiffStepDeriv_;
 void mjdiff_stepDerivHint(struct mjdiffStepDeriv_* w, const mjtNum* qvel_next);
 
+// after mjdiff_stepVJP or mjdiff_sensorVJP on w: the adjoint of d->qfrc_applied at the state of
+// that product (nv; the gradient of adj_next' x' or adj_sensor' s in a generalised force applied
+// at x). Returns 1, or 0 (adj_qfrc untouched) if the last product did not form it: an RK4 step,
+// or a call that failed.
+struct mjdiffStepDeriv_;
+int mjdiff_stepForceAdjoint(const struct mjdiffStepDeriv_* w, mjtNum* adj_qfrc);
+
 // bytes held by a step-derivative workspace
 struct mjdiffStepDeriv_;
 size_t mjdiff_stepDerivMemory(const struct mjdiffStepDeriv_* w);

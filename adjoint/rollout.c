@@ -12,6 +12,11 @@
 //               g_p += Q_T' dl/ds_T
 //   step-wise losses (terms, callback) at step t add dl_t/dx_t, dl_t/du_t, dl_t/ds_t to the dense
 //   inputs of that step; only their active steps run the extra forward pass
+//   a force model f_t = phi(x_t, u_t; theta_f) in qfrc_applied (mjdiff_rolloutSetForce): the
+//   step's and the readings' adjoints of qfrc_applied, a_f, go through its VJP before the
+//   policy's: a_x += phi_x' a_f, a_u += phi_u' a_f, g_theta_f += phi_theta' a_f; the forces are
+//   recorded ((T + 1) x nv, f_T = phi(x_T, u_{T-1}) for the readings at x_T), so checkpointed
+//   segments replay them
 //   checkpointing recomputes the states of one segment (k steps) from its stored start with the
 //   recorded controls: the smooth step is a deterministic function of (x, u, t), so the states,
 //   and the gradients, are bit for bit those of storing everything.
@@ -54,6 +59,10 @@ struct mjdiffRollout_ {
   mjtNum* lu;
   mjtNum* ls;
   mjtNum* uT;                  // (nu): control gradient of the readings at x_T, for u_{T-1}
+  const mjdiffForceModel* force;  // attached force model, its parameters, and its record
+  const mjtNum* ftheta;
+  mjtNum* qfrc;                // ((T + 1) x nv) forces of the last forward rollout, or NULL
+  mjtNum* af;                  // (2 nv) scratch: adjoints of qfrc_applied
   size_t bytes;
 };
 
@@ -133,7 +142,67 @@ void mjdiff_freeRollout(mjdiffRollout* r) {
   if (!r) return;
   mjdiff_freeStepDeriv(r->w);
   free(r->stored);
+  free(r->qfrc);
   free(r);
+}
+
+mjdiffStatus mjdiff_rolloutSetForce(mjdiffRollout* r, const mjdiffForceModel* force,
+                                    const mjtNum* theta, char* err, int errsz) {
+  if (!r) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "rollout is NULL");
+  r->recorded = 0;
+  if (!force) {
+    r->force = NULL;
+    r->ftheta = NULL;
+    return MJDIFF_OK;
+  }
+  if (!force->force || !force->vjp || force->nparam < 0 || (force->nparam > 0 && !theta)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "force model needs force and vjp callbacks and its parameters");
+  }
+  if (r->m->opt.integrator == mjINT_RK4 && !mjdiff_implicit(r->s)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "a force model needs the Euler or the implicit step: the RK4 step's "
+                        "adjoint has no applied-force part");
+  }
+  if (!r->qfrc) {
+    int nv = r->m->nv;
+    size_t n = (size_t)(r->T + 1) * nv + 2 * (size_t)nv + 1;
+    r->qfrc = (mjtNum*)calloc(n, sizeof(mjtNum));
+    if (!r->qfrc) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the force record");
+    }
+    r->af = r->qfrc + (size_t)(r->T + 1) * nv;
+    r->bytes += n * sizeof(mjtNum);
+  }
+  r->force = force;
+  r->ftheta = theta;
+  return MJDIFF_OK;
+}
+
+// the inputs of step t on d: its controls and, with a force model, its recorded force (t = T:
+// the controls of T - 1 and the force at x_T)
+static void stepInputs(const mjModel* m, mjData* d, const mjdiffRollout* r, int t) {
+  mju_copy(d->ctrl, r->ctrl + (size_t)r->nu * (t < r->T ? t : r->T - 1), r->nu);
+  if (r->force) mju_copy(d->qfrc_applied, r->qfrc + (size_t)m->nv * t, m->nv);
+}
+
+// with a force model: f_t = phi(x_t, u_t) from d (controls set) into qfrc_applied and the record
+static void applyForce(const mjModel* m, mjData* d, mjdiffRollout* r, int t) {
+  if (!r->force) return;
+  r->force->force(m, d, r->ftheta, r->force->user, d->qfrc_applied);
+  mju_copy(r->qfrc + (size_t)m->nv * t, d->qfrc_applied, m->nv);
+}
+
+// with a force model, after a step or readings VJP at step t (d at x_t, inputs set): add the
+// last product's adjoint of qfrc_applied to r->af (zeroed by the caller)
+static mjdiffStatus forceAdjoint(mjdiffRollout* r, int nv, char* err, int errsz) {
+  if (!r->force) return MJDIFF_OK;
+  if (!mjdiff_stepForceAdjoint(r->w, r->af + nv)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "the step adjoint did not form the applied force's adjoint");
+  }
+  mju_addTo(r->af, r->af + nv, nv);
+  return MJDIFF_OK;
 }
 
 size_t mjdiff_rolloutMemory(const mjdiffRollout* r) {
@@ -178,6 +247,7 @@ static mjdiffStatus rolloutStep(const mjModel* m, mjData* d, const mjdiffModel* 
     mju_copy(d->ctrl, ctrl + (size_t)r->nu * t, r->nu);
   }
   mju_copy(r->ctrl + (size_t)r->nu * t, d->ctrl, r->nu);
+  applyForce(m, d, r, t);
   return mjdiff_step(m, d, s, err, errsz);
 }
 
@@ -212,6 +282,7 @@ mjdiffStatus mjdiff_rolloutForward(const mjModel* m, mjData* d, const mjdiffMode
     if (sensordata && ns) mju_copy(sensordata + (size_t)ns * t, d->sensordata, ns);
   }
   if (r->T % r->stride == 0) mjdiff_saveState(m, d, r->stored + (size_t)r->nx * (r->T / r->stride));
+  applyForce(m, d, r, r->T);  // x_T with u_{T-1}: its readings
   if (states) {
     mju_copy(states + (size_t)nxs * r->T, d->qpos, nq);
     mju_copy(states + (size_t)nxs * r->T + nq, d->qvel, nv);
@@ -302,6 +373,12 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "grad_theta is needed with a policy that has parameters");
   }
+  int nforce = r->force ? r->force->nparam : 0, nv = m->nv;
+  if (nforce > 0 && !g->grad_force) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "grad_force is needed with a force model that has parameters");
+  }
+  mjtNum* grad_force = g->grad_force;
   if (dLds) {
     st = checkSensorGrad(m, dLds, T, err, errsz);
     if (st != MJDIFF_OK) return st;
@@ -318,6 +395,7 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
   mjtNum value = 0;
 
   if (grad_theta) mju_zero(grad_theta, ntheta);
+  if (grad_force) mju_zero(grad_force, nforce);
   if (grad_param) mju_zero(grad_param, np);
   if (dLdx) {
     mju_copy(r->lambda, dLdx + (size_t)ndx * T, ndx);
@@ -332,18 +410,18 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
     int last = T / r->stride;
     mjdiff_loadState(m, d, r->stored + (size_t)nx * last);
     for (int t = last * r->stride; t < T; t++) {
-      mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+      stepInputs(m, d, r, t);
       st = mjdiff_step(m, d, s, err, errsz);
       if (st != MJDIFF_OK) return st;
     }
-    mju_copy(d->ctrl, r->ctrl + (size_t)nu * (T - 1), nu);
+    stepInputs(m, d, r, T);
     mjdiff_saveState(m, d, r->segment);
     int active = 0;
     if (stepwise) {
       st = stepLosses(m, d, s, r, g, T, &value, &active, err, errsz);
       if (st != MJDIFF_OK) return st;
       mjdiff_loadState(m, d, r->segment);
-      mju_copy(d->ctrl, r->ctrl + (size_t)nu * (T - 1), nu);
+      stepInputs(m, d, r, T);
     }
     if (active) {
       mju_addTo(r->lambda, r->lx, ndx);
@@ -358,6 +436,12 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
       st = mjdiff_sensorVJP(m, d, s, r->w, r->ls, r->lambda, r->uT, r->ap, err, errsz);
       if (st != MJDIFF_OK) return st;
       if (grad_param) mju_addTo(grad_param, r->ap, np);
+      if (r->force) {
+        mju_zero(r->af, nv);
+        st = forceAdjoint(r, nv, err, errsz);
+        if (st != MJDIFF_OK) return st;
+        r->force->vjp(m, d, r->ftheta, r->force->user, r->af, r->lambda, r->uT, grad_force);
+      }
     }
   }
 
@@ -368,7 +452,7 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
     mjdiff_loadState(m, d, r->stored + (size_t)nx * seg);
     mju_copy(r->segment, r->stored + (size_t)nx * seg, nx);
     for (int t = t0 + 1; t < t1; t++) {
-      mju_copy(d->ctrl, r->ctrl + (size_t)nu * (t - 1), nu);
+      stepInputs(m, d, r, t - 1);
       st = mjdiff_step(m, d, s, err, errsz);
       if (st != MJDIFF_OK) return st;
       mjdiff_saveState(m, d, r->segment + (size_t)nx * (t - t0));
@@ -377,7 +461,7 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
     for (int t = t1 - 1; t >= t0; t--) {
       const mjtNum* xt = r->segment + (size_t)nx * (t - t0);
       mjdiff_loadState(m, d, xt);
-      mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+      stepInputs(m, d, r, t);
       // the implicit step's Newton starts from the stored v_{t+1}: one iteration, on the
       // forward pass's own solution (mjdiff_stepDerivHint)
       const mjtNum* xnext = t + 1 < t1    ? r->segment + (size_t)nx * (t + 1 - t0)
@@ -386,12 +470,17 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
       mjdiff_stepDerivHint(r->w, xnext ? xnext + m->nq : NULL);
       st = mjdiff_stepVJP(m, d, s, r->w, r->lambda, r->ax, r->au, r->ap, err, errsz);
       if (st != MJDIFF_OK) return st;
+      if (r->force) {
+        mju_zero(r->af, nv);
+        st = forceAdjoint(r, nv, err, errsz);
+        if (st != MJDIFF_OK) return st;
+      }
       int active = 0;
       if (stepwise) {
         st = stepLosses(m, d, s, r, g, t, &value, &active, err, errsz);
         if (st != MJDIFF_OK) return st;
         mjdiff_loadState(m, d, xt);
-        mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+        stepInputs(m, d, r, t);
       }
       const mjtNum* st_ls = NULL;
       if (active && ns && anyNonzero(r->ls, ns)) {
@@ -405,6 +494,11 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
       if (st_ls) {
         st = mjdiff_sensorVJP(m, d, s, r->w, st_ls, r->ax, r->au, r->ap, err, errsz);
         if (st != MJDIFF_OK) return st;
+        st = forceAdjoint(r, nv, err, errsz);
+        if (st != MJDIFF_OK) return st;
+      }
+      if (r->force) {
+        r->force->vjp(m, d, r->ftheta, r->force->user, r->af, r->ax, r->au, grad_force);
       }
       if (active) {
         mju_addTo(r->ax, r->lx, ndx);
@@ -429,10 +523,11 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
   int last = T / r->stride;
   mjdiff_loadState(m, d, r->stored + (size_t)nx * last);
   for (int t = last * r->stride; t < T; t++) {
-    mju_copy(d->ctrl, r->ctrl + (size_t)nu * t, nu);
+    stepInputs(m, d, r, t);
     st = mjdiff_step(m, d, s, err, errsz);
     if (st != MJDIFF_OK) return st;
   }
+  if (r->force) stepInputs(m, d, r, T);
   return MJDIFF_OK;
 }
 

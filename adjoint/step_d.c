@@ -94,6 +94,8 @@ struct mjdiffStepDeriv_ {
   mjtNum* vnext;
   mjtNum* vhint;               // (nv) Newton's first iterate for the next call, if hint
   int hint;
+  mjtNum* qfrcAdj;             // (nv) adjoint of qfrc_applied of the last VJP (step or sensors)
+  int qfrcOk;                  // 1 if qfrcAdj holds it (Euler and implicit VJPs; not RK4)
   int badEnd[2];               // geoms of a contact at X' without a geometry Jacobian, or -1
   mjdiffDesignScratch* design; // geometry parameters' scratch (design_d.c), or NULL
 };
@@ -532,7 +534,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
-    (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv,
+    (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -546,7 +548,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
                      &w->DrDp, &w->DadotDp, &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
                      &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
-                     &w->N, &w->piv, &w->vnext, &w->vhint};
+                     &w->N, &w->piv, &w->vnext, &w->vhint, &w->qfrcAdj};
   mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = next;
@@ -587,6 +589,12 @@ void mjdiff_stepDerivHint(mjdiffStepDeriv* w, const mjtNum* qvel_next) {
   if (!w) return;
   w->hint = qvel_next != NULL;
   if (qvel_next) mju_copy(w->vhint, qvel_next, w->nv);
+}
+
+int mjdiff_stepForceAdjoint(const mjdiffStepDeriv* w, mjtNum* adj_qfrc) {
+  if (!w || !w->qfrcOk) return 0;
+  mju_copy(adj_qfrc, w->qfrcAdj, w->nv);
+  return 1;
 }
 
 void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x) {
@@ -659,6 +667,9 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int m
 // Euler VJP without forming [A B]: out (ndx + nu) = [A B]' lam, lam = (lq, lv, la)
 //   adj_q = Phi' lq,  mu = lv + h Psi' lq  (adjoint of v'),  adj_v = mu,
 //   nu = H^-1 (h mu),  adj_[x u] += nu' X,  adj_a += la,  adj_[x u] += h la' Dadot (unclipped)
+// nu is also the adjoint of a generalised force applied at X (qfrc_applied enters f linearly:
+// H dacc = dqfrc, and for the implicit step N dacc = dqfrc, since it is one of the forces f_o at
+// X): kept in w->qfrcAdj
 static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit,
                      const mjtNum* lam, mjtNum* out) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
@@ -676,6 +687,8 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
     nu[i] = h * mu;
   }
   solveH(m, d, w, implicit, nu, 1, 1);
+  mju_copy(w->qfrcAdj, nu, nv);
+  w->qfrcOk = 1;
   for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
   for (int i = 0; i < na; i++) {
     if (clipped(m, d, d->act_dot, i)) continue;
@@ -873,6 +886,8 @@ static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjt
   mjtNum* nu = w->RhsT;
   mju_mulMatTVec(nu, w->DsDacc, adj_s, ns, nv);
   solveH(m, d, w, implicit, nu, 1, 1);
+  mju_copy(w->qfrcAdj, nu, nv);  // the readings' adjoint of qfrc_applied (through acc)
+  w->qfrcOk = 1;
   for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
 }
 
@@ -904,6 +919,8 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
 
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
   mjdiff_saveState(m, d, w->state);
+  w->qfrcOk = 0;
+  mju_zero(w->qfrcAdj, w->nv);  // readings without an acceleration stage: zero
   w->badContact = -1;
   w->badSensor = -1;
   w->badTendon = -1;

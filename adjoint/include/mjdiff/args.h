@@ -53,6 +53,10 @@ typedef struct mjdiffStepAdj_ {
   mjtNum* adj_x;               // (ndx) outputs, overwritten: A' adj_next + C' adj_sensor
   mjtNum* adj_ctrl;            // (nu)  B' adj_next + D' adj_sensor
   mjtNum* adj_param;           // (np)  P' adj_next + Q' adj_sensor
+  mjtNum* adj_qfrc;            // (nv)  the adjoint of d->qfrc_applied at x: the gradient of
+                               // adj_next' x' + adj_sensor' s in a generalised force applied
+                               // during the step (a learned residual force, a disturbance).
+                               // Euler and the implicit step; RK4 fails (MJDIFF_ERR_UNSUPPORTED)
 } mjdiffStepAdj;
 
 // Every field NULL.

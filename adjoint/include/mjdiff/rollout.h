@@ -49,6 +49,26 @@ typedef struct mjdiffPolicy_ {
               const mjtNum* adj_ctrl, mjtNum* adj_x, mjtNum* adj_theta);
 } mjdiffPolicy;
 
+// A generalised force the rollout applies at every step: a learned residual force (the hybrid
+// model of <mjdiff/residual.h>), a disturbance model. f_t = phi(x_t, u_t; theta) (nv) is written
+// into d->qfrc_applied (replacing it) after the step's controls and before the step, and stays
+// there while the step and its readings are evaluated; its VJP sits in the backward sweep:
+//   a_f = adjoint of qfrc_applied of step t (the step's and the readings' parts)
+//   a_x += phi_x' a_f,  a_u += phi_u' a_f,  g_theta_f += phi_theta' a_f
+typedef struct mjdiffForceModel_ {
+  int nparam;                  // number of its parameters theta
+  void* user;                  // passed to both callbacks
+  // write the force (nv) for the state and controls in d (qpos, qvel, act, ctrl, time;
+  // kinematics not computed)
+  void (*force)(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
+                mjtNum* qfrc);
+  // given adj_qfrc (nv), ADD (dphi/dx)' adj_qfrc to adj_x (2nv+na, tangent layout at d's qpos),
+  // (dphi/du)' adj_qfrc to adj_ctrl (nu) and (dphi/dtheta)' adj_qfrc to adj_theta (nparam); d
+  // holds the state and controls the force was made at
+  void (*vjp)(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
+              const mjtNum* adj_qfrc, mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_theta);
+} mjdiffForceModel;
+
 // A rollout's recording and workspace (one per thread). Opaque.
 typedef struct mjdiffRollout_ mjdiffRollout;
 
@@ -59,6 +79,16 @@ MJDIFF_API mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* 
                                            const mjdiffParams* p, int horizon,
                                            const mjdiffRolloutOptions* opt, mjdiffRollout** out,
                                            char* err, int errsz);
+
+// Attach a force model with its parameters theta (both kept alive by the caller) to the following
+// forward rollouts and sweeps of r; NULL detaches it. The first attach allocates the record of
+// the forces ((T + 1) x nv). Fails with MJDIFF_ERR_UNSUPPORTED under RK4 (its step adjoint has no
+// applied-force part), MJDIFF_ERR_ARGUMENT without callbacks or theta, MJDIFF_ERR_MEMORY.
+// After a forward rollout with a force model, d ends at x_T with qfrc_applied = phi(x_T,
+// u_{T-1}), so that its readings there are those the sweep differentiates.
+// Nullable: force, theta (with nparam 0), err.
+MJDIFF_API mjdiffStatus mjdiff_rolloutSetForce(mjdiffRollout* r, const mjdiffForceModel* force,
+                                               const mjtNum* theta, char* err, int errsz);
 
 // Free a rollout. NULL is a no-op.
 MJDIFF_API void mjdiff_freeRollout(mjdiffRollout* r);
@@ -124,6 +154,8 @@ typedef struct mjdiffRolloutGrad_ {
   mjtNum* grad_ctrl;           // (T x nu) dL/du_t (with a policy: the total through x)
   mjtNum* grad_theta;          // (nparam) policy parameters; required with a policy that has them
   mjtNum* grad_param;          // (np) model parameters of the rollout's selection
+  mjtNum* grad_force;          // (nparam) parameters of the attached force model
+                               // (mjdiff_rolloutSetForce); required with one that has them
 } mjdiffRolloutGrad;
 
 // Every field NULL.

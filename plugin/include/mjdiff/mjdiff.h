@@ -27,6 +27,7 @@
 #include <mjdiff/loss.h>
 #include <mjdiff/args.h>
 #include <mjdiff/nn.h>
+#include <mjdiff/residual.h>
 #include <mjdiff/optim.h>
 #include <mjdiff/random.h>
 
