@@ -2,8 +2,8 @@
 # Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 #
 # mjdiff-sysid --mlp (tools/sysid/mlpdyn.c): a pure network dynamics model x' = x + f(x, u) of
-# the reacher, trained briefly on four random-control recordings of 2 s and measured on a chirp recording
-# by --predict --mlp-weights.
+# the reacher, trained briefly on four random-control recordings of 2 s and measured on a chirp
+# recording by --predict --mlp-weights.
 #   1. training writes the .npz (no .tmp left) with progress lines; numpy reads the documented
 #      arrays (format, sizes 6 32 32 4, input_mean, input_std, layers.K.weight and bias) and the
 #      file's network applied to a training recording gives its one-step differences (the output
@@ -198,8 +198,8 @@ run "$SYSID" --predict --mlp-weights "$TMP/w.npz" "$TMP/pend.xml" "$TMP/pend.csv
 [[ $RC -eq 1 && "$ERR" == *"w.npz"*"6 inputs and 4 outputs"*"3 inputs"*"2 outputs"* ]] ||
   fail "wrong-shape weights: exit $RC: $ERR"
 
-sed 's|<motor name="m" joint="hinge"|<general name="m" joint="hinge" dyntype="filter" dynprm="0.1"|' \
-  "$TMP/pend.xml" >"$TMP/act.xml"
+FILTER='<general name="m" joint="hinge" dyntype="filter" dynprm="0.1"'
+sed "s|<motor name=\"m\" joint=\"hinge\"|$FILTER|" "$TMP/pend.xml" >"$TMP/act.xml"
 run "$SYSID" --mlp mlp:8 --weights "$TMP/a.npz" "$TMP/act.xml" "$TMP/pend.csv"
 [[ $RC -eq 1 && "$ERR" == *"actuator 'm'"* ]] || fail "activation state: exit $RC: $ERR"
 

@@ -211,8 +211,9 @@ static int fit(mjdiffMLP* net, const double* z, const double* yn, long n,
       goto done;
     }
     if (opt->progress && (ep == 0 || (ep + 1) % every == 0 || ep + 1 == opt->epochs)) {
-      fprintf(opt->progress, "mjdiff-sysid: mlp epoch %5d/%d  train mse %.4e (normalised)  %.2f s\n",
-              ep + 1, opt->epochs, mse, tool_now() - t0);
+      fprintf(opt->progress,
+              "mjdiff-sysid: mlp epoch %5d/%d  train mse %.4e (normalised)  %.2f s\n", ep + 1,
+              opt->epochs, mse, tool_now() - t0);
     }
     if (tool_interrupted()) {
       snprintf(err, (size_t)errsz, "interrupted at epoch %d (nothing written)", ep + 1);

@@ -296,7 +296,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   }
   if (a->mlp && !a->mlp_out) tool_usageError(kTool, "--mlp needs --weights OUT.npz");
   if (!a->mlp && a->mlp_out) tool_usageError(kTool, "--weights is an option of --mlp");
-  if (a->mlp_weights && !a->predict) tool_usageError(kTool, "--mlp-weights is an option of --predict");
+  if (a->mlp_weights && !a->predict) {
+    tool_usageError(kTool, "--mlp-weights is an option of --predict");
+  }
   if (!a->generate && !a->predict && !a->mlp && a->nparam == 0) {
     tool_usageError(kTool, "no --param given");
   }
