@@ -28,6 +28,7 @@
 #include <mjdiff/params.h>
 
 #include "guard.h"
+#include "mlpdyn.h"
 #include "predict.h"
 #include "residual.h"
 #include "sysid.h"
@@ -75,6 +76,12 @@ typedef struct args_ {
   int predict;
   double horizon[MAXLIST];     // seconds; 0: the whole recording
   int nhorizon;
+  // mlp (mlpdyn.c)
+  const char* mlp;             // network spec: train a pure network dynamics model
+  const char* mlp_out;         // --weights
+  long epochs;
+  double lr;
+  const char* mlp_weights;     // --predict with the network's stepper
 } args;
 
 static void usage(void) {
@@ -82,7 +89,9 @@ static void usage(void) {
       "usage: %s [options] MODEL.xml DATA.csv...       fit parameters to recordings\n"
       "       %s --generate OUT.csv [options] MODEL.xml   write a simulated recording\n"
       "       %s --predict [--horizon S]... [--set NAME=VALUE]... MODEL.xml DATA.csv...\n"
-      "                                     open-loop prediction error against recordings\n\n"
+      "                                     open-loop prediction error against recordings\n"
+      "       %s --mlp SPEC --weights OUT.npz [options] MODEL.xml DATA.csv...\n"
+      "                                     train a pure network model x' = x + f(x, u)\n\n"
       "Fit physical parameters of MODEL (MuJoCo names, patterns with '*') to recorded\n"
       "trajectories by Levenberg-Marquardt on exact gradients of the smooth model.\n\n"
       "fit options:\n"
@@ -128,14 +137,24 @@ static void usage(void) {
       "                         per joint the RMS, end-of-horizon and largest position error\n"
       "                         (table on stdout, JSON with --out)\n"
       "  --horizon S            horizon in seconds, 0 for the whole recording (repeat; default\n"
-      "                         0.1, 0.5 and the whole recording)\n\n"
+      "                         0.1, 0.5 and the whole recording)\n"
+      "  --mlp-weights W.npz    simulate the network of --mlp instead of MODEL's physics\n\n",
+      kTool, kTool, kTool, kTool);
+  printf(
+      "mlp options (hinge and slide joints only, no activation states):\n"
+      "  --mlp SPEC             train x' = x + f(qpos, qvel, ctrl), x = (qpos, qvel), on the\n"
+      "                         recordings' one-step differences; SPEC as mlp:64,64 or\n"
+      "                         mlp:64,64:relu (tanh by default) or linear\n"
+      "  --weights OUT.npz      the trained network (required; numpy.load reads it)\n"
+      "  --epochs N             passes over the data, minibatches of 256 (default 300)\n"
+      "  --lr LR                Adam's learning rate (default 1e-3)\n"
+      "  --seed N               initial weights and minibatch order (default 1)\n\n"
       "  --help                 show this help and exit\n\n"
       "Data format (CSV, header of names): time; ctrl:ACTUATOR; qpos:JOINT and qvel:JOINT\n"
       "(components qpos:JOINT:K for ball and free joints); sensor:SENSOR (sensor:SENSOR:K).\n"
       "Exit codes: 0 converged with reliable standard errors, 3 not converged (report written,\n"
       "standard errors withheld), 4 converged but poorly conditioned (standard errors withheld),\n"
-      "1 runtime error, 2 usage error, 130 interrupted (partial report).\n",
-      kTool, kTool, kTool);
+      "1 runtime error, 2 usage error, 130 interrupted (partial report).\n");
 }
 
 static double numberArg(int argc, char** argv, int* i, double lo) {
@@ -158,6 +177,8 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->duration = 2;
   a->ctrl = "random";
   a->seed = 1;
+  a->epochs = 300;
+  a->lr = 1e-3;
   for (int i = 1; i < argc; i++) {
     const char* s = argv[i];
     if (tool_isHelp(s)) {
@@ -246,6 +267,16 @@ static void parseArgs(int argc, char** argv, args* a) {
       if (!tool_parseInt(v, 0, 2147483647L, &a->seed)) {
         tool_usageError(kTool, "--seed must be an integer >= 0, got '%s'", v);
       }
+    } else if (!strcmp(s, "--mlp")) {
+      a->mlp = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--weights")) {
+      a->mlp_out = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--mlp-weights")) {
+      a->mlp_weights = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--epochs")) {
+      a->epochs = tool_intOption(kTool, argc, argv, &i, 1, 100000000L, "an integer >= 1");
+    } else if (!strcmp(s, "--lr")) {
+      a->lr = tool_doubleOption(kTool, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO, "a number > 0");
     } else if (s[0] == '-' && s[1]) {
       tool_usageError(kTool, "unknown option '%s'", s);
     } else if (!a->model) {
@@ -259,7 +290,18 @@ static void parseArgs(int argc, char** argv, args* a) {
   if (!a->generate && a->ndata == 0) tool_usageError(kTool, "no data file given");
   if (a->predict && a->generate) tool_usageError(kTool, "--predict and --generate exclude each other");
   if (!a->predict && a->nhorizon) tool_usageError(kTool, "--horizon is an option of --predict");
-  if (!a->generate && !a->predict && a->nparam == 0) tool_usageError(kTool, "no --param given");
+  if (a->mlp && a->nparam) tool_usageError(kTool, "--mlp and --param exclude each other");
+  if (a->mlp && (a->predict || a->generate)) {
+    tool_usageError(kTool, "--mlp trains; --predict --mlp-weights W.npz simulates the network");
+  }
+  if (a->mlp && !a->mlp_out) tool_usageError(kTool, "--mlp needs --weights OUT.npz");
+  if (!a->mlp && a->mlp_out) tool_usageError(kTool, "--weights is an option of --mlp");
+  if (a->mlp_weights && !a->predict) {
+    tool_usageError(kTool, "--mlp-weights is an option of --predict");
+  }
+  if (!a->generate && !a->predict && !a->mlp && a->nparam == 0) {
+    tool_usageError(kTool, "no --param given");
+  }
   if (!a->generate && a->native) tool_usageError(kTool, "--plant is an option of --generate");
 }
 
@@ -1061,7 +1103,12 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
       }
       fprintf(f, "]}, \"status\": \"ok\", \"metrics\": {\"horizons\": ");
     }
-    if (sysid_predict(m, s, rec, nrec, hz, nh, NULL, f, stdout, err, sizeof(err))) {
+    sysidStepper st = {NULL, NULL};
+    if (a->mlp_weights && sysid_mlpMakeStepper(m, a->mlp_weights, &st, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+    } else if (sysid_predict(m, s, rec, nrec, hz, nh, st.step ? &st : NULL, f, stdout, err,
+                             sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
     }
@@ -1100,7 +1147,17 @@ int main(int argc, char** argv) {
     mj_deleteModel(m);
     return TOOL_EXIT_RUNTIME;
   }
-  int code = a.generate ? generate(m, s, &a) : a.predict ? predict(m, s, &a) : fit(m, s, &a);
+  int code;
+  if (a.mlp) {
+    sysidMLPOptions mo = {a.mlp, (int)a.epochs, a.lr, (uint64_t)a.seed, a.quiet ? NULL : stderr};
+    code = TOOL_EXIT_OK;
+    if (sysid_mlpTrain(m, a.data, a.ndata, &mo, a.mlp_out, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+    }
+  } else {
+    code = a.generate ? generate(m, s, &a) : a.predict ? predict(m, s, &a) : fit(m, s, &a);
+  }
   mjdiff_freeModel(s);
   mj_deleteModel(m);
   return code;
