@@ -251,10 +251,10 @@ typedef struct mjdiffCmaesOptions_ {
   double ftarget;              // stop once a value <= ftarget was found; -INFINITY: never
                                // (default -INFINITY)
   double tol_x;                // stop when sigma sqrt(C_ii) and sigma |p_c,i| are below tol_x
-                               // for every variable i, >= 0 (default 1e-11)
+                               // for every variable i, >= 0 (0: off; default 1e-11)
   double tol_fun;              // stop when the best values of the last 10 + ceil(30 n / lambda)
-                               // generations and all values of the last one lie within
-                               // tol_fun, >= 0 (default 1e-12)
+                               // generations and all values of the last one span less than
+                               // tol_fun, >= 0 (0: off; default 1e-12)
   unsigned long long seed;     // random seed, any value (default 1)
 } mjdiffCmaesOptions;
 
