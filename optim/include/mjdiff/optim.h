@@ -314,8 +314,8 @@ typedef double (*mjdiffCmaesObjective)(void* user, const double* x);
 
 // Minimise fun from the mean x (n; on return the best point found, inside the bounds) by ask and
 // tell until a stop criterion holds (info->status: converged, target, max evals or stalled;
-// never more than max_evals evaluations). Errors as mjdiff_makeCmaes. Nullable: lo, hi, opt,
-// info, err.
+// never more than max_evals evaluations). Errors: MJDIFF_ERR_ARGUMENT for a NULL x or fun, else
+// as mjdiff_makeCmaes (fun is then never called). Nullable: lo, hi, opt, info, err.
 MJDIFF_API mjdiffStatus mjdiff_cmaesMinimize(int n, double* x, const double* lo,
                                              const double* hi, mjdiffCmaesObjective fun,
                                              void* user, const mjdiffCmaesOptions* opt,
