@@ -4,7 +4,8 @@
 # mjdiff-design end to end on the reacher example (scripts/design/): projected Adam co-design
 # lowers the objective; the written MJCF differs from the input only in the optimised attribute
 # values and recompiles to the optimised model (report's recompiled_worst_rel <= 1e-9); ties make
-# two parameters one value; Nelder-Mead runs; bad input fails with a message naming it (a bound
+# two parameters one value; Nelder-Mead runs; CMA-ES co-design halves the objective and repeats
+# for a seed; bad input fails with a message naming it (a bound
 # that excludes the current value, a mesh or world-body parameter, a missing --param).
 NAME=design_cli
 BUILD_DIR=$1
@@ -43,6 +44,15 @@ L=$(grep -o '"name":"body:lower:scale","initial": [^,]*,"final": [^,]*' "$TMP/t.
 run "$T" "$X" "$K" $P --method nm --iters 30 --out "$TMP/n" --no-plot --quiet
 [ "$RC" = 0 ] || fail "nm run: rc $RC: $ERR"
 
+# CMA-ES baseline: co-design lowers the objective, the report names the method, a seed repeats
+run "$T" "$X" "$K" $P --codesign --method cmaes --iters 30 --out "$TMP/c" --no-plot --quiet
+[ "$RC" = 0 ] || fail "cmaes run: rc $RC: $ERR"
+grep -q '"method": *"CMA-ES"' "$TMP/c.json" || fail "the report does not name CMA-ES"
+JC=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$TMP/c.json")
+awk -v a="$JC" -v b="$J0" 'BEGIN { exit !(a < 0.5 * b) }' || fail "cmaes: objective $J0 -> $JC did not halve"
+run "$T" "$X" "$K" $P --codesign --method cmaes --iters 30 --out "$TMP/c2" --no-plot --quiet
+[ "$(cut -d, -f1,2,4- "$TMP/c.csv")" = "$(cut -d, -f1,2,4- "$TMP/c2.csv")" ] || fail "cmaes: same seed, different history"
+
 # bad input
 run "$T" "$X" "$K" $P --bounds body:upper:scale=1.2:2 --out "$TMP/b" --no-plot --quiet
 [ "$RC" = 2 ] || fail "a bound excluding the value: rc $RC"
@@ -52,4 +62,4 @@ run "$T" "$X" "$K" --param body:world:pos --out "$TMP/b" --no-plot --quiet
 echo "$ERR" | grep -q "body:world:pos.*world body" || fail "world body message: $ERR"
 run "$T" "$X" "$K" --out "$TMP/b" --quiet
 [ "$RC" = 2 ] || fail "no --param: rc $RC"
-echo "design_cli: ok (J $J0 -> $J, recompiled $R)"
+echo "design_cli: ok (J $J0 -> $J, CMA-ES $JC, recompiled $R)"

@@ -17,8 +17,13 @@
 // [0.2 v, 5 v] for sizes and scales, none else; controls: their ctrlrange) are kept by projection
 // after each step: projected Adam, x <- P(x - lr d). With --method nm: Nelder-Mead on the same
 // variables (design, and controls with --codesign), vertices projected onto the bounds: the
-// baseline, without gradients.
-// --target J stops either method once J <= target (rollout counts to a common value).
+// baseline, without gradients. With --method cmaes: CMA-ES (optim/cmaes.c) on the same variables,
+// bounds and objective as Nelder-Mead (samples projected onto the bounds, a failed rollout +inf),
+// from the initial values with step --sigma on the scaled variables; one iteration is one
+// generation of lambda = 4 + floor(3 ln n) rollouts, ended early by --target or --max-rollouts;
+// the run ends when CMA-ES's own stop criteria hold (tol_x, tol_fun, stalled).
+// --target J stops any method once J <= target (rollout counts to a common value; Nelder-Mead and
+// CMA-ES: the rollout of the first value <= J for CMA-ES, the end of its iteration for NM).
 //
 // Outputs (PREFIX from --out, default "design"): PREFIX.xml the MJCF text with only the changed
 // attribute values rewritten (pos, size, fromto of the affected elements), checked by recompiling
@@ -65,7 +70,9 @@ typedef struct args_ {
   double lr;
   double target;               // NAN: none
   long max_rollouts;
-  const char* method;          // adam, nm
+  const char* method;          // adam, nm, cmaes
+  double sigma;                // CMA-ES's initial step
+  long seed;                   // CMA-ES's seed
   const char* distance;        // JOINT[:W]
   const char* out;
   int quiet, noplot;
@@ -87,7 +94,10 @@ static void usage(void) {
       "  --codesign           optimise the controls jointly (starting from --controls)\n"
       "  --duration S         rollout length in seconds (default: the task's duration, else 2)\n"
       "  --distance JOINT[:W] add -W (qpos_JOINT(T) - qpos_JOINT(0)) to the cost (default W 1)\n"
-      "  --method adam|nm     projected Adam (default) or Nelder-Mead (the baseline)\n"
+      "  --method adam|nm|cmaes  projected Adam (default), Nelder-Mead or CMA-ES (the\n"
+      "                       derivative-free baselines; CMA-ES: an iteration is a generation)\n"
+      "  --sigma X            CMA-ES's initial step on the scaled variables (default 0.1)\n"
+      "  --seed N             CMA-ES's random seed (default 1)\n"
       "  --iters N            iterations (default 100)\n"
       "  --lr X               Adam's rate on the scaled variables (default 0.02)\n"
       "  --target J           stop once the objective is <= J\n"
@@ -106,6 +116,8 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->target = NAN;
   a->max_rollouts = 100000;
   a->method = "adam";
+  a->sigma = 0.1;
+  a->seed = 1;
   a->out = "design";
   int npos = 0;
   for (int i = 1; i < argc; i++) {
@@ -129,9 +141,13 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->distance = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--method")) {
       a->method = tool_optionValue(kTool, argc, argv, &i);
-      if (strcmp(a->method, "adam") && strcmp(a->method, "nm")) {
-        tool_usageError(kTool, "--method must be adam or nm, got '%s'", a->method);
+      if (strcmp(a->method, "adam") && strcmp(a->method, "nm") && strcmp(a->method, "cmaes")) {
+        tool_usageError(kTool, "--method must be adam, nm or cmaes, got '%s'", a->method);
       }
+    } else if (!strcmp(o, "--sigma")) {
+      a->sigma = tool_doubleOption(kTool, argc, argv, &i, 0, 100, TOOL_OPEN_LO, "in (0, 100]");
+    } else if (!strcmp(o, "--seed")) {
+      a->seed = tool_intOption(kTool, argc, argv, &i, 0, 2147483647L, "in [0, 2^31 - 1]");
     } else if (!strcmp(o, "--iters")) {
       a->iters = tool_intOption(kTool, argc, argv, &i, 0, 1000000, "in [0, 1e6]");
     } else if (!strcmp(o, "--lr")) {
@@ -295,11 +311,17 @@ static double objective(problem* P, const double* x, double* g) {
   return loss - P->dweight * dist;
 }
 
+static const char* methodName(const char* method) {
+  if (!strcmp(method, "adam")) return "projected Adam";
+  return !strcmp(method, "cmaes") ? "CMA-ES" : "Nelder-Mead";
+}
+
 static void project(const problem* P, double* x) {
   for (int k = 0; k < P->nvar; k++) x[k] = fmin(fmax(x[k], P->lo[k]), P->hi[k]);
 }
 
-// Nelder-Mead's objective: projected first, a failed rollout is +inf
+// the derivative-free methods' objective (Nelder-Mead, CMA-ES): projected first, a failed
+// rollout is +inf
 static double nmEval(problem* P, double* x) {
   project(P, x);
   double f = objective(P, x, NULL);
@@ -822,6 +844,56 @@ int main(int argc, char** argv) {
     }
     free(xprev);
     mjdiff_freeAdam(adam);
+  } else if (!strcmp(a.method, "cmaes")) {
+    // CMA-ES by ask and tell on the scaled variables within their bounds, each candidate
+    // evaluated as Nelder-Mead's; a generation cut short (target, rollout budget) is not told
+    int n = P.nvar;
+    mjdiffCmaesOptions co;
+    mjdiff_defaultCmaesOptions(&co);
+    co.sigma0 = a.sigma;
+    co.seed = (unsigned long long)a.seed;
+    co.max_evals = 2000000000L;  // the rollouts are counted here
+    mjdiffCmaes* cm = NULL;
+    if (mjdiff_makeCmaes(n, x, P.lo, P.hi, &co, &cm, err, sizeof(err)) != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: CMA-ES: %s\n", kTool, err);
+      return TOOL_EXIT_RUNTIME;
+    }
+    int L = mjdiff_cmaesLambda(cm);
+    double* X = (double*)calloc((size_t)L * (size_t)n, sizeof(double));
+    double* F = (double*)calloc((size_t)L, sizeof(double));
+    LOG_ITER(J, 0.0);
+    for (iter = 1; iter <= a.iters && reached < 0 && P.rollouts < a.max_rollouts; iter++) {
+      if (tool_interrupted()) {
+        status = "interrupted";
+        break;
+      }
+      if (mjdiff_cmaesDone(cm, NULL)) break;  // converged or stalled
+      mjdiff_cmaesAsk(cm, X);
+      int k = 0;
+      for (; k < L && !P.failed && P.rollouts < a.max_rollouts; k++) {
+        F[k] = nmEval(&P, X + (size_t)n * k);
+        if (F[k] < Jbest) {
+          Jbest = F[k];
+          memcpy(best, X + (size_t)n * k, sizeof(double) * (size_t)n);
+        }
+        if (isfinite(a.target) && F[k] <= a.target) {
+          reached = P.rollouts;
+          reachedTime = tool_now() - t0;
+          break;
+        }
+      }
+      if (P.failed) {
+        status = "failed: the objective could not be evaluated";
+        break;
+      }
+      if (k == L) mjdiff_cmaesTell(cm, F);
+      J = Jbest;
+      unpack(&P, best);
+      LOG_ITER(J, 0.0);
+    }
+    free(X);
+    free(F);
+    mjdiff_freeCmaes(cm);
   } else {
     // Nelder-Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2) on the design
     // variables, the initial simplex x0 + 0.1 e_k (10% of each variable's scale), projected
@@ -962,7 +1034,7 @@ int main(int argc, char** argv) {
     fprintf(f, ",\"task\":");
     tool_jsonString(f, a.task);
     fprintf(f, ",\"method\":");
-    tool_jsonString(f, !strcmp(a.method, "adam") ? "projected Adam" : "Nelder-Mead");
+    tool_jsonString(f, methodName(a.method));
     fprintf(f, ",\"status\":");
     tool_jsonString(f, status);
     fprintf(f, ",\"codesign\":%s,\"steps\":%d,", a.codesign ? "true" : "false", P.T);
@@ -1012,7 +1084,7 @@ int main(int argc, char** argv) {
              "set datafile separator ','; set key autotitle columnhead; set xlabel 'rollouts'; "
              "set ylabel 'objective J'; set grid; plot '%s.csv' using 2:4 with linespoints "
              "title '%s'\" 2>/dev/null",
-             a.out, a.out, !strcmp(a.method, "adam") ? "projected Adam" : "Nelder-Mead");
+             a.out, a.out, methodName(a.method));
     if (system(cmd) != 0 && !a.quiet) fprintf(stderr, "%s: note: no plot (gnuplot failed)\n", kTool);
   }
   if (!a.quiet) {

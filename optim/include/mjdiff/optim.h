@@ -1,7 +1,7 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// Shared optimisers: least squares (Levenberg-Marquardt, Nelder-Mead; below, optim/lsq.c) and
-// Adam with gradient-norm clipping and a learning-rate schedule, one for every
+// Shared optimisers: least squares (Levenberg-Marquardt, Nelder-Mead; below, optim/lsq.c), CMA-ES
+// (derivative-free, with box bounds; below, optim/cmaes.c) and Adam with gradient-norm clipping and a learning-rate schedule, one for every
 // tool (mjdiff-mpc's gradient planner, training of networks):
 //   c   = min(1, clip / |g|)   (clip > 0; else c = 1)       g <- c g
 //   m   = b1 m + (1 - b1) g     v = b2 v + (1 - b2) g .* g   t <- t + 1
@@ -91,9 +91,13 @@ MJDIFF_API mjdiffStatus mjdiff_adamStep(mjdiffAdam* adam, double* x, const doubl
 
 // Outcome of mjdiff_adamMinimize (errors are reported apart, as mjdiffStatus).
 typedef enum mjdiffOptimStatus_ {
-  MJDIFF_OPTIM_CONVERGED = 0,  // |g| <= gtol
+  MJDIFF_OPTIM_CONVERGED = 0,  // Adam: |g| <= gtol; CMA-ES: tol_x or tol_fun met
   MJDIFF_OPTIM_MAXITER,        // maxiter steps taken
-  MJDIFF_OPTIM_CANCELLED       // the callback returned nonzero
+  MJDIFF_OPTIM_CANCELLED,      // the callback returned nonzero
+  MJDIFF_OPTIM_TARGET,         // CMA-ES: an objective value <= ftarget was found
+  MJDIFF_OPTIM_MAXEVALS,       // CMA-ES: another generation would exceed max_evals
+  MJDIFF_OPTIM_STALLED         // CMA-ES: the covariance's condition number exceeds 1e14, or a
+                               // step of 0.2 sigma sqrt(C_ii) no longer changes a mean m_i
 } mjdiffOptimStatus;
 
 // Objective and gradient at x (n): returns 0 to go on, nonzero to cancel; writes f and g (n).
@@ -223,6 +227,99 @@ MJDIFF_API mjdiffStatus mjdiff_lsqSolve(const mjdiffLsqProblem* prob, const mjdi
                                         double* z, mjdiffLsqResult* result, char* err,
                                         int errsz);
 MJDIFF_API void mjdiff_freeLsqResult(mjdiffLsqResult* result);
+
+
+//---------------------------------- CMA-ES -------------------------------------------------------
+//
+// minimise f(x) over x in R^n, lo <= x <= hi (optional), without derivatives: the covariance
+// matrix adaptation evolution strategy of Hansen's tutorial (arXiv:1604.00772; optim/cmaes.c
+// has the equations), with default population lambda = 4 + floor(3 ln n), mu = lambda / 2
+// log-weighted parents, cumulative step-size adaptation and rank-one plus rank-mu covariance
+// updates. Samples outside the box are projected onto it; the projected points are evaluated and
+// used for the update, ranked by f plus a penalty on the squared projection distance. Meant for
+// small n (the covariance is n x n and its eigendecomposition O(n^3)); variables with lo = hi are
+// held fixed and left out of the search. Deterministic for a seed (<mjdiff/random.h>).
+//
+// Use through ask and tell (the caller evaluates the lambda candidates, for example in parallel,
+// and may stop at any time), or mjdiff_cmaesMinimize with a callback.
+
+typedef struct mjdiffCmaesOptions_ {
+  int lambda;                  // population size, >= 2; 0: 4 + floor(3 ln n) (default 0)
+  double sigma0;               // initial step size in x's units, > 0 (default 0.3); Hansen's
+                               // advice: about a quarter of the range where the optimum may lie
+  long max_evals;              // objective evaluations, >= lambda (default 100000)
+  double ftarget;              // stop once a value <= ftarget was found; -INFINITY: never
+                               // (default -INFINITY)
+  double tol_x;                // stop when sigma sqrt(C_ii) and sigma |p_c,i| are below tol_x
+                               // for every variable i, >= 0 (0: off; default 1e-11)
+  double tol_fun;              // stop when the best values of the last 10 + ceil(30 n / lambda)
+                               // generations and all values of the last one span less than
+                               // tol_fun, >= 0 (0: off; default 1e-12)
+  unsigned long long seed;     // random seed, any value (default 1)
+} mjdiffCmaesOptions;
+
+// State of a CMA-ES run (mjdiff_cmaesDone) or its outcome (mjdiff_cmaesMinimize).
+typedef struct mjdiffCmaesInfo_ {
+  int status;                  // mjdiffOptimStatus once a stop criterion holds, else -1
+  long evals;                  // objective values told
+  double fbest;                // best value told so far (INFINITY before the first)
+  double sigma;                // current step size
+  int generations;             // tells so far
+} mjdiffCmaesInfo;
+
+// Fill opt with the defaults above.
+MJDIFF_API void mjdiff_defaultCmaesOptions(mjdiffCmaesOptions* opt);
+
+// CMA-ES's state: options (copied), mean, step size, covariance and its eigendecomposition,
+// evolution paths, the pending candidates and the best point. Opaque; one per run and thread.
+typedef struct mjdiffCmaes_ mjdiffCmaes;
+
+// Make CMA-ES for n >= 1 variables with mean x0 (n) and bounds lo, hi (n each; -INFINITY /
+// INFINITY entries: unbounded on that side). Fails with MJDIFF_ERR_ARGUMENT for a NULL out or x0,
+// MJDIFF_ERR_VALUE for n < 1, a bound that is NaN, lo_i > hi_i, x0_i outside [lo_i, hi_i],
+// every variable fixed (lo = hi) or an option out of range (the message names it),
+// MJDIFF_ERR_NONFINITE for a NaN or infinite x0_i, MJDIFF_ERR_MEMORY. Nullable: lo, hi (no
+// bound), opt (defaults), err.
+MJDIFF_API mjdiffStatus mjdiff_makeCmaes(int n, const double* x0, const double* lo,
+                                         const double* hi, const mjdiffCmaesOptions* opt,
+                                         mjdiffCmaes** out, char* err, int errsz);
+
+// Free; NULL is a no-op.
+MJDIFF_API void mjdiff_freeCmaes(mjdiffCmaes* c);
+
+// The population size lambda in use (rows of ask's X and entries of tell's f).
+MJDIFF_API int mjdiff_cmaesLambda(const mjdiffCmaes* c);
+
+// Sample the next generation into X (lambda x n, row-major): every row inside the bounds.
+// Precondition: the previous ask was followed by its tell; else MJDIFF_ERR_ARGUMENT and nothing
+// changes. Allocates nothing.
+MJDIFF_API mjdiffStatus mjdiff_cmaesAsk(mjdiffCmaes* c, double* X);
+
+// Tell the objective values f (lambda) of the candidates of the last ask, in its order, and
+// update the distribution. A NaN or infinite value marks a rejected candidate (ranked as +inf).
+// Precondition: an ask is pending; else MJDIFF_ERR_ARGUMENT and nothing changes. Allocates
+// nothing.
+MJDIFF_API mjdiffStatus mjdiff_cmaesTell(mjdiffCmaes* c, const double* f);
+
+// The best point told so far into x (n; x0 before the first tell) and its value into f
+// (INFINITY before the first tell). Nullable: x, f.
+MJDIFF_API void mjdiff_cmaesBest(const mjdiffCmaes* c, double* x, double* f);
+
+// Whether a stop criterion holds (1, with info->status its mjdiffOptimStatus) or not (0,
+// info->status -1); fills info either way. Asking on after a stop is allowed. Nullable: info.
+MJDIFF_API int mjdiff_cmaesDone(const mjdiffCmaes* c, mjdiffCmaesInfo* info);
+
+// The objective at x (n): a NaN or infinite value rejects the point (counted as +inf).
+typedef double (*mjdiffCmaesObjective)(void* user, const double* x);
+
+// Minimise fun from the mean x (n; on return the best point found, inside the bounds) by ask and
+// tell until a stop criterion holds (info->status: converged, target, max evals or stalled;
+// never more than max_evals evaluations). Errors: MJDIFF_ERR_ARGUMENT for a NULL x or fun, else
+// as mjdiff_makeCmaes (fun is then never called). Nullable: lo, hi, opt, info, err.
+MJDIFF_API mjdiffStatus mjdiff_cmaesMinimize(int n, double* x, const double* lo,
+                                             const double* hi, mjdiffCmaesObjective fun,
+                                             void* user, const mjdiffCmaesOptions* opt,
+                                             mjdiffCmaesInfo* info, char* err, int errsz);
 
 #ifdef __cplusplus
 }
