@@ -28,6 +28,7 @@
 #include <mjdiff/params.h>
 
 #include "guard.h"
+#include "hybrid.h"
 #include "mlpdyn.h"
 #include "predict.h"
 #include "residual.h"
@@ -82,6 +83,10 @@ typedef struct args_ {
   long epochs;
   double lr;
   const char* mlp_weights;     // --predict with the network's stepper
+  // residual (hybrid.c)
+  const char* residual;        // network spec: fit physics + a residual force network
+  const char* residual_weights;  // --predict with the hybrid's stepper
+  double lr_param;
 } args;
 
 static void usage(void) {
@@ -91,7 +96,9 @@ static void usage(void) {
       "       %s --predict [--horizon S]... [--set NAME=VALUE]... MODEL.xml DATA.csv...\n"
       "                                     open-loop prediction error against recordings\n"
       "       %s --mlp SPEC --weights OUT.npz [options] MODEL.xml DATA.csv...\n"
-      "                                     train a pure network model x' = x + f(x, u)\n\n"
+      "                                     train a pure network model x' = x + f(x, u)\n"
+      "       %s --residual SPEC --weights OUT.npz [--param NAME]... MODEL.xml DATA.csv...\n"
+      "                                     fit physics + a neural residual force jointly\n\n"
       "Fit physical parameters of MODEL (MuJoCo names, patterns with '*') to recorded\n"
       "trajectories by Levenberg-Marquardt on exact gradients of the smooth model.\n\n"
       "fit options:\n"
@@ -138,8 +145,9 @@ static void usage(void) {
       "                         (table on stdout, JSON with --out)\n"
       "  --horizon S            horizon in seconds, 0 for the whole recording (repeat; default\n"
       "                         0.1, 0.5 and the whole recording)\n"
-      "  --mlp-weights W.npz    simulate the network of --mlp instead of MODEL's physics\n\n",
-      kTool, kTool, kTool, kTool);
+      "  --mlp-weights W.npz    simulate the network of --mlp instead of MODEL's physics\n"
+      "  --residual-weights W.npz  simulate MODEL plus the residual force of --residual\n\n",
+      kTool, kTool, kTool, kTool, kTool);
   printf(
       "mlp options (hinge and slide joints only, no activation states):\n"
       "  --mlp SPEC             train x' = x + f(qpos, qvel, ctrl), x = (qpos, qvel), on the\n"
@@ -149,6 +157,13 @@ static void usage(void) {
       "  --epochs N             passes over the data, minibatches of 256 (default 300)\n"
       "  --lr LR                Adam's learning rate (default 1e-3)\n"
       "  --seed N               initial weights and minibatch order (default 1)\n\n"
+      "residual options (a hybrid: qfrc_applied = s .* NN(qpos, qvel, ctrl), <mjdiff/residual.h>):\n"
+      "  --residual SPEC        fit the network (SPEC as --mlp) and the --param parameters\n"
+      "                         (none: the network alone) by Adam on exact rollout gradients,\n"
+      "                         over windows from the recorded states (--window N steps,\n"
+      "                         default 0.2 s); --weights, --epochs (default 100), --lr, --seed\n"
+      "                         as --mlp; --xml writes the fitted parameters' model\n"
+      "  --lr-param LR          Adam's rate for the parameters, relative (default 1e-2)\n\n"
       "  --help                 show this help and exit\n\n"
       "Data format (CSV, header of names): time; ctrl:ACTUATOR; qpos:JOINT and qvel:JOINT\n"
       "(components qpos:JOINT:K for ball and free joints); sensor:SENSOR (sensor:SENSOR:K).\n"
@@ -177,8 +192,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->duration = 2;
   a->ctrl = "random";
   a->seed = 1;
-  a->epochs = 300;
+  a->epochs = 0;  // per mode: 300 (--mlp), 100 (--residual)
   a->lr = 1e-3;
+  a->lr_param = 1e-2;
   for (int i = 1; i < argc; i++) {
     const char* s = argv[i];
     if (tool_isHelp(s)) {
@@ -269,6 +285,13 @@ static void parseArgs(int argc, char** argv, args* a) {
       }
     } else if (!strcmp(s, "--mlp")) {
       a->mlp = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--residual")) {
+      a->residual = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--residual-weights")) {
+      a->residual_weights = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--lr-param")) {
+      a->lr_param = tool_doubleOption(kTool, argc, argv, &i, 0, INFINITY, TOOL_OPEN_LO,
+                                      "a number > 0");
     } else if (!strcmp(s, "--weights")) {
       a->mlp_out = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--mlp-weights")) {
@@ -294,12 +317,26 @@ static void parseArgs(int argc, char** argv, args* a) {
   if (a->mlp && (a->predict || a->generate)) {
     tool_usageError(kTool, "--mlp trains; --predict --mlp-weights W.npz simulates the network");
   }
+  if (a->mlp && a->residual) tool_usageError(kTool, "--mlp and --residual exclude each other");
+  if (a->residual && (a->predict || a->generate)) {
+    tool_usageError(kTool, "--residual fits; --predict --residual-weights W.npz simulates it");
+  }
   if (a->mlp && !a->mlp_out) tool_usageError(kTool, "--mlp needs --weights OUT.npz");
-  if (!a->mlp && a->mlp_out) tool_usageError(kTool, "--weights is an option of --mlp");
+  if (a->residual && !a->mlp_out) tool_usageError(kTool, "--residual needs --weights OUT.npz");
+  if (!a->mlp && !a->residual && a->mlp_out) {
+    tool_usageError(kTool, "--weights is an option of --mlp and --residual");
+  }
+  if (a->residual_weights && !a->predict) {
+    tool_usageError(kTool, "--residual-weights is an option of --predict");
+  }
+  if (a->residual_weights && a->mlp_weights) {
+    tool_usageError(kTool, "--residual-weights and --mlp-weights exclude each other");
+  }
+  if (!a->epochs) a->epochs = a->residual ? 100 : 300;
   if (a->mlp_weights && !a->predict) {
     tool_usageError(kTool, "--mlp-weights is an option of --predict");
   }
-  if (!a->generate && !a->predict && !a->mlp && a->nparam == 0) {
+  if (!a->generate && !a->predict && !a->mlp && !a->residual && a->nparam == 0) {
     tool_usageError(kTool, "no --param given");
   }
   if (!a->generate && a->native) tool_usageError(kTool, "--plant is an option of --generate");
@@ -797,6 +834,39 @@ static int writeXml(mjModel* m, const mjdiffParams* p, const char* path, char* n
   return 0;
 }
 
+// bounds of the selected parameters (lo, hi: np each): --param NAME=LO:HI, else a lower bound 0
+// for the fields that must not be negative, else none
+static void paramBounds(const args* a, const mjdiffParams* p, double* lo, double* hi) {
+  int np = mjdiff_paramCount(p);
+  for (int k = 0; k < np; k++) {
+    lo[k] = -INFINITY;
+    hi[k] = INFINITY;
+    const char* pname = mjdiff_paramName(p, k);
+    if (positiveField(pname)) lo[k] = 0;
+    for (int i = 0; i < a->nparam; i++) {
+      char name[256];
+      const char* rest = splitName(a->param[i], name, sizeof(name));
+      if (!rest) continue;
+      double l, u;
+      char lb[64] = "";
+      const char* colon = strchr(rest, ':');
+      if (colon && (size_t)(colon - rest) < sizeof(lb)) {
+        memcpy(lb, rest, (size_t)(colon - rest));
+        lb[colon - rest] = 0;
+      }
+      if (!colon || !tool_parseDouble(lb, &l) || !tool_parseDouble(colon + 1, &u) || l >= u) {
+        tool_usageError(kTool, "--param bounds need NAME=LO:HI with LO < HI, got '%s'",
+                        a->param[i]);
+      }
+      // apply to the parameters this option selected (same prefix)
+      if (!strncmp(pname, name, strlen(name)) || strchr(name, '*')) {
+        lo[k] = l;
+        hi[k] = u;
+      }
+    }
+  }
+}
+
 static int fit(mjModel* m, mjdiffModel* s, const args* a) {
   char err[1024];
   double t0 = tool_now();
@@ -928,31 +998,7 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
       lo[k] = -INFINITY;
       hi[k] = INFINITY;
     }
-    for (int k = 0; k < np; k++) {
-      const char* pname = mjdiff_paramName(p, k);
-      if (positiveField(pname)) lo[k] = 0;
-      for (int i = 0; i < a->nparam; i++) {
-        char name[256];
-        const char* rest = splitName(a->param[i], name, sizeof(name));
-        if (!rest) continue;
-        double l, u;
-        char lb[64] = "";
-        const char* colon = strchr(rest, ':');
-        if (colon && (size_t)(colon - rest) < sizeof(lb)) {
-          memcpy(lb, rest, (size_t)(colon - rest));
-          lb[colon - rest] = 0;
-        }
-        if (!colon || !tool_parseDouble(lb, &l) || !tool_parseDouble(colon + 1, &u) || l >= u) {
-          tool_usageError(kTool, "--param bounds need NAME=LO:HI with LO < HI, got '%s'",
-                          a->param[i]);
-        }
-        // apply to the parameters this option selected (same prefix)
-        if (!strncmp(pname, name, strlen(name)) || strchr(name, '*')) {
-          lo[k] = l;
-          hi[k] = u;
-        }
-      }
-    }
+    paramBounds(a, p, lo, hi);
 
     char prefix[64] = "";
     if (nstage > 1) snprintf(prefix, sizeof(prefix), "[window %d] ", window);
@@ -1053,6 +1099,30 @@ done:
   return code;
 }
 
+// read the recordings of a->data into rec (*nrec read, to be freed by the caller), each with
+// controls inside their range and at least one step; TOOL_EXIT_OK or TOOL_EXIT_RUNTIME (printed)
+static int readRecordings(const mjModel* m, const args* a, sysidRecording* rec, int* nrec) {
+  char err[1024];
+  memset(rec, 0, sizeof(sysidRecording) * MAXLIST);
+  *nrec = 0;
+  for (int i = 0; i < a->ndata; i++) {
+    if (sysid_readRecording(m, a->data[i], rec + *nrec, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      return TOOL_EXIT_RUNTIME;
+    }
+    (*nrec)++;
+    if (checkControls(m, rec + *nrec - 1, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      return TOOL_EXIT_RUNTIME;
+    }
+    if (rec[*nrec - 1].T < 1) {
+      fprintf(stderr, "%s: error: %s: less than one timestep of samples\n", kTool, a->data[i]);
+      return TOOL_EXIT_RUNTIME;
+    }
+  }
+  return TOOL_EXIT_OK;
+}
+
 static int predict(mjModel* m, mjdiffModel* s, const args* a) {
   char err[1024];
   if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
@@ -1060,26 +1130,8 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
   const double* hz = a->nhorizon ? a->horizon : hdef;
   int nh = a->nhorizon ? a->nhorizon : 3;
   sysidRecording rec[MAXLIST];
-  memset(rec, 0, sizeof(rec));
-  int code = TOOL_EXIT_OK, nrec = 0;
-  for (int i = 0; i < a->ndata; i++) {
-    if (sysid_readRecording(m, a->data[i], rec + nrec, err, sizeof(err))) {
-      fprintf(stderr, "%s: error: %s\n", kTool, err);
-      code = TOOL_EXIT_RUNTIME;
-      break;
-    }
-    nrec++;
-    if (checkControls(m, rec + nrec - 1, err, sizeof(err))) {
-      fprintf(stderr, "%s: error: %s\n", kTool, err);
-      code = TOOL_EXIT_RUNTIME;
-      break;
-    }
-    if (rec[nrec - 1].T < 1) {
-      fprintf(stderr, "%s: error: %s: less than one timestep of samples\n", kTool, a->data[i]);
-      code = TOOL_EXIT_RUNTIME;
-      break;
-    }
-  }
+  int nrec = 0;
+  int code = readRecordings(m, a, rec, &nrec);
   char tmp[1100];
   FILE* f = NULL;
   if (code == TOOL_EXIT_OK && a->out) {
@@ -1107,11 +1159,17 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
     if (a->mlp_weights && sysid_mlpMakeStepper(m, a->mlp_weights, &st, err, sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
+    } else if (a->residual_weights &&
+               sysid_hybridMakeStepper(m, s, a->residual_weights, &st, err, sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
     } else if (sysid_predict(m, s, rec, nrec, hz, nh, st.step ? &st : NULL, f, stdout, err,
                              sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
     }
+    if (a->mlp_weights) sysid_mlpFreeStepper(&st);
+    if (a->residual_weights) sysid_hybridFreeStepper(&st);
     if (f) {
       fprintf(f, "}, \"series\": {}");
       tool_jsonNullNote(f);
@@ -1128,6 +1186,118 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
     }
   }
   for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
+  return code;
+}
+
+// --residual: the hybrid fit (hybrid.c), the fitted parameters on stdout (JSON with --out) and
+// as MJCF with --xml
+static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
+  char err[1024];
+  if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
+  char names[MAXLIST][256];
+  const char* nameptr[MAXLIST];
+  for (int i = 0; i < a->nparam; i++) {
+    splitName(a->param[i], names[i], sizeof(names[i]));
+    nameptr[i] = names[i];
+  }
+  mjdiffParams* p = NULL;
+  if (a->nparam && mjdiff_makeParams(m, s, nameptr, a->nparam, &p, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    return TOOL_EXIT_RUNTIME;
+  }
+  int np = p ? mjdiff_paramCount(p) : 0;
+  double* lo = (double*)calloc((size_t)np + 1, sizeof(double));
+  double* hi = (double*)calloc((size_t)np + 1, sizeof(double));
+  double* pv = (double*)calloc((size_t)np + 1, sizeof(double));
+  double* pv0 = (double*)calloc((size_t)np + 1, sizeof(double));
+  if (!lo || !hi || !pv || !pv0) tool_outOfMemory(kTool);
+  if (p) {
+    paramBounds(a, p, lo, hi);
+    mjdiff_getParamValues(m, s, p, pv0);
+  }
+  sysidRecording rec[MAXLIST];
+  int nrec = 0;
+  int code = readRecordings(m, a, rec, &nrec);
+  sysidHybridOptions o;
+  o.spec = a->residual;
+  o.epochs = (int)a->epochs;
+  o.window = a->window > 0 ? (int)a->window : (int)fmax(1, round(0.2 / m->opt.timestep));
+  o.batch = 8;
+  o.lr = a->lr;
+  o.lr_param = a->lr_param;
+  o.sigma_qpos = a->weights.sigma_qpos;
+  o.sigma_qvel = a->weights.sigma_qvel;
+  o.seed = (uint64_t)a->seed;
+  o.progress = a->quiet ? NULL : stderr;
+  double loss = NAN;
+  int stopped = 0;
+  if (code == TOOL_EXIT_OK) {
+    tool_catchInterrupt();
+    if (sysid_hybridFit(m, s, p, lo, hi, rec, nrec, &o, a->mlp_out, pv, &loss, &stopped, err,
+                        sizeof(err))) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      code = TOOL_EXIT_RUNTIME;
+    }
+  }
+  if (code == TOOL_EXIT_OK) {
+    printf("%-32s  %14s  %14s\n", "parameter", "start", "fitted");
+    for (int j = 0; j < np; j++) printf("%-32s  %14.6g  %14.6g\n", mjdiff_paramName(p, j), pv0[j], pv[j]);
+    printf("final loss %.6e (per measured coordinate, noise units), network -> %s\n", loss,
+           a->mlp_out);
+    if (a->xml && p) {
+      char note[600] = "";
+      if (writeXml(m, p, a->xml, note, sizeof(note))) {
+        fprintf(stderr, "%s: error: cannot write '%s'%s\n", kTool, a->xml, note);
+        code = TOOL_EXIT_RUNTIME;
+      }
+    }
+    if (code == TOOL_EXIT_OK && a->out) {
+      char tmp[1100];
+      snprintf(tmp, sizeof(tmp), "%s.tmp", a->out);
+      FILE* f = fopen(tmp, "w");
+      int bad = !f;
+      if (f) {
+        tool_jsonResetNulls();
+        fprintf(f, "{\"tool\": \"%s\", \"version\": \"%s\", \"mode\": \"residual\", \"model\": ",
+                kTool, mjdiff_versionString());
+        tool_jsonString(f, a->model);
+        fprintf(f, ", \"args\": {\"network\": ");
+        tool_jsonString(f, a->residual);
+        fprintf(f, ", \"weights\": ");
+        tool_jsonString(f, a->mlp_out);
+        fprintf(f, ", \"epochs\": %d, \"window\": %d}, \"status\": \"%s\", \"metrics\": {",
+                o.epochs, o.window, stopped ? "interrupted" : "ok");
+        tool_jsonField(f, "loss", loss);
+        fprintf(f, ", \"params\": [");
+        for (int j = 0; j < np; j++) {
+          fprintf(f, "%s{\"name\": ", j ? ", " : "");
+          tool_jsonString(f, mjdiff_paramName(p, j));
+          fprintf(f, ", ");
+          tool_jsonField(f, "start", pv0[j]);
+          fprintf(f, ", ");
+          tool_jsonField(f, "value", pv[j]);
+          fprintf(f, "}");
+        }
+        fprintf(f, "]}, \"series\": {}");
+        tool_jsonNullNote(f);
+        fprintf(f, "}\n");
+        bad = ferror(f);
+        bad |= fclose(f) != 0;
+      }
+      if (bad || rename(tmp, a->out)) {
+        remove(tmp);
+        fprintf(stderr, "%s: error: cannot write '%s'\n", kTool, a->out);
+        code = TOOL_EXIT_RUNTIME;
+      }
+    }
+  }
+  if (code == TOOL_EXIT_OK && stopped) code = TOOL_EXIT_INTERRUPTED;
+  for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
+  free(lo);
+  free(hi);
+  free(pv);
+  free(pv0);
+  mjdiff_freeParams(p);
   return code;
 }
 
@@ -1148,7 +1318,9 @@ int main(int argc, char** argv) {
     return TOOL_EXIT_RUNTIME;
   }
   int code;
-  if (a.mlp) {
+  if (a.residual) {
+    code = hybrid(m, s, &a);
+  } else if (a.mlp) {
     sysidMLPOptions mo = {a.mlp, (int)a.epochs, a.lr, (uint64_t)a.seed, a.quiet ? NULL : stderr};
     code = TOOL_EXIT_OK;
     if (sysid_mlpTrain(m, a.data, a.ndata, &mo, a.mlp_out, err, sizeof(err))) {
