@@ -158,8 +158,8 @@ mjdiffStatus mjdiff_loadResidual(const mjModel* m, const char* path, mjdiffResid
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "%s: a residual network of %d inputs and %d outputs, but this model "
                         "needs %d inputs (nq %d + nv %d + nu %d) and %d outputs (nv): weights "
-                        "for another model?", path, def->nin, def->nout, nin, m->nq, m->nv,
-                        m->nu, m->nv);
+                        "for another model?", path, def->nin, def->nout, nin, (int)m->nq,
+                        (int)m->nv, (int)m->nu, (int)m->nv);
   }
   return wrap(m, net, out, err, errsz);
 }
@@ -193,7 +193,8 @@ static mjdiffStatus evalForce(mjdiffResidual* r, const mjModel* m, const mjData*
     mju_zero(qfrc, m->nv);
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "the residual force was made for a model of other sizes (nq %d, nv %d, "
-                        "nu %d; this one %d, %d, %d)", r->nq, r->nv, r->nu, m->nq, m->nv, m->nu);
+                        "nu %d; this one %d, %d, %d)", r->nq, r->nv, r->nu, (int)m->nq,
+                        (int)m->nv, (int)m->nu);
   }
   mjdiff_residualInput(m, d, r->z);
   mjdiffStatus st = mjdiff_mlpForward(r->net, r->work, r->z, 1, r->y, err, errsz);

@@ -53,10 +53,10 @@ int sysid_mlpCheckModel(const mjModel* m, char* err, int errsz) {
       snprintf(err, (size_t)errsz,
                "--mlp models no activation state (na must be 0, got %d); actuator '%s' (%d) has "
                "dynamics",
-               m->na, name ? name : "", i);
+               (int)m->na, name ? name : "", i);
       return -1;
     }
-    snprintf(err, (size_t)errsz, "--mlp models no activation state (na must be 0, got %d)", m->na);
+    snprintf(err, (size_t)errsz, "--mlp models no activation state (na must be 0, got %d)", (int)m->na);
     return -1;
   }
   return 0;
@@ -404,7 +404,7 @@ int sysid_mlpMakeStepper(const mjModel* m, const char* path, sysidStepper* st, c
     snprintf(err, (size_t)errsz,
              "--mlp-weights %s: the network has %d inputs and %d outputs; the model needs %d "
              "inputs (nq %d + nv %d + nu %d) and %d outputs (nq + nv)",
-             path, def->nin, def->nout, nin, m->nq, m->nv, m->nu, nout);
+             path, def->nin, def->nout, nin, (int)m->nq, (int)m->nv, (int)m->nu, nout);
     freeStep(s);
     return -1;
   }
