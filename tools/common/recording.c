@@ -893,3 +893,15 @@ int sysid_writeRecording(const mjModel* m, const char* path, int T, double t0, c
   free(use);
   return st;
 }
+
+int sysid_checkControls(const mjModel* m, const sysidRecording* rec, char* err, int errsz) {
+  for (int i = 0; i < m->nu; i++) {
+    const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
+    if (rec->has_ctrl[i] || !name || !name[0]) continue;
+    snprintf(err, (size_t)errsz,
+             "%s: missing column 'ctrl:%s' (actuator %d; give its control, zeros if unused)",
+             rec->path, name, i);
+    return -1;
+  }
+  return 0;
+}

@@ -36,6 +36,10 @@ typedef struct sysidRecording_ {
   int nrow;                    // samples in the file
 } sysidRecording;
 
+// 0 if the recording gives every named actuator's control (a missing column would silently be
+// read as zero control), else -1 with a message naming the file and the column.
+int sysid_checkControls(const mjModel* m, const sysidRecording* rec, char* err, int errsz);
+
 // Read a CSV recording for model m. Returns 0, or -1 with a message naming the file, row and
 // column in err (unknown column name, unparsable number, NaN, a value beyond 1e10, time not
 // increasing, two samples more than 1000 timesteps apart, missing time column, no data rows, a

@@ -130,19 +130,6 @@ static long collect(const mjModel* m, const sysidRecording* rec, int nrec, doubl
   return n;
 }
 
-// a recording must give every named actuator's control (a missing column reads as zero)
-static int checkControls(const mjModel* m, const sysidRecording* rec, char* err, int errsz) {
-  for (int i = 0; i < m->nu; i++) {
-    const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
-    if (rec->has_ctrl[i] || !name || !name[0]) continue;
-    snprintf(err, (size_t)errsz,
-             "%s: missing column 'ctrl:%s' (actuator %d; give its control, zeros if unused)",
-             rec->path, name, i);
-    return -1;
-  }
-  return 0;
-}
-
 // train net (normalised outputs) on z, yn (n rows); -1 with err
 static int fit(mjdiffMLP* net, const double* z, const double* yn, long n,
                const sysidMLPOptions* opt, char* err, int errsz) {
@@ -261,7 +248,7 @@ int sysid_mlpTrain(const mjModel* m, const char* const* data, int ndata,
   for (int i = 0; i < ndata; i++) {
     if (sysid_readRecording(m, data[i], rec + nrec, err, errsz)) goto done;
     nrec++;
-    if (checkControls(m, rec + nrec - 1, err, errsz)) goto done;
+    if (sysid_checkControls(m, rec + nrec - 1, err, errsz)) goto done;
   }
   long n = collect(m, rec, nrec, &z, &y, err, errsz);
   if (n < 0) goto done;

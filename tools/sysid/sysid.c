@@ -395,20 +395,6 @@ static int applySettings(mjModel* m, mjdiffModel* s, const args* a) {
   return 0;
 }
 
-// a recording must give every named actuator's control: a missing column would silently be
-// read as zero control; returns 0, or -1 with a message naming the file and the column
-static int checkControls(const mjModel* m, const sysidRecording* rec, char* err, int errsz) {
-  for (int i = 0; i < m->nu; i++) {
-    const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
-    if (rec->has_ctrl[i] || !name || !name[0]) continue;
-    snprintf(err, (size_t)errsz,
-             "%s: missing column 'ctrl:%s' (actuator %d; give its control, zeros if unused)",
-             rec->path, name, i);
-    return -1;
-  }
-  return 0;
-}
-
 //---------------------------------- generate -----------------------------------------------------
 
 static unsigned long long gRng;
@@ -477,7 +463,7 @@ static int generate(mjModel* m, mjdiffModel* s, const args* a) {
     fromFile = 0;  // nothing to free
     goto done;
   }
-  if (fromFile && checkControls(m, &file, err, sizeof(err))) {
+  if (fromFile && sysid_checkControls(m, &file, err, sizeof(err))) {
     fprintf(stderr, "%s: error: --ctrl %s\n", kTool, err);
     code = TOOL_EXIT_RUNTIME;
     goto done;
@@ -867,23 +853,29 @@ static void paramBounds(const args* a, const mjdiffParams* p, double* lo, double
   }
 }
 
+// the parameters of the --param options (their names without bounds); 0, or -1 (printed)
+static int selectParams(const mjModel* m, const mjdiffModel* s, const args* a, mjdiffParams** p) {
+  char names[MAXLIST][256], err[1024];
+  const char* nameptr[MAXLIST];
+  for (int i = 0; i < a->nparam; i++) {
+    splitName(a->param[i], names[i], sizeof(names[i]));
+    nameptr[i] = names[i];
+  }
+  if (mjdiff_makeParams(m, s, nameptr, a->nparam, p, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    return -1;
+  }
+  return 0;
+}
+
 static int fit(mjModel* m, mjdiffModel* s, const args* a) {
   char err[1024];
   double t0 = tool_now();
   if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
 
   // parameters and bounds
-  char names[MAXLIST][256];
-  const char* nameptr[MAXLIST];
-  for (int i = 0; i < a->nparam; i++) {
-    splitName(a->param[i], names[i], sizeof(names[i]));
-    nameptr[i] = names[i];
-  }
   mjdiffParams* p = NULL;
-  if (mjdiff_makeParams(m, s, nameptr, a->nparam, &p, err, sizeof(err)) != MJDIFF_OK) {
-    fprintf(stderr, "%s: error: %s\n", kTool, err);
-    return TOOL_EXIT_RUNTIME;
-  }
+  if (selectParams(m, s, a, &p)) return TOOL_EXIT_RUNTIME;
   int np = mjdiff_paramCount(p);
 
   // recordings
@@ -898,7 +890,7 @@ static int fit(mjModel* m, mjdiffModel* s, const args* a) {
       code = TOOL_EXIT_RUNTIME;
       goto done;
     }
-    if (checkControls(m, rec + i, err, sizeof(err))) {
+    if (sysid_checkControls(m, rec + i, err, sizeof(err))) {
       nrec++;  // read: freed below
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
@@ -1111,7 +1103,7 @@ static int readRecordings(const mjModel* m, const args* a, sysidRecording* rec, 
       return TOOL_EXIT_RUNTIME;
     }
     (*nrec)++;
-    if (checkControls(m, rec + *nrec - 1, err, sizeof(err))) {
+    if (sysid_checkControls(m, rec + *nrec - 1, err, sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       return TOOL_EXIT_RUNTIME;
     }
@@ -1194,17 +1186,8 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
 static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
   char err[1024];
   if (applySettings(m, s, a)) return TOOL_EXIT_RUNTIME;
-  char names[MAXLIST][256];
-  const char* nameptr[MAXLIST];
-  for (int i = 0; i < a->nparam; i++) {
-    splitName(a->param[i], names[i], sizeof(names[i]));
-    nameptr[i] = names[i];
-  }
   mjdiffParams* p = NULL;
-  if (a->nparam && mjdiff_makeParams(m, s, nameptr, a->nparam, &p, err, sizeof(err)) != MJDIFF_OK) {
-    fprintf(stderr, "%s: error: %s\n", kTool, err);
-    return TOOL_EXIT_RUNTIME;
-  }
+  if (a->nparam && selectParams(m, s, a, &p)) return TOOL_EXIT_RUNTIME;
   int np = p ? mjdiff_paramCount(p) : 0;
   double* lo = (double*)calloc((size_t)np + 1, sizeof(double));
   double* hi = (double*)calloc((size_t)np + 1, sizeof(double));
