@@ -151,14 +151,14 @@ mjdiffStatus mjdiff_loadResidual(const mjModel* m, const char* path, mjdiffResid
   mjdiffMLP* net = NULL;
   mjdiffStatus st = mjdiff_loadMLP(path, &net, err, errsz);
   if (st != MJDIFF_OK) return st;
-  const mjdiffMLPDef* def = mjdiff_mlpDef(net);
-  int nin = m->nq + m->nv + m->nu;
-  if (def->nin != nin || def->nout != m->nv) {
+  const mjdiffMLPDef* def = mjdiff_mlpDef(net);  // points into net
+  int nin = m->nq + m->nv + m->nu, fin = def->nin, fout = def->nout;
+  if (fin != nin || fout != m->nv) {
     mjdiff_freeMLP(net);
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "%s: a residual network of %d inputs and %d outputs, but this model "
                         "needs %d inputs (nq %d + nv %d + nu %d) and %d outputs (nv): weights "
-                        "for another model?", path, def->nin, def->nout, nin, (int)m->nq,
+                        "for another model?", path, fin, fout, nin, (int)m->nq,
                         (int)m->nv, (int)m->nu, (int)m->nv);
   }
   return wrap(m, net, out, err, errsz);
