@@ -1,9 +1,10 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // Neural residual forces (equations in <mjdiff/residual.h>):
-//   forward  z = (qpos, qvel, ctrl),  y = NN(z),  f = s .* y
+//   forward  z = (phi(qpos), qvel, ctrl),  y = NN(z),  f = s .* y
 //   VJP      a_y = s .* a_f,  (a_z, a_theta) = NN_VJP(a_y),
-//            a_x += (G' a_z[0:nq], a_z[nq:nq+nv], 0),  a_u += a_z[nq+nv:]
+//            a_qpos = Dphi' a_z[phi]  (angle: a_q = a_sin cos q - a_cos sin q; dropped: 0)
+//            a_x += (G' a_qpos, a_z[qvel], 0),  a_u += a_z[ctrl]
 // The actuator authority behind s: an actuator's largest force |F_k| is its forcerange when
 // force-limited, else |gain_0| max(|ctrlrange|) when control-limited, else |gain_0|; on dof i it
 // acts through moment_ki (which includes the gear).
@@ -18,8 +19,12 @@
 #include "compat.h"
 #include "internal.h"
 
+// position features of a joint (header): kept, dropped (horizontal root slide), angle (sin, cos)
+enum { FEAT_RAW = 0, FEAT_DROP, FEAT_ANGLE };
+
 struct mjdiffResidual_ {
-  int nq, nv, na, nu, nin;
+  int nq, nv, na, nu, nin, njnt;
+  int* feat;                   // (njnt) FEAT_* per joint
   mjdiffMLP* net;
   mjdiffMLPWork* work;
   mjdiffForceModel fm;
@@ -35,11 +40,28 @@ struct mjdiffResidual_ {
   char msg[300];
 };
 
-// s (header) from the model at qpos0
-static int outputScale(const mjModel* m, mjtNum* s) {
-  mjData* d = mj_makeData(m);
-  if (!d) return -1;
-  mj_forward(m, d);
+// the position features of each joint (header) from the kinematics at qpos0 in d; returns nin
+static int features(const mjModel* m, const mjData* d, int* feat) {
+  const mjtNum* g = m->opt.gravity;
+  mjtNum gn = mju_norm3(g);
+  int nin = m->nv + m->nu;
+  for (int j = 0; j < m->njnt; j++) {
+    int t = m->jnt_type[j], b = m->jnt_bodyid[j];
+    feat[j] = FEAT_RAW;
+    if (t == mjJNT_HINGE && !m->jnt_limited[j]) feat[j] = FEAT_ANGLE;
+    if (t == mjJNT_SLIDE && !m->jnt_limited[j] && m->body_parentid[b] == 0 && gn > 0) {
+      int first = 1;  // only slides before it on its body: its world axis is fixed
+      for (int k = m->body_jntadr[b]; k < j; k++) first &= m->jnt_type[k] == mjJNT_SLIDE;
+      if (first && fabs(mju_dot3(d->xaxis + 3 * j, g)) <= 1e-9 * gn) feat[j] = FEAT_DROP;
+    }
+    int dim = t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
+    nin += feat[j] == FEAT_ANGLE ? 2 : feat[j] == FEAT_DROP ? 0 : dim;
+  }
+  return nin;
+}
+
+// s (header) from the model at qpos0 (d: its forward pass)
+static int outputScale(const mjModel* m, mjData* d, mjtNum* s) {
   int nv = m->nv;
   mju_zero(s, nv);
   COMPAT_MOMENT_BUF(buf, nv);
@@ -56,17 +78,13 @@ static int outputScale(const mjModel* m, mjtNum* s) {
     for (int i = 0; i < nv; i++) s[i] += F * fabs(row[i]);
   }
   mjtNum* M = (mjtNum*)malloc(sizeof(mjtNum) * ((size_t)nv * nv + 1));
-  if (!M) {
-    mj_deleteData(d);
-    return -1;
-  }
+  if (!M) return -1;
   compat_fullM(m, d, M);
   for (int i = 0; i < nv; i++) {
     if (!(s[i] > 0) || !isfinite(s[i])) s[i] = 10 * M[(size_t)nv * i + i];
     if (!(s[i] >= 1e-6) || !isfinite(s[i])) s[i] = 1e-6;
   }
   free(M);
-  mj_deleteData(d);
   return 0;
 }
 
@@ -75,18 +93,48 @@ static void forceCb(const mjModel* m, const mjData* d, const mjtNum* theta, void
 static void vjpCb(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
                   const mjtNum* adj_qfrc, mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_theta);
 
-// a residual around net (taken over; freed on failure)
-static mjdiffStatus wrap(const mjModel* m, mjdiffMLP* net, mjdiffResidual** out, char* err,
-                         int errsz) {
+// the model's network input size (header: position features, qvel, ctrl); -1 out of memory
+static int inputSize(const mjModel* m, int* feat) {
+  mjData* d = mj_makeData(m);
+  if (!d) return -1;
+  mj_kinematics(m, d);
+  int nin = features(m, d, feat);
+  mj_deleteData(d);
+  return nin;
+}
+
+// a residual around net (taken over; freed on failure); path: the file it came from (its shape
+// is checked), or NULL
+static mjdiffStatus wrap(const mjModel* m, mjdiffMLP* net, const char* path,
+                         mjdiffResidual** out, char* err, int errsz) {
   mjdiffResidual* r = (mjdiffResidual*)calloc(1, sizeof(mjdiffResidual));
-  int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, nin = nq + nv + nu;
-  size_t n = (size_t)nv + nin + 2 * (size_t)nv + nin + 2 * ((size_t)nq + nv + na) + 2 * nv + na;
-  mjtNum* buf = r ? (mjtNum*)calloc(n + 1, sizeof(mjtNum)) : NULL;
+  int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu;
+  int* feat = (int*)calloc((size_t)m->njnt + 1, sizeof(int));
+  int nin = feat ? inputSize(m, feat) : -1;
+  size_t n = (size_t)nv + (nin > 0 ? nin : 0) + 2 * (size_t)nv + (nin > 0 ? nin : 0) +
+             2 * ((size_t)nq + nv + na) + 2 * nv + na;
+  mjtNum* buf = r && nin > 0 ? (mjtNum*)calloc(n + 1, sizeof(mjtNum)) : NULL;
   if (!buf) {
     free(r);
+    free(feat);
     mjdiff_freeMLP(net);
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
   }
+  const mjdiffMLPDef* def = mjdiff_mlpDef(net);  // points into net
+  if (path && (def->nin != nin || def->nout != nv)) {
+    mjdiffStatus st = mjdiff_error(
+        err, errsz, MJDIFF_ERR_VALUE,
+        "%s: a residual network of %d inputs and %d outputs, but this model needs %d inputs "
+        "(position features, nv %d, nu %d) and %d outputs (nv): weights for another model?",
+        path, def->nin, def->nout, nin, nv, nu, nv);
+    free(r);
+    free(feat);
+    free(buf);
+    mjdiff_freeMLP(net);
+    return st;
+  }
+  r->feat = feat;
+  r->njnt = (int)m->njnt;
   r->nq = nq;
   r->nv = nv;
   r->na = na;
@@ -102,9 +150,12 @@ static mjdiffStatus wrap(const mjModel* m, mjdiffMLP* net, mjdiffResidual** out,
   r->gx = r->x + nq + nv + na;
   r->gt = r->gx + nq + nv + na;
   mjdiffStatus st = mjdiff_makeMLPWork(net, 1, &r->work, err, errsz);
-  if (st == MJDIFF_OK && outputScale(m, r->scale)) {
+  mjData* d = st == MJDIFF_OK ? mj_makeData(m) : NULL;
+  if (d) mj_forward(m, d);
+  if (st == MJDIFF_OK && (!d || outputScale(m, d, r->scale))) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
   }
+  if (d) mj_deleteData(d);
   if (st != MJDIFF_OK) {
     mjdiff_freeResidual(r);
     return st;
@@ -131,7 +182,12 @@ mjdiffStatus mjdiff_makeResidual(const mjModel* m, const mjdiffMLPDef* def, uint
   } else {
     mjdiff_defaultMLPDef(&nd);
   }
-  nd.nin = m->nq + m->nv + m->nu;
+  int* feat = (int*)calloc((size_t)m->njnt + 1, sizeof(int));
+  nd.nin = feat ? inputSize(m, feat) : -1;
+  free(feat);
+  if (nd.nin < 1) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
+  }
   nd.nout = m->nv;
   mjdiffMLP* net = NULL;
   mjdiffStatus st = mjdiff_makeMLP(&nd, &net, err, errsz);
@@ -140,7 +196,7 @@ mjdiffStatus mjdiff_makeResidual(const mjModel* m, const mjdiffMLPDef* def, uint
     mjdiff_freeMLP(net);
     return st;
   }
-  return wrap(m, net, out, err, errsz);
+  return wrap(m, net, NULL, out, err, errsz);
 }
 
 mjdiffStatus mjdiff_loadResidual(const mjModel* m, const char* path, mjdiffResidual** out,
@@ -151,17 +207,7 @@ mjdiffStatus mjdiff_loadResidual(const mjModel* m, const char* path, mjdiffResid
   mjdiffMLP* net = NULL;
   mjdiffStatus st = mjdiff_loadMLP(path, &net, err, errsz);
   if (st != MJDIFF_OK) return st;
-  const mjdiffMLPDef* def = mjdiff_mlpDef(net);  // points into net
-  int nin = m->nq + m->nv + m->nu, fin = def->nin, fout = def->nout;
-  if (fin != nin || fout != m->nv) {
-    mjdiff_freeMLP(net);
-    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
-                        "%s: a residual network of %d inputs and %d outputs, but this model "
-                        "needs %d inputs (nq %d + nv %d + nu %d) and %d outputs (nv): weights "
-                        "for another model?", path, fin, fout, nin, (int)m->nq,
-                        (int)m->nv, (int)m->nu, (int)m->nv);
-  }
-  return wrap(m, net, out, err, errsz);
+  return wrap(m, net, path, out, err, errsz);
 }
 
 void mjdiff_freeResidual(mjdiffResidual* r) {
@@ -169,6 +215,7 @@ void mjdiff_freeResidual(mjdiffResidual* r) {
   mjdiff_freeMLPWork(r->work);
   mjdiff_freeMLP(r->net);
   free(r->scale);
+  free(r->feat);
   free(r);
 }
 
@@ -180,23 +227,38 @@ const mjtNum* mjdiff_residualScale(const mjdiffResidual* r) {
   return r ? r->scale : NULL;
 }
 
-void mjdiff_residualInput(const mjModel* m, const mjData* d, mjtNum* z) {
-  mju_copy(z, d->qpos, m->nq);
-  mju_copy(z + m->nq, d->qvel, m->nv);
-  mju_copy(z + m->nq + m->nv, d->ctrl, m->nu);
+int mjdiff_residualInputSize(const mjdiffResidual* r) {
+  return r ? r->nin : 0;
+}
+
+void mjdiff_residualInput(const mjdiffResidual* r, const mjModel* m, const mjData* d,
+                          mjtNum* z) {
+  int k = 0;
+  for (int j = 0; j < r->njnt; j++) {
+    int t = m->jnt_type[j], adr = m->jnt_qposadr[j];
+    int dim = t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
+    if (r->feat[j] == FEAT_ANGLE) {
+      z[k++] = sin(d->qpos[adr]);
+      z[k++] = cos(d->qpos[adr]);
+    } else if (r->feat[j] == FEAT_RAW) {
+      for (int i = 0; i < dim; i++) z[k++] = d->qpos[adr + i];
+    }
+  }
+  mju_copy(z + k, d->qvel, m->nv);
+  mju_copy(z + k + m->nv, d->ctrl, m->nu);
 }
 
 // f into qfrc, or zero and the failure recorded
 static mjdiffStatus evalForce(mjdiffResidual* r, const mjModel* m, const mjData* d, mjtNum* qfrc,
                               char* err, int errsz) {
-  if (m->nq != r->nq || m->nv != r->nv || m->nu != r->nu) {
+  if (m->nq != r->nq || m->nv != r->nv || m->nu != r->nu || m->njnt != r->njnt) {
     mju_zero(qfrc, m->nv);
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "the residual force was made for a model of other sizes (nq %d, nv %d, "
                         "nu %d; this one %d, %d, %d)", r->nq, r->nv, r->nu, (int)m->nq,
                         (int)m->nv, (int)m->nu);
   }
-  mjdiff_residualInput(m, d, r->z);
+  mjdiff_residualInput(r, m, d, r->z);
   mjdiffStatus st = mjdiff_mlpForward(r->net, r->work, r->z, 1, r->y, err, errsz);
   if (st != MJDIFF_OK) {
     mju_zero(qfrc, r->nv);
@@ -252,15 +314,26 @@ static void vjpCb(const mjModel* m, const mjData* d, const mjtNum* theta, void* 
     note(r, st);
     return;
   }
-  // qpos and qvel parts to the tangent layout at d's state
+  // features back to qpos, then qpos and qvel to the tangent layout at d's state
   mju_copy(r->x, d->qpos, nq);
   mju_copy(r->x + nq, d->qvel, nv);
   mju_copy(r->x + nq + nv, d->act, na);
-  mju_copy(r->gx, r->az, nq + nv);
-  mju_zero(r->gx + nq + nv, na);
+  mju_zero(r->gx, nq + nv + na);
+  int k = 0;
+  for (int j = 0; j < r->njnt; j++) {
+    int t = m->jnt_type[j], adr = m->jnt_qposadr[j];
+    int dim = t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
+    if (r->feat[j] == FEAT_ANGLE) {
+      r->gx[adr] = r->az[k] * cos(d->qpos[adr]) - r->az[k + 1] * sin(d->qpos[adr]);
+      k += 2;
+    } else if (r->feat[j] == FEAT_RAW) {
+      for (int i = 0; i < dim; i++) r->gx[adr + i] = r->az[k++];
+    }
+  }
+  mju_copy(r->gx + nq, r->az + k, nv);
   mjdiff_stateGradToTangent(m, r->x, r->gx, r->gt);
   if (adj_x) mju_addTo(adj_x, r->gt, 2 * nv + na);
-  if (adj_ctrl) mju_addTo(adj_ctrl, r->az + nq + nv, nu);
+  if (adj_ctrl) mju_addTo(adj_ctrl, r->az + k + nv, nu);
 }
 
 const mjdiffForceModel* mjdiff_residualForceModel(mjdiffResidual* r) {

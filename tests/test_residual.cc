@@ -436,6 +436,15 @@ TEST(Residual, NewNetworkIsThePhysics) {
   std::vector<mjtNum> f(S.sim.m->nv, 1);
   ASSERT_EQ(mjdiff_residualForce(res, S.sim.m, S.sim.d, f.data(), err, sizeof(err)), MJDIFF_OK);
   for (mjtNum v : f) EXPECT_EQ(v, 0);
+  // features: rootx (horizontal root slide) dropped, rootz kept, rooty (unlimited hinge) as
+  // sin and cos, the three limited hinges kept; then qvel (6) and ctrl (3)
+  EXPECT_EQ(mjdiff_residualInputSize(res), 1 + 2 + 3 + 6 + 3);
+  std::vector<mjtNum> z(mjdiff_residualInputSize(res));
+  S.sim.d->qpos[2] = 0.7;
+  mjdiff_residualInput(res, S.sim.m, S.sim.d, z.data());
+  EXPECT_EQ(z[0], S.sim.d->qpos[1]);
+  EXPECT_DOUBLE_EQ(z[1], std::sin(0.7));
+  EXPECT_DOUBLE_EQ(z[2], std::cos(0.7));
   const mjtNum* s = mjdiff_residualScale(res);
   for (int i = 0; i < S.sim.m->nv; i++) {
     EXPECT_TRUE(std::isfinite(s[i]) && s[i] >= 1e-6) << i << " " << s[i];

@@ -3,7 +3,7 @@
 // mjdiff-sysid --residual: physics plus a neural residual force, fitted jointly.
 //
 // Model (<mjdiff/residual.h>): x_{k+1} = f(x_k, u_k; p) with qfrc_applied = s .* NN(z_k; theta),
-// z = (qpos, qvel, ctrl), f the smooth step.
+// z = (features of qpos, qvel, ctrl), f the smooth step.
 // Windows: each recording is cut into windows of W steps, k0 = 0, W, 2W, .. (k0 + W <= T); a
 // window starts from the recorded state at k0 (measured coordinates; the others from the model's
 // keyframe 0 or reference state) and runs W steps under the recorded controls.
@@ -97,7 +97,7 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
                     const sysidHybridOptions* o, const char* out, double* p_out, double* loss,
                     int* stopped, char* err, int errsz) {
   int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, nx = nq + nv + na, ndx = 2 * nv + na;
-  int W = o->window, np = p ? mjdiff_paramCount(p) : 0, nin = nq + nv + nu;
+  int W = o->window, np = p ? mjdiff_paramCount(p) : 0;
   *stopped = 0;
 
   // windows
@@ -124,7 +124,7 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
     return -1;
   }
   mjdiffMLP* net = mjdiff_residualNet(res);
-  int nth = mjdiff_mlpParamCount(net);
+  int nth = mjdiff_mlpParamCount(net), nin = mjdiff_residualInputSize(res);
   double* theta = mjdiff_mlpParams(net);
 
   mjData* d = mj_makeData(m);
@@ -161,7 +161,7 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
     for (int k = 0; k < rec[r].T; k++) {
       startAt(m, d, rec + r, k);
       mju_copy(d->ctrl, rec[r].ctrl + (size_t)nu * k, nu);
-      mjdiff_residualInput(m, d, Z + (size_t)nin * nz++);
+      mjdiff_residualInput(res, m, d, Z + (size_t)nin * nz++);
     }
   }
   if (mjdiff_fitMLPNormalization(net, Z, (int)nz, 1e-6, msg, sizeof(msg)) != MJDIFF_OK ||

@@ -4,14 +4,20 @@
 // physics does not model (unmodelled friction, drag, the hard-contact effects a smooth model
 // misses), added to the smooth model's at every step.
 //
-//   z   = (qpos, qvel, ctrl)            (nq + nv + nu; ctrl as d holds it)
+//   z   = (phi(qpos), qvel, ctrl)       (mjdiff_residualInputSize; ctrl as d holds it)
 //   f   = s .* NN(z; theta)             (nv), written into d->qfrc_applied
+//   phi: per joint, the position features the physics can depend on. An unlimited hinge gives
+//         (sin q, cos q), since the angle is periodic. A slide of a body attached to the world,
+//         unlimited, horizontal (perpendicular to gravity) and after no rotation on its body, is
+//         dropped: the world is the same under horizontal translation on a flat floor. Every
+//         other coordinate is kept as it is, ball and free quaternions included.
 //   s_i = sum_k |gear_k| max|ctrlrange_k| |moment_ki|   at qpos0 (the actuators' authority on
 //         dof i: the network's outputs are in units of the actuators' full force), or, for a dof
 //         no actuator drives, M_ii(qpos0) * 10 (m/s^2 or rad/s^2), at least 1e-6
 // VJP, given a_f (the step adjoint's adjoint of qfrc_applied, <mjdiff/args.h> adj_qfrc):
 //   a_y = s .* a_f;  (a_z, a_theta) = NN's VJP (<mjdiff/nn.h>)
-//   a_x += (G(x)' a_z[qpos], a_z[qvel], 0)   (G: qpos in the tangent layout, a quaternion's four
+//   a_qpos = Dphi' a_z[phi]   (angle: a_q = a_sin cos q - a_cos sin q; a dropped slide: 0)
+//   a_x += (G(x)' a_qpos, a_z[qvel], 0)   (G: qpos in the tangent layout, a quaternion's four
 //                                             partials to its rotation vector;
 //                                             mjdiff_stateGradToTangent)
 //   a_u += a_z[ctrl]
@@ -37,7 +43,8 @@ extern "C" {
 
 typedef struct mjdiffResidual_ mjdiffResidual;
 
-// A residual force for m with hidden layers of def (nin, nout are set here: nq + nv + nu, nv),
+// A residual force for m with hidden layers of def (nin, nout are set here: the input size above,
+// nv),
 // weights initialised from seed (Xavier, zero output layer), identity normalisation.
 // Nullable: def (two hidden layers of 64 tanh units), err.
 MJDIFF_API mjdiffStatus mjdiff_makeResidual(const mjModel* m, const mjdiffMLPDef* def,
@@ -61,8 +68,12 @@ MJDIFF_API mjdiffMLP* mjdiff_residualNet(mjdiffResidual* r);
 // The output scale s (nv).
 MJDIFF_API const mjtNum* mjdiff_residualScale(const mjdiffResidual* r);
 
-// The network input z (nq + nv + nu) of the state and controls in d.
-MJDIFF_API void mjdiff_residualInput(const mjModel* m, const mjData* d, mjtNum* z);
+// The size of the network input z (position features, nv, nu).
+MJDIFF_API int mjdiff_residualInputSize(const mjdiffResidual* r);
+
+// The network input z (mjdiff_residualInputSize) of the state and controls in d.
+MJDIFF_API void mjdiff_residualInput(const mjdiffResidual* r, const mjModel* m, const mjData* d,
+                                     mjtNum* z);
 
 // f (nv) at the state and controls in d. Fails (MJDIFF_ERR_ARGUMENT) for a model of another size
 // and (MJDIFF_ERR_NONFINITE) for a non-finite force.
