@@ -7,8 +7,8 @@
 #   1. the physics fit (LM on the dampings) and the hybrid fit from its model write
 #      their files (4 recordings of 4 s, 60 epochs; network, MJCF, JSON report without NaN; no .tmp left) with progress lines;
 #   2. on a held-out chirp recording the hybrid's 0.5 s open-loop error (--predict
-#      --residual-weights) is below 0.75 x the physics fit's for both joints (measured: 0.34 and
-#      0.18 x; scripts/residual_eval.sh has the full comparison);
+#      --residual-weights) is below 0.75 x the physics fit's for both joints (measured: 0.14 and
+#      0.28 x; scripts/residual_eval.sh has the full comparison);
 #   3. refusals: weights of another model (exit 1, the file and both shapes named), --residual
 #      without --weights, --residual with --predict, --residual-weights without --predict (exit 2).
 # Usage (ctest): bash sysid_residual.sh BUILD_DIR SOURCE_DIR
