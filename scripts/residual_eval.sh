@@ -6,8 +6,9 @@
 # hidden joint friction profile (friction loss and damping the user's model does not have).
 # Cases: reacher (no contacts; friction loss 0.02, damping 0.03 for 0.01) and hopper (the foot's
 # hard contacts with the floor; friction loss 2 and damping 1.5 for 0.5 on the leg's hinges).
-# Training: 4 recordings of 4 s under random controls held 0.1 s, with sensor noise; held out: 2
-# recordings under chirp controls (controls unlike the training data). Three models, fitted on
+# Training: 4 recordings of 4 s under random controls held 0.1 s, with sensor noise, and a fifth
+# for the hybrid's early stopping (--val); held out: 2 recordings under chirp controls (controls
+# unlike the training data). Three models, fitted on
 # the same data:
 #   (a) physics: mjdiff-sysid (Levenberg-Marquardt) on the joint dampings
 #   (b) hybrid:  mjdiff-sysid --residual, the dampings and a residual force network jointly,
@@ -60,6 +61,9 @@ for i in 1 2 3 4; do
     --noise-qpos 0.0005 --noise-qvel 0.005 "$model" >/dev/null
   train+=("$out/train$i.csv")
 done
+# validation (early stopping of the hybrid): one more recording of random controls
+"$sysid" --generate "$out/val5.csv" --plant native --duration 4 --seed 5 "${hidden[@]}" \
+  --noise-qpos 0.0005 --noise-qvel 0.005 "$model" >/dev/null
 for i in 11 12; do
   "$sysid" --generate "$out/test$i.csv" --plant native --ctrl chirp --duration 4 --seed $i \
     "${hidden[@]}" "$model" >/dev/null
@@ -75,7 +79,8 @@ rc=0
 t1=$(date +%s.%N)
 echo "residual_eval: (a) physics fitted" >&2
 for k in $(seq "$seeds"); do
-  "$sysid" --residual "$spec" --epochs "$epochs" --seed "$k" --weights "$out/hybrid$k.npz" \
+  "$sysid" --residual "$spec" --epochs "$epochs" --seed "$k" --val "$out/val5.csv" \
+    --weights "$out/hybrid$k.npz" \
     "${fitp[@]}" --xml "$out/hybrid$k.xml" --out "$out/hybrid$k.json" \
     "$out/physics.xml" "${train[@]}" >"$out/hybrid$k.txt"
   echo "residual_eval: (b) hybrid fitted, seed $k" >&2

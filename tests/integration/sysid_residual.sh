@@ -10,7 +10,9 @@
 #      --residual-weights) is below 0.75 x the physics fit's for both joints (measured: 0.14 and
 #      0.28 x; scripts/residual_eval.sh has the full comparison);
 #   3. refusals: weights of another model (exit 1, the file and both shapes named), --residual
-#      without --weights, --residual with --predict, --residual-weights without --predict (exit 2).
+#      without --weights, --residual with --predict, --residual-weights without --predict, --val
+#      without --residual (exit 2);
+#   4. early stopping (--val): the kept epoch is named and the reported loss is the validation's.
 # Usage (ctest): bash sysid_residual.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -88,4 +90,13 @@ run "$SYSID" --residual mlp:8 --weights x.npz --predict "$REACHER" "$TMP/train1.
 [[ $RC -eq 2 ]] || fail "--residual with --predict: exit $RC (expected 2)"
 run "$SYSID" --residual-weights "$TMP/b.npz" --param "joint:*:damping" "$REACHER" "$TMP/train1.csv"
 [[ $RC -eq 2 ]] || fail "--residual-weights without --predict: exit $RC (expected 2)"
+run "$SYSID" --val "$TMP/train1.csv" --param "joint:*:damping" "$REACHER" "$TMP/train2.csv"
+[[ $RC -eq 2 ]] || fail "--val without --residual: exit $RC (expected 2)"
+
+# 4. early stopping: a validation recording; the best epoch is kept and named
+run "$SYSID" --residual mlp:16 --epochs 5 --val "$TMP/train4.csv" --weights "$TMP/v.npz" \
+  "$TMP/a.xml" "$TMP"/train[123].csv
+[[ $RC -eq 0 ]] || fail "hybrid fit with --val: exit $RC: $ERR"
+grep -q "kept epoch [1-5]: validation loss" <<<"$ERR" || fail "no kept-epoch line: $ERR"
+grep -q "final validation loss" <<<"$OUT" || fail "the final loss is not the validation's: $OUT"
 note "ok"

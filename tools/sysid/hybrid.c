@@ -20,7 +20,8 @@
 // r_j = p_j / |p_j,0| (|p_j,0| = 1 for a zero start) with rate lr_param, p projected onto
 // [lo, hi] after each step; one step per batch of B windows, the windows in a seeded random
 // order each epoch. The input normalisation of the network is fitted once to the recordings'
-// z (mean and std per feature).
+// z (mean and std per feature). Early stopping: with validation recordings, L on their windows
+// after every epoch; the weights and parameters of the epoch with the lowest value are kept.
 
 #include "hybrid.h"
 
@@ -92,9 +93,34 @@ static double windowLoss(const mjModel* m, const sysidRecording* R, int k0, int 
   return L;
 }
 
+// the loss of every window of the recordings R (n) with the current weights and parameters;
+// NAN with err on a failing rollout
+static double setLoss(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffRollout* ro,
+                      mjdiffResidual* res, const sysidRecording* R, int n,
+                      const sysidHybridOptions* o, double* states, double* qref, double* e,
+                      double* dLdx, char* err, int errsz) {
+  int W = o->window, nu = m->nu;
+  double L = 0;
+  long N = 0;
+  char msg[600];
+  for (int r = 0; r < n; r++) {
+    for (int k0 = 0; k0 + W <= R[r].T; k0 += W) {
+      startAt(m, d, R + r, k0);
+      if (mjdiff_rolloutForward(m, d, s, ro, R[r].ctrl + (size_t)nu * k0, NULL, NULL, states,
+                                NULL, msg, sizeof(msg)) != MJDIFF_OK ||
+          mjdiff_residualStatus(res, msg, sizeof(msg)) != MJDIFF_OK) {
+        snprintf(err, (size_t)errsz, "%.200s, window at step %d: %.300s", R[r].path, k0, msg);
+        return NAN;
+      }
+      L += windowLoss(m, R + r, k0, W, states, o, qref, e, dLdx, &N);
+    }
+  }
+  return N > 0 ? L / (double)N : NAN;
+}
+
 int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const double* lo,
                     const double* hi, const sysidRecording* rec, int nrec,
-                    const sysidHybridOptions* o, const char* out, double* p_out, double* loss,
+                    const sysidRecording* val, int nval, const sysidHybridOptions* o, const char* out, double* p_out, double* loss,
                     int* stopped, char* err, int errsz) {
   int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, nx = nq + nv + na, ndx = 2 * nv + na;
   int W = o->window, np = p ? mjdiff_paramCount(p) : 0;
@@ -102,6 +128,13 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
 
   // windows
   long nwin = 0, nz = 0;
+  for (int r = 0; r < nval; r++) {
+    if (val[r].T < W) {
+      snprintf(err, (size_t)errsz, "--val %s: %d steps, shorter than one window of %d steps",
+               val[r].path, val[r].T, W);
+      return -1;
+    }
+  }
   for (int r = 0; r < nrec; r++) {
     if (rec[r].T < W) {
       snprintf(err, (size_t)errsz, "%s: %d steps, shorter than one window of %d steps: give a "
@@ -140,12 +173,13 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
   double* rel = (double*)calloc((size_t)np + 1, sizeof(double));
   double* pv = (double*)calloc((size_t)np + 1, sizeof(double));
   double* qref = (double*)malloc(sizeof(double) * (size_t)nq);
+  double* best = (double*)malloc(sizeof(double) * ((size_t)nth + np + 1));
   double* e = (double*)malloc(sizeof(double) * (size_t)nv);
   mjdiffRollout* ro = NULL;
   mjdiffAdam *adam = NULL, *adamp = NULL;
   int fail = 0;
   if (!d || !wins || !Z || !states || !dLdx || !gth || !gth1 || !gp || !gp1 || !p0 || !rel ||
-      !pv || !qref || !e) {
+      !pv || !qref || !e || !best) {
     snprintf(err, (size_t)errsz, "out of memory for the hybrid fit");
     fail = 1;
     goto done;
@@ -194,7 +228,9 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
 
   mjdiffRng rng;
   mjdiff_rngSeed(&rng, o->seed);
-  double t0 = tool_now(), epochLoss = NAN;
+  double t0 = tool_now(), epochLoss = NAN, valLoss = NAN, bestVal = INFINITY;
+  int bestEpoch = 0;
+  if (np) mju_copy(pv, p0, np);
   for (int ep = 0; ep < o->epochs && !fail; ep++) {
     // shuffle (Fisher-Yates)
     for (long i = nwin - 1; i > 0; i--) {
@@ -264,9 +300,22 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
       }
     }
     epochLoss = sumN > 0 ? sumL / (double)sumN : NAN;
+    if (!fail && nval) {
+      valLoss = setLoss(m, d, s, ro, res, val, nval, o, states, qref, e, dLdx, msg, sizeof(msg));
+      if (isnan(valLoss)) {
+        snprintf(err, (size_t)errsz, "epoch %d, validation: %s", ep + 1, msg);
+        fail = 1;
+      } else if (valLoss < bestVal) {
+        bestVal = valLoss;
+        bestEpoch = ep + 1;
+        mju_copy(best, theta, nth);
+        mju_copy(best + nth, pv, np);
+      }
+    }
     if (!fail && o->progress && (ep == 0 || (ep + 1) % 10 == 0 || ep + 1 == o->epochs)) {
-      fprintf(o->progress, "epoch %5d/%d  loss %.6e  windows %ld  wall %.1f s", ep + 1,
-              o->epochs, epochLoss, nwin, tool_now() - t0);
+      fprintf(o->progress, "epoch %5d/%d  loss %.6e", ep + 1, o->epochs, epochLoss);
+      if (nval) fprintf(o->progress, "  val %.6e (best %.6e at %d)", valLoss, bestVal, bestEpoch);
+      fprintf(o->progress, "  windows %ld  wall %.1f s", nwin, tool_now() - t0);
       for (int j = 0; j < np && j < 6; j++) {
         fprintf(o->progress, "  %s %.6g", mjdiff_paramName(p, j), pv[j]);
       }
@@ -275,6 +324,18 @@ int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const dou
     if (tool_interrupted()) {
       *stopped = 1;
       break;
+    }
+  }
+  // early stopping: the best epoch's weights and parameters
+  if (!fail && nval && bestEpoch > 0) {
+    mju_copy(theta, best, nth);
+    if (np && mjdiff_setParamValues(m, s, p, best + nth, msg, sizeof(msg)) != MJDIFF_OK) {
+      snprintf(err, (size_t)errsz, "restoring the best epoch's parameters: %s", msg);
+      fail = 1;
+    }
+    epochLoss = bestVal;
+    if (o->progress) {
+      fprintf(o->progress, "kept epoch %d: validation loss %.6e\n", bestEpoch, bestVal);
     }
   }
   if (!fail && !isfinite(epochLoss)) {
@@ -312,6 +373,7 @@ done:
   free(pv);
   free(qref);
   free(e);
+  free(best);
   return fail ? -1 : 0;
 }
 

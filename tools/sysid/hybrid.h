@@ -29,14 +29,16 @@ typedef struct sysidHybridOptions_ {
 } sysidHybridOptions;
 
 // Fit the residual network (and the parameters p, nullable, bounded by lo, hi) to the
-// recordings rec (nrec) of m with the smooth model s; m and s end with the fitted parameter
+// recordings rec (nrec) of m with the smooth model s. With validation recordings (val, nval > 0)
+// the loss on their windows is measured after every epoch and the weights and parameters of the
+// best epoch are kept (early stopping); m and s end with the fitted parameter
 // values; the network goes to out (through out.tmp and a rename). Final values of p in
 // p_out (np, nullable) and the final loss in *loss (nullable). Returns 0, or -1 with err (a
 // recording shorter than one window, a failing rollout, the network, the file); *stopped is set
 // to 1 if an interrupt (tool guard) ended training early (weights written all the same).
 int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const double* lo,
                     const double* hi, const sysidRecording* rec, int nrec,
-                    const sysidHybridOptions* opt, const char* out, double* p_out, double* loss,
+                    const sysidRecording* val, int nval, const sysidHybridOptions* opt, const char* out, double* p_out, double* loss,
                     int* stopped, char* err, int errsz);
 
 // The hybrid's open-loop stepper for sysid_predict: f = residual(x, u) into qfrc_applied, then

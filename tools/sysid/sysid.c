@@ -86,6 +86,8 @@ typedef struct args_ {
   // residual (hybrid.c)
   const char* residual;        // network spec: fit physics + a residual force network
   const char* residual_weights;  // --predict with the hybrid's stepper
+  const char* val[MAXLIST];    // --val: validation recordings of --residual (early stopping)
+  int nval;
   double lr_param;
 } args;
 
@@ -163,7 +165,9 @@ static void usage(void) {
       "                         over windows from the recorded states (--window N steps,\n"
       "                         default 0.2 s); --weights, --epochs (default 100), --lr, --seed\n"
       "                         as --mlp; --xml writes the fitted parameters' model\n"
-      "  --lr-param LR          Adam's rate for the parameters, relative (default 1e-2)\n\n"
+      "  --lr-param LR          Adam's rate for the parameters, relative (default 1e-2)\n"
+      "  --val DATA.csv         validation recording (repeat): its windows' loss after every\n"
+      "                         epoch; the best epoch's network and parameters are kept\n\n"
       "  --help                 show this help and exit\n\n"
       "Data format (CSV, header of names): time; ctrl:ACTUATOR; qpos:JOINT and qvel:JOINT\n"
       "(components qpos:JOINT:K for ball and free joints); sensor:SENSOR (sensor:SENSOR:K).\n"
@@ -287,6 +291,9 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->mlp = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--residual")) {
       a->residual = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(s, "--val")) {
+      if (a->nval >= MAXLIST) tool_usageError(kTool, "too many --val files");
+      a->val[a->nval++] = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--residual-weights")) {
       a->residual_weights = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--lr-param")) {
@@ -323,6 +330,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   }
   if (a->mlp && !a->mlp_out) tool_usageError(kTool, "--mlp needs --weights OUT.npz");
   if (a->residual && !a->mlp_out) tool_usageError(kTool, "--residual needs --weights OUT.npz");
+  if (a->nval && !a->residual) tool_usageError(kTool, "--val is an option of --residual");
   if (!a->mlp && !a->residual && a->mlp_out) {
     tool_usageError(kTool, "--weights is an option of --mlp and --residual");
   }
@@ -1091,14 +1099,15 @@ done:
   return code;
 }
 
-// read the recordings of a->data into rec (*nrec read, to be freed by the caller), each with
-// controls inside their range and at least one step; TOOL_EXIT_OK or TOOL_EXIT_RUNTIME (printed)
-static int readRecordings(const mjModel* m, const args* a, sysidRecording* rec, int* nrec) {
+// read the recordings of the files path (n) into rec (*nrec read, to be freed by the caller), each
+// with every control column and at least one step; TOOL_EXIT_OK or TOOL_EXIT_RUNTIME (printed)
+static int readRecordings(const mjModel* m, const char* const* path, int n, sysidRecording* rec,
+                          int* nrec) {
   char err[1024];
   memset(rec, 0, sizeof(sysidRecording) * MAXLIST);
   *nrec = 0;
-  for (int i = 0; i < a->ndata; i++) {
-    if (sysid_readRecording(m, a->data[i], rec + *nrec, err, sizeof(err))) {
+  for (int i = 0; i < n; i++) {
+    if (sysid_readRecording(m, path[i], rec + *nrec, err, sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       return TOOL_EXIT_RUNTIME;
     }
@@ -1108,7 +1117,7 @@ static int readRecordings(const mjModel* m, const args* a, sysidRecording* rec, 
       return TOOL_EXIT_RUNTIME;
     }
     if (rec[*nrec - 1].T < 1) {
-      fprintf(stderr, "%s: error: %s: less than one timestep of samples\n", kTool, a->data[i]);
+      fprintf(stderr, "%s: error: %s: less than one timestep of samples\n", kTool, path[i]);
       return TOOL_EXIT_RUNTIME;
     }
   }
@@ -1123,7 +1132,7 @@ static int predict(mjModel* m, mjdiffModel* s, const args* a) {
   int nh = a->nhorizon ? a->nhorizon : 3;
   sysidRecording rec[MAXLIST];
   int nrec = 0;
-  int code = readRecordings(m, a, rec, &nrec);
+  int code = readRecordings(m, a->data, a->ndata, rec, &nrec);
   char tmp[1100];
   FILE* f = NULL;
   if (code == TOOL_EXIT_OK && a->out) {
@@ -1198,9 +1207,10 @@ static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
     paramBounds(a, p, lo, hi);
     mjdiff_getParamValues(m, s, p, pv0);
   }
-  sysidRecording rec[MAXLIST];
-  int nrec = 0;
-  int code = readRecordings(m, a, rec, &nrec);
+  sysidRecording rec[MAXLIST], val[MAXLIST];
+  int nrec = 0, nval = 0;
+  int code = readRecordings(m, a->data, a->ndata, rec, &nrec);
+  if (code == TOOL_EXIT_OK) code = readRecordings(m, a->val, a->nval, val, &nval);
   sysidHybridOptions o;
   o.spec = a->residual;
   o.epochs = (int)a->epochs;
@@ -1216,8 +1226,8 @@ static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
   int stopped = 0;
   if (code == TOOL_EXIT_OK) {
     tool_catchInterrupt();
-    if (sysid_hybridFit(m, s, p, lo, hi, rec, nrec, &o, a->mlp_out, pv, &loss, &stopped, err,
-                        sizeof(err))) {
+    if (sysid_hybridFit(m, s, p, lo, hi, rec, nrec, val, nval, &o, a->mlp_out, pv, &loss,
+                        &stopped, err, sizeof(err))) {
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
     }
@@ -1225,8 +1235,8 @@ static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
   if (code == TOOL_EXIT_OK) {
     printf("%-32s  %14s  %14s\n", "parameter", "start", "fitted");
     for (int j = 0; j < np; j++) printf("%-32s  %14.6g  %14.6g\n", mjdiff_paramName(p, j), pv0[j], pv[j]);
-    printf("final loss %.6e (per measured coordinate, noise units), network -> %s\n", loss,
-           a->mlp_out);
+    printf("final %sloss %.6e (per measured coordinate, noise units), network -> %s\n",
+           nval ? "validation " : "", loss, a->mlp_out);
     if (a->xml && p) {
       char note[600] = "";
       if (writeXml(m, p, a->xml, note, sizeof(note))) {
@@ -1276,6 +1286,7 @@ static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
   }
   if (code == TOOL_EXIT_OK && stopped) code = TOOL_EXIT_INTERRUPTED;
   for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
+  for (int i = 0; i < nval; i++) sysid_freeRecording(val + i);
   free(lo);
   free(hi);
   free(pv);
