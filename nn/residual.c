@@ -29,9 +29,9 @@ struct mjdiffResidual_ {
   mjdiffMLPWork* work;
   mjdiffForceModel fm;
   mjtNum* scale;               // (nv) s
-  mjtNum* z;                   // (nin) input, (nv) output, (nv) output adjoint, (nin) input
-  mjtNum* y;                   // adjoint, (nq + nv + na) state and its gradient in the state
-  mjtNum* ay;                  // layout, (2nv + na) the gradient in the tangent layout
+  mjtNum* z;                   // scratch, one block from z: (nin) input, (nv) output, (nv) output
+  mjtNum* y;                   // adjoint, (nin) input adjoint, (nq + nv + na) state and its
+  mjtNum* ay;                  // gradient in the state layout, (2nv + na) the tangent layout
   mjtNum* az;
   mjtNum* x;
   mjtNum* gx;
@@ -46,16 +46,18 @@ static int features(const mjModel* m, const mjData* d, int* feat) {
   mjtNum gn = mju_norm3(g);
   int nin = m->nv + m->nu;
   for (int j = 0; j < m->njnt; j++) {
-    int t = m->jnt_type[j], b = m->jnt_bodyid[j];
+    int b = m->jnt_bodyid[j];
     feat[j] = FEAT_RAW;
-    if (t == mjJNT_HINGE && !m->jnt_limited[j]) feat[j] = FEAT_ANGLE;
-    if (t == mjJNT_SLIDE && !m->jnt_limited[j] && m->body_parentid[b] == 0 && gn > 0) {
+    if (m->jnt_type[j] == mjJNT_HINGE && !m->jnt_limited[j]) feat[j] = FEAT_ANGLE;
+    if (m->jnt_type[j] == mjJNT_SLIDE && !m->jnt_limited[j] && m->body_parentid[b] == 0 &&
+        gn > 0) {
       int first = 1;  // only slides before it on its body: its world axis is fixed
       for (int k = m->body_jntadr[b]; k < j; k++) first &= m->jnt_type[k] == mjJNT_SLIDE;
       if (first && fabs(mju_dot3(d->xaxis + 3 * j, g)) <= 1e-9 * gn) feat[j] = FEAT_DROP;
     }
-    int dim = t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
-    nin += feat[j] == FEAT_ANGLE ? 2 : feat[j] == FEAT_DROP ? 0 : dim;
+    nin += feat[j] == FEAT_ANGLE  ? 2
+           : feat[j] == FEAT_DROP ? 0
+                                  : mjdiff_jointStateRows(m, j, NULL, NULL);
   }
   return nin;
 }
@@ -93,69 +95,58 @@ static void forceCb(const mjModel* m, const mjData* d, const mjtNum* theta, void
 static void vjpCb(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
                   const mjtNum* adj_qfrc, mjtNum* adj_x, mjtNum* adj_ctrl, mjtNum* adj_theta);
 
-// the model's network input size (header: position features, qvel, ctrl); -1 out of memory
-static int inputSize(const mjModel* m, int* feat) {
-  mjData* d = mj_makeData(m);
-  if (!d) return -1;
-  mj_kinematics(m, d);
-  int nin = features(m, d, feat);
-  mj_deleteData(d);
-  return nin;
-}
-
-// a residual around net (taken over; freed on failure); path: the file it came from (its shape
-// is checked), or NULL
-static mjdiffStatus wrap(const mjModel* m, mjdiffMLP* net, const char* path,
-                         mjdiffResidual** out, char* err, int errsz) {
-  mjdiffResidual* r = (mjdiffResidual*)calloc(1, sizeof(mjdiffResidual));
+// a residual for m without its network: the position features and output scale from one forward
+// pass at qpos0, and the scratch; NULL if out of memory
+static mjdiffResidual* newResidual(const mjModel* m) {
   int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu;
-  int* feat = (int*)calloc((size_t)m->njnt + 1, sizeof(int));
-  int nin = feat ? inputSize(m, feat) : -1;
-  size_t n = (size_t)nv + (nin > 0 ? nin : 0) + 2 * (size_t)nv + (nin > 0 ? nin : 0) +
-             2 * ((size_t)nq + nv + na) + 2 * nv + na;
-  mjtNum* buf = r && nin > 0 ? (mjtNum*)calloc(n + 1, sizeof(mjtNum)) : NULL;
-  if (!buf) {
-    free(r);
-    free(feat);
-    mjdiff_freeMLP(net);
-    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
+  mjdiffResidual* r = (mjdiffResidual*)calloc(1, sizeof(mjdiffResidual));
+  if (!r) return NULL;
+  r->feat = (int*)calloc((size_t)m->njnt + 1, sizeof(int));
+  r->scale = (mjtNum*)calloc((size_t)nv + 1, sizeof(mjtNum));
+  mjData* d = r->feat && r->scale ? mj_makeData(m) : NULL;
+  int bad = !d;
+  if (d) {
+    mj_forward(m, d);
+    r->nin = features(m, d, r->feat);
+    bad = outputScale(m, d, r->scale) != 0;
+    mj_deleteData(d);
   }
-  const mjdiffMLPDef* def = mjdiff_mlpDef(net);  // points into net
-  if (path && (def->nin != nin || def->nout != nv)) {
-    mjdiffStatus st = mjdiff_error(
-        err, errsz, MJDIFF_ERR_VALUE,
-        "%s: a residual network of %d inputs and %d outputs, but this model needs %d inputs "
-        "(position features, nv %d, nu %d) and %d outputs (nv): weights for another model?",
-        path, def->nin, def->nout, nin, nv, nu, nv);
-    free(r);
-    free(feat);
-    free(buf);
-    mjdiff_freeMLP(net);
-    return st;
+  int nin = r->nin;
+  size_t n = 2 * (size_t)nin + 2 * (size_t)nv + 2 * ((size_t)nq + nv + na) + 2 * nv + na;
+  r->z = bad ? NULL : (mjtNum*)calloc(n + 1, sizeof(mjtNum));
+  if (!r->z) {
+    mjdiff_freeResidual(r);
+    return NULL;
   }
-  r->feat = feat;
   r->njnt = (int)m->njnt;
   r->nq = nq;
   r->nv = nv;
   r->na = na;
   r->nu = nu;
-  r->nin = nin;
-  r->net = net;
-  r->scale = buf;
-  r->z = r->scale + nv;
   r->y = r->z + nin;
   r->ay = r->y + nv;
   r->az = r->ay + nv;
   r->x = r->az + nin;
   r->gx = r->x + nq + nv + na;
   r->gt = r->gx + nq + nv + na;
-  mjdiffStatus st = mjdiff_makeMLPWork(net, 1, &r->work, err, errsz);
-  mjData* d = st == MJDIFF_OK ? mj_makeData(m) : NULL;
-  if (d) mj_forward(m, d);
-  if (st == MJDIFF_OK && (!d || outputScale(m, d, r->scale))) {
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
+  return r;
+}
+
+// give r its network (taken over; freed with r on failure); path: the file it came from (its
+// shape is checked), or NULL
+static mjdiffStatus attach(mjdiffResidual* r, mjdiffMLP* net, const char* path,
+                           mjdiffResidual** out, char* err, int errsz) {
+  r->net = net;
+  const mjdiffMLPDef* def = mjdiff_mlpDef(net);
+  mjdiffStatus st = MJDIFF_OK;
+  if (path && (def->nin != r->nin || def->nout != r->nv)) {
+    st = mjdiff_error(
+        err, errsz, MJDIFF_ERR_VALUE,
+        "%s: a residual network of %d inputs and %d outputs, but this model needs %d inputs "
+        "(position features, nv %d, nu %d) and %d outputs (nv): weights for another model?",
+        path, def->nin, def->nout, r->nin, r->nv, r->nu, r->nv);
   }
-  if (d) mj_deleteData(d);
+  if (st == MJDIFF_OK) st = mjdiff_makeMLPWork(net, 1, &r->work, err, errsz);
   if (st != MJDIFF_OK) {
     mjdiff_freeResidual(r);
     return st;
@@ -166,6 +157,10 @@ static mjdiffStatus wrap(const mjModel* m, mjdiffMLP* net, const char* path,
   r->fm.vjp = vjpCb;
   *out = r;
   return MJDIFF_OK;
+}
+
+static mjdiffStatus outOfMemory(char* err, int errsz) {
+  return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
 }
 
 mjdiffStatus mjdiff_makeResidual(const mjModel* m, const mjdiffMLPDef* def, uint64_t seed,
@@ -182,21 +177,19 @@ mjdiffStatus mjdiff_makeResidual(const mjModel* m, const mjdiffMLPDef* def, uint
   } else {
     mjdiff_defaultMLPDef(&nd);
   }
-  int* feat = (int*)calloc((size_t)m->njnt + 1, sizeof(int));
-  nd.nin = feat ? inputSize(m, feat) : -1;
-  free(feat);
-  if (nd.nin < 1) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the residual force");
-  }
+  mjdiffResidual* r = newResidual(m);
+  if (!r) return outOfMemory(err, errsz);
+  nd.nin = r->nin;
   nd.nout = m->nv;
   mjdiffMLP* net = NULL;
   mjdiffStatus st = mjdiff_makeMLP(&nd, &net, err, errsz);
   if (st == MJDIFF_OK) st = mjdiff_initMLP(net, MJDIFF_INIT_XAVIER_UNIFORM, seed, 0, err, errsz);
   if (st != MJDIFF_OK) {
     mjdiff_freeMLP(net);
+    mjdiff_freeResidual(r);
     return st;
   }
-  return wrap(m, net, NULL, out, err, errsz);
+  return attach(r, net, NULL, out, err, errsz);
 }
 
 mjdiffStatus mjdiff_loadResidual(const mjModel* m, const char* path, mjdiffResidual** out,
@@ -207,13 +200,19 @@ mjdiffStatus mjdiff_loadResidual(const mjModel* m, const char* path, mjdiffResid
   mjdiffMLP* net = NULL;
   mjdiffStatus st = mjdiff_loadMLP(path, &net, err, errsz);
   if (st != MJDIFF_OK) return st;
-  return wrap(m, net, path, out, err, errsz);
+  mjdiffResidual* r = newResidual(m);
+  if (!r) {
+    mjdiff_freeMLP(net);
+    return outOfMemory(err, errsz);
+  }
+  return attach(r, net, path, out, err, errsz);
 }
 
 void mjdiff_freeResidual(mjdiffResidual* r) {
   if (!r) return;
   mjdiff_freeMLPWork(r->work);
   mjdiff_freeMLP(r->net);
+  free(r->z);  // the scratch block
   free(r->scale);
   free(r->feat);
   free(r);
@@ -235,8 +234,7 @@ void mjdiff_residualInput(const mjdiffResidual* r, const mjModel* m, const mjDat
                           mjtNum* z) {
   int k = 0;
   for (int j = 0; j < r->njnt; j++) {
-    int t = m->jnt_type[j], adr = m->jnt_qposadr[j];
-    int dim = t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
+    int adr, dim = mjdiff_jointStateRows(m, j, &adr, NULL);
     if (r->feat[j] == FEAT_ANGLE) {
       z[k++] = sin(d->qpos[adr]);
       z[k++] = cos(d->qpos[adr]);
@@ -321,8 +319,7 @@ static void vjpCb(const mjModel* m, const mjData* d, const mjtNum* theta, void* 
   mju_zero(r->gx, nq + nv + na);
   int k = 0;
   for (int j = 0; j < r->njnt; j++) {
-    int t = m->jnt_type[j], adr = m->jnt_qposadr[j];
-    int dim = t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
+    int adr, dim = mjdiff_jointStateRows(m, j, &adr, NULL);
     if (r->feat[j] == FEAT_ANGLE) {
       r->gx[adr] = r->az[k] * cos(d->qpos[adr]) - r->az[k + 1] * sin(d->qpos[adr]);
       k += 2;
