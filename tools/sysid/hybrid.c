@@ -120,8 +120,9 @@ static double setLoss(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffR
 
 int sysid_hybridFit(mjModel* m, mjdiffModel* s, const mjdiffParams* p, const double* lo,
                     const double* hi, const sysidRecording* rec, int nrec,
-                    const sysidRecording* val, int nval, const sysidHybridOptions* o, const char* out, double* p_out, double* loss,
-                    int* stopped, char* err, int errsz) {
+                    const sysidRecording* val, int nval, const sysidHybridOptions* o,
+                    const char* out, double* p_out, double* loss, int* stopped, char* err,
+                    int errsz) {
   int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, nx = nq + nv + na, ndx = 2 * nv + na;
   int W = o->window, np = p ? mjdiff_paramCount(p) : 0;
   *stopped = 0;

@@ -56,7 +56,8 @@ int sysid_mlpCheckModel(const mjModel* m, char* err, int errsz) {
                (int)m->na, name ? name : "", i);
       return -1;
     }
-    snprintf(err, (size_t)errsz, "--mlp models no activation state (na must be 0, got %d)", (int)m->na);
+    snprintf(err, (size_t)errsz, "--mlp models no activation state (na must be 0, got %d)",
+             (int)m->na);
     return -1;
   }
   return 0;

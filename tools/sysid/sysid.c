@@ -159,7 +159,8 @@ static void usage(void) {
       "  --epochs N             passes over the data, minibatches of 256 (default 300)\n"
       "  --lr LR                Adam's learning rate (default 1e-3)\n"
       "  --seed N               initial weights and minibatch order (default 1)\n\n"
-      "residual options (a hybrid: qfrc_applied = s .* NN(qpos, qvel, ctrl), <mjdiff/residual.h>):\n"
+      "residual options (a hybrid, <mjdiff/residual.h>: qfrc_applied = s .* NN(features of\n"
+      "qpos, qvel, ctrl)):\n"
       "  --residual SPEC        fit the network (SPEC as --mlp) and the --param parameters\n"
       "                         (none: the network alone) by Adam on exact rollout gradients,\n"
       "                         over windows from the recorded states (--window N steps,\n"
@@ -1234,7 +1235,9 @@ static int hybrid(mjModel* m, mjdiffModel* s, const args* a) {
   }
   if (code == TOOL_EXIT_OK) {
     printf("%-32s  %14s  %14s\n", "parameter", "start", "fitted");
-    for (int j = 0; j < np; j++) printf("%-32s  %14.6g  %14.6g\n", mjdiff_paramName(p, j), pv0[j], pv[j]);
+    for (int j = 0; j < np; j++) {
+      printf("%-32s  %14.6g  %14.6g\n", mjdiff_paramName(p, j), pv0[j], pv[j]);
+    }
     printf("final %sloss %.6e (per measured coordinate, noise units), network -> %s\n",
            nval ? "validation " : "", loss, a->mlp_out);
     if (a->xml && p) {
