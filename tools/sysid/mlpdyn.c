@@ -220,7 +220,7 @@ done:
   return ret;
 }
 
-int sysid_mlpTrain(const mjModel* m, const char* const* data, int ndata,
+int sysid_mlpTrain(const mjModel* m, const sysidRecording* rec, int nrec,
                    const sysidMLPOptions* opt, const char* out, char* err, int errsz) {
   if (sysid_mlpCheckModel(m, err, errsz)) return -1;
   if (opt->epochs < 1 || !(opt->lr > 0) || !isfinite(opt->lr)) {
@@ -238,19 +238,9 @@ int sysid_mlpTrain(const mjModel* m, const char* const* data, int ndata,
   def.nin = nin;
   def.nout = nout;
 
-  sysidRecording* rec = (sysidRecording*)calloc((size_t)(ndata > 0 ? ndata : 1), sizeof(*rec));
-  if (!rec) {
-    snprintf(err, (size_t)errsz, "out of memory");
-    return -1;
-  }
-  int nrec = 0, ret = -1;
+  int ret = -1;
   double *z = NULL, *y = NULL, *mu = NULL, *sd = NULL;
   mjdiffMLP* net = NULL;
-  for (int i = 0; i < ndata; i++) {
-    if (sysid_readRecording(m, data[i], rec + nrec, err, errsz)) goto done;
-    nrec++;
-    if (sysid_checkControls(m, rec + nrec - 1, err, errsz)) goto done;
-  }
   long n = collect(m, rec, nrec, &z, &y, err, errsz);
   if (n < 0) goto done;
 
@@ -326,8 +316,6 @@ int sysid_mlpTrain(const mjModel* m, const char* const* data, int ndata,
   ret = 0;
 done:
   mjdiff_freeMLP(net);
-  for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
-  free(rec);
   free(z);
   free(y);
   free(mu);

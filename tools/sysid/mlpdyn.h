@@ -27,11 +27,11 @@ typedef struct sysidMLPOptions_ {
 // else -1 with err naming the first ball or free joint, or the first actuator with an activation.
 int sysid_mlpCheckModel(const mjModel* m, char* err, int errsz);
 
-// Train on the recordings `data` (ndata CSV files of m) and write the network to out (through
-// out.tmp and a rename). The saved network gives y = x' - x directly (its output normalisation
-// folded into the last layer). Returns 0, or -1 with err (a model that cannot be modelled, an
-// unreadable recording, a recording without a usable transition, a spec, a write failure).
-int sysid_mlpTrain(const mjModel* m, const char* const* data, int ndata,
+// Train on the recordings rec (nrec, read for m) and write the network to out (through out.tmp
+// and a rename). The saved network gives y = x' - x directly (its output normalisation folded
+// into the last layer). Returns 0, or -1 with err (a model that cannot be modelled, a recording
+// without a usable transition, a spec, a write failure).
+int sysid_mlpTrain(const mjModel* m, const sysidRecording* rec, int nrec,
                    const sysidMLPOptions* opt, const char* out, char* err, int errsz);
 
 // Load the network at path as a stepper of m for sysid_predict: one step sets

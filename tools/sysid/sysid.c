@@ -1319,11 +1319,19 @@ int main(int argc, char** argv) {
     code = hybrid(m, s, &a);
   } else if (a.mlp) {
     sysidMLPOptions mo = {a.mlp, (int)a.epochs, a.lr, (uint64_t)a.seed, a.quiet ? NULL : stderr};
-    code = TOOL_EXIT_OK;
-    if (sysid_mlpTrain(m, a.data, a.ndata, &mo, a.mlp_out, err, sizeof(err))) {
+    sysidRecording rec[MAXLIST];
+    int nrec = 0;
+    if (sysid_mlpCheckModel(m, err, sizeof(err))) {  // before the recordings, as training
       fprintf(stderr, "%s: error: %s\n", kTool, err);
       code = TOOL_EXIT_RUNTIME;
+    } else {
+      code = readRecordings(m, a.data, a.ndata, rec, &nrec);
+      if (code == TOOL_EXIT_OK && sysid_mlpTrain(m, rec, nrec, &mo, a.mlp_out, err, sizeof(err))) {
+        fprintf(stderr, "%s: error: %s\n", kTool, err);
+        code = TOOL_EXIT_RUNTIME;
+      }
     }
+    for (int i = 0; i < nrec; i++) sysid_freeRecording(rec + i);
   } else {
     code = a.generate ? generate(m, s, &a) : a.predict ? predict(m, s, &a) : fit(m, s, &a);
   }
