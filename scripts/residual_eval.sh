@@ -108,7 +108,7 @@ done
 # errors.csv: model, horizon, joint, median rms over the seeds (m or rad), min, max, fit time per
 # seed (s)
 python3 - "$out" "$seeds" "$t0" "$t1" "$t2" "$t3" <<'PY'
-import json, statistics, sys
+import json, math, statistics, sys
 out, seeds, t = sys.argv[1], int(sys.argv[2]), [float(x) for x in sys.argv[3:]]
 times = {"physics": t[1] - t[0], "hybrid": (t[2] - t[1]) / seeds, "network": (t[3] - t[2]) / seeds}
 def errors(path):
@@ -116,7 +116,9 @@ def errors(path):
     res = []
     for h in rep["metrics"]["horizons"]:
         hz = "whole" if h["whole"] else f"{h['horizon_s']:g} s"
-        res += [((hz, j["joint"]), j["rms"]) for j in h["joints"]]
+        # a null (non-finite) error stays NaN here and an empty field in the CSV
+        res += [((hz, j["joint"]), math.nan if j["rms"] is None else j["rms"])
+                for j in h["joints"]]
     return res
 rows = []
 for name in ("physics", "hybrid", "network"):
@@ -125,11 +127,17 @@ for name in ("physics", "hybrid", "network"):
     runs = [errors(f) for f in files]
     for i, (key, _) in enumerate(runs[0]):
         v = [r[i][1] for r in runs]
-        rows.append((name, key[0], key[1], statistics.median(v), min(v), max(v), times[name]))
+        if any(math.isnan(x) for x in v):
+            med = lo = hi = math.nan
+        else:
+            med, lo, hi = statistics.median(v), min(v), max(v)
+        rows.append((name, key[0], key[1], med, lo, hi, times[name]))
+def field(x):
+    return "" if not math.isfinite(x) else "%.6e" % x
 with open(f"{out}/errors.csv", "w") as f:
     f.write("model,horizon,joint,rms,rms_min,rms_max,fit_s\n")
     for r in rows:
-        f.write("%s,%s,%s,%.6e,%.6e,%.6e,%.2f\n" % r)
+        f.write(",".join(list(r[:3]) + [field(x) for x in r[3:6]] + ["%.2f" % r[6]]) + "\n")
 print("%-9s %-8s %-12s %12s %12s %12s" % ("model", "horizon", "joint", "median rms", "min", "max"))
 for r in rows:
     print("%-9s %-8s %-12s %12.4e %12.4e %12.4e" % r[:6])
@@ -147,7 +155,7 @@ for r in rows:
     k = (r["horizon"], r["joint"])
     if k not in keys:
         keys.append(k)
-val = {(r["model"], r["horizon"], r["joint"]): r["rms"] for r in rows}
+val = {(r["model"], r["horizon"], r["joint"]): r["rms"] or "NaN" for r in rows}  # NaN: missing
 with open(f"{out}/errors.dat", "w") as f:
     for h, j in keys:
         f.write('"%s %s" %s %s %s\n' % (h, j, val[("physics", h, j)], val[("hybrid", h, j)],
