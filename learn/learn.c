@@ -146,18 +146,17 @@ struct worker_ {
   int netfail;                 // the network's forward or VJP failed in a callback
 };
 
+static void freeWorkerPolicy(worker* w);
+
 void mjdiff_freeLearner(mjdiffLearner* L) {
   if (!L) return;
   for (int i = 0; L->workers && i < L->nthread; i++) {
     worker* w = L->workers + i;
     if (w->d) mj_deleteData(w->d);
     if (w->dn) mj_deleteData(w->dn);
-    if (w->dk) mj_deleteData(w->dk);
-    free(w->jac);
     mjdiff_freeTask(w->task);
     mjdiff_freeRollout(w->r);
-    mjdiff_freeMLPWork(w->work);
-    free(w->obs);
+    freeWorkerPolicy(w);
   }
   free(L->workers);
   free(L->ctr);
@@ -172,6 +171,38 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
 static mjdiffStatus failMem(mjdiffLearner* L, char* err, int errsz) {
   mjdiff_freeLearner(L);
   return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+}
+
+// the policy's part of a worker: kinematics scratch, buffers, network workspace (freed by
+// freeWorkerPolicy)
+static mjdiffStatus workerPolicy(mjdiffLearner* L, worker* w, int id, const mjdiffMLP* net,
+                                 char* err, int errsz) {
+  const mjModel* m = L->m;
+  w->L = L;
+  w->id = id;
+  w->dk = mj_makeData(m);
+  w->jac = (double*)calloc((size_t)(3 * m->nv + 1), sizeof(double));
+  size_t nd = (size_t)(3 * L->nobs + 3 * L->nu + L->nx * 2 + 2 * L->ndx + 8);
+  w->obs = (double*)calloc(nd, sizeof(double));
+  if (!w->dk || !w->jac || !w->obs) {
+    return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+  }
+  w->y = w->obs + L->nobs;
+  w->ay = w->y + L->nu;
+  w->ao = w->ay + L->nu;
+  w->gstate = w->ao + L->nobs;
+  w->gtan = w->gstate + L->nx;
+  w->gx = w->gtan + L->ndx;
+  w->gu = w->gx + L->ndx;
+  w->x0 = w->gu + L->nu;
+  return mjdiff_makeMLPWork(net, 1, &w->work, err, errsz);
+}
+
+static void freeWorkerPolicy(worker* w) {
+  if (w->dk) mj_deleteData(w->dk);
+  free(w->jac);
+  mjdiff_freeMLPWork(w->work);
+  free(w->obs);
 }
 
 mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mjModel* native,
@@ -272,27 +303,12 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
 
   for (int i = 0; i < nthread; i++) {
     worker* w = L->workers + i;
-    w->L = L;
-    w->id = i;
     w->d = mj_makeData(m);
     w->dn = native ? mj_makeData(native) : NULL;
-    w->dk = mj_makeData(m);
-    w->jac = (double*)calloc((size_t)(3 * m->nv + 1), sizeof(double));
-    if (!w->dk || !w->jac) return failMem(L, err, errsz);
     w->task = mjdiff_copyTask(task);
-    size_t nd = (size_t)(3 * nobs + 3 * L->nu + L->nx * 2 + 2 * L->ndx + 8);
-    w->obs = (double*)calloc(nd, sizeof(double));
-    if (!w->d || (native && !w->dn) || !w->task || !w->obs) return failMem(L, err, errsz);
-    w->y = w->obs + nobs;
-    w->ay = w->y + L->nu;
-    w->ao = w->ay + L->nu;
-    w->gstate = w->ao + nobs;
-    w->gtan = w->gstate + L->nx;
-    w->gx = w->gtan + L->ndx;
-    w->gu = w->gx + L->ndx;
-    w->x0 = w->gu + L->nu;
-    mjdiffStatus st = mjdiff_makeRollout(m, s, NULL, opt->horizon, NULL, &w->r, err, errsz);
-    if (st == MJDIFF_OK) st = mjdiff_makeMLPWork(net, 1, &w->work, err, errsz);
+    if (!w->d || (native && !w->dn) || !w->task) return failMem(L, err, errsz);
+    mjdiffStatus st = workerPolicy(L, w, i, net, err, errsz);
+    if (st == MJDIFF_OK) st = mjdiff_makeRollout(m, s, NULL, opt->horizon, NULL, &w->r, err, errsz);
     if (st != MJDIFF_OK) {
       mjdiff_freeLearner(L);
       return st;
@@ -428,6 +444,60 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
       if (ae[k] != 0) mju_addToScl(adj_x, w->jac + k * m->nv, -ae[k], (int)m->nv);
     }
   }
+}
+
+//---------------------------------- the policy for other rollouts --------------------------------
+
+static mjdiffStatus checkNets(const mjdiffLearner* L, const mjdiffMLP* const* nets, int nnet,
+                              int B, char* err, int errsz);
+
+// a worker's policy part alone: the same callbacks (policyAct, policyVJP) on its own workspace
+struct mjdiffLearnPolicy_ {
+  worker w;
+};
+
+void mjdiff_freeLearnPolicy(mjdiffLearnPolicy* P) {
+  if (!P) return;
+  freeWorkerPolicy(&P->w);
+  free(P);
+}
+
+mjdiffStatus mjdiff_makeLearnPolicy(const mjdiffLearner* L, const mjdiffMLP* net,
+                                    mjdiffLearnPolicy** out, char* err, int errsz) {
+  if (!out) return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner policy: out is NULL");
+  *out = NULL;
+  if (!L || !net) return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner policy: NULL learner or network");
+  mjdiffStatus st = checkNets(L, &net, 1, 1, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  mjdiffLearnPolicy* P = (mjdiffLearnPolicy*)calloc(1, sizeof(mjdiffLearnPolicy));
+  if (!P) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner policy: out of memory");
+  // the callbacks only read the learner (sizes, control ranges, options, the goal's object)
+  st = workerPolicy((mjdiffLearner*)L, &P->w, 0, net, err, errsz);
+  if (st != MJDIFF_OK) {
+    mjdiff_freeLearnPolicy(P);
+    return st;
+  }
+  P->w.net = net;
+  *out = P;
+  return MJDIFF_OK;
+}
+
+void mjdiff_learnPolicySetGoal(mjdiffLearnPolicy* P, const double* goal) {
+  if (goal) mju_copy3(P->w.goal, goal);
+  else mju_zero3(P->w.goal);
+}
+
+void mjdiff_learnPolicy(mjdiffLearnPolicy* P, mjdiffPolicy* out) {
+  out->nparam = P->w.L->nparam;
+  out->user = &P->w;
+  out->act = policyAct;
+  out->vjp = policyVJP;
+}
+
+mjdiffStatus mjdiff_learnPolicyStatus(mjdiffLearnPolicy* P, char* err, int errsz) {
+  mjdiffStatus st = netStatus(&P->w);
+  if (st != MJDIFF_OK) fail(err, errsz, st, "%s", P->w.err);
+  return st;
 }
 
 // task cost at the state of d (kinematics and velocities computed); the gradients added, scaled

@@ -30,6 +30,8 @@
 #include <mjdiff/learn.h>
 #include <mjdiff/mjdiff.h>
 #include <mjdiff/nn.h>
+#include <mjdiff/params.h>
+#include <mjdiff/rollout.h>
 #include <mjdiff/random.h>
 #include <mjdiff/task.h>
 
@@ -452,3 +454,102 @@ TEST(Learn, BadInputIsNamed) {
 }
 
 }  // namespace
+
+// The closed-loop design gradient (issue 17, mjdiff-design --policy): a learned policy
+// (mjdiff_makeLearnPolicy, goal-relative observation on the learner's own copy of the initial
+// model) as the fixed controller of a rollout differentiable in geometry parameters; the loss
+// L = c . qvel_T (c random), its gradient grad_param (rollout adjoint through the policy's state
+// VJP) against central differences of the same closed loop with the parameters set through
+// mjdiff_setParamValues. Relative to max |g|, tolerance 1e-5; the gradient must be nonzero.
+namespace {
+
+void closedLoopDesignGrad(Problem* p, const char* const* names, int nnames, double tol) {
+  char err[1000] = "";
+  mjModel* nominal = mj_copyModel(nullptr, p->m);
+  mjdiffLearner* L = nullptr;
+  ASSERT_EQ(mjdiff_makeLearner(nominal, p->s, nullptr, p->task, &p->opt, p->net, 1, &L, err,
+                               sizeof(err)), MJDIFF_OK) << err;
+  mjdiffLearnPolicy* pol = nullptr;
+  ASSERT_EQ(mjdiff_makeLearnPolicy(L, p->net, &pol, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffPolicy policy;
+  mjdiff_learnPolicy(pol, &policy);
+  policy.nparam = 0;
+  mjdiffParams* par = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(p->m, p->s, names, nnames, &par, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(par), T = p->opt.horizon;
+  mjdiffRollout* r = nullptr;
+  ASSERT_EQ(mjdiff_makeRollout(p->m, p->s, par, T, nullptr, &r, err, sizeof(err)), MJDIFF_OK) << err;
+  mjModel* m = p->m;
+  mjData* d = mj_makeData(m);
+  int nx = m->nq + m->nv + m->na, ndx = 2 * m->nv + m->na;
+  std::vector<double> x0(nx), goal(3), c(m->nv), v0(np), gp(np), dLdx(ndx, 0.0);
+  mjdiff_learnSample(L, 3, 0, x0.data(), goal.data());
+  mjdiff_learnPolicySetGoal(pol, goal.data());
+  mjdiffRng rng;
+  mjdiff_rngSeed(&rng, 11);
+  for (int i = 0; i < m->nv; i++) c[i] = 2 * mjdiff_rngUniform(&rng) - 1;
+  for (int i = 0; i < m->nv; i++) dLdx[m->nv + i] = c[i];
+  mjdiff_getParamValues(m, p->s, par, v0.data());
+  auto loss = [&](const std::vector<double>& v, double* grad) {
+    EXPECT_EQ(mjdiff_setParamValues(m, p->s, par, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+    mj_resetData(m, d);
+    mjdiff_setState(m, d, x0.data());
+    d->time = 0;
+    EXPECT_EQ(mjdiff_rolloutForward(m, d, p->s, r, nullptr, &policy, nullptr, nullptr, nullptr,
+                                    err, sizeof(err)), MJDIFF_OK) << err;
+    EXPECT_EQ(mjdiff_learnPolicyStatus(pol, err, sizeof(err)), MJDIFF_OK) << err;
+    double l = 0;
+    for (int i = 0; i < m->nv; i++) l += c[i] * d->qvel[i];
+    if (grad) {
+      mjdiffRolloutGrad g;
+      mjdiff_defaultRolloutGrad(&g);
+      g.dLdx_T = dLdx.data();
+      g.grad_param = grad;
+      EXPECT_EQ(mjdiff_rolloutGradient(m, d, p->s, r, &g, err, sizeof(err)), MJDIFF_OK) << err;
+    }
+    return l;
+  };
+  loss(v0, gp.data());
+  double gmax = 0, worst = 0;
+  for (int i = 0; i < np; i++) gmax = std::fmax(gmax, std::fabs(gp[i]));
+  EXPECT_GT(gmax, 1e-6) << "the closed-loop design gradient is zero";
+  for (int i = 0; i < np; i++) {
+    double h = 1e-6 * std::fmax(std::fabs(v0[i]), 0.1);
+    std::vector<double> vp = v0, vm = v0, vp2 = v0, vm2 = v0;
+    vp[i] += h;
+    vm[i] -= h;
+    vp2[i] += 2 * h;
+    vm2[i] -= 2 * h;
+    double d1 = (loss(vp, nullptr) - loss(vm, nullptr)) / (2 * h);
+    double d2 = (loss(vp2, nullptr) - loss(vm2, nullptr)) / (4 * h);
+    double fd = (4 * d1 - d2) / 3;  // Richardson
+    double e = std::fabs(fd - gp[i]) / gmax;
+    worst = std::fmax(worst, e);
+    EXPECT_LT(e, tol) << mjdiff_paramName(par, i) << ": adjoint " << gp[i] << " fd " << fd;
+  }
+  std::printf("closed-loop design gradient: %d params, worst rel error %.2e (|g| max %.3g)\n", np,
+              worst, gmax);
+  mjdiff_setParamValues(m, p->s, par, v0.data(), err, sizeof(err));
+  mj_deleteData(d);
+  mjdiff_freeRollout(r);
+  mjdiff_freeParams(par);
+  mjdiff_freeLearnPolicy(pol);
+  mjdiff_freeLearner(L);
+  mj_deleteModel(nominal);
+}
+
+}  // namespace
+
+TEST(LearnPolicyDesign, ClosedLoopGradientPendulumScale) {
+  Problem p;
+  setupPendulum(&p, 1);
+  const char* names[] = {"body:pole:scale", "body:cart:pos"};
+  closedLoopDesignGrad(&p, names, 2, 1e-5);
+}
+
+TEST(LearnPolicyDesign, ClosedLoopGradientPushContactSizes) {
+  Problem p;
+  setupPush(&p, 1);
+  const char* names[] = {"geom:pusher:size", "geom:puck:size"};
+  closedLoopDesignGrad(&p, names, 2, 1e-5);
+}

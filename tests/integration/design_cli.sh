@@ -62,4 +62,32 @@ run "$T" "$X" "$K" --param body:world:pos --out "$TMP/b" --no-plot --quiet
 echo "$ERR" | grep -q "body:world:pos.*world body" || fail "world body message: $ERR"
 run "$T" "$X" "$K" --out "$TMP/b" --quiet
 [ "$RC" = 2 ] || fail "no --param: rc $RC"
-echo "design_cli: ok (J $J0 -> $J, CMA-ES $JC, recompiled $R)"
+# --policy: a fixed closed-loop controller trained by mjdiff-learn (a few iterations), the reacher's
+# link scales optimised under it over 3 sampled starts and goals; the report names the policy;
+# --policy with --codesign is a usage error naming both; weights of another shape exit 1 naming
+# the file
+RX=$SOURCE_DIR/models/reacher.xml
+RK=$SOURCE_DIR/models/reacher.task
+GOAL="--goal 0:0.05,0.15:0.05,0.15:0.01,0.01"
+run "$BUILD_DIR/tools/mjdiff-learn" policy "$RX" "$RK" $GOAL --batch 4 --iters 3 --net mlp:16 \
+    --eval-batch 4 --out "$TMP/pol"
+[ "$RC" = 0 ] && [ -s "$TMP/pol.npz" ] || fail "mjdiff-learn for the policy: rc $RC: $ERR"
+RP="--param body:link1:scale --param body:link2:scale"
+for M in adam cmaes; do
+  run "$T" "$RX" "$RK" $RP --policy "$TMP/pol.npz" $GOAL --policy-starts 3 --method $M --iters 5 \
+      --out "$TMP/p$M" --no-plot --quiet
+  [ "$RC" = 0 ] || fail "--policy --method $M: rc $RC: $ERR"
+  grep -q '"controller":"policy"' "$TMP/p$M.json" || fail "$M: the report does not say policy"
+  grep -q '"policy_starts":3' "$TMP/p$M.json" || fail "$M: no policy_starts 3 in the report"
+  grep -q "\"policy\":\"$TMP/pol.npz\"" "$TMP/p$M.json" || fail "$M: the report does not name the weights"
+done
+PJ0=$(sed -n 's/.*"J_initial": *\([-0-9.e+]*\).*/\1/p' "$TMP/padam.json")
+PJ=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$TMP/padam.json")
+awk -v a="$PJ" -v b="$PJ0" 'BEGIN { exit !(a < b) }' || fail "--policy adam: objective $PJ0 -> $PJ did not fall"
+run "$T" "$RX" "$RK" $RP --policy "$TMP/pol.npz" $GOAL --codesign --out "$TMP/b" --no-plot --quiet
+[ "$RC" = 2 ] || fail "--policy with --codesign: rc $RC"
+echo "$ERR" | grep -q -- "--policy excludes --controls and --codesign" || fail "--policy --codesign message: $ERR"
+run "$T" "$RX" "$RK" $RP --policy "$TMP/pol.npz" --out "$TMP/b" --no-plot --quiet
+[ "$RC" = 1 ] || fail "--policy without its --goal (another observation size): rc $RC"
+echo "$ERR" | grep -q "pol.npz: the network maps" || fail "wrong-shape weights message: $ERR"
+echo "design_cli: ok (J $J0 -> $J, CMA-ES $JC, recompiled $R; policy $PJ0 -> $PJ)"

@@ -323,3 +323,40 @@ void tool_catchWarnings(const char* tool) {
 long tool_warnings(void) {
   return gWarnings;
 }
+
+// next field of a ':'-separated list in place: returns it (NUL-terminated), *rest past it
+static char* nextField(char** rest) {
+  if (!*rest) return NULL;
+  char* f = *rest;
+  char* c = strchr(f, ':');
+  if (c) {
+    *c = 0;
+    *rest = c + 1;
+  } else {
+    *rest = NULL;
+  }
+  return f;
+}
+
+void tool_parseGoal(const char* tool, const char* v, int* term, double lo[3], double hi[3]) {
+  char buf[256];
+  if (strlen(v) >= sizeof(buf)) tool_usageError(tool, "--goal: too long");
+  strcpy(buf, v);
+  char* rest = buf;
+  char* tok = nextField(&rest);
+  long t;
+  if (!tok || !tool_parseInt(tok, 0, 100000, &t)) {
+    tool_usageError(tool, "--goal '%s': expected TERM:X0,X1:Y0,Y1:Z0,Z1 (TERM a term index)", v);
+  }
+  *term = (int)t;
+  for (int k = 0; k < 3; k++) {
+    tok = nextField(&rest);
+    char* comma = tok ? strchr(tok, ',') : NULL;
+    if (!comma) tool_usageError(tool, "--goal '%s': axis %d: expected LO,HI", v, k);
+    *comma = 0;
+    if (!tool_parseDouble(tok, lo + k) || !tool_parseDouble(comma + 1, hi + k) || lo[k] > hi[k]) {
+      tool_usageError(tool, "--goal '%s': axis %d: expected numbers LO <= HI", v, k);
+    }
+  }
+  if (rest) tool_usageError(tool, "--goal '%s': too many fields", v);
+}

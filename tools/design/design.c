@@ -42,7 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mjdiff/learn.h>
 #include <mjdiff/mjdiff.h>
+#include <mjdiff/nn.h>
 #include <mjdiff/optim.h>
 #include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
@@ -76,6 +78,12 @@ typedef struct args_ {
   const char* distance;        // JOINT[:W]
   const char* out;
   int quiet, noplot;
+  const char* policy;          // --policy W.npz (mjdiff-learn's weights)
+  long policy_starts;
+  int have_goal, goal_term, no_relative;
+  double goal_lo[3], goal_hi[3];
+  double start_noise, vel_noise;
+  long key;
 } args;
 
 static void usage(void) {
@@ -92,6 +100,17 @@ static void usage(void) {
       "  --controls FILE      open-loop controls, T rows of nu numbers (fewer rows: the last\n"
       "                       is held; default zeros)\n"
       "  --codesign           optimise the controls jointly (starting from --controls)\n"
+      "  --policy W.npz       closed loop: a policy trained by mjdiff-learn as the fixed\n"
+      "                       controller (excludes --controls and --codesign); the options\n"
+      "                       below must be those it was trained with\n"
+      "  --policy-starts N    mean cost over N rollouts (default 1: the initial state and the\n"
+      "                       goal box's centre; N > 1: mjdiff-learn's sampled starts and goals,\n"
+      "                       seed 1)\n"
+      "  --goal T:X0,X1:Y0,Y1:Z0,Z1  as mjdiff-learn: the goal box of task term T\n"
+      "  --no-relative        as mjdiff-learn: the policy observes the goal only\n"
+      "  --start-noise A      as mjdiff-learn (default 0.05; N > 1 only)\n"
+      "  --vel-noise A        as mjdiff-learn (default 0; N > 1 only)\n"
+      "  --key N              as mjdiff-learn (default 0)\n"
       "  --duration S         rollout length in seconds (default: the task's duration, else 2)\n"
       "  --distance JOINT[:W] add -W (qpos_JOINT(T) - qpos_JOINT(0)) to the cost (default W 1)\n"
       "  --method adam|nm|cmaes  projected Adam (default), Nelder-Mead or CMA-ES (the\n"
@@ -119,6 +138,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->sigma = 0.1;
   a->seed = 1;
   a->out = "design";
+  a->policy_starts = 1;
+  a->goal_term = -1;
+  a->start_noise = 0.05;
   int npos = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
@@ -135,6 +157,22 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->controls = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--codesign")) {
       a->codesign = 1;
+    } else if (!strcmp(o, "--policy")) {
+      a->policy = tool_optionValue(kTool, argc, argv, &i);
+    } else if (!strcmp(o, "--policy-starts")) {
+      a->policy_starts = tool_intOption(kTool, argc, argv, &i, 1, 100000, "in [1, 1e5]");
+    } else if (!strcmp(o, "--goal")) {
+      tool_parseGoal(kTool, tool_optionValue(kTool, argc, argv, &i), &a->goal_term, a->goal_lo,
+                     a->goal_hi);
+      a->have_goal = 1;
+    } else if (!strcmp(o, "--no-relative")) {
+      a->no_relative = 1;
+    } else if (!strcmp(o, "--start-noise")) {
+      a->start_noise = tool_doubleOption(kTool, argc, argv, &i, 0, 100, 0, "in [0, 100]");
+    } else if (!strcmp(o, "--vel-noise")) {
+      a->vel_noise = tool_doubleOption(kTool, argc, argv, &i, 0, 1000, 0, "in [0, 1000]");
+    } else if (!strcmp(o, "--key")) {
+      a->key = tool_intOption(kTool, argc, argv, &i, -1, 1000000, "an integer >= -1");
     } else if (!strcmp(o, "--duration")) {
       a->duration = tool_doubleOption(kTool, argc, argv, &i, 0, 600, TOOL_OPEN_LO, "in (0, 600] s");
     } else if (!strcmp(o, "--distance")) {
@@ -176,6 +214,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   }
   if (!a->model || !a->task) tool_usageError(kTool, "MODEL.xml and TASK are required");
   if (!a->nparam) tool_usageError(kTool, "no --param given");
+  if (a->policy && (a->controls || a->codesign)) {
+    tool_usageError(kTool, "--policy excludes --controls and --codesign");
+  }
 }
 
 //---------------------------------- the problem ---------------------------------------------------
@@ -206,6 +247,13 @@ typedef struct problem_ {
   double* gdir;                // (np) accumulated over the steps of one backward sweep
   double* vtmp;                // (np)
   int direct;                  // accumulate gdir in this sweep
+  // --policy: the fixed closed-loop controller and its starts
+  mjdiffLearnPolicy* pol;
+  mjdiffPolicy policy;
+  int nstart, goal_term;
+  double* starts;              // (nstart x (nq + nv + na))
+  double* goals;               // (nstart x 3)
+  double* gsum;                // (np)
 } problem;
 
 // gdir += d l_t / dp at the fixed state in d: centred differences of the task cost on a copy of
@@ -257,32 +305,36 @@ static void unpack(problem* P, const double* x) {
   if (P->nvar > P->ndes) memcpy(P->ctrl, x + P->ndes, sizeof(double) * (size_t)(P->T * P->nu));
 }
 
-// objective at x and (g non-NULL) its gradient in x
-static double objective(problem* P, const double* x, double* g) {
+// one rollout from x0 (with --policy: goal g set in the task and the policy, ctrl unused):
+// its objective, and (want) its parameter gradient in P->gp and control gradient in P->gu
+static double rolloutObjective(problem* P, const double* x0, const double* goal, int want) {
   char err[1000];
-  unpack(P, x);
-  P->rollouts++;
-  if (mjdiff_setParamValues(P->m, P->s, P->p, P->vals, err, sizeof(err)) != MJDIFF_OK) {
-    fprintf(stderr, "%s: error: %s\n", kTool, err);
-    P->failed = 1;
-    return NAN;
-  }
   mjModel* m = P->m;
   mjData* d = P->d;
   int nq = m->nq, nv = m->nv, na = m->na, ndx = 2 * nv + na;
-  mju_copy(d->qpos, P->x0, nq);
-  mju_copy(d->qvel, P->x0 + nq, nv);
-  mju_copy(d->act, P->x0 + nq + nv, na);
+  if (P->pol) {
+    if (P->goal_term >= 0) mjdiff_taskSetPoint(P->task, P->goal_term, goal);
+    mjdiff_learnPolicySetGoal(P->pol, goal);
+  }
+  mju_copy(d->qpos, x0, nq);
+  mju_copy(d->qvel, x0 + nq, nv);
+  mju_copy(d->act, x0 + nq + nv, na);
   d->time = 0;
-  if (mjdiff_rolloutForward(m, d, P->s, P->r, P->ctrl, NULL, NULL, NULL, NULL, err,
+  if (mjdiff_rolloutForward(m, d, P->s, P->r, P->pol ? NULL : P->ctrl,
+                            P->pol ? &P->policy : NULL, NULL, NULL, NULL, err,
                             sizeof(err)) != MJDIFF_OK) {
     return NAN;  // a diverging design: the caller backs off
+  }
+  if (P->pol && mjdiff_learnPolicyStatus(P->pol, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: --policy: %s\n", kTool, err);
+    P->failed = 1;
+    return NAN;
   }
   double dist = 0;
   double* dLdx_T = (double*)calloc((size_t)ndx, sizeof(double));
   if (P->djoint >= 0) {
     int qa = m->jnt_qposadr[P->djoint], da = m->jnt_dofadr[P->djoint];
-    dist = d->qpos[qa] - P->x0[qa];
+    dist = d->qpos[qa] - x0[qa];
     dLdx_T[da] = -P->dweight;
   }
   mjdiffStepLoss sl = {P, stepCost, NULL};
@@ -292,23 +344,51 @@ static double objective(problem* P, const double* x, double* g) {
   rg.step_loss = &sl;
   rg.dLdx_T = dLdx_T;
   rg.loss = &loss;
-  rg.grad_param = g ? P->gp : NULL;
-  rg.grad_ctrl = g && P->nvar > P->ndes ? P->gu : NULL;
-  P->direct = g != NULL;
-  if (g) memset(P->gdir, 0, sizeof(double) * (size_t)P->np);
+  rg.grad_param = want ? P->gp : NULL;
+  rg.grad_ctrl = want && P->nvar > P->ndes ? P->gu : NULL;
+  P->direct = want;
+  if (want) memset(P->gdir, 0, sizeof(double) * (size_t)P->np);
   mjdiffStatus st = mjdiff_rolloutGradient(m, d, P->s, P->r, &rg, err, sizeof(err));
   P->direct = 0;
   free(dLdx_T);
-  if (g) {
+  if (want) {
     for (int i = 0; i < P->np; i++) P->gp[i] += P->gdir[i];
   }
   if (st != MJDIFF_OK) return NAN;
+  return loss - P->dweight * dist;
+}
+
+// objective at x and (g non-NULL) its gradient in x; with --policy the mean over the starts
+static double objective(problem* P, const double* x, double* g) {
+  char err[1000];
+  unpack(P, x);
+  P->rollouts += P->pol ? P->nstart : 1;
+  if (mjdiff_setParamValues(P->m, P->s, P->p, P->vals, err, sizeof(err)) != MJDIFF_OK) {
+    fprintf(stderr, "%s: error: %s\n", kTool, err);
+    P->failed = 1;
+    return NAN;
+  }
+  double J = 0;
+  if (!P->pol) {
+    J = rolloutObjective(P, P->x0, NULL, g != NULL);
+  } else {
+    int nx = P->m->nq + P->m->nv + P->m->na;
+    memset(P->gsum, 0, sizeof(double) * (size_t)P->np);
+    for (int b = 0; b < P->nstart; b++) {
+      double Jb = rolloutObjective(P, P->starts + (size_t)b * nx, P->goals + 3 * b, g != NULL);
+      if (!isfinite(Jb)) return NAN;
+      J += Jb / P->nstart;
+      for (int i = 0; g && i < P->np; i++) P->gsum[i] += P->gp[i] / P->nstart;
+    }
+    if (g) memcpy(P->gp, P->gsum, sizeof(double) * (size_t)P->np);
+  }
+  if (!isfinite(J)) return NAN;
   if (g) {
     memset(g, 0, sizeof(double) * (size_t)P->nvar);
     for (int i = 0; i < P->np; i++) g[P->group[i]] += P->gp[i] * P->scale[P->group[i]];
     if (P->nvar > P->ndes) memcpy(g + P->ndes, P->gu, sizeof(double) * (size_t)(P->T * P->nu));
   }
-  return loss - P->dweight * dist;
+  return J;
 }
 
 static const char* methodName(const char* method) {
@@ -603,6 +683,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
     return TOOL_EXIT_RUNTIME;
   }
+  // a policy runs at the timestep it was trained at (mjdiff-learn: the task's)
+  if (a.policy && mjdiff_taskTimestep(P.task) > 0) m->opt.timestep = mjdiff_taskTimestep(P.task);
   if (mjdiff_makeParams(m, P.s, a.param, a.nparam, &P.p, err, sizeof(err)) != MJDIFF_OK) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
     return TOOL_EXIT_USAGE;
@@ -744,6 +826,69 @@ int main(int argc, char** argv) {
   if (mjdiff_makeRollout(m, P.s, P.p, P.T, NULL, &P.r, err, sizeof(err)) != MJDIFF_OK) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
     return TOOL_EXIT_RUNTIME;
+  }
+  mjdiffLearner* learner = NULL;
+  mjdiffMLP* net = NULL;
+  mjModel* mpol = NULL;
+  P.goal_term = -1;
+  if (a.policy) {
+    // the learner on a copy of the initial design: the policy's kinematic observation keeps
+    // the model it was trained for (<mjdiff/learn.h>), so u depends on the state and goal only
+    mjdiffLearnOptions lo;
+    mjdiff_defaultLearnOptions(&lo);
+    lo.horizon = P.T;
+    lo.key = m->nkey ? (int)a.key : (a.key > 0 ? (int)a.key : -1);
+    lo.start_noise = a.start_noise;
+    lo.vel_noise = a.vel_noise;
+    if (a.have_goal) {
+      lo.goal_term = a.goal_term;
+      lo.goal_relative = !a.no_relative;
+      memcpy(lo.goal_lo, a.goal_lo, sizeof(a.goal_lo));
+      memcpy(lo.goal_hi, a.goal_hi, sizeof(a.goal_hi));
+    }
+    P.goal_term = lo.goal_term;
+    mpol = mj_copyModel(NULL, m);
+    if (!mpol) {
+      fprintf(stderr, "%s: error: out of memory\n", kTool);
+      return TOOL_EXIT_RUNTIME;
+    }
+    if (mjdiff_loadMLP(a.policy, &net, err, sizeof(err)) != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: %s\n", kTool, err);
+      return TOOL_EXIT_RUNTIME;
+    }
+    const mjdiffMLPDef* nd = mjdiff_mlpDef(net);
+    int nobs = mjdiff_learnObsSize(mpol, &lo);
+    if (nd->nin != nobs || nd->nout != m->nu) {
+      fprintf(stderr, "%s: error: %s: the network maps %d inputs to %d outputs; this model and "
+              "task (with these --goal/--no-relative options) need %d observations to %d "
+              "controls\n", kTool, a.policy, nd->nin, nd->nout, nobs, (int)m->nu);
+      return TOOL_EXIT_RUNTIME;
+    }
+    if (mjdiff_makeLearner(mpol, P.s, NULL, P.task, &lo, net, 1, &learner, err, sizeof(err)) !=
+            MJDIFF_OK ||
+        mjdiff_makeLearnPolicy(learner, net, &P.pol, err, sizeof(err)) != MJDIFF_OK) {
+      fprintf(stderr, "%s: error: --policy %s: %s\n", kTool, a.policy, err);
+      return TOOL_EXIT_RUNTIME;
+    }
+    mjdiff_learnPolicy(P.pol, &P.policy);
+    P.policy.nparam = 0;  // no weight gradient: the policy is fixed
+    int nx = m->nq + m->nv + m->na;
+    P.nstart = (int)a.policy_starts;
+    P.starts = (double*)calloc((size_t)P.nstart * (size_t)nx, sizeof(double));
+    P.goals = (double*)calloc((size_t)P.nstart * 3, sizeof(double));
+    P.gsum = (double*)calloc((size_t)np + 1, sizeof(double));
+    if (!P.starts || !P.goals || !P.gsum) {
+      fprintf(stderr, "%s: error: out of memory\n", kTool);
+      return TOOL_EXIT_RUNTIME;
+    }
+    if (P.nstart == 1) {
+      memcpy(P.starts, P.x0, sizeof(double) * (size_t)nx);
+      for (int k = 0; k < 3; k++) P.goals[k] = 0.5 * (lo.goal_lo[k] + lo.goal_hi[k]);
+    } else {
+      for (int b = 0; b < P.nstart; b++) {
+        mjdiff_learnSample(learner, 1, b, P.starts + (size_t)b * nx, P.goals + 3 * b);
+      }
+    }
   }
 
   // history
@@ -1038,6 +1183,14 @@ int main(int argc, char** argv) {
     fprintf(f, ",\"status\":");
     tool_jsonString(f, status);
     fprintf(f, ",\"codesign\":%s,\"steps\":%d,", a.codesign ? "true" : "false", P.T);
+    fprintf(f, "\"controller\":");
+    tool_jsonString(f, a.policy ? "policy" : "open-loop");
+    if (a.policy) {
+      fprintf(f, ",\"policy\":");
+      tool_jsonString(f, a.policy);
+      fprintf(f, ",\"policy_starts\":%d", P.nstart);
+    }
+    fprintf(f, ",");
     tool_jsonField(f, "duration", duration);
     fprintf(f, ",\"iterations\":%d,\"rollouts\":%ld,", iter - 1, P.rollouts);
     tool_jsonField(f, "seconds", seconds);
@@ -1091,6 +1244,13 @@ int main(int argc, char** argv) {
     printf("J %.6g -> %.6g in %d iterations, %ld rollouts, %.2f s; written MJCF recompiles to %.2g\n",
            J0, Jfinal, iter - 1, P.rollouts, seconds, recompiled);
   }
+  mjdiff_freeLearnPolicy(P.pol);
+  mjdiff_freeLearner(learner);
+  mjdiff_freeMLP(net);
+  if (mpol) mj_deleteModel(mpol);
+  free(P.starts);
+  free(P.goals);
+  free(P.gsum);
   mjdiff_freeRollout(P.r);
   mjdiff_freeParams(P.p);
   mjdiff_freeTask(P.task);

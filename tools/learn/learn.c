@@ -106,43 +106,8 @@ typedef struct args_ {
   long record_n;
 } args;
 
-// next field of a ':'-separated list in place: returns it (NUL-terminated), *rest past it
-static char* nextField(char** rest) {
-  if (!*rest) return NULL;
-  char* f = *rest;
-  char* c = strchr(f, ':');
-  if (c) {
-    *c = 0;
-    *rest = c + 1;
-  } else {
-    *rest = NULL;
-  }
-  return f;
-}
-
 static void parseGoal(const char* v, args* a) {
-  // T:X0,X1:Y0,Y1:Z0,Z1
-  char buf[256];
-  if (strlen(v) >= sizeof(buf)) tool_usageError(TOOL, "--goal: too long");
-  strcpy(buf, v);
-  char* rest = buf;
-  char* tok = nextField(&rest);
-  long t;
-  if (!tok || !tool_parseInt(tok, 0, 100000, &t)) {
-    tool_usageError(TOOL, "--goal '%s': expected TERM:X0,X1:Y0,Y1:Z0,Z1 (TERM a term index)", v);
-  }
-  a->goal_term = (int)t;
-  for (int k = 0; k < 3; k++) {
-    tok = nextField(&rest);
-    char* comma = tok ? strchr(tok, ',') : NULL;
-    if (!comma) tool_usageError(TOOL, "--goal '%s': axis %d: expected LO,HI", v, k);
-    *comma = 0;
-    if (!tool_parseDouble(tok, a->goal_lo + k) || !tool_parseDouble(comma + 1, a->goal_hi + k) ||
-        a->goal_lo[k] > a->goal_hi[k]) {
-      tool_usageError(TOOL, "--goal '%s': axis %d: expected numbers LO <= HI", v, k);
-    }
-  }
-  if (rest) tool_usageError(TOOL, "--goal '%s': too many fields", v);
+  tool_parseGoal(TOOL, v, &a->goal_term, a->goal_lo, a->goal_hi);
   a->have_goal = 1;
 }
 

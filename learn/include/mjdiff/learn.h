@@ -45,6 +45,7 @@
 #include <mujoco/mujoco.h>
 #include <mjdiff/base.h>
 #include <mjdiff/nn.h>
+#include <mjdiff/rollout.h>
 #include <mjdiff/smooth.h>
 #include <mjdiff/task.h>
 
@@ -144,6 +145,32 @@ mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, 
                                         uint64_t seed, int n, double* obs, double* act,
                                         double* cost, int* succ, mjdiffLearnStats* stats,
                                         char* err, int errsz);
+
+// A trained policy as a fixed controller for other rollouts (mjdiff-design): the learner's own
+// policy callbacks (observation, network, squashing and their VJP, as in training) on a
+// workspace of their own, as an mjdiffPolicy for mjdiff_rolloutForward/-Gradient. The
+// observation's kinematic part (e = g - p(q)) is computed on the learner's model: with a
+// rollout model whose geometry differs (a design), the controller keeps the kinematics of the
+// model it was made for, so u depends on the state and the goal alone. One per thread; L and
+// net must outlive it. Opaque.
+typedef struct mjdiffLearnPolicy_ mjdiffLearnPolicy;
+
+// Make the policy of net (the learner's architecture, else MJDIFF_ERR_ARGUMENT). Nullable: err.
+mjdiffStatus mjdiff_makeLearnPolicy(const mjdiffLearner* L, const mjdiffMLP* net,
+                                    mjdiffLearnPolicy** out, char* err, int errsz);
+void mjdiff_freeLearnPolicy(mjdiffLearnPolicy* P);  // NULL: no-op
+
+// Set the goal g (3) that the policy observes (nullable: zero; ignored without a goal term).
+void mjdiff_learnPolicySetGoal(mjdiffLearnPolicy* P, const double* goal);
+
+// Fill out with the policy's callbacks: nparam = the network's weight count, theta =
+// mjdiff_mlpParams(net). The VJP adds to adj_theta when it is non-NULL; a caller that needs no
+// weight gradient may set out->nparam = 0 (the rollout then passes NULL and theta may be NULL).
+void mjdiff_learnPolicy(mjdiffLearnPolicy* P, mjdiffPolicy* out);
+
+// After a rollout: MJDIFF_OK, or the error of a network call that failed inside the callbacks
+// (they cannot report it), which is cleared. Nullable: err.
+mjdiffStatus mjdiff_learnPolicyStatus(mjdiffLearnPolicy* P, char* err, int errsz);
 
 // Plants of mjdiff_learnEvaluate.
 #define MJDIFF_PLANT_SMOOTH 0  // mjdiff_step on the training model
