@@ -113,6 +113,18 @@ int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
                          const mjdiffModel* s, const mjdiffParams* p, int parts,
                          const mjtNum* acc, mjtNum* DrDp);
 
+// the readings' parameter columns with a direct dependence at the fixed state (sensor_p.c): scratch
+// (NULL, with *fail 0, if no entry of p has one or m has no sensors; NULL with *fail 1: out of
+// memory), whether column i is one of them, and those columns of Q (nsensordata x np, row-major,
+// the others untouched) at the state and inputs of d. Returns 0, -1 for a failed forward pass.
+typedef struct mjdiffSensorParamScratch_ mjdiffSensorParamScratch;
+mjdiffSensorParamScratch* mjdiff_makeSensorParamScratch(const mjModel* m,
+                                                        const mjdiffParams* p, int* fail);
+void mjdiff_freeSensorParamScratch(mjdiffSensorParamScratch* w);
+int mjdiff_sensorParamDirect(const mjdiffSensorParamScratch* w, int i);
+int mjdiff_sensorParamColumns(mjdiffSensorParamScratch* w, const mjModel* m, const mjData* d,
+                              const mjdiffModel* s, const mjdiffParams* p, mjtNum* Q);
+
 // mjdiff_paramDerivativeParts with the geometry columns' scratch w (NULL: a temporary one)
 int mjdiff_paramDerivativeWith(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
                                const mjdiffModel* s, const mjdiffParams* p, int parts,

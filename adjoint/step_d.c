@@ -98,6 +98,9 @@ struct mjdiffStepDeriv_ {
   int qfrcOk;                  // 1 if qfrcAdj holds it (Euler and implicit VJPs; not RK4)
   int badEnd[2];               // geoms of a contact at X' without a geometry Jacobian, or -1
   mjdiffDesignScratch* design; // geometry parameters' scratch (design_d.c), or NULL
+  mjdiffSensorParamScratch* sensp;  // the readings' direct parameter columns (sensor_p.c), or NULL
+  mjtNum* Qs;                  // (nsensordata x np) with sensp: those columns
+  int badSensorParam;          // 1 if they could not be evaluated in this call
 };
 
 // how the step's acceleration derivative is solved: H = M (MuJoCo's factor), M + h B (w->H),
@@ -564,7 +567,10 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   w->nin = nu + np;
   w->ndx = ndx;
   w->bytes = sizeof(mjdiffStepDeriv) + n * sizeof(mjtNum);
-  if (p && p->design && !(w->design = mjdiff_makeDesignScratch(m, p))) {
+  int fail = 0;
+  if ((p && p->design && !(w->design = mjdiff_makeDesignScratch(m, p))) ||
+      (!(w->sensp = mjdiff_makeSensorParamScratch(m, p, &fail)) && fail) ||
+      (w->sensp && !(w->Qs = (mjtNum*)calloc((size_t)m->nsensordata * np, sizeof(mjtNum))))) {
     mjdiff_freeStepDeriv(w);
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory for the step derivative");
   }
@@ -579,6 +585,8 @@ size_t mjdiff_stepDerivMemory(const mjdiffStepDeriv* w) {
 void mjdiff_freeStepDeriv(mjdiffStepDeriv* w) {
   if (!w) return;
   mjdiff_freeDesignScratch(w->design);
+  mjdiff_freeSensorParamScratch(w->sensp);
+  free(w->Qs);
   free(w->DfDq);  // the first pointer owns the buffer
   free(w);
 }
@@ -853,6 +861,20 @@ static void sensorJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, mjtN
       if (a != 0) mju_addToScl(row, w->Dacc + (size_t)ncol * k, a, ncol);
     }
   }
+  // the columns with a direct dependence: differenced whole (sensor_p.c)
+  if (w->sensp) {
+    int np = w->np;
+    if (mjdiff_sensorParamColumns(w->sensp, m, d, w->s, w->p, w->Qs)) {
+      w->badSensorParam = 1;
+      return;
+    }
+    for (int i = 0; i < ns; i++) {
+      mjtNum* row = out + (size_t)ncol * i;
+      for (int k = 0; k < np; k++) {
+        if (mjdiff_sensorParamDirect(w->sensp, k)) row[nxu + k] = w->Qs[(size_t)np * i + k];
+      }
+    }
+  }
   for (int i = 0; i < m->nsensor; i++) {
     if (mjdiff_sensorSupported(m, i)) continue;
     for (int k = 0; k < m->sensor_dim[i]; k++) {
@@ -889,6 +911,21 @@ static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjt
   mju_copy(w->qfrcAdj, nu, nv);  // the readings' adjoint of qfrc_applied (through acc)
   w->qfrcOk = 1;
   for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
+
+  // the columns with a direct dependence: adj_s' Q_k with Q_k differenced whole (sensor_p.c)
+  if (w->sensp) {
+    int np = w->np;
+    if (mjdiff_sensorParamColumns(w->sensp, m, d, w->s, w->p, w->Qs)) {
+      w->badSensorParam = 1;
+      return;
+    }
+    for (int k = 0; k < np; k++) {
+      if (!mjdiff_sensorParamDirect(w->sensp, k)) continue;
+      mjtNum g = 0;
+      for (int i = 0; i < ns; i++) g += adj_s[i] * w->Qs[(size_t)np * i + k];
+      out[nxu + k] = g;
+    }
+  }
 }
 
 // at the state in d: w->AB (Jacobian), or out = [A B]' in (VJP), or out = [A B] in (JVP); d's
@@ -923,6 +960,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
   mju_zero(w->qfrcAdj, w->nv);  // readings without an acceleration stage: zero
   w->badContact = -1;
   w->badSensor = -1;
+  w->badSensorParam = 0;
   w->badTendon = -1;
   w->badEnd[0] = w->badEnd[1] = -1;
   int euler = m->opt.integrator == mjINT_EULER || mjdiff_implicit(s);
@@ -950,6 +988,11 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
       if (st == MJDIFF_OK && what == PRODUCT_VJP) mju_mulMatTVec(out, w->AB, in, ndx, ncol);
       if (st == MJDIFF_OK && what == PRODUCT_JVP) mju_mulMatVec(out, w->AB, in, ndx, ncol);
     }
+  }
+  if (st == MJDIFF_OK && w->badSensorParam) {
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                      "the readings' parameter columns: the forward pass failed on the model "
+                      "with a parameter moved by its difference step");
   }
   if (st == MJDIFF_OK && w->badSensor >= 0) {
     const char* name = mj_id2name(m, mjOBJ_SENSOR, w->badSensor);

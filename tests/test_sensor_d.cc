@@ -816,3 +816,107 @@ TEST(SensorDeriv, Touch) {
 }
 
 }  // namespace
+
+// The readings' parameter columns Q = ds/dp (mjdiff_sensorJacobian) against centred differences
+// of the forward pass's sensordata on a model copy with one parameter moved, at the same state:
+// the direct dependence (a frame sensor on a site a geometry parameter moves, a subtree com and a
+// body's mass) and the one through qacc (accelerometers, force and torque sensors).
+TEST(SensorDeriv, ParamColumns) {
+  Sim sim(kSensors);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  const char* names[] = {"body:arm:mass",    "body:upper:ipos",  "joint:hinge:damping",
+                         "actuator:ma:gear", "body:lower:scale", "geom:lgeom:size[0]",
+                         "site:asite:pos",   "body:finger:pos",  "joint:hinge:pos",
+                         "body:arm2:inertia",  "actuator:mh:gear", "actuator:gf:gainprm",
+                         "actuator:gf:biasprm", "option:gravity", "mjdiff:contact_stiffness",
+                         "joint:a1:damping", "joint:ball:armature",
+                         "geom:floor:friction[0]"};
+  int nname = (int)(sizeof(names) / sizeof(names[0]));
+  char err[500];
+  mjdiffParams* p = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, s, names, nname, &p, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(p), ns = m->nsensordata, ndx = 2 * m->nv + m->na, nu = m->nu;
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, s, p, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  mjModel* mc = mj_copyModel(nullptr, m);
+  mjData* dc = mj_makeData(mc);
+  std::vector<mjtNum> v0(np), v(np), C((size_t)ns * ndx), D((size_t)ns * nu), Q((size_t)ns * np);
+  mjdiff_getParamValues(m, s, p, v0.data());
+  unsigned long long seed = 77;
+  double worst = 0, weight = 0;
+  for (int b = 1; b < m->nbody; b++) weight += m->body_mass[b] * mju_norm3(m->opt.gravity);
+  std::string worstWhere;
+  for (int k = 0; k < 8; k++) {
+    randomState(m, d, s, &seed, 40 + 9 * k, k % 2);
+    std::vector<mjtNum> state = testutil::getState(m, d);
+    ASSERT_EQ(mjdiff_sensorJacobian(m, d, s, w, C.data(), D.data(), Q.data(), err, sizeof(err)),
+              MJDIFF_OK) << err;
+    // sensordata at p + dp, same state, controls and applied forces
+    auto at = [&](int i, double h) {
+      std::vector<mjtNum> out(ns);
+      mj_copyModel(mc, m);
+      v = v0;
+      v[i] += h;
+      EXPECT_EQ(mjdiff_setParamValues(mc, s, p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+      shim_setState(mc, dc, state.data());
+      mju_copy(dc->ctrl, d->ctrl, nu);
+      mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
+      EXPECT_EQ(mjdiff_forward(mc, dc, s, err, sizeof(err)), MJDIFF_OK) << err;
+      out.assign(dc->sensordata, dc->sensordata + ns);
+      return out;
+    };
+    for (int i = 0; i < np; i++) {
+      double h = 1e-5 * std::fmax(std::fabs(v0[i]), 1.0);
+      auto fd = [&](double e) {
+        std::vector<mjtNum> a = at(i, e), b = at(i, -e), g(ns);
+        for (int r = 0; r < ns; r++) g[r] = (a[r] - b[r]) / (2 * e);
+        return g;
+      };
+      std::vector<mjtNum> f1 = fd(h), f2 = fd(2 * h), f4 = fd(4 * h);
+      std::vector<mjtNum> F = testutil::richardson(f1, f2), F2 = testutil::richardson(f2, f4);
+      for (int j = 0; j < m->nsensor; j++) {
+        if (!mjdiff_sensorSupported(m, j)) continue;
+        // floor: 1e-4 of the reading (rounding of the differences), at least 1e-4; force and
+        // torque readings are sums of forces of the size of the model's weight M g that cancel
+        // (a free body's, a world site's reading): the library's differences (step 1e-5 of the
+        // value, 1e-6 for values below 0.1) round at ~1e3 eps M g / 1e-6 ~ 1e-8, so their floor
+        // is 1e-3 M g (N, N m); accelerometers likewise with g
+        double e = 0, scale = 1e-4, ref = 0;
+        if (m->sensor_type[j] == mjSENS_FORCE || m->sensor_type[j] == mjSENS_TORQUE) {
+          scale = 1e-3 * weight;
+        } else if (m->sensor_type[j] == mjSENS_ACCELEROMETER) {
+          scale = 1e-3 * mju_norm3(m->opt.gravity);
+        }
+        for (int r = m->sensor_adr[j]; r < m->sensor_adr[j] + m->sensor_dim[j]; r++) {
+          scale = std::fmax(scale, 1e-4 * std::fabs(d->sensordata[r]));
+        }
+        for (int r = m->sensor_adr[j]; r < m->sensor_adr[j] + m->sensor_dim[j]; r++) {
+          e = std::fmax(e, std::fabs(Q[(size_t)np * r + i] - F[r]));
+          scale = std::fmax(scale, std::fabs(F[r]));
+          ref = std::fmax(ref, std::fabs(F[r] - F2[r]));
+        }
+        // the reference's own error, estimated by two Richardson extrapolations (steps h, 2h
+        // and 2h, 4h), is allowed on top: in a stiff contact a column of 4e3 is known to 1e-4
+        double rel = std::fmax(e - 2 * ref, 0.0) / scale;
+        if (rel > worst) {
+          worst = rel;
+          worstWhere = std::string(mjdiff_paramName(p, i)) + " / " +
+                       TypeName(m->sensor_type[j]) + " #" + std::to_string(j);
+        }
+        EXPECT_LE(rel, 1e-5) << "sample " << k << ": " << mjdiff_paramName(p, i) << " / "
+                             << TypeName(m->sensor_type[j]) << " #" << j << " an "
+                             << Q[(size_t)np * m->sensor_adr[j] + i] << " fd "
+                             << F[m->sensor_adr[j]] << " fd2 " << F2[m->sensor_adr[j]];
+      }
+    }
+  }
+  std::cout << "sensor parameter columns: worst relative error " << worst << " in " << worstWhere
+            << "\n";
+  mj_deleteData(dc);
+  mj_deleteModel(mc);
+  mjdiff_freeStepDeriv(w);
+  mjdiff_freeParams(p);
+}
