@@ -54,6 +54,15 @@ MJDIFF_API int mjdiff_contactPairSupported(int t1, int t2);
 MJDIFF_API int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d,
                                               const mjContact* con, mjtNum Js[7 * 6]);
 
+// The smooth law of one contact at the state in d (forces_d.c): its world force F and torque T
+// (on geom2's body, at con->pos), their partials DF, DT (3 x 10, row-major) in
+// y = (dist, n (3), v (3), w (3)) (v, w: geom2's velocity relative to geom1's at con->pos), and
+// w. Returns 0 (outputs unset) if the contact exerts no force.
+struct mjdiffModel_;
+MJDIFF_API int mjdiff_contactLawY(const mjModel* m, const mjData* d,
+                                  const struct mjdiffModel_* s, const mjContact* con, mjtNum F[3],
+                                  mjtNum T[3], mjtNum DF[30], mjtNum DT[30], mjtNum w[3]);
+
 // ---------------------------------- rigid-body dynamics (rne_d.c) --------------------------------
 //
 // Derivatives of the inverse dynamics ID(q, v, a) = M(q) a + c(q, v), with c = qfrc_bias as mj_rne
@@ -167,6 +176,12 @@ MJDIFF_API int mjdiff_paramDerivativeParts(const mjModel* m, mjData* d,
 // not follow its geoms or p has no geometry parameters (J zero then, if p is not NULL).
 MJDIFF_API int mjdiff_designInertialJacobian(const mjModel* m, const struct mjdiffParams_* p,
                                              int b, mjtNum* J);
+
+// DrDp's columns of geom sizes and positions are analytic (params_d.c) where their conditions hold
+// (no fluid forces, no spatial tendon wrapping the geom), else differenced with the other geometry
+// parameters (design_d.c). on = 1 differences them all (for tests that compare the two); 0
+// restores the default. No effect without geometry parameters.
+MJDIFF_API void mjdiff_designSetDifferenced(struct mjdiffParams_* p, int on);
 
 // ---------------------------------- sensors (sensor_d.c) -----------------------------------------
 //

@@ -45,19 +45,22 @@
 // geometry (geom pos, size: the pair functions' size Jacobians of geom_d.c describe the same
 // motion), the tendon wraps and transmissions at sites, and the inertials above. Its column of
 //   DrDp = d/dp [ f(q, v, act, u; p) - M(q; p) acc - c(q, v; p) ]     (hdamp B acc: independent of p)
-// is taken here by central differences of that residual at the fixed state, on a copy of the
-// model with the parameter set through mjdiff_designApply (the same compile-time map):
+// is analytic for geom sizes and positions (params_d.c: contacts and inertials, where no fluid
+// force or tendon wrap reads the geom). For the others (body, site, joint positions, scales), and
+// those where the conditions fail, it is taken here by central differences of that residual at
+// the fixed state, on a copy of the model with the parameter set through mjdiff_designApply (the
+// same compile-time map, its principal axes finished to rounding: refineEig):
 //   col = (r(p + h e_i) - r(p - h e_i)) / 2h,   h = 1e-6 max(|p_i|, 0.1)
 // (r = qfrc_smooth - M acc from mjdiff_forward on the copy; the smooth forces' part by
 // mjdiff_addForces on the copy for the split the implicit step needs). Truncation O(h^2 r''')
 // ~ 1e-12 relative; rounding ~ eps |r| / h ~ 1e-10 relative to the column's scale |r| / L.
 // Within a step the contact set is the one the copy finds at p +- h (the smooth law has no jump at
 // a contact's appearance: the force ramps from zero over the contact width).
-// NOT analytic: these columns difference the compile-time map together with the rest (the map is
+// The differenced columns difference the compile-time map together with the rest (the map is
 // smooth; eigenvalue crossings of T are harmless since the dynamics read T, not its eigenvectors).
 // The map alone has an exact Jacobian (mjdiff_designInertialJacobian, at the end of this file).
-// Sensors and loss terms that read a moved site or geom directly (framepos of a moved site) do
-// not get their direct parameter dependence (their state dependence is exact).
+// Sensors that read a moved site or geom directly get that dependence from sensor_p.c; loss terms
+// (<mjdiff/loss.h>) do not (their state dependence is exact).
 
 #include <math.h>
 #include <stdlib.h>
@@ -79,6 +82,7 @@ struct designInfo_ {
   mjtNum* site_pos0;
   mjtNum* jnt_pos0;
   mjtNum* site_size1;          // (nsite) half-lengths of capsule and cylinder sites
+  int differenced;             // 1: geom size and position columns by differences too (tests)
 };
 
 //---------------------------------- primitives ----------------------------------------------------
@@ -156,10 +160,51 @@ static void addGeomTensor(mjtNum T[9], const mjtNum quat[4], const mjtNum I[3], 
   }
 }
 
+// mju_eig3 stops once its next Jacobi rotation's cosine is within 1e-12 of 1 (an angle below
+// ~1.4e-6 rad), so its axes, and the tensor R diag R' they rebuild, are a step function of T at
+// ~1e-6 relative: differencing them at a step of 1e-7 gives columns off by O(1). For differences
+// (exact = 1 below), the decomposition is finished by cyclic Jacobi rotations on V (the columns of
+// R(iquat)) until D = V' T V is diagonal to rounding; the compiled model (exact = 0) keeps
+// mju_eig3's result, which is what MuJoCo's compiler writes.
+//   Rotation in the plane (a, b) of D: tau = (D_bb - D_aa) / (2 D_ab),
+//   t = sign(tau) / (|tau| + sqrt(1 + tau^2)), c = 1 / sqrt(1 + t^2), s = t c,
+//   v_a <- c v_a - s v_b,  v_b <- s v_a + c v_b   (zeroes D_ab; det V stays +1).
+static void refineEig(const mjtNum T[9], mjtNum inertia[3], mjtNum iquat[4]) {
+  mjtNum V[9], D[9], tmp[9];
+  mju_quat2Mat(V, iquat);
+  for (int sweep = 0; sweep < 8; sweep++) {
+    mju_mulMatTMat(tmp, V, T, 3, 3, 3);
+    mju_mulMatMat(D, tmp, V, 3, 3, 3);
+    mjtNum off = fabs(D[1]) + fabs(D[2]) + fabs(D[5]);
+    mjtNum diag = fabs(D[0]) + fabs(D[4]) + fabs(D[8]);
+    if (off <= 1e-17 * diag) break;
+    for (int pr = 0; pr < 3; pr++) {
+      int a = pr == 2 ? 1 : 0, b = pr == 0 ? 1 : 2;
+      mju_mulMatTMat(tmp, V, T, 3, 3, 3);
+      mju_mulMatMat(D, tmp, V, 3, 3, 3);
+      mjtNum dab = D[3 * a + b];
+      if (fabs(dab) <= 1e-300) continue;
+      mjtNum tau = (D[4 * b] - D[4 * a]) / (2 * dab);
+      mjtNum t = (tau >= 0 ? 1 : -1) / (fabs(tau) + sqrt(1 + tau * tau));
+      mjtNum c = 1 / sqrt(1 + t * t), sn = t * c;
+      for (int r = 0; r < 3; r++) {
+        mjtNum va = V[3 * r + a], vb = V[3 * r + b];
+        V[3 * r + a] = c * va - sn * vb;
+        V[3 * r + b] = sn * va + c * vb;
+      }
+    }
+  }
+  mju_mulMatTMat(tmp, V, T, 3, 3, 3);
+  mju_mulMatMat(D, tmp, V, 3, 3, 3);
+  for (int k = 0; k < 3; k++) inertia[k] = D[4 * k];
+  mju_mat2Quat(iquat, V);
+}
+
 // the compile-time map of body b with geom masses gm (ngeom): mass, ipos, iquat, inertia; and T
-// (3x3, the tensor about the com in the body frame); 0, or -1 if the body has no geom or zero mass
+// (3x3, the tensor about the com in the body frame); 0, or -1 if the body has no geom or zero mass.
+// exact: the eigendecomposition finished to rounding (refineEig)
 static int bodyInertial(const mjModel* m, int b, const mjtNum* gm, mjtNum* mass, mjtNum ipos[3],
-                        mjtNum iquat[4], mjtNum inertia[3], mjtNum T[9]) {
+                        mjtNum iquat[4], mjtNum inertia[3], mjtNum T[9], int exact) {
   int g0 = m->body_geomadr[b], n = m->body_geomnum[b];
   if (g0 < 0 || n == 0) return -1;
   mjtNum I[3];
@@ -191,6 +236,7 @@ static int bodyInertial(const mjModel* m, int b, const mjtNum* gm, mjtNum* mass,
   mjtNum vec[9], full[9];
   mju_copy(full, T, 9);
   mju_eig3(inertia, vec, iquat, full);
+  if (exact) refineEig(T, inertia, iquat);
   return 0;
 }
 
@@ -310,7 +356,7 @@ static int reproduces(const mjModel* m, int b, const mjtNum* gm) {
   for (int g = g0; g < g0 + n; g++) {
     if (!(gm[g] > 0)) return 0;
   }
-  if (bodyInertial(m, b, gm, &mass, ipos, iquat, inertia, T)) return 0;
+  if (bodyInertial(m, b, gm, &mass, ipos, iquat, inertia, T, 0)) return 0;
   mju_quat2Mat(R, m->body_iquat + 4 * b);
   for (int i = 0; i < 3; i++) {
     for (int j = 0; j < 3; j++) {
@@ -512,7 +558,7 @@ int mjdiff_designApplyScratch(const mjdiffParams* p) {
 }
 
 void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
-                        mjtNum* scratch) {
+                        mjtNum* scratch, int exact) {
   const struct designInfo_* di = p->design;
   if (!di) return;
   int nb = m->nbody;
@@ -594,7 +640,7 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
     }
     mjtNum T[9];
     bodyInertial(m, b, all, m->body_mass + b, m->body_ipos + 3 * b, m->body_iquat + 4 * b,
-                 m->body_inertia + 3 * b, T);
+                 m->body_inertia + 3 * b, T, exact);
     mass = 1;
   }
 
@@ -619,6 +665,14 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
 }
 
 //---------------------------------- derivative columns --------------------------------------------
+
+int mjdiff_designDifferenced(const mjdiffParams* p) {
+  return p && p->design && p->design->differenced;
+}
+
+void mjdiff_designSetDifferenced(mjdiffParams* p, int on) {
+  if (p && p->design) p->design->differenced = on != 0;
+}
 
 struct mjdiffDesignScratch_ {
   mjModel* m;
@@ -664,7 +718,7 @@ static int residual(mjdiffDesignScratch* w, const mjModel* m, const mjData* d,
   mjData* dc = w->d;
   int nv = m->nv;
   mj_copyModel(mc, m);
-  mjdiff_designApply(mc, p, w->vals, w->apply);
+  mjdiff_designApply(mc, p, w->vals, w->apply, 1);
   mjdiff_loadState(mc, dc, w->state);
   mju_copy(dc->ctrl, d->ctrl, m->nu);
   mju_copy(dc->qfrc_applied, d->qfrc_applied, nv);
@@ -681,7 +735,7 @@ static int residual(mjdiffDesignScratch* w, const mjModel* m, const mjData* d,
 
 int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
                          const mjdiffModel* s, const mjdiffParams* p, int parts,
-                         const mjtNum* acc, mjtNum* DrDp) {
+                         const mjtNum* acc, const signed char* skip, mjtNum* DrDp) {
   if (!p->design) return 0;
   mjdiffDesignScratch* own = NULL;
   if (!w) {
@@ -692,7 +746,7 @@ int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
   mjdiff_saveState(m, d, w->state);
   for (int i = 0; i < np && !bad; i++) {
     const paramEntry* e = p->entry + i;
-    if (!PK_IS_DESIGN(e->kind)) continue;
+    if (!PK_IS_DESIGN(e->kind) || (skip && skip[i])) continue;
     mjdiff_getParamValues(m, NULL, p, w->vals);
     mjtNum v0 = w->vals[i], h = 1e-6 * mju_max(fabs(v0), 0.1);
     mjtNum *rp = w->r, *sp = w->r + nv, *rm = w->r + 2 * nv, *smn = w->r + 3 * nv;

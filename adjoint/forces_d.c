@@ -357,10 +357,9 @@ static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, co
   }
 }
 
-// returns 0, or -1 if the contact's geometry Jacobian is unavailable
-static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
-                        const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
-  int nv = m->nv;
+int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                       const mjContact* con, mjtNum F[3], mjtNum T[3], mjtNum DF[30],
+                       mjtNum DT[30], mjtNum w[3]) {
   int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   mjtNum prm[GP_COUNT];
@@ -369,15 +368,25 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   if (prm[GP_WIDTH] - con->dist <= 0 && fr == 0) return 0;
 
   // relative velocities at p
-  const mjtNum* p = con->pos;
-  mjtNum v[3], w[3];
-  contactVel(m, d, b, p, v, w);
+  mjtNum v[3];
+  contactVel(m, d, b, con->pos, v, w);
 
-  mjtNum F[3], T[3], DF[30], DT[30], At, Ar, h = m->opt.timestep;
+  mjtNum At, Ar, h = m->opt.timestep;
   mjdiff_contactInvweight(s, g[0], g[1], &At, &Ar);
   int on = contactLaw(con, prm, h * At, h * Ar, v, w, F, T, DF, DT);
   if (fr != 0) reachLaw(con->frame, fr, dfr, F, DF);
-  else if (!on) return 0;
+  return on || fr != 0;
+}
+
+// returns 0, or -1 if the contact's geometry Jacobian is unavailable
+static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
+                        const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
+  int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
+  const mjtNum* p = con->pos;
+  mjtNum F[3], T[3], DF[30], DT[30], w[3];
+  if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) return 0;
 
   // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
   mjtNum G[7 * 12];

@@ -748,7 +748,7 @@ mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParam
     if (e->kind == PK_DOF_ARMATURE) inertial |= notSimple(m, m->dof_bodyid[e->id]);
   }
 
-  if (p->design) mjdiff_designApply(m, p, values, scratch);  // geometry: after the inertials
+  if (p->design) mjdiff_designApply(m, p, values, scratch, 0);  // geometry: after the inertials
   free(scratch);
 
   // MuJoCo's shortcuts for bodies whose frame is their inertial frame (xipos = xpos) and

@@ -59,10 +59,30 @@
 // Fluid forces (MuJoCo's, in qfrc_passive): density, viscosity, wind, and the terms of the
 //   inertia-box bodies' mass, inertia and com, in fluid_d.c (mjdiff_fluidParamColumn).
 //
-// At a fixed state nothing moves, so no contact geometry Jacobian is needed: the function always
-// returns 0 (NaN columns if d's stack cannot hold the scratch). Geometry parameters (body, geom,
-// site and joint positions, geom sizes, scales) move the kinematics: their columns come from
-// design_d.c.
+// At a fixed state nothing moves, so no contact geometry Jacobian is needed for the parameters
+// above: the function always returns 0 (NaN columns if d's stack cannot hold the scratch).
+//
+// Geometry. A geom's size s_g[k] or its position p_g[k] in its body's frame (body b) moves, at the
+// fixed state, the contacts of g and, where the compiler inferred b's inertials from its geoms
+// (design_d.c), b's mass, com and inertia; nothing else in the dynamics (the columns below are
+// taken only where that holds: no fluid forces, which read the inertials and in 3.x the geom
+// sizes, and g no wrapping object of a spatial tendon; otherwise design_d.c differences them).
+//   Contacts (smooth forces), each contact c of g with law F, T (world, on body b2 at pos, minus
+//   on b1) and partials DF, DT in y = (dist, n, v, w) (forces_d.c):
+//     dy_geom = (ddist, dn, dpos) = Js e_{3 side + k}  (size: geom_d.c's size Jacobian, side 0
+//               for geom1, 1 for geom2)  or  G (dx_g; 0) with dx_g = R_b e_k  (position: the
+//               geom moves rigidly along its body's axis k, no rotation; G the pose Jacobian)
+//     dv = (w2 - w1) x dpos   (the relative velocity is read at the moved point), dw = 0
+//     dF = DF dy, dT = DT dy (y's rows dist, n, v; w's zero)
+//     the wrench about the origin W = [T + pos x F; F] moves by [dT + dpos x F + pos x dF; dF]
+//     col += J_b2' dW - J_b1' dW   (addWrench's convention: torque dT + dpos x F at pos, dF).
+//   Inertials (other forces: -(M acc + c)), with J = mjdiff_designInertialJacobian's column
+//     (dm, dc (body frame), dT_b (body frame, about the com)), R = xmat_b, r = xipos_b - o:
+//     dr = R dc,  dIrot = R dT_b R' + dm (|r|^2 E - r r') + m (2 r.dr E - dr r' - r dr'),
+//     d(m r) = dm r + m dr,  then col -= J_b' (dI a_b + v_b x* dI v_b) as for a body's mass,
+//     and xfrc_applied (f, tau) at xipos adds J_b' [dr x f; 0].
+// The other geometry parameters (body, site and joint positions, scales) move the kinematic tree:
+// their columns come from design_d.c (differenced), as do these where the conditions fail.
 
 #include <math.h>
 #include <string.h>
@@ -313,6 +333,27 @@ static void contactColumn(const mjModel* m, const mjData* d, const mjdiffModel* 
 
 //---------------------------------- other columns -------------------------------------------------
 
+// col -= J_b' (dI a_b + v_b x* dI v_b) for a change dI of body b's cinert, plus J_b' [dx x f; 0]
+// for the applied force f acting at xipos if that moves by dx (nullable)
+static void inertialChange(const mjModel* m, const mjData* d, int b, const mjtNum dI[10],
+                           const mjtNum* dx, const mjtNum* cacc, mjtNum* col) {
+  mjtNum f[6], h[6], t[6];
+  const mjtNum* v = d->cvel + 6 * b;
+  spatial_mulInert(f, dI, cacc + 6 * b);
+  spatial_mulInert(h, dI, v);
+  spatial_crossForce(t, v, h);
+  mju_addTo(f, t, 6);
+  addChain(m, d, b, f, -1, col);
+
+  // the applied wrench acts at the moving com: d(xipos x f) = dx x f
+  if (dx) {
+    const mjtNum* x = d->xfrc_applied + 6 * b;
+    mjtNum W[6] = {0};
+    mju_cross(W, dx, x);
+    if (!mju_isZero(W, 3)) addChain(m, d, b, W, 1, col);
+  }
+}
+
 // inertial parameter of body b: col -= J_b' (dI a_b + v_b x* dI v_b) (+ the xfrc_applied term)
 static void inertiaColumn(const mjModel* m, const mjData* d, const paramEntry* e,
                           const mjtNum* cacc, mjtNum* col) {
@@ -351,22 +392,7 @@ static void inertiaColumn(const mjModel* m, const mjData* d, const paramEntry* e
     mju_scl3(dI + 6, dl, mass);
   }
 
-  // f = dI a + v x* (dI v)
-  mjtNum f[6], h[6], t[6];
-  const mjtNum* v = d->cvel + 6 * b;
-  spatial_mulInert(f, dI, cacc + 6 * b);
-  spatial_mulInert(h, dI, v);
-  spatial_crossForce(t, v, h);
-  mju_addTo(f, t, 6);
-  addChain(m, d, b, f, -1, col);
-
-  // the applied wrench acts at the moving com: d(xipos x f) = d x f
-  if (e->kind == PK_BODY_IPOS) {
-    const mjtNum* x = d->xfrc_applied + 6 * b;
-    mjtNum W[6] = {0};
-    mju_cross(W, dl, x);
-    if (!mju_isZero(W, 3)) addChain(m, d, b, W, 1, col);
-  }
+  inertialChange(m, d, b, dI, e->kind == PK_BODY_IPOS ? dl : NULL, cacc, col);
 }
 
 // gravity component k: col = sum_b J_b' I_b (0; e_k)
@@ -606,6 +632,89 @@ int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   return mjdiff_paramDerivativeWith(NULL, mu, d, s, p, parts, acc, hdamp, DrDp, DadotDp);
 }
 
+//---------------------------------- geometry columns ----------------------------------------------
+
+// 1 if geom g's size and position columns are formed here (header: no fluid forces, g wraps no
+// spatial tendon, the analytic columns not switched off)
+static int geomAnalytic(const mjModel* m, const mjdiffParams* p, int g) {
+  if (mjdiff_designDifferenced(p)) return 0;
+  if (m->opt.density != 0 || m->opt.viscosity != 0) return 0;
+  for (int w = 0; w < m->nwrap; w++) {
+    if ((m->wrap_type[w] == mjWRAP_SPHERE || m->wrap_type[w] == mjWRAP_CYLINDER) &&
+        m->wrap_objid[w] == g) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+// the contacts' part of geometry entry e (geom size or position): col += sum_c J' dW_c (header);
+// returns 0, or -1 if a contact of the geom has no geometry Jacobian
+static int geomContactColumn(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                             const paramEntry* e, mjtNum* wrench, mjtNum* col) {
+  int g = e->id, k = e->comp, any = 0;
+  mju_zero(wrench, 6 * m->nbody);
+  for (int c = 0; c < d->ncon; c++) {
+    const mjContact* con = d->contact + c;
+    int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+    if (g1 != g && g2 != g) continue;
+    mjtNum F[3], T[3], DF[30], DT[30], w[3], dy[7];
+    if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) continue;
+    int side = g2 == g;
+    if (e->kind == PK_GEOM_SIZE) {
+      mjtNum Js[7 * 6];
+      if (mjdiff_contactGeomSizeJacobian(m, d, con, Js)) return -1;
+      for (int r = 0; r < 7; r++) dy[r] = Js[6 * r + 3 * side + k];
+    } else {
+      mjtNum G[7 * 12];
+      if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+      const mjtNum* R = d->xmat + 9 * m->geom_bodyid[g];
+      mjtNum a[3] = {R[k], R[3 + k], R[6 + k]};
+      for (int r = 0; r < 7; r++) dy[r] = mju_dot3(G + 12 * r + 6 * side, a);
+    }
+    mjtNum y[10] = {0}, dF[3], dT[3], t[3];
+    mju_copy(y, dy, 4);
+    mju_cross(y + 4, w, dy + 4);  // dv = (w2 - w1) x dpos
+    for (int r = 0; r < 3; r++) {
+      dF[r] = mju_dot(DF + 10 * r, y, 10);
+      dT[r] = mju_dot(DT + 10 * r, y, 10);
+    }
+    mju_cross(t, dy + 4, F);
+    mju_addTo3(dT, t);
+    addWrench(m, d, wrench, m->geom_bodyid[g2], con->pos, dF, dT, 1);
+    addWrench(m, d, wrench, m->geom_bodyid[g1], con->pos, dF, dT, -1);
+    any = 1;
+  }
+  if (any) wrenchToCol(m, d, wrench, col);
+  return 0;
+}
+
+// the inertials' part of geometry entry i (column i of Jd, mjdiff_designInertialJacobian of the
+// geom's body, 10 x np): col -= J_b' (dI a_b + v_b x* dI v_b) (header)
+static void geomInertialColumn(const mjModel* m, const mjData* d, int b, const mjtNum* Jd,
+                               int np, int i, const mjtNum* cacc, mjtNum* col) {
+  mjtNum dm = Jd[i], dc[3] = {Jd[np + i], Jd[2 * np + i], Jd[3 * np + i]};
+  mjtNum t6[6], dTb[9], dT[9], tmp[9], r[3], dr[3], dI[10];
+  for (int a = 0; a < 6; a++) t6[a] = Jd[(4 + a) * np + i];
+  dTb[0] = t6[0], dTb[4] = t6[1], dTb[8] = t6[2];
+  dTb[1] = dTb[3] = t6[3], dTb[2] = dTb[6] = t6[4], dTb[5] = dTb[7] = t6[5];
+  const mjtNum* R = d->xmat + 9 * b;
+  mju_mulMatMat(tmp, R, dTb, 3, 3, 3);
+  mju_mulMatMatT(dT, tmp, R, 3, 3, 3);
+  mju_mulMatVec(dr, R, dc, 3, 3);
+  mju_sub3(r, d->xipos + 3 * b, d->subtree_com + 3 * m->body_rootid[b]);
+  mjtNum mass = m->body_mass[b], rr = mju_dot3(r, r), rd = mju_dot3(r, dr);
+  const int iu[6] = {0, 1, 2, 0, 0, 1}, ju[6] = {0, 1, 2, 1, 2, 2};
+  for (int a = 0; a < 6; a++) {
+    int p = iu[a], q = ju[a];
+    dI[a] = dT[3 * p + q] + dm * ((p == q) * rr - r[p] * r[q]) +
+            mass * ((p == q) * 2 * rd - dr[p] * r[q] - r[p] * dr[q]);
+  }
+  for (int a = 0; a < 3; a++) dI[6 + a] = dm * r[a] + mass * dr[a];
+  dI[9] = dm;
+  inertialChange(m, d, b, dI, dr, cacc, col);
+}
+
 int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, mjData* d,
                                const mjdiffModel* s, const mjdiffParams* p, int parts,
                                const mjtNum* acc, mjtNum hdamp, mjtNum* DrDp, mjtNum* DadotDp) {
@@ -621,14 +730,15 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   for (int i = 0; i < np; i++) {
     int kind = p->entry[i].kind;
     if (!(paramPart(kind) & parts)) continue;
-    needAcc |= kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS;
+    needAcc |= kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS ||
+               kind == PK_GEOM_SIZE || kind == PK_GEOM_POS;
     needContacts |= kind == PK_GEOM_FRICTION || kind == PK_GEOM_SMOOTH ||
                     (kind == PK_SMOOTH && mjdiff_smoothFieldGeom(p->entry[i].comp) >= 0);
   }
   int contacts = needContacts && d->ncon > 0 &&
                  !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) && !compat_passiveOff(m);
   int perContact = (int)((sizeof(contactPartial) + sizeof(mjtNum) - 1) / sizeof(mjtNum));
-  int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0);
+  int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0) + 11 * np;
   if (compat_stackSpace(d) < need) {
     for (int i = 0; i < nv * np; i++) DrDp[i] = NAN;
     if (DadotDp) {
@@ -642,6 +752,10 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   mjtNum* wrench = compat_stackAllocNum(d, 6 * nbody);
   mjtNum* col = compat_stackAllocNum(d, nv);
   mjtNum* adot = compat_stackAllocNum(d, na ? na : 1);
+  mjtNum* Jd = compat_stackAllocNum(d, 10 * np);  // a body's compile-map Jacobian
+  mjtNum* done = compat_stackAllocNum(d, np);     // 1: a geometry column formed here
+  int geomContacts = d->ncon > 0 && !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) &&
+                     !compat_passiveOff(m);
   contactPartial* cps = NULL;
   int ncp = 0;
   if (contacts) {
@@ -654,6 +768,23 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
     const paramEntry* e = p->entry + i;
     mju_zero(col, nv);
     if (na) mju_zero(adot, na);
+    done[i] = 0;
+    if ((e->kind == PK_GEOM_SIZE || e->kind == PK_GEOM_POS) && geomAnalytic(m, p, e->id)) {
+      // geometry with analytic columns: contacts (smooth part), inertials (other part)
+      int b = m->geom_bodyid[e->id], bad = 0;
+      if ((parts & MJDIFF_FORCES_SMOOTH) && geomContacts) {
+        bad = geomContactColumn(m, d, s, e, wrench, col);
+      }
+      if (!bad && (parts & MJDIFF_FORCES_OTHER) &&
+          mjdiff_designInertialJacobian(m, p, b, Jd) == 0) {
+        geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
+      }
+      if (!bad) {
+        done[i] = 1;
+        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
+      }
+      continue;
+    }
     if (!(paramPart(e->kind) & parts)) {
       for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = 0;
       continue;  // DadotDp: zero already
@@ -697,13 +828,21 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
       for (int r = 0; r < na; r++) DadotDp[(size_t)np * r + i] = adot[r];
     }
   }
+  // the other geometry parameters (design_d.c): the forces' change with the moved geometry,
+  // differenced
+  int rest = 0;
+  for (int i = 0; i < np; i++) rest |= PK_IS_DESIGN(p->entry[i].kind) && !done[i];
+  signed char skip[64], *skipv = np <= 64 ? skip : (signed char*)malloc((size_t)np);
+  if (rest && skipv) {
+    for (int i = 0; i < np; i++) skipv[i] = done[i] != 0;
+  }
   compat_stackFree(d, mark);
-  // geometry parameters (design_d.c): the forces' change with the moved geometry
-  if (p->design && mjdiff_designColumns(scratch, m, d, s, p, parts, acc, DrDp)) {
+  if (rest && (!skipv || mjdiff_designColumns(scratch, m, d, s, p, parts, acc, skipv, DrDp))) {
     for (int i = 0; i < np; i++) {
-      if (!PK_IS_DESIGN(p->entry[i].kind)) continue;
+      if (!PK_IS_DESIGN(p->entry[i].kind) || (skipv && skipv[i])) continue;
       for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = NAN;
     }
   }
+  if (skipv != skip) free(skipv);
   return 0;
 }

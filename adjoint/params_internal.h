@@ -97,21 +97,27 @@ const char* mjdiff_designCheck(const mjModel* m, const paramEntry* e, mjtNum v);
 // set the geometry entries of p to values (checked already), then the compile-time consequences:
 // inferred masses, centres of mass and inertias, bounding radii, shortcuts off. scratch holds
 // mjdiff_designApplyScratch(p) numbers (the caller allocates it, so that nothing fails halfway).
+// exact 0: the principal axes as MuJoCo's compiler finds them (mju_eig3); 1: finished to rounding
+// (for differences: design_d.c's refineEig)
 int mjdiff_designApplyScratch(const mjdiffParams* p);
 void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
-                        mjtNum* scratch);
+                        mjtNum* scratch, int exact);
+
+// 1 if p's geom size and position columns are differenced too (mjdiff_designSetDifferenced)
+int mjdiff_designDifferenced(const mjdiffParams* p);
 
 // scratch for the geometry columns (a model and data copy); NULL if p has no geometry entries
 typedef struct mjdiffDesignScratch_ mjdiffDesignScratch;
 mjdiffDesignScratch* mjdiff_makeDesignScratch(const mjModel* m, const mjdiffParams* p);
 void mjdiff_freeDesignScratch(mjdiffDesignScratch* w);
 
-// DrDp's geometry columns (nv x np, row-major, other columns untouched) at the state in d (the
-// forward pass run), acceleration acc, for the forces of parts; w NULL: a temporary scratch.
-// m: the model as the user configured it. Returns 0, -1 out of memory or a failed forward pass.
+// DrDp's geometry columns (nv x np, row-major, other columns untouched) by differences at the
+// state in d (the forward pass run), acceleration acc, for the forces of parts, but for entries
+// with skip[i] set (skip nullable); w NULL: a temporary scratch. m: the model as the user
+// configured it. Returns 0, -1 out of memory or a failed forward pass.
 int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
                          const mjdiffModel* s, const mjdiffParams* p, int parts,
-                         const mjtNum* acc, mjtNum* DrDp);
+                         const mjtNum* acc, const signed char* skip, mjtNum* DrDp);
 
 // the readings' parameter columns with a direct dependence at the fixed state (sensor_p.c): scratch
 // (NULL, with *fail 0, if no entry of p has one or m has no sensors; NULL with *fail 1: out of

@@ -823,4 +823,101 @@ TEST(DesignRollout, SensorReadingsOfMovedGeometry) {
   EXPECT_GT(touching, 0);
 }
 
+//---------------------------------- analytic geometry columns -------------------------------------
+
+// DrDp's columns of geom sizes and positions (params_d.c: contacts through geom_d.c's size and
+// pose Jacobians, inertials through the compile map's Jacobian) against design_d.c's centred
+// differences of the residual at the same state, for each part of the forces (the implicit step
+// uses the smooth part alone), at random states with contacts. Compared per column relative to
+// max(|column|, 1e-4 of the largest geometry column at that state), less the differences' own
+// rounding (10 eps |r| / h).
+void checkGeomColumns(const char* name, const char* xml, const char* file,
+                      std::vector<const char*> names, int nsample, int warm, double tol) {
+  Sim sim(xml, file ? shim_modelPath(file) : nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  char err[1000];
+  Params P;
+  ASSERT_EQ(mjdiff_makeParams(m, s, names.data(), (int)names.size(), &P.p, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(P.p), nv = m->nv;
+  std::vector<mjtNum> A((size_t)nv * np), D((size_t)nv * np);
+  unsigned long long seed = 5;
+  double worst = 0;
+  int contacts = 0, compared = 0;
+  for (int k = 0; k < nsample; k++) {
+    EXPECT_TRUE(testutil::simulateRandom(m, d, s, &seed, warm + 7 * k)) << name;
+    ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+    contacts += d->ncon;
+    std::vector<mjtNum> acc(d->qacc, d->qacc + nv);
+    for (int parts = 1; parts <= 3; parts++) {
+      mjdiff_designSetDifferenced(P.p, 0);
+      ASSERT_EQ(mjdiff_paramDerivativeParts(m, d, s, P.p, parts, acc.data(), 0, A.data(),
+                                            nullptr), 0);
+      mjdiff_designSetDifferenced(P.p, 1);
+      ASSERT_EQ(mjdiff_paramDerivativeParts(m, d, s, P.p, parts, acc.data(), 0, D.data(),
+                                            nullptr), 0);
+      double big = 0, R = 0;
+      for (double x : D) big = std::fmax(big, std::fabs(x));
+      for (int r = 0; r < nv; r++) {
+        R = std::fmax(R, std::fabs(d->qfrc_smooth[r]) + std::fabs(d->qfrc_bias[r]));
+      }
+      std::vector<mjtNum> v(np);
+      mjdiff_getParamValues(m, s, P.p, v.data());
+      for (int i = 0; i < np; i++) {
+        // the differences' rounding: 10 eps R / h with R the residual's size, h their step
+        double h = 1e-6 * std::fmax(std::fabs(v[i]), 0.1);
+        double e = 0, scale = 1e-4 * big + 1e-12, rounding = 10 * 2.2e-16 * R / h;
+        for (int r = 0; r < nv; r++) {
+          double a = A[(size_t)np * r + i], f = D[(size_t)np * r + i];
+          e = std::fmax(e, std::fabs(a - f));
+          scale = std::fmax(scale, std::fabs(f));
+        }
+        e = std::fmax(e - rounding, 0.0);
+        compared++;
+        worst = std::fmax(worst, e / scale);
+        EXPECT_LE(e / scale, tol) << name << " sample " << k << " parts " << parts << " "
+                                  << mjdiff_paramName(P.p, i) << ": error " << e << " of "
+                                  << scale;
+      }
+    }
+  }
+  std::cout << name << ": " << compared << " columns, worst " << worst << " (" << contacts
+            << " contacts over " << nsample << " states)\n";
+  EXPECT_GT(contacts, 0) << name;
+}
+
+TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
+  checkGeomColumns("blocks", kBlocks, nullptr,
+                   {"geom:paddle:pos", "geom:paddle:size", "geom:knob:size", "geom:knob:pos",
+                    "geom:ball:size", "geom:ball:pos", "geom:can:size", "geom:can:pos",
+                    "geom:lid:size", "geom:lid:pos", "geom:link:size", "geom:link:pos"},
+                   6, 150, 1e-5);
+  checkGeomColumns("arm_box", nullptr, "arm_box.xml",
+                   {"geom:fingertip:size", "geom:fingertip:pos"}, 4, 100, 1e-5);
+  checkGeomColumns("hopper", nullptr, "hopper.xml",
+                   {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size"}, 4, 45,
+                   1e-5);
+}
+
+// the other pair families: boxes on boxes and a gripper's mesh pads nearby (a mesh's position and
+// size are refused: they come from its asset), ellipsoid feet on a plane, a height field,
+// cylinders and self-collision
+TEST(DesignColumns, GeomColumnsOnMeshEllipsoidHeightFieldModels) {
+  checkGeomColumns("arm_gripper", nullptr, "arm_gripper.xml",
+                   {"geom:palm:size", "geom:palm:pos", "geom:box:size", "geom:box:pos",
+                    "geom:link6_geom:size"}, 3, 200, 1e-5);
+  checkGeomColumns("biped", nullptr, "biped.xml",
+                   {"geom:left_foot_geom:size", "geom:left_foot_geom:pos",
+                    "geom:right_foot_geom:size", "geom:head_geom:size"}, 4, 1000, 1e-5);
+  checkGeomColumns("hopper_terrain", nullptr, "hopper_terrain.xml",
+                   {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:leg_geom:size"}, 3, 45,
+                   1e-5);
+  checkGeomColumns("dog", nullptr, "dog.xml",
+                   {"geom:fl_foot:size", "geom:fl_foot:pos", "geom:torso_geom:size",
+                    "geom:neck_geom:size", "geom:hl_shin_geom:size"}, 3, 80, 1e-5);
+}
+
 }  // namespace

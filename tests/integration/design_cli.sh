@@ -6,7 +6,8 @@
 # values and recompiles to the optimised model (report's recompiled_worst_rel <= 1e-9); ties make
 # two parameters one value; Nelder-Mead runs; CMA-ES co-design halves the objective and repeats
 # for a seed; bad input fails with a message naming it (a bound
-# that excludes the current value, a mesh or world-body parameter, a missing --param).
+# that excludes the current value, a mesh or world-body parameter, a missing --param);
+# mjdiff-bench-design's two geometry gradients agree.
 NAME=design_cli
 BUILD_DIR=$1
 SOURCE_DIR=$2
@@ -90,4 +91,16 @@ echo "$ERR" | grep -q -- "--policy excludes --controls and --codesign" || fail "
 run "$T" "$RX" "$RK" $RP --policy "$TMP/pol.npz" --out "$TMP/b" --no-plot --quiet
 [ "$RC" = 1 ] || fail "--policy without its --goal (another observation size): rc $RC"
 echo "$ERR" | grep -q "pol.npz: the network maps" || fail "wrong-shape weights message: $ERR"
-echo "design_cli: ok (J $J0 -> $J, CMA-ES $JC, recompiled $R; policy $PJ0 -> $PJ)"
+
+# mjdiff-bench-design: the analytic and differenced geometry gradients agree (the timing is not
+# checked: a benchmark prints ratios measured in one run); options go together
+B=$BUILD_DIR/tools/mjdiff-bench-design
+run "$B" --model "$SOURCE_DIR/models/arm_box.xml" --param geom:fingertip:size \
+  --param geom:fingertip:pos --steps 30 --rounds 1
+[ "$RC" = 0 ] || fail "bench-design: rc $RC: $ERR"
+GD=$(echo "$OUT" | awk '$1 == "arm_box" { print $7 }')
+awk -v g="$GD" 'BEGIN { exit !(g != "" && g + 0 <= 1e-6) }' || fail "bench-design: gradients differ by '$GD': $OUT"
+run "$B" --model "$SOURCE_DIR/models/arm_box.xml"
+[ "$RC" = 2 ] || fail "bench-design --model without --param: rc $RC"
+echo "$ERR" | grep -q -- "--model and --param go together" || fail "bench-design usage message: $ERR"
+echo "design_cli: ok (J $J0 -> $J, CMA-ES $JC, recompiled $R; policy $PJ0 -> $PJ; bench gradients $GD)"
