@@ -129,8 +129,9 @@ int tool_closeOut(const char* tool, const char* path, FILE* f);
 void tool_catchWarnings(const char* tool);
 long tool_warnings(void);
 
-// --goal T:X0,X1:Y0,Y1:Z0,Z1 of mjdiff-learn and mjdiff-design: the task term and its goal box;
-// a malformed value is a usage error naming it (exit 2).
+// --goal T:X0,X1:Y0,Y1:Z0,Z1 of mjdiff-learn and mjdiff-design (through tool_policyOption,
+// policyargs.h): the task term and its goal box; a malformed value is a usage error naming it
+// (exit 2).
 void tool_parseGoal(const char* tool, const char* v, int* term, double lo[3], double hi[3]);
 
 #endif  // MJDIFF_TOOLUTIL_H_

@@ -50,6 +50,7 @@
 #include <mjdiff/rollout.h>
 #include <mjdiff/task.h>
 
+#include "policyargs.h"
 #include "toolutil.h"
 
 static const char* kTool = "mjdiff-design";
@@ -80,10 +81,7 @@ typedef struct args_ {
   int quiet, noplot;
   const char* policy;          // --policy W.npz (mjdiff-learn's weights)
   long policy_starts;
-  int have_goal, goal_term, no_relative;
-  double goal_lo[3], goal_hi[3];
-  double start_noise, vel_noise;
-  long key;
+  toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
 } args;
 
 static void usage(void) {
@@ -139,8 +137,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->seed = 1;
   a->out = "design";
   a->policy_starts = 1;
-  a->goal_term = -1;
-  a->start_noise = 0.05;
+  tool_defaultPolicyArgs(&a->pol);
   int npos = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
@@ -161,18 +158,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->policy = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--policy-starts")) {
       a->policy_starts = tool_intOption(kTool, argc, argv, &i, 1, 100000, "in [1, 1e5]");
-    } else if (!strcmp(o, "--goal")) {
-      tool_parseGoal(kTool, tool_optionValue(kTool, argc, argv, &i), &a->goal_term, a->goal_lo,
-                     a->goal_hi);
-      a->have_goal = 1;
-    } else if (!strcmp(o, "--no-relative")) {
-      a->no_relative = 1;
-    } else if (!strcmp(o, "--start-noise")) {
-      a->start_noise = tool_doubleOption(kTool, argc, argv, &i, 0, 100, 0, "in [0, 100]");
-    } else if (!strcmp(o, "--vel-noise")) {
-      a->vel_noise = tool_doubleOption(kTool, argc, argv, &i, 0, 1000, 0, "in [0, 1000]");
-    } else if (!strcmp(o, "--key")) {
-      a->key = tool_intOption(kTool, argc, argv, &i, -1, 1000000, "an integer >= -1");
+    } else if (tool_policyOption(kTool, argc, argv, &i, &a->pol)) {
+      // --goal, --no-relative, --key, --start-noise, --vel-noise (policyargs.h)
     } else if (!strcmp(o, "--duration")) {
       a->duration = tool_doubleOption(kTool, argc, argv, &i, 0, 600, TOOL_OPEN_LO, "in (0, 600] s");
     } else if (!strcmp(o, "--distance")) {
@@ -833,37 +820,20 @@ int main(int argc, char** argv) {
   P.goal_term = -1;
   if (a.policy) {
     // the learner on a copy of the initial design: the policy's kinematic observation keeps
-    // the model it was trained for (<mjdiff/learn.h>), so u depends on the state and goal only
+    // the model it was trained for (<mjdiff/learn.h>), so u depends on the state and goal only.
+    // It only hosts the policy and samples starts (the rollouts are P.r's): horizon 1, so that
+    // its own rollout recording is the smallest there is.
     mjdiffLearnOptions lo;
-    mjdiff_defaultLearnOptions(&lo);
-    lo.horizon = P.T;
-    lo.key = m->nkey ? (int)a.key : (a.key > 0 ? (int)a.key : -1);
-    lo.start_noise = a.start_noise;
-    lo.vel_noise = a.vel_noise;
-    if (a.have_goal) {
-      lo.goal_term = a.goal_term;
-      lo.goal_relative = !a.no_relative;
-      memcpy(lo.goal_lo, a.goal_lo, sizeof(a.goal_lo));
-      memcpy(lo.goal_hi, a.goal_hi, sizeof(a.goal_hi));
-    }
+    tool_policyLearnOptions(&a.pol, m, &lo);
+    lo.horizon = 1;
     P.goal_term = lo.goal_term;
     mpol = mj_copyModel(NULL, m);
     if (!mpol) {
       fprintf(stderr, "%s: error: out of memory\n", kTool);
       return TOOL_EXIT_RUNTIME;
     }
-    if (mjdiff_loadMLP(a.policy, &net, err, sizeof(err)) != MJDIFF_OK) {
-      fprintf(stderr, "%s: error: %s\n", kTool, err);
-      return TOOL_EXIT_RUNTIME;
-    }
-    const mjdiffMLPDef* nd = mjdiff_mlpDef(net);
-    int nobs = mjdiff_learnObsSize(mpol, &lo);
-    if (nd->nin != nobs || nd->nout != m->nu) {
-      fprintf(stderr, "%s: error: %s: the network maps %d inputs to %d outputs; this model and "
-              "task (with these --goal/--no-relative options) need %d observations to %d "
-              "controls\n", kTool, a.policy, nd->nin, nd->nout, nobs, (int)m->nu);
-      return TOOL_EXIT_RUNTIME;
-    }
+    net = tool_loadPolicyWeights(kTool, a.policy, mjdiff_learnObsSize(mpol, &lo), (int)m->nu);
+    if (!net) return TOOL_EXIT_RUNTIME;
     if (mjdiff_makeLearner(mpol, P.s, NULL, P.task, &lo, net, 1, &learner, err, sizeof(err)) !=
             MJDIFF_OK ||
         mjdiff_makeLearnPolicy(learner, net, &P.pol, err, sizeof(err)) != MJDIFF_OK) {

@@ -36,6 +36,7 @@
 #include <mjdiff/task.h>
 
 #include "plant.h"
+#include "policyargs.h"
 #include "ppo.h"
 #include "recording.h"
 #include "toolutil.h"
@@ -89,12 +90,10 @@ typedef struct args_ {
   const char* weights;         // eval, --init
   int method;
   const char* net;
-  long iters, batch, threads, key, eval_batch, eval_every, es_dirs;
-  double budget, seconds, lr, clip, start_noise, vel_noise, es_sigma;
+  long iters, batch, threads, eval_batch, eval_every, es_dirs;
+  double budget, seconds, lr, clip, es_sigma;
   unsigned long long seed;
-  int have_goal, goal_term;
-  double goal_lo[3], goal_hi[3];
-  int no_relative;
+  toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
   int skip_failed;
   int reach;
   mjdiffReachSchedule reach_sched;
@@ -106,28 +105,21 @@ typedef struct args_ {
   long record_n;
 } args;
 
-static void parseGoal(const char* v, args* a) {
-  tool_parseGoal(TOOL, v, &a->goal_term, a->goal_lo, a->goal_hi);
-  a->have_goal = 1;
-}
-
 static void parseArgs(int argc, char** argv, args* a) {
   memset(a, 0, sizeof(*a));
   a->net = "mlp:64,64";
   a->iters = 200;
   a->batch = 16;
   a->threads = 2;
-  a->key = 0;
   a->eval_batch = 32;
   a->eval_every = 10;
   a->es_dirs = 8;
   a->clip = 1;
-  a->start_noise = 0.05;
   a->es_sigma = 0.02;
   a->seed = 1;
   a->out = "learn";
   a->record_n = 4;
-  a->goal_term = -1;
+  tool_defaultPolicyArgs(&a->pol);
   if (argc < 2 || tool_isHelp(argv[1])) {
     usage(argc < 2 ? stderr : stdout);
     exit(argc < 2 ? TOOL_EXIT_USAGE : TOOL_EXIT_OK);
@@ -172,18 +164,10 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->lr_set = 1;
     } else if (!strcmp(o, "--clip")) {
       a->clip = tool_doubleOption(TOOL, argc, argv, &i, 0, INFINITY, 0, ">= 0");
-    } else if (!strcmp(o, "--goal")) {
-      parseGoal(tool_optionValue(TOOL, argc, argv, &i), a);
+    } else if (tool_policyOption(TOOL, argc, argv, &i, &a->pol)) {
+      // --goal, --no-relative, --key, --start-noise, --vel-noise (policyargs.h)
     } else if (!strcmp(o, "--skip-failed")) {
       a->skip_failed = 1;
-    } else if (!strcmp(o, "--no-relative")) {
-      a->no_relative = 1;
-    } else if (!strcmp(o, "--key")) {
-      a->key = tool_intOption(TOOL, argc, argv, &i, -1, 1000000, "an integer >= -1");
-    } else if (!strcmp(o, "--start-noise")) {
-      a->start_noise = tool_doubleOption(TOOL, argc, argv, &i, 0, 100, 0, "in [0, 100]");
-    } else if (!strcmp(o, "--vel-noise")) {
-      a->vel_noise = tool_doubleOption(TOOL, argc, argv, &i, 0, 1000, 0, "in [0, 1000]");
     } else if (!strcmp(o, "--reach")) {
       const char* v = tool_optionValue(TOOL, argc, argv, &i);
       char why[300];
@@ -270,36 +254,17 @@ static int setupProblem(const args* a, problem* p) {
     return 0;
   }
   p->seconds = a->seconds > 0 ? a->seconds : mjdiff_taskDuration(p->task) > 0 ? mjdiff_taskDuration(p->task) : 1;
-  mjdiff_defaultLearnOptions(&p->opt);
+  tool_policyLearnOptions(&a->pol, p->native, &p->opt);
   p->opt.horizon = (int)lround(p->seconds / p->m->opt.timestep);
   if (p->opt.horizon < 1) p->opt.horizon = 1;
-  p->opt.key = p->native->nkey ? (int)a->key : (a->key > 0 ? (int)a->key : -1);
-  p->opt.start_noise = a->start_noise;
-  p->opt.vel_noise = a->vel_noise;
   p->opt.skip_failed = a->skip_failed;
-  if (a->have_goal) {
-    p->opt.goal_term = a->goal_term;
-    p->opt.goal_relative = !a->no_relative;
-    memcpy(p->opt.goal_lo, a->goal_lo, sizeof(a->goal_lo));
-    memcpy(p->opt.goal_hi, a->goal_hi, sizeof(a->goal_hi));
-  }
   mjdiffMLPDef def;
   mjdiff_defaultMLPDef(&def);
   def.nin = mjdiff_learnObsSize(p->m, &p->opt);
   def.nout = (int)p->m->nu;
   if (a->weights) {
-    if (mjdiff_loadMLP(a->weights, &p->net, msg, sizeof(msg)) != MJDIFF_OK) {
-      fprintf(stderr, TOOL ": error: %s\n", msg);
-      return 0;
-    }
-    const mjdiffMLPDef* got = mjdiff_mlpDef(p->net);
-    if (got->nin != def.nin || got->nout != def.nout) {
-      fprintf(stderr,
-              TOOL ": error: %s: the network maps %d inputs to %d outputs; this model and task need "
-              "%d observations to %d controls\n",
-              a->weights, got->nin, got->nout, def.nin, def.nout);
-      return 0;
-    }
+    p->net = tool_loadPolicyWeights(TOOL, a->weights, def.nin, def.nout);
+    if (!p->net) return 0;
   } else {
     if (mjdiff_parseMLPSpec(a->net, &def, msg, sizeof(msg)) != MJDIFF_OK) {
       fprintf(stderr, TOOL ": usage error: --net: %s (see --help)\n", msg);

@@ -151,8 +151,9 @@ mjdiffStatus mjdiff_learnSampleRollouts(mjdiffLearner* L, const mjdiffMLP* net, 
 // workspace of their own, as an mjdiffPolicy for mjdiff_rolloutForward/-Gradient. The
 // observation's kinematic part (e = g - p(q)) is computed on the learner's model: with a
 // rollout model whose geometry differs (a design), the controller keeps the kinematics of the
-// model it was made for, so u depends on the state and the goal alone. One per thread; L and
-// net must outlive it. Opaque.
+// model it was made for, so u depends on the state and the goal alone. The learner's horizon
+// plays no part in it (nor in mjdiff_learnSample): a learner made only to host a policy may
+// use horizon 1. One per thread; L and net must outlive it. Opaque.
 typedef struct mjdiffLearnPolicy_ mjdiffLearnPolicy;
 
 // Make the policy of net (the learner's architecture, else MJDIFF_ERR_ARGUMENT). Nullable: err.
