@@ -81,8 +81,11 @@
 //     dr = R dc,  dIrot = R dT_b R' + dm (|r|^2 E - r r') + m (2 r.dr E - dr r' - r dr'),
 //     d(m r) = dm r + m dr,  then col -= J_b' (dI a_b + v_b x* dI v_b) as for a body's mass,
 //     and xfrc_applied (f, tau) at xipos adds J_b' [dr x f; 0].
-// The other geometry parameters (body, site and joint positions, scales) move the kinematic tree:
-// their columns come from design_d.c (differenced), as do these where the conditions fail.
+// A site's position enters the dynamics only through spatial tendons passing it or using it as a
+// side site and site transmissions: without them its column is zero; so is a slide joint's
+// anchor's (a slide's motion axis has no point). The other geometry parameters (body positions,
+// hinge and ball anchors, sites on tendons, scales) move the kinematic tree: their columns come
+// from design_d.c (differenced), as do the geom columns where their conditions fail.
 
 #include <math.h>
 #include <string.h>
@@ -634,6 +637,25 @@ int mjdiff_paramDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
 
 //---------------------------------- geometry columns ----------------------------------------------
 
+// 1 if nothing in the dynamics reads site i's position (header): no spatial tendon passes it or
+// uses it as a side site, no actuator transmits through it (3.x's site equalities are refused)
+static int siteUnread(const mjModel* m, int i) {
+  for (int w = 0; w < m->nwrap; w++) {
+    int t = m->wrap_type[w];
+    if (t == mjWRAP_SITE && m->wrap_objid[w] == i) return 0;
+    if ((t == mjWRAP_SPHERE || t == mjWRAP_CYLINDER) && (int)mju_round(m->wrap_prm[w]) == i) {
+      return 0;
+    }
+  }
+  for (int a = 0; a < m->nu; a++) {
+    if (m->actuator_trntype[a] == mjTRN_SITE &&
+        (m->actuator_trnid[2 * a] == i || m->actuator_trnid[2 * a + 1] == i)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 // 1 if geom g's size and position columns are formed here (header: no fluid forces, g wraps no
 // spatial tendon, the analytic columns not switched off)
 static int geomAnalytic(const mjModel* m, const mjdiffParams* p, int g) {
@@ -769,6 +791,14 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
     mju_zero(col, nv);
     if (na) mju_zero(adot, na);
     done[i] = 0;
+    if (!mjdiff_designDifferenced(p) &&
+        ((e->kind == PK_SITE_POS && siteUnread(m, e->id)) ||
+         (e->kind == PK_JNT_POS && m->jnt_type[e->id] == mjJNT_SLIDE))) {
+      // nothing in the dynamics reads them: zero (a slide's anchor does not enter its motion)
+      done[i] = 1;
+      for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = 0;
+      continue;
+    }
     if ((e->kind == PK_GEOM_SIZE || e->kind == PK_GEOM_POS) && geomAnalytic(m, p, e->id)) {
       // geometry with analytic columns: contacts (smooth part), inertials (other part)
       int b = m->geom_bodyid[e->id], bad = 0;

@@ -826,7 +826,8 @@ TEST(DesignRollout, SensorReadingsOfMovedGeometry) {
 //---------------------------------- analytic geometry columns -------------------------------------
 
 // DrDp's columns of geom sizes and positions (params_d.c: contacts through geom_d.c's size and
-// pose Jacobians, inertials through the compile map's Jacobian) against design_d.c's centred
+// pose Jacobians, inertials through the compile map's Jacobian), and the zero columns of sites no
+// tendon or actuator reads and of slide anchors, against design_d.c's centred
 // differences of the residual at the same state, for each part of the forces (the implicit step
 // uses the smooth part alone), at random states with contacts. Compared per column relative to
 // max(|column|, 1e-4 of the largest geometry column at that state), less the differences' own
@@ -896,7 +897,7 @@ TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
                     "geom:lid:size", "geom:lid:pos", "geom:link:size", "geom:link:pos"},
                    6, 150, 1e-5);
   checkGeomColumns("arm_box", nullptr, "arm_box.xml",
-                   {"geom:fingertip:size", "geom:fingertip:pos"}, 4, 100, 1e-5);
+                   {"geom:fingertip:size", "geom:fingertip:pos", "site:ee:pos"}, 4, 100, 1e-5);
   checkGeomColumns("hopper", nullptr, "hopper.xml",
                    {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size"}, 4, 45,
                    1e-5);
@@ -908,7 +909,8 @@ TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
 TEST(DesignColumns, GeomColumnsOnMeshEllipsoidHeightFieldModels) {
   checkGeomColumns("arm_gripper", nullptr, "arm_gripper.xml",
                    {"geom:palm:size", "geom:palm:pos", "geom:box:size", "geom:box:pos",
-                    "geom:link6_geom:size"}, 3, 200, 1e-5);
+                    "geom:link6_geom:size", "joint:finger_left:pos", "site:grasp:pos"}, 3, 200,
+                   1e-5);
   checkGeomColumns("biped", nullptr, "biped.xml",
                    {"geom:left_foot_geom:size", "geom:left_foot_geom:pos",
                     "geom:right_foot_geom:size", "geom:head_geom:size"}, 4, 1000, 1e-5);
