@@ -11,7 +11,8 @@
 //               lambda_T += C_T' dl/ds_T + dl_T/dx_T,  g_u_{T-1} += D_T' dl/ds_T,
 //               g_p += Q_T' dl/ds_T
 //   step-wise losses (terms, callback) at step t add dl_t/dx_t, dl_t/du_t, dl_t/ds_t to the dense
-//   inputs of that step; only their active steps run the extra forward pass
+//   inputs of that step; only their active steps run the extra forward pass; position terms on
+//   points that geometry parameters move add their direct dependence g_p += dl_t/dp (loss.c)
 //   a force model f_t = phi(x_t, u_t; theta_f) in qfrc_applied (mjdiff_rolloutSetForce): the
 //   step's and the readings' adjoints of qfrc_applied, a_f, go through its VJP before the
 //   policy's: a_x += phi_x' a_f, a_u += phi_u' a_f, g_theta_f += phi_theta' a_f; the forces are
@@ -35,6 +36,7 @@
 #include "derivative.h"
 #include "internal.h"
 #include "loss_internal.h"
+#include "params_internal.h"
 
 struct mjdiffRollout_ {
   const mjModel* m;            // model, smooth model and parameters this rollout was made for
@@ -63,6 +65,9 @@ struct mjdiffRollout_ {
   const mjtNum* ftheta;
   mjtNum* qfrc;                // ((T + 1) x nv) forces of the last forward rollout, or NULL
   mjtNum* af;                  // (2 nv) scratch: adjoints of qfrc_applied
+  mjModel* tm;                 // model and data copies for the loss terms' direct dependence on
+  mjData* td;                  // geometry parameters (made at the first sweep that needs them)
+  mjtNum* tscratch;            // (np + mjdiff_designApplyScratch(p))
   size_t bytes;
 };
 
@@ -140,6 +145,9 @@ mjdiffStatus mjdiff_makeRollout(const mjModel* m, const mjdiffModel* s, const mj
 
 void mjdiff_freeRollout(mjdiffRollout* r) {
   if (!r) return;
+  if (r->td) mj_deleteData(r->td);
+  if (r->tm) mj_deleteModel(r->tm);
+  free(r->tscratch);
   mjdiff_freeStepDeriv(r->w);
   free(r->stored);
   free(r->qfrc);
@@ -338,6 +346,22 @@ static mjdiffStatus stepLosses(const mjModel* m, mjData* d, const mjdiffModel* s
   if (st != MJDIFF_OK) return st;
   mjtNum l = 0;
   if (on_terms) l += mjdiff_evalTerms(m, d, g->terms, t, T, r->lx, t < T ? r->lu : NULL, r->ls);
+  // position terms on points the geometry parameters move: their direct dependence (loss.c)
+  if (on_terms && g->grad_param && r->p && r->p->design &&
+      mjdiff_termsHavePosition(g->terms)) {
+    if (!r->tm) {
+      r->tm = mj_copyModel(NULL, m);
+      r->td = r->tm ? mj_makeData(r->tm) : NULL;
+      r->tscratch = (mjtNum*)calloc((size_t)(r->np + mjdiff_designApplyScratch(r->p)) + 1,
+                                    sizeof(mjtNum));
+    }
+    if (!r->td || !r->tscratch) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
+                          "out of memory for the loss terms' parameter dependence");
+    }
+    mjdiff_termsParamDirect(m, d, g->terms, t, T, r->p, r->tm, r->td, r->tscratch,
+                            g->grad_param);
+  }
   if (on_cb) l += cb->eval(m, d, t, T, cb->user, r->lx, t < T ? r->lu : NULL, r->ls);
   if (!isfinite(l)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,

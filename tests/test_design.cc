@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include <mjdiff/loss.h>
 #include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
 
@@ -920,6 +921,96 @@ TEST(DesignColumns, GeomColumnsOnMeshEllipsoidHeightFieldModels) {
   checkGeomColumns("dog", nullptr, "dog.xml",
                    {"geom:fl_foot:size", "geom:fl_foot:pos", "geom:torso_geom:size",
                     "geom:neck_geom:size", "geom:hl_shin_geom:size"}, 3, 80, 1e-5);
+}
+
+// Loss terms (<mjdiff/loss.h>) on points that geometry parameters move: a site on a moved site
+// position and link scale, a body under a moved body, a hinge anchor and a scale; the rollout
+// gradient (mjdiff_rolloutGradient with terms) against Richardson-extrapolated differences of the
+// terms' value along whole rollouts. Without the terms' direct dependence (loss.c) the site and
+// body terms miss dl/dp at every step.
+TEST(DesignRollout, LossTermsOnMovedPoints) {
+  Sim sim(kBlocks, nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  char err[1000];
+  const char* names[] = {"site:tip:pos[0]", "site:tip:pos[2]", "body:hand:pos[0]",
+                         "body:hand:pos[2]", "joint:pitch:pos[0]", "body:arm:scale",
+                         "geom:paddle:size[2]", "geom:knob:pos[0]"};
+  int nname = (int)(sizeof(names) / sizeof(names[0]));
+  Params P;
+  ASSERT_EQ(mjdiff_makeParams(m, s, names, nname, &P.p, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(P.p), nu = m->nu, T = 40;
+  mjtNum tipTarget[3] = {0.2, 0.1, 0.5}, handTarget[3] = {0.3, -0.1, 0.2};
+  int last[1] = {-1};
+  mjdiffTerm tm[3];
+  for (auto& t : tm) mjdiff_defaultTerm(&t);
+  tm[0].object = "site:tip";
+  tm[0].target = tipTarget;
+  tm[1].object = "body:hand";
+  tm[1].target = handTarget;
+  tm[1].norm = MJDIFF_NORM_SMOOTHABS;
+  tm[1].steps = last;
+  tm[1].nstep = 1;
+  tm[1].weight = 5;
+  tm[2].type = MJDIFF_TERM_CONTROL;
+  tm[2].weight = 0.01;
+  mjdiffTerms* terms = nullptr;
+  ASSERT_EQ(mjdiff_makeTerms(m, tm, 3, &terms, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> v0(np);
+  mjdiff_getParamValues(m, s, P.p, v0.data());
+  mjdiffRollout* r = nullptr;
+  ASSERT_EQ(mjdiff_makeRollout(m, s, P.p, T, nullptr, &r, err, sizeof(err)), MJDIFF_OK) << err;
+  unsigned long long seed = 11;
+  double worst = 0;
+  for (int k = 0; k < 3; k++) {
+    ASSERT_EQ(mjdiff_setParamValues(m, s, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK) << err;
+    EXPECT_TRUE(testutil::simulateRandom(m, d, s, &seed, 100 + 17 * k));
+    std::vector<mjtNum> x0 = testutil::getState(m, d);
+    std::vector<mjtNum> ctrl(T * nu);
+    for (auto& u : ctrl) u = 0.8 * (uniform(&seed) - 0.5);
+    auto loss = [&](std::vector<mjtNum>* grad) {
+      shim_setState(m, d, x0.data());
+      EXPECT_EQ(mjdiff_rolloutForward(m, d, s, r, ctrl.data(), nullptr, nullptr, nullptr, nullptr,
+                                      err, sizeof(err)), MJDIFF_OK) << err;
+      mjdiffRolloutGrad g;
+      mjdiff_defaultRolloutGrad(&g);
+      mjtNum L = 0;
+      g.terms = terms;
+      g.loss = &L;
+      if (grad) g.grad_param = grad->data();
+      EXPECT_EQ(mjdiff_rolloutGradient(m, d, s, r, &g, err, sizeof(err)), MJDIFF_OK) << err;
+      return L;
+    };
+    std::vector<mjtNum> grad(np);
+    loss(&grad);
+    double gmax = 0;
+    for (double g : grad) gmax = std::fmax(gmax, std::fabs(g));
+    for (int i = 0; i < np; i++) {
+      double h = 1e-5 * std::fmax(std::fabs(v0[i]), 0.1), D[3];
+      for (int j = 0; j < 3; j++) {
+        double hj = h * (1 << j);
+        std::vector<mjtNum> v = v0;
+        v[i] = v0[i] + hj;
+        EXPECT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+        double Lp = loss(nullptr);
+        v[i] = v0[i] - hj;
+        EXPECT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+        D[j] = (Lp - loss(nullptr)) / (2 * hj);
+      }
+      ASSERT_EQ(mjdiff_setParamValues(m, s, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK);
+      double R1 = testutil::richardson(D[0], D[1]), R2 = testutil::richardson(D[1], D[2]);
+      double scale = std::fmax(std::fabs(R1), 1e-3 * gmax);
+      double e = std::fmax(std::fabs(grad[i] - R1) - 2 * std::fabs(R1 - R2), 0.0) / scale;
+      worst = std::fmax(worst, e);
+      EXPECT_LE(e, 1e-5) << "sample " << k << " " << mjdiff_paramName(P.p, i) << ": adjoint "
+                         << grad[i] << " fd " << R1 << " fd2 " << R2;
+    }
+  }
+  mjdiff_freeRollout(r);
+  mjdiff_freeTerms(terms);
+  std::cout << "loss terms on moved points: worst " << worst << "\n";
 }
 
 }  // namespace
