@@ -841,6 +841,22 @@ void checkGeomColumns(const char* name, const char* xml, const char* file,
   mjData* d = sim.sim.d;
   mjdiffModel* s = sim.sim.s;
   char err[1000];
+#if mjVERSION_HEADER >= 3000000
+  // 3.x refuses geometry on bodies it compiled as simple (a free box alone on its body): those
+  // entries are left out there, and named
+  std::vector<const char*> kept;
+  for (const char* n : names) {
+    mjdiffParams* one = nullptr;
+    mjdiffStatus st = mjdiff_makeParams(m, s, &n, 1, &one, err, sizeof(err));
+    mjdiff_freeParams(one);
+    if (st != MJDIFF_OK && std::strstr(err, "simple")) {
+      std::cout << name << ": " << n << " left out on MuJoCo 3 (" << err << ")\n";
+      continue;
+    }
+    kept.push_back(n);
+  }
+  names = kept;
+#endif
   Params P;
   ASSERT_EQ(mjdiff_makeParams(m, s, names.data(), (int)names.size(), &P.p, err, sizeof(err)),
             MJDIFF_OK) << err;
