@@ -73,6 +73,12 @@ MJDIFF_API int mjdiff_contactLawY(const mjModel* m, const mjData* d,
 MJDIFF_API void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
                                      mjtNum* DidDv);
 
+// The change of -ID(q, v, acc) when body's subtree translates along the world direction e at fixed
+// q, v, acc (a virtual slide dof at body's root; rne_d.c's header): col (nv) += -dID/ddelta.
+// Returns 0, or -1 if d's stack cannot hold the scratch (col unchanged).
+MJDIFF_API int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc,
+                                           int body, const mjtNum e[3], mjtNum* col);
+
 // ---------------------------------- applied forces (forces_d.c) ---------------------------------
 //
 // Derivatives of the applied generalised force f = qfrc_passive (MuJoCo's springs and dampers plus

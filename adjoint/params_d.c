@@ -83,9 +83,25 @@
 //     and xfrc_applied (f, tau) at xipos adds J_b' [dr x f; 0].
 // A site's position enters the dynamics only through spatial tendons passing it or using it as a
 // side site and site transmissions: without them its column is zero; so is a slide joint's
-// anchor's (a slide's motion axis has no point). The other geometry parameters (body positions,
-// hinge and ball anchors, sites on tendons, scales) move the kinematic tree: their columns come
-// from design_d.c (differenced), as do the geom columns where their conditions fail.
+// anchor's (a slide's motion axis has no point).
+// A body's position body:B:pos[k] translates B's subtree along e = R_parent e_k (R_parent the
+// parent's xmat) at fixed q: a virtual slide dof at B's root with motion T = (0; e), zero velocity
+// and acceleration. The inverse dynamics' column is rne_d.c's (mjdiff_rneTranslationColumn). An
+// applied force reads the motion axes S_j of the dofs j of B's subtree (D), dS_j = T x S_j =
+// (0; e x a_j) with a_j S_j's angular part, and the points the forces act at:
+//   contacts with a geom in the subtree (side i: dx_i = e, no rotation):
+//     dy_geom = G (in_1 e; 0; in_2 e; 0),
+//     dv = sum_i sgn_i in_i e x (w_i - w_-) + (w2 - w1) x dpos,  dw = 0
+//     (a body of the subtree moves with spatial velocity (0; e x (w_b - w_-)) about any point,
+//     w_- the parent's angular velocity: rne_d.c's dv_b = T x v_b - T x v-), then dF, dT, dW as for
+//     a geom's position, and f_j += (e x a_j) . Fsub_b(j) for j in D (Fsub: the contacts' forces
+//     on b(j)'s subtree);
+//   xfrc_applied (f, tau) at xipos of a body in the subtree: dW = (e x f; 0), and the same dS term.
+// The column is formed so where nothing else reads the subtree's placement: no fluid forces, no
+// spatial tendon through a site or geom of the subtree, no connect or weld equality on a body of
+// it, only joint and tendon transmissions, B no mocap body. The other geometry parameters (hinge
+// and ball anchors, sites on tendons, scales) move the kinematic tree in other ways: their columns
+// come from design_d.c (differenced), as do these where their conditions fail.
 
 #include <math.h>
 #include <string.h>
@@ -656,6 +672,115 @@ static int siteUnread(const mjModel* m, int i) {
   return 1;
 }
 
+// 1 if body b is body or one of its descendants
+static int inSubtree(const mjModel* m, int b, int body) {
+  for (; b > 0; b = m->body_parentid[b]) {
+    if (b == body) return 1;
+  }
+  return 0;
+}
+
+// 1 if a translation of body's subtree is formed here (header)
+static int translatable(const mjModel* m, const mjdiffParams* p, int body) {
+  if (mjdiff_designDifferenced(p) || m->body_mocapid[body] >= 0) return 0;
+  if (m->opt.density != 0 || m->opt.viscosity != 0) return 0;
+  for (int w = 0; w < m->nwrap; w++) {
+    int t = m->wrap_type[w], b = -1;
+    if (t == mjWRAP_SITE) b = m->site_bodyid[m->wrap_objid[w]];
+    if (t == mjWRAP_SPHERE || t == mjWRAP_CYLINDER) {
+      int side = (int)mju_round(m->wrap_prm[w]);
+      if (inSubtree(m, m->geom_bodyid[m->wrap_objid[w]], body)) return 0;
+      if (side >= 0) b = m->site_bodyid[side];
+    }
+    if (b >= 0 && inSubtree(m, b, body)) return 0;
+  }
+  for (int i = 0; i < m->neq; i++) {
+    if ((m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD) &&
+        (inSubtree(m, m->eq_obj1id[i], body) || inSubtree(m, m->eq_obj2id[i], body))) {
+      return 0;
+    }
+  }
+  for (int a = 0; a < m->nu; a++) {
+    int t = m->actuator_trntype[a];
+    if (t != mjTRN_JOINT && t != mjTRN_JOINTINPARENT && t != mjTRN_TENDON) return 0;
+  }
+  return 1;
+}
+
+// the applied forces' part of the translation of body's subtree along e (header): contacts
+// (smooth) and xfrc_applied (other), for the parts asked; fsub (3 nbody) scratch. Returns 0, or
+// -1 if a contact of the subtree has no geometry Jacobian.
+static int translationForces(const mjModel* m, const mjData* d, const mjdiffModel* s, int body,
+                             const mjtNum e[3], int parts, int contacts, mjtNum* wrench,
+                             mjtNum* fsub, mjtNum* col) {
+  int nbody = m->nbody, any = 0;
+  const mjtNum* wpar = d->cvel + 6 * m->body_parentid[body];  // angular part first
+  mju_zero(wrench, 6 * nbody);
+  mju_zero(fsub, 3 * nbody);
+  if ((parts & MJDIFF_FORCES_SMOOTH) && contacts) {
+    for (int c = 0; c < d->ncon; c++) {
+      const mjContact* con = d->contact + c;
+      int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
+      int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
+      int in[2] = {inSubtree(m, b[0], body), inSubtree(m, b[1], body)};
+      if (!in[0] && !in[1]) continue;
+      mjtNum F[3], T[3], DF[30], DT[30], w[3], G[7 * 12], dy[7] = {0};
+      if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) continue;
+      if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+      for (int i = 0; i < 2; i++) {
+        if (!in[i]) continue;
+        for (int r = 0; r < 7; r++) dy[r] += mju_dot3(G + 12 * r + 6 * i, e);
+      }
+      mjtNum y[10] = {0}, dF[3], dT[3], t[3], wd[3];
+      mju_copy(y, dy, 4);
+      mju_cross(y + 4, w, dy + 4);  // (w2 - w1) x dpos
+      for (int i = 0; i < 2; i++) {
+        if (!in[i]) continue;
+        mju_sub3(wd, d->cvel + 6 * b[i], wpar);
+        mju_cross(t, e, wd);
+        mju_addToScl3(y + 4, t, i ? 1 : -1);
+      }
+      for (int r = 0; r < 3; r++) {
+        dF[r] = mju_dot(DF + 10 * r, y, 10);
+        dT[r] = mju_dot(DT + 10 * r, y, 10);
+      }
+      mju_cross(t, dy + 4, F);
+      mju_addTo3(dT, t);
+      addWrench(m, d, wrench, b[1], con->pos, dF, dT, 1);
+      addWrench(m, d, wrench, b[0], con->pos, dF, dT, -1);
+      if (b[1]) mju_addTo3(fsub + 3 * b[1], F);
+      if (b[0]) mju_subFrom3(fsub + 3 * b[0], F);
+      any = 1;
+    }
+  }
+  if (parts & MJDIFF_FORCES_OTHER) {
+    for (int b = 1; b < nbody; b++) {
+      const mjtNum* x = d->xfrc_applied + 6 * b;
+      if (!inSubtree(m, b, body) || mju_isZero((mjtNum*)x, 3)) continue;
+      mjtNum zero[3] = {0, 0, 0}, t[3];
+      mju_cross(t, e, x);
+      addWrench(m, d, wrench, b, d->xipos + 3 * b, zero, t, 1);
+      mju_addTo3(fsub + 3 * b, x);
+      any = 1;
+    }
+  }
+  if (!any) return 0;
+  wrenchToCol(m, d, wrench, col);
+  // dS_j = (0; e x a_j) for the dofs of the subtree against the forces on b(j)'s subtree
+  for (int b = nbody - 1; b > 0; b--) {
+    int par = m->body_parentid[b];
+    if (par > 0) mju_addTo3(fsub + 3 * par, fsub + 3 * b);
+  }
+  for (int j = 0; j < m->nv; j++) {
+    int b = m->dof_bodyid[j];
+    if (!inSubtree(m, b, body)) continue;
+    mjtNum ea[3];
+    mju_cross(ea, e, d->cdof + 6 * j);
+    col[j] += mju_dot3(ea, fsub + 3 * b);
+  }
+  return 0;
+}
+
 // 1 if geom g's size and position columns are formed here (header: no fluid forces, g wraps no
 // spatial tendon, the analytic columns not switched off)
 static int geomAnalytic(const mjModel* m, const mjdiffParams* p, int g) {
@@ -760,7 +885,8 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   int contacts = needContacts && d->ncon > 0 &&
                  !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) && !compat_passiveOff(m);
   int perContact = (int)((sizeof(contactPartial) + sizeof(mjtNum) - 1) / sizeof(mjtNum));
-  int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0) + 11 * np;
+  int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0) + np +
+             (10 * np > 3 * nbody ? 10 * np : 3 * nbody);
   if (compat_stackSpace(d) < need) {
     for (int i = 0; i < nv * np; i++) DrDp[i] = NAN;
     if (DadotDp) {
@@ -774,7 +900,8 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   mjtNum* wrench = compat_stackAllocNum(d, 6 * nbody);
   mjtNum* col = compat_stackAllocNum(d, nv);
   mjtNum* adot = compat_stackAllocNum(d, na ? na : 1);
-  mjtNum* Jd = compat_stackAllocNum(d, 10 * np);  // a body's compile-map Jacobian
+  // a body's compile-map Jacobian (10 x np), or translationForces' subtree forces (3 nbody)
+  mjtNum* Jd = compat_stackAllocNum(d, 10 * np > 3 * nbody ? 10 * np : 3 * nbody);
   mjtNum* done = compat_stackAllocNum(d, np);     // 1: a geometry column formed here
   int geomContacts = d->ncon > 0 && !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) &&
                      !compat_passiveOff(m);
@@ -797,6 +924,21 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
       // nothing in the dynamics reads them: zero (a slide's anchor does not enter its motion)
       done[i] = 1;
       for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = 0;
+      continue;
+    }
+    if (e->kind == PK_BODY_POS && translatable(m, p, e->id)) {
+      // a body's position: a translation of its subtree (rne_d.c, translationForces)
+      int b = e->id, bad = 0;
+      const mjtNum* R = d->xmat + 9 * m->body_parentid[b];
+      mjtNum dir[3] = {R[e->comp], R[3 + e->comp], R[6 + e->comp]};
+      if (parts & MJDIFF_FORCES_OTHER) bad = mjdiff_rneTranslationColumn(m, d, acc, b, dir, col);
+      if (!bad) {
+        bad = translationForces(m, d, s, b, dir, parts, geomContacts, wrench, Jd, col);
+      }
+      if (!bad) {
+        done[i] = 1;
+        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
+      }
       continue;
     }
     if ((e->kind == PK_GEOM_SIZE || e->kind == PK_GEOM_POS) && geomAnalytic(m, p, e->id)) {

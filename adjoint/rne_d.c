@@ -51,6 +51,16 @@
 //
 // Unrelated pairs (neither dof above the other) give 0. Walking dof_parentid from each dof meets
 // every related pair once: O(nv * depth), after O(nbody) forward and backward passes.
+//
+// A translation of body B's subtree (mjdiff_rneTranslationColumn: a geometry parameter that moves
+// B's origin along a world direction e, as body:B:pos does, at fixed q, v, acc) is a virtual slide
+// dof k at B's root with T = (0; e), q_k = 0, v_k = acc_k = 0: the formulas above with v-, a- of
+// B's parent (v-_k = v_parent, a-_k = a_parent) and D_k = the dofs of B and its subtree give its
+// column (no group shares it):
+//   u = T x v-, beta = T x a- - u x v-   (T x (w; v) = (0; e x w): only angular parts enter)
+//   j in D_k:        dID_j = -g1_j . beta + g2_j . u
+//   j above B:       dID_j = S_j . P,  P = T x* F_B - Ic_B beta - Bc_B u - u x* Hc_B
+//   others:          0.
 
 #include <math.h>
 #include <mujoco/mujoco.h>
@@ -123,41 +133,12 @@ static int groupStart(const mjModel* m, int j) {
 
 //---------------------------------- derivative ----------------------------------------------------
 
-void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
-                          mjtNum* DidDv) {
-  int nv = m->nv, nbody = m->nbody;
-  if ((!DidDq && !DidDv) || nv == 0) {
-    return;
-  }
-
-  // scratch: per body v, a, F, Ic, Hc, Bc; per dof u, beta, gamma, g1, g2, P, Q
-  int need = nbody * (6 + 6 + 6 + 10 + 6 + 36) + nv * 7 * 6;
-  if (compat_stackSpace(d) < need) {
-    // no room: report through the outputs rather than MuJoCo's fatal stack error
-    for (int i = 0; i < nv * nv; i++) {
-      if (DidDq) {
-        DidDq[i] = NAN;
-      }
-      if (DidDv) {
-        DidDv[i] = NAN;
-      }
-    }
-    return;
-  }
-  mjdiffStackMark mark = compat_stackMark(d);
-  mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* ca = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* F = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* Ic = compat_stackAllocNum(d, 10 * nbody);
-  mjtNum* Hc = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* Bc = compat_stackAllocNum(d, 36 * nbody);
-  mjtNum* u = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* beta = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* gam = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* g1 = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* g2 = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* P = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* Q = compat_stackAllocNum(d, 6 * nv);
+// the forward pass (v_b, a_b of every body; u, beta, gamma of every dof) and the backward pass
+// (subtree sums F, Ic, Hc, Bc) of the header, at the state in d with acceleration acc
+static void rnePasses(const mjModel* m, const mjData* d, const mjtNum* acc, mjtNum* cv,
+                      mjtNum* ca, mjtNum* F, mjtNum* Ic, mjtNum* Hc, mjtNum* Bc, mjtNum* u,
+                      mjtNum* beta, mjtNum* gam) {
+  int nbody = m->nbody;
   const mjtNum* S = d->cdof;
   const mjtNum* qvel = d->qvel;
 
@@ -231,6 +212,50 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
       mju_addTo(Bc + 36 * p, Bc + 36 * b, 36);
     }
   }
+}
+
+// scratch numbers of rnePasses
+static int rneScratch(const mjModel* m) {
+  return m->nbody * (6 + 6 + 6 + 10 + 6 + 36) + m->nv * 3 * 6;
+}
+
+void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
+                          mjtNum* DidDv) {
+  int nv = m->nv, nbody = m->nbody;
+  if ((!DidDq && !DidDv) || nv == 0) {
+    return;
+  }
+
+  // scratch: per body v, a, F, Ic, Hc, Bc; per dof u, beta, gamma, g1, g2, P, Q
+  int need = rneScratch(m) + nv * 4 * 6;
+  if (compat_stackSpace(d) < need) {
+    // no room: report through the outputs rather than MuJoCo's fatal stack error
+    for (int i = 0; i < nv * nv; i++) {
+      if (DidDq) {
+        DidDq[i] = NAN;
+      }
+      if (DidDv) {
+        DidDv[i] = NAN;
+      }
+    }
+    return;
+  }
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* ca = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* F = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* Ic = compat_stackAllocNum(d, 10 * nbody);
+  mjtNum* Hc = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* Bc = compat_stackAllocNum(d, 36 * nbody);
+  mjtNum* u = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* beta = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* gam = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* g1 = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* g2 = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* P = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* Q = compat_stackAllocNum(d, 6 * nv);
+  const mjtNum* S = d->cdof;
+  rnePasses(m, d, acc, cv, ca, F, Ic, Hc, Bc, u, beta, gam);
 
   // per dof: g1 = Ic S,  g2 = S x* Hc - Bc S,  P = S x* F - R,  Q = Ic gamma + Bc S + S x* Hc
   for (int j = 0; j < nv; j++) {
@@ -300,4 +325,69 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
   }
 
   compat_stackFree(d, mark);
+}
+
+//---------------------------------- translation of a subtree --------------------------------------
+
+int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc, int body,
+                                const mjtNum e[3], mjtNum* col) {
+  int nv = m->nv, nbody = m->nbody;
+  if (nv == 0 || body <= 0 || body >= nbody) return 0;
+  if (compat_stackSpace(d) < rneScratch(m)) return -1;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* ca = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* F = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* Ic = compat_stackAllocNum(d, 10 * nbody);
+  mjtNum* Hc = compat_stackAllocNum(d, 6 * nbody);
+  mjtNum* Bc = compat_stackAllocNum(d, 36 * nbody);
+  mjtNum* u = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* beta = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* gam = compat_stackAllocNum(d, 6 * nv);
+  const mjtNum* S = d->cdof;
+  rnePasses(m, d, acc, cv, ca, F, Ic, Hc, Bc, u, beta, gam);
+
+  // the virtual slide: T = (0; e), v-, a- of B's parent
+  int par = m->body_parentid[body];
+  mjtNum T[6] = {0, 0, 0, e[0], e[1], e[2]}, uk[6], bk[6], tmp[6];
+  spatial_crossMotion(uk, T, cv + 6 * par);
+  spatial_crossMotion(bk, T, ca + 6 * par);
+  spatial_crossMotion(tmp, uk, cv + 6 * par);
+  mju_subFrom(bk, tmp, 6);
+
+  // dofs of B and its subtree: -g1 . beta + g2 . u, g1 = Ic S, g2 = S x* Hc - Bc S (at b(j))
+  for (int j = 0; j < nv; j++) {
+    int b = m->dof_bodyid[j], in = 0;
+    for (int a = b; a > 0; a = m->body_parentid[a]) {
+      if (a == body) {
+        in = 1;
+        break;
+      }
+    }
+    if (!in) continue;
+    const mjtNum* Sj = S + 6 * j;
+    mjtNum g1[6], g2[6], BS[6];
+    spatial_mulInert(g1, Ic + 10 * b, Sj);
+    spatial_crossForce(g2, Sj, Hc + 6 * b);
+    mul66(BS, Bc + 36 * b, Sj);
+    mju_subFrom(g2, BS, 6);
+    col[j] -= dot6(g2, uk) - dot6(g1, bk);
+  }
+
+  // dofs above B: S_j . P, P = T x* F_B - Ic_B beta - Bc_B u - u x* Hc_B
+  mjtNum P[6];
+  spatial_crossForce(P, T, F + 6 * body);
+  spatial_mulInert(tmp, Ic + 10 * body, bk);
+  mju_subFrom(P, tmp, 6);
+  mul66(tmp, Bc + 36 * body, uk);
+  mju_subFrom(P, tmp, 6);
+  spatial_crossForce(tmp, uk, Hc + 6 * body);
+  mju_subFrom(P, tmp, 6);
+  int last = -1;
+  for (int a = par; a > 0 && last < 0; a = m->body_parentid[a]) {
+    if (m->body_dofnum[a]) last = m->body_dofadr[a] + m->body_dofnum[a] - 1;
+  }
+  for (int j = last; j >= 0; j = m->dof_parentid[j]) col[j] -= dot6(S + 6 * j, P);
+  compat_stackFree(d, mark);
+  return 0;
 }

@@ -911,13 +911,15 @@ TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
   checkGeomColumns("blocks", kBlocks, nullptr,
                    {"geom:paddle:pos", "geom:paddle:size", "geom:knob:size", "geom:knob:pos",
                     "geom:ball:size", "geom:ball:pos", "geom:can:size", "geom:can:pos",
-                    "geom:lid:size", "geom:lid:pos", "geom:link:size", "geom:link:pos"},
+                    "geom:lid:size", "geom:lid:pos", "geom:link:size", "geom:link:pos",
+                    "body:hand:pos", "body:arm:pos"},
                    6, 150, 1e-5);
   checkGeomColumns("arm_box", nullptr, "arm_box.xml",
-                   {"geom:fingertip:size", "geom:fingertip:pos", "site:ee:pos"}, 4, 100, 1e-5);
+                   {"geom:fingertip:size", "geom:fingertip:pos", "site:ee:pos", "body:link7:pos",
+                    "body:link4:pos"}, 4, 100, 1e-5);
   checkGeomColumns("hopper", nullptr, "hopper.xml",
-                   {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size"}, 4, 45,
-                   1e-5);
+                   {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size",
+                    "body:thigh:pos", "body:foot:pos"}, 4, 45, 1e-5);
 }
 
 // the other pair families: boxes on boxes and a gripper's mesh pads nearby (a mesh's position and
@@ -926,17 +928,19 @@ TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
 TEST(DesignColumns, GeomColumnsOnMeshEllipsoidHeightFieldModels) {
   checkGeomColumns("arm_gripper", nullptr, "arm_gripper.xml",
                    {"geom:palm:size", "geom:palm:pos", "geom:box:size", "geom:box:pos",
-                    "geom:link6_geom:size", "joint:finger_left:pos", "site:grasp:pos"}, 3, 200,
-                   1e-5);
+                    "geom:link6_geom:size", "joint:finger_left:pos", "site:grasp:pos",
+                    "body:hand:pos", "body:finger_left:pos", "body:link3:pos"}, 3, 200, 1e-5);
   checkGeomColumns("biped", nullptr, "biped.xml",
                    {"geom:left_foot_geom:size", "geom:left_foot_geom:pos",
-                    "geom:right_foot_geom:size", "geom:head_geom:size"}, 4, 1000, 1e-5);
+                    "geom:right_foot_geom:size", "geom:head_geom:size", "body:left_foot:pos",
+                    "body:left_shin:pos"}, 4, 1000, 1e-5);
   checkGeomColumns("hopper_terrain", nullptr, "hopper_terrain.xml",
-                   {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:leg_geom:size"}, 3, 45,
-                   1e-5);
+                   {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:leg_geom:size",
+                    "body:foot:pos"}, 3, 45, 1e-5);
   checkGeomColumns("dog", nullptr, "dog.xml",
                    {"geom:fl_foot:size", "geom:fl_foot:pos", "geom:torso_geom:size",
-                    "geom:neck_geom:size", "geom:hl_shin_geom:size"}, 3, 80, 1e-5);
+                    "geom:neck_geom:size", "geom:hl_shin_geom:size", "body:fl_shin:pos",
+                    "body:hr_hip:pos"}, 3, 80, 1e-5);
 }
 
 // Loss terms (<mjdiff/loss.h>) on points that geometry parameters move: a site on a moved site

@@ -1,8 +1,9 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // mjdiff-bench-design: the cost of a rollout gradient in geometry parameters (geom sizes and
-// positions) with DrDp's geometry columns analytic (params_d.c: contacts through the size and
-// pose Jacobians, inertials through the compile map's Jacobian) against the same columns by
+// positions, body positions) with DrDp's geometry columns analytic (params_d.c: contacts through
+// the size and pose Jacobians, inertials through the compile map's Jacobian, a body's position as
+// a translation of its subtree through rne_d.c) against the same columns by
 // centred differences of the residual on a model copy (design_d.c, the method before), on the
 // same models and rollouts, in one run; and how far the two gradients differ.
 //
@@ -15,9 +16,11 @@
 //   ms = median over rounds; ratio = differenced / analytic;
 //   difference = max_i |g_a,i - g_d,i| / max_i |g_d,i| (the differenced columns are accurate to
 //        ~1e-6 of a column where the principal axes are refined, design_d.c)
-// Models and parameters (default): arm_box (the fingertip's size and position), hopper (the
-// foot's size and position, the torso's size), arm_gripper (the palm's size and position, link6's
-// size; not the free box's, which MuJoCo 3 compiles as a simple body and refuses). --model FILE --param NAME ... replaces them with one model.
+// Models and parameters (default): arm_box (the fingertip's size and position, link7's position),
+// hopper (the foot's size and position, the torso's size, the foot's and leg's body positions),
+// arm_gripper (the palm's size and position, link6's size; not the free box's, which MuJoCo 3
+// compiles as a simple body and refuses). --model FILE --param NAME ... replaces them with one
+// model.
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -42,8 +45,9 @@ typedef struct {
 } benchCase;
 
 static const benchCase kCases[] = {
-    {"arm_box.xml", {"geom:fingertip:size", "geom:fingertip:pos"}, 2},
-    {"hopper.xml", {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size"}, 3},
+    {"arm_box.xml", {"geom:fingertip:size", "geom:fingertip:pos", "body:link7:pos"}, 3},
+    {"hopper.xml", {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size",
+                    "body:foot:pos", "body:leg:pos"}, 5},
     {"arm_gripper.xml", {"geom:palm:size", "geom:palm:pos", "geom:link6_geom:size"}, 3},
 };
 #define NCASE ((int)(sizeof(kCases) / sizeof(kCases[0])))
