@@ -242,6 +242,15 @@ static int bodyInertial(const mjModel* m, int b, const mjtNum* gm, mjtNum* mass,
 
 //---------------------------------- selection -----------------------------------------------------
 
+// 1 if p selects component comp of kind's object id
+static int selectedComp(const mjdiffParams* p, int kind, int id, int comp) {
+  for (int i = 0; i < p->n; i++) {
+    const paramEntry* e = p->entry + i;
+    if (e->kind == kind && e->id == id && e->comp == comp) return 1;
+  }
+  return 0;
+}
+
 // 1 if p (nullable) selects any component of kind's object id
 static int selectedAny(const mjdiffParams* p, int kind, int id) {
   for (int i = 0; p && i < p->n; i++) {
@@ -666,6 +675,22 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
 
 //---------------------------------- derivative columns --------------------------------------------
 
+const mjtNum* mjdiff_designRef(const mjdiffParams* p, int kind, int id) {
+  if (!p || !p->design) return NULL;
+  const struct designInfo_* di = p->design;
+  switch (kind) {
+    case PK_BODY_POS: return di->body_pos0 + 3 * id;
+    case PK_GEOM_POS: return di->geom_pos0 + 3 * id;
+    case PK_GEOM_SIZE: return di->geom_size0 + 3 * id;
+    case PK_JNT_POS: return di->jnt_pos0 + 3 * id;
+    default: return NULL;
+  }
+}
+
+int mjdiff_designSelected(const mjdiffParams* p, int kind, int id, int comp) {
+  return p && selectedComp(p, kind, id, comp);
+}
+
 int mjdiff_designDifferenced(const mjdiffParams* p) {
   return p && p->design && p->design->differenced;
 }
@@ -836,15 +861,6 @@ static void inertiaD(int type, const dual* s, dual m, dual I[3]) {
   }
 }
 
-// 1 if p selects component comp of kind's object id
-static int selected(const mjdiffParams* p, int kind, int id, int comp) {
-  for (int i = 0; i < p->n; i++) {
-    const paramEntry* e = p->entry + i;
-    if (e->kind == kind && e->id == id && e->comp == comp) return 1;
-  }
-  return 0;
-}
-
 int mjdiff_designInertialJacobian(const mjModel* m, const mjdiffParams* p, int b, mjtNum* J) {
   int np = p ? p->n : 0;
   if (p) mju_zero(J, 10 * np);
@@ -869,10 +885,10 @@ int mjdiff_designInertialJacobian(const mjModel* m, const mjdiffParams* p, int b
       if (e->kind == PK_GEOM_SIZE && e->id == g) s[e->comp].d = 1;
       if (e->kind == PK_BODY_SCALE && e->id == b) {  // explicit values override the scale
         for (int a = 0; a < 3; a++) {
-          if (!selected(p, PK_GEOM_POS, g, a)) pg[k][a].d = di->geom_pos0[3 * g + a];
+          if (!selectedComp(p, PK_GEOM_POS, g, a)) pg[k][a].d = di->geom_pos0[3 * g + a];
         }
         if ((m->geom_type[g] == mjGEOM_CAPSULE || m->geom_type[g] == mjGEOM_CYLINDER) &&
-            !selected(p, PK_GEOM_SIZE, g, 1)) {
+            !selectedComp(p, PK_GEOM_SIZE, g, 1)) {
           s[1].d = di->geom_size0[3 * g + 1];
         }
       }

@@ -99,9 +99,19 @@
 //   xfrc_applied (f, tau) at xipos of a body in the subtree: dW = (e x f; 0), and the same dS term.
 // The column is formed so where nothing else reads the subtree's placement: no fluid forces, no
 // spatial tendon through a site or geom of the subtree, no connect or weld equality on a body of
-// it, only joint and tendon transmissions, B no mocap body. The other geometry parameters (hinge
-// and ball anchors, sites on tendons, scales) move the kinematic tree in other ways: their columns
-// come from design_d.c (differenced), as do these where their conditions fail.
+// it, only joint and tendon transmissions, B no mocap body.
+// A body's scale body:B:scale (value c, design_d.c) sets every position in B's frame to c times
+// its reference: its column is the sum of what that moves, each along its reference (components
+// the selection sets explicitly do not follow the scale and are left out):
+//   each child C's subtree translates along R_B pos0_C  (the translation above),
+//   each geom g of B moves in B's frame by pos0_g and a capsule's or cylinder's half-length by
+//   size0_g[1]  (the contacts' part above, with both motions at once),
+//   B's inertials move by the compile map's column of the scale  (the inertials' part above),
+//   B's sites and joint anchors: formed only where that adds nothing (sites no tendon or actuator
+//   reads; anchors at B's origin, or of slides).
+// The other geometry parameters (hinge and ball anchors, sites on tendons, scales outside these
+// conditions) come from design_d.c (differenced), as do the columns above where their conditions
+// fail.
 
 #include <math.h>
 #include <string.h>
@@ -781,6 +791,79 @@ static int translationForces(const mjModel* m, const mjData* d, const mjdiffMode
   return 0;
 }
 
+static int geomAnalytic(const mjModel* m, const mjdiffParams* p, int g);
+static int siteUnread(const mjModel* m, int i);
+static int geomContactMotion(const mjModel* m, const mjData* d, const mjdiffModel* s, int g,
+                             const mjtNum* dpl, const mjtNum* dsz, mjtNum* wrench, mjtNum* col);
+static void geomInertialColumn(const mjModel* m, const mjData* d, int b, const mjtNum* Jd,
+                               int np, int i, const mjtNum* cacc, mjtNum* col);
+
+// 1 if the scale of body b is formed here (header)
+static int scalable(const mjModel* m, const mjdiffParams* p, int b) {
+  if (mjdiff_designDifferenced(p)) return 0;
+  for (int s = 0; s < m->nsite; s++) {
+    if (m->site_bodyid[s] == b && !siteUnread(m, s)) return 0;
+  }
+  for (int j = m->body_jntadr[b]; j >= 0 && j < m->body_jntadr[b] + m->body_jntnum[b]; j++) {
+    const mjtNum* ref = mjdiff_designRef(p, PK_JNT_POS, j);
+    int t = m->jnt_type[j];
+    if (t == mjJNT_SLIDE || t == mjJNT_FREE || !ref) continue;
+    for (int a = 0; a < 3; a++) {
+      if (ref[a] != 0 && !mjdiff_designSelected(p, PK_JNT_POS, j, a)) return 0;
+    }
+  }
+  for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b]; g++) {
+    if (!geomAnalytic(m, p, g)) return 0;
+  }
+  for (int c = b + 1; c < m->nbody; c++) {
+    if (m->body_parentid[c] == b && !translatable(m, p, c)) return 0;
+  }
+  return 1;
+}
+
+// column of entry i, the scale of body b (header), for the parts asked; Jd, fsub scratch.
+// Returns 0, or -1 (col partly formed) if a contact has no geometry Jacobian or the stack is full.
+static int scaleColumn(const mjModel* m, mjData* d, const mjdiffModel* s, const mjdiffParams* p,
+                       int i, int parts, const mjtNum* acc, const mjtNum* cacc, int contacts,
+                       mjtNum* wrench, mjtNum* Jd, mjtNum* fsub, mjtNum* col) {
+  int b = p->entry[i].id, np = p->n;
+  const mjtNum* R = d->xmat + 9 * b;
+  for (int c = b + 1; c < m->nbody; c++) {
+    if (m->body_parentid[c] != b) continue;
+    const mjtNum* ref = mjdiff_designRef(p, PK_BODY_POS, c);
+    mjtNum dl[3], dir[3];
+    for (int a = 0; a < 3; a++) dl[a] = mjdiff_designSelected(p, PK_BODY_POS, c, a) ? 0 : ref[a];
+    if (mju_isZero(dl, 3)) continue;
+    mju_mulMatVec(dir, R, dl, 3, 3);
+    if ((parts & MJDIFF_FORCES_OTHER) && mjdiff_rneTranslationColumn(m, d, acc, c, dir, col)) {
+      return -1;
+    }
+    if (translationForces(m, d, s, c, dir, parts, contacts, wrench, fsub, col)) return -1;
+  }
+  if ((parts & MJDIFF_FORCES_SMOOTH) && contacts) {
+    for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b];
+         g++) {
+      const mjtNum* pos0 = mjdiff_designRef(p, PK_GEOM_POS, g);
+      const mjtNum* size0 = mjdiff_designRef(p, PK_GEOM_SIZE, g);
+      mjtNum dpl[3], dsz[3] = {0, 0, 0};
+      for (int a = 0; a < 3; a++) {
+        dpl[a] = mjdiff_designSelected(p, PK_GEOM_POS, g, a) ? 0 : pos0[a];
+      }
+      int t = m->geom_type[g];
+      if ((t == mjGEOM_CAPSULE || t == mjGEOM_CYLINDER) &&
+          !mjdiff_designSelected(p, PK_GEOM_SIZE, g, 1)) {
+        dsz[1] = size0[1];
+      }
+      if (mju_isZero(dpl, 3) && mju_isZero(dsz, 3)) continue;
+      if (geomContactMotion(m, d, s, g, dpl, dsz, wrench, col)) return -1;
+    }
+  }
+  if ((parts & MJDIFF_FORCES_OTHER) && mjdiff_designInertialJacobian(m, p, b, Jd) == 0) {
+    geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
+  }
+  return 0;
+}
+
 // 1 if geom g's size and position columns are formed here (header: no fluid forces, g wraps no
 // spatial tendon, the analytic columns not switched off)
 static int geomAnalytic(const mjModel* m, const mjdiffParams* p, int g) {
@@ -795,29 +878,31 @@ static int geomAnalytic(const mjModel* m, const mjdiffParams* p, int g) {
   return 1;
 }
 
-// the contacts' part of geometry entry e (geom size or position): col += sum_c J' dW_c (header);
-// returns 0, or -1 if a contact of the geom has no geometry Jacobian
-static int geomContactColumn(const mjModel* m, const mjData* d, const mjdiffModel* s,
-                             const paramEntry* e, mjtNum* wrench, mjtNum* col) {
-  int g = e->id, k = e->comp, any = 0;
+// the contacts' part of a motion of geom g in its body's frame, its position by dpl (body frame)
+// and its size by dsz (nullable each): col += sum_c J' dW_c (header); returns 0, or -1 if a
+// contact of the geom has no geometry Jacobian
+static int geomContactMotion(const mjModel* m, const mjData* d, const mjdiffModel* s, int g,
+                             const mjtNum* dpl, const mjtNum* dsz, mjtNum* wrench, mjtNum* col) {
+  int any = 0;
+  mjtNum a[3] = {0, 0, 0};
+  if (dpl) mju_mulMatVec(a, d->xmat + 9 * m->geom_bodyid[g], dpl, 3, 3);
   mju_zero(wrench, 6 * m->nbody);
   for (int c = 0; c < d->ncon; c++) {
     const mjContact* con = d->contact + c;
     int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
     if (g1 != g && g2 != g) continue;
-    mjtNum F[3], T[3], DF[30], DT[30], w[3], dy[7];
+    mjtNum F[3], T[3], DF[30], DT[30], w[3], dy[7] = {0};
     if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) continue;
     int side = g2 == g;
-    if (e->kind == PK_GEOM_SIZE) {
+    if (dsz) {
       mjtNum Js[7 * 6];
       if (mjdiff_contactGeomSizeJacobian(m, d, con, Js)) return -1;
-      for (int r = 0; r < 7; r++) dy[r] = Js[6 * r + 3 * side + k];
-    } else {
+      for (int r = 0; r < 7; r++) dy[r] += mju_dot3(Js + 6 * r + 3 * side, dsz);
+    }
+    if (dpl) {
       mjtNum G[7 * 12];
       if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
-      const mjtNum* R = d->xmat + 9 * m->geom_bodyid[g];
-      mjtNum a[3] = {R[k], R[3 + k], R[6 + k]};
-      for (int r = 0; r < 7; r++) dy[r] = mju_dot3(G + 12 * r + 6 * side, a);
+      for (int r = 0; r < 7; r++) dy[r] += mju_dot3(G + 12 * r + 6 * side, a);
     }
     mjtNum y[10] = {0}, dF[3], dT[3], t[3];
     mju_copy(y, dy, 4);
@@ -834,6 +919,15 @@ static int geomContactColumn(const mjModel* m, const mjData* d, const mjdiffMode
   }
   if (any) wrenchToCol(m, d, wrench, col);
   return 0;
+}
+
+// the contacts' part of geometry entry e (geom size or position component)
+static int geomContactColumn(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                             const paramEntry* e, mjtNum* wrench, mjtNum* col) {
+  mjtNum unit[3] = {0, 0, 0};
+  unit[e->comp] = 1;
+  return geomContactMotion(m, d, s, e->id, e->kind == PK_GEOM_POS ? unit : NULL,
+                           e->kind == PK_GEOM_SIZE ? unit : NULL, wrench, col);
 }
 
 // the inertials' part of geometry entry i (column i of Jd, mjdiff_designInertialJacobian of the
@@ -878,7 +972,7 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
     int kind = p->entry[i].kind;
     if (!(paramPart(kind) & parts)) continue;
     needAcc |= kind == PK_BODY_MASS || kind == PK_BODY_INERTIA || kind == PK_BODY_IPOS ||
-               kind == PK_GEOM_SIZE || kind == PK_GEOM_POS;
+               kind == PK_GEOM_SIZE || kind == PK_GEOM_POS || kind == PK_BODY_SCALE;
     needContacts |= kind == PK_GEOM_FRICTION || kind == PK_GEOM_SMOOTH ||
                     (kind == PK_SMOOTH && mjdiff_smoothFieldGeom(p->entry[i].comp) >= 0);
   }
@@ -886,7 +980,7 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
                  !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) && !compat_passiveOff(m);
   int perContact = (int)((sizeof(contactPartial) + sizeof(mjtNum) - 1) / sizeof(mjtNum));
   int need = 6 * nbody * 2 + nv + na + 1 + (contacts ? perContact * d->ncon : 0) + np +
-             (10 * np > 3 * nbody ? 10 * np : 3 * nbody);
+             10 * np + 3 * nbody;
   if (compat_stackSpace(d) < need) {
     for (int i = 0; i < nv * np; i++) DrDp[i] = NAN;
     if (DadotDp) {
@@ -900,8 +994,8 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   mjtNum* wrench = compat_stackAllocNum(d, 6 * nbody);
   mjtNum* col = compat_stackAllocNum(d, nv);
   mjtNum* adot = compat_stackAllocNum(d, na ? na : 1);
-  // a body's compile-map Jacobian (10 x np), or translationForces' subtree forces (3 nbody)
-  mjtNum* Jd = compat_stackAllocNum(d, 10 * np > 3 * nbody ? 10 * np : 3 * nbody);
+  // a body's compile-map Jacobian (10 x np), then translationForces' subtree forces (3 nbody)
+  mjtNum* Jd = compat_stackAllocNum(d, 10 * np + 3 * nbody);
   mjtNum* done = compat_stackAllocNum(d, np);     // 1: a geometry column formed here
   int geomContacts = d->ncon > 0 && !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) &&
                      !compat_passiveOff(m);
@@ -933,9 +1027,17 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
       mjtNum dir[3] = {R[e->comp], R[3 + e->comp], R[6 + e->comp]};
       if (parts & MJDIFF_FORCES_OTHER) bad = mjdiff_rneTranslationColumn(m, d, acc, b, dir, col);
       if (!bad) {
-        bad = translationForces(m, d, s, b, dir, parts, geomContacts, wrench, Jd, col);
+        bad = translationForces(m, d, s, b, dir, parts, geomContacts, wrench, Jd + 10 * np, col);
       }
       if (!bad) {
+        done[i] = 1;
+        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
+      }
+      continue;
+    }
+    if (e->kind == PK_BODY_SCALE && scalable(m, p, e->id)) {
+      if (!scaleColumn(m, d, s, p, i, parts, acc, cacc, geomContacts, wrench, Jd,
+                       Jd + 10 * np, col)) {
         done[i] = 1;
         for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
       }

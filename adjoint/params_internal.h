@@ -106,6 +106,13 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
 // 1 if p's geom size and position columns are differenced too (mjdiff_designSetDifferenced)
 int mjdiff_designDifferenced(const mjdiffParams* p);
 
+// the reference values a scale multiplies (3 numbers: body_pos0, geom_pos0, geom_size0, jnt_pos0
+// of object id for PK_BODY_POS, PK_GEOM_POS, PK_GEOM_SIZE, PK_JNT_POS), or NULL
+const mjtNum* mjdiff_designRef(const mjdiffParams* p, int kind, int id);
+
+// 1 if p selects component comp of kind's object id (an explicit value overrides a scale there)
+int mjdiff_designSelected(const mjdiffParams* p, int kind, int id, int comp);
+
 // scratch for the geometry columns (a model and data copy); NULL if p has no geometry entries
 typedef struct mjdiffDesignScratch_ mjdiffDesignScratch;
 mjdiffDesignScratch* mjdiff_makeDesignScratch(const mjModel* m, const mjdiffParams* p);

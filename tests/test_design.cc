@@ -916,10 +916,20 @@ TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
                    6, 150, 1e-5);
   checkGeomColumns("arm_box", nullptr, "arm_box.xml",
                    {"geom:fingertip:size", "geom:fingertip:pos", "site:ee:pos", "body:link7:pos",
-                    "body:link4:pos"}, 4, 100, 1e-5);
+                    "body:link4:pos", "body:link7:scale", "body:link5:scale"}, 4, 100, 1e-5);
   checkGeomColumns("hopper", nullptr, "hopper.xml",
                    {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size",
                     "body:thigh:pos", "body:foot:pos"}, 4, 45, 1e-5);
+}
+
+// body scales (children's translations, the body's geoms and inertials), with explicit values that
+// override part of a scale (the foot capsule's half-length, the paddle's size)
+TEST(DesignColumns, BodyScalesAnalyticMatchDifferences) {
+  checkGeomColumns("blocks scales", kBlocks, nullptr,
+                   {"body:hand:scale", "geom:paddle:size", "geom:knob:pos[0]"}, 6, 150, 1e-5);
+  checkGeomColumns("hopper scales", nullptr, "hopper.xml",
+                   {"body:thigh:scale", "body:leg:scale", "body:foot:scale", "body:torso:scale",
+                    "geom:foot_geom:size"}, 4, 45, 1e-5);
 }
 
 // the other pair families: boxes on boxes and a gripper's mesh pads nearby (a mesh's position and
@@ -933,14 +943,14 @@ TEST(DesignColumns, GeomColumnsOnMeshEllipsoidHeightFieldModels) {
   checkGeomColumns("biped", nullptr, "biped.xml",
                    {"geom:left_foot_geom:size", "geom:left_foot_geom:pos",
                     "geom:right_foot_geom:size", "geom:head_geom:size", "body:left_foot:pos",
-                    "body:left_shin:pos"}, 4, 1000, 1e-5);
+                    "body:left_shin:pos", "body:left_shin:scale"}, 4, 1000, 1e-5);
   checkGeomColumns("hopper_terrain", nullptr, "hopper_terrain.xml",
                    {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:leg_geom:size",
                     "body:foot:pos"}, 3, 45, 1e-5);
   checkGeomColumns("dog", nullptr, "dog.xml",
                    {"geom:fl_foot:size", "geom:fl_foot:pos", "geom:torso_geom:size",
                     "geom:neck_geom:size", "geom:hl_shin_geom:size", "body:fl_shin:pos",
-                    "body:hr_hip:pos"}, 3, 80, 1e-5);
+                    "body:hr_hip:pos", "body:fl_thigh:scale", "body:torso:scale"}, 3, 80, 1e-5);
 }
 
 // Loss terms (<mjdiff/loss.h>) on points that geometry parameters move: a site on a moved site

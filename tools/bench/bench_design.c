@@ -1,7 +1,7 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
 // mjdiff-bench-design: the cost of a rollout gradient in geometry parameters (geom sizes and
-// positions, body positions) with DrDp's geometry columns analytic (params_d.c: contacts through
+// positions, body positions and scales) with DrDp's geometry columns analytic (params_d.c: contacts through
 // the size and pose Jacobians, inertials through the compile map's Jacobian, a body's position as
 // a translation of its subtree through rne_d.c) against the same columns by
 // centred differences of the residual on a model copy (design_d.c, the method before), on the
@@ -19,8 +19,8 @@
 // Models and parameters (default): arm_box (the fingertip's size and position, link7's position),
 // hopper (the foot's size and position, the torso's size, the foot's and leg's body positions),
 // arm_gripper (the palm's size and position, link6's size; not the free box's, which MuJoCo 3
-// compiles as a simple body and refuses). --model FILE --param NAME ... replaces them with one
-// model.
+// compiles as a simple body and refuses), hopper again (the three leg scales: the design example's
+// parameters). --model FILE --param NAME ... replaces them with one model.
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -49,13 +49,14 @@ static const benchCase kCases[] = {
     {"hopper.xml", {"geom:foot_geom:size", "geom:foot_geom:pos", "geom:torso_geom:size",
                     "body:foot:pos", "body:leg:pos"}, 5},
     {"arm_gripper.xml", {"geom:palm:size", "geom:palm:pos", "geom:link6_geom:size"}, 3},
+    {"hopper.xml", {"body:thigh:scale", "body:leg:scale", "body:foot:scale"}, 3},
 };
 #define NCASE ((int)(sizeof(kCases) / sizeof(kCases[0])))
 
 static void usage(FILE* f) {
   fprintf(f,
           "usage: " TOOL " [--model FILE --param NAME ...] [--steps T] [--rounds R]\n"
-          "Time of a rollout gradient in geom sizes and positions with the analytic geometry\n"
+          "Time of a rollout gradient in geometry parameters with the analytic geometry\n"
           "columns against the same columns by differences (the method before), in one run;\n"
           "prints the ratio differenced / analytic and the two gradients' relative difference.\n"
           "  --model FILE   one model instead of the bundled cases (with --param)\n"
