@@ -45,11 +45,14 @@
 // geometry (geom pos, size: the pair functions' size Jacobians of geom_d.c describe the same
 // motion), the tendon wraps and transmissions at sites, and the inertials above. Its column of
 //   DrDp = d/dp [ f(q, v, act, u; p) - M(q; p) acc - c(q, v; p) ]     (hdamp B acc: independent of p)
-// is analytic for geom sizes and positions (params_d.c: contacts and inertials, where no fluid
-// force or tendon wrap reads the geom). For the others (body, site, joint positions, scales), and
-// those where the conditions fail, it is taken here by central differences of that residual at
-// the fixed state, on a copy of the model with the parameter set through mjdiff_designApply (the
-// same compile-time map, its principal axes finished to rounding: refineEig):
+// is analytic (params_d.c) for geom sizes and positions (contacts and inertials), body positions
+// (a translation of the subtree), scales (the sum of what they move), sites nothing reads and
+// slide anchors (zero), each where its conditions hold (no fluid force, tendon, connect or weld
+// equality reading what moves; params_d.c's header). For the others (hinge and ball anchors,
+// sites on tendons) and those where the conditions fail, it is taken here by central differences
+// of that residual at the fixed state, on a copy of the model with the parameter set through
+// mjdiff_designApply (the same compile-time map, its principal axes finished to rounding:
+// refineEig):
 //   col = (r(p + h e_i) - r(p - h e_i)) / 2h,   h = 1e-6 max(|p_i|, 0.1)
 // (r = qfrc_smooth - M acc from mjdiff_forward on the copy; the smooth forces' part by
 // mjdiff_addForces on the copy for the split the implicit step needs). Truncation O(h^2 r''')
