@@ -178,8 +178,9 @@ MJDIFF_API int mjdiff_paramDerivativeParts(const mjModel* m, mjData* d,
 // The compile map of geometry parameters (design_d.c) for body b: J (10 x np, row-major) =
 // d(body_mass, body_ipos[3], T[xx yy zz xy xz yz]) / dp, T the inertia tensor about the com in the
 // body frame (R(iquat) diag(inertia) R(iquat)'), exact (forward-mode through MuJoCo's formulas);
-// columns of parameters that do not move b's geoms are zero. Returns 0, or -1 if b's inertials do
-// not follow its geoms or p has no geometry parameters (J zero then, if p is not NULL).
+// columns of parameters that do not move b's geoms are zero. Returns 0, -1 if b's inertials do
+// not follow its geoms or p has no geometry parameters (J zero then, if p is not NULL), or -2 if b
+// has more than 64 geoms (J incomplete).
 MJDIFF_API int mjdiff_designInertialJacobian(const mjModel* m, const struct mjdiffParams_* p,
                                              int b, mjtNum* J);
 

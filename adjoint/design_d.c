@@ -167,8 +167,9 @@ static void addGeomTensor(mjtNum T[9], const mjtNum quat[4], const mjtNum I[3], 
 // ~1.4e-6 rad), so its axes, and the tensor R diag R' they rebuild, are a step function of T at
 // ~1e-6 relative: differencing them at a step of 1e-7 gives columns off by O(1). For differences
 // (exact = 1 below), the decomposition is finished by cyclic Jacobi rotations on V (the columns of
-// R(iquat)) until D = V' T V is diagonal to rounding; the compiled model (exact = 0) keeps
-// mju_eig3's result, which is what MuJoCo's compiler writes.
+// R(iquat)) until D = V' T V is diagonal to rounding, taking only rotations below 1e-5 rad (what
+// mju_eig3 leaves; a larger one means two nearly equal moments, whose axes stay mju_eig3's); the
+// compiled model (exact = 0) keeps mju_eig3's result, which is what MuJoCo's compiler writes.
 //   Rotation in the plane (a, b) of D: tau = (D_bb - D_aa) / (2 D_ab),
 //   t = sign(tau) / (|tau| + sqrt(1 + tau^2)), c = 1 / sqrt(1 + t^2), s = t c,
 //   v_a <- c v_a - s v_b,  v_b <- s v_a + c v_b   (zeroes D_ab; det V stays +1).
@@ -180,15 +181,23 @@ static void refineEig(const mjtNum T[9], mjtNum inertia[3], mjtNum iquat[4]) {
     mju_mulMatMat(D, tmp, V, 3, 3, 3);
     mjtNum off = fabs(D[1]) + fabs(D[2]) + fabs(D[5]);
     mjtNum diag = fabs(D[0]) + fabs(D[4]) + fabs(D[8]);
-    if (off <= 1e-17 * diag) break;
+    if (off <= 1e-15 * diag) break;
     for (int pr = 0; pr < 3; pr++) {
       int a = pr == 2 ? 1 : 0, b = pr == 0 ? 1 : 2;
       mju_mulMatTMat(tmp, V, T, 3, 3, 3);
       mju_mulMatMat(D, tmp, V, 3, 3, 3);
       mjtNum dab = D[3 * a + b];
-      if (fabs(dab) <= 1e-300) continue;
+      // at rounding level nothing is left to rotate: with two equal moments a rotation on noise
+      // would turn the axes in their plane by an arbitrary angle, differently at p + h and p - h
+      // (harmless for T, not for what reads the axes: the fluid force)
+      if (fabs(dab) <= 1e-15 * (fabs(D[4 * a]) + fabs(D[4 * b]))) continue;
       mjtNum tau = (D[4 * b] - D[4 * a]) / (2 * dab);
       mjtNum t = (tau >= 0 ? 1 : -1) / (fabs(tau) + sqrt(1 + tau * tau));
+      // only what mju_eig3 left (rotations below its stopping angle, ~1.4e-6 rad): a larger one
+      // is a pair of (nearly) equal moments, whose axes mju_eig3 fixes by its own path and the
+      // compiled model keeps; turning them to T's exact eigenvectors there would put the copy's
+      // axes elsewhere than the model's (review: a fluid body with two equal moments)
+      if (fabs(t) > 1e-5) continue;
       mjtNum c = 1 / sqrt(1 + t * t), sn = t * c;
       for (int r = 0; r < 3; r++) {
         mjtNum va = V[3 * r + a], vb = V[3 * r + b];
@@ -656,6 +665,16 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
     mass = 1;
   }
 
+#if MJDIFF_MUJOCO_3
+  // 3.x's midphase tests a body's geoms against bounding boxes compiled in its inertial frame
+  // (bvh_aabb), which moved geometry and moved inertials leave stale: contacts would be lost
+  // (found by review: a grown sphere in a two-geom body, ncon 0 with the midphase, 1 without).
+  // The midphase only prunes pairs, so turning it off changes no result, only cost.
+  for (int b = 1; b < nb; b++) {
+    if (tb[b]) m->opt.disableflags |= mjDSBL_MIDPHASE;
+  }
+#endif
+
   // MuJoCo's compile-time shortcuts hold for the compiled geometry only: every body takes the
   // general path (inertial frame apart from the body frame, no diagonal mass-matrix copy)
   for (int b = 0; b < nb; b++) {
@@ -745,14 +764,16 @@ static int residual(mjdiffDesignScratch* w, const mjModel* m, const mjData* d,
   mjModel* mc = w->m;
   mjData* dc = w->d;
   int nv = m->nv;
-  mj_copyModel(mc, m);
-  mjdiff_designApply(mc, p, w->vals, w->apply, 1);
+  mjdiff_designApply(mc, p, w->vals, w->apply, 1);  // mc: m, copied once per call
   mjdiff_loadState(mc, dc, w->state);
   mju_copy(dc->ctrl, d->ctrl, m->nu);
   mju_copy(dc->qfrc_applied, d->qfrc_applied, nv);
   mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
   mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
   mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+#if MJDIFF_MUJOCO_3
+  memcpy(dc->eq_active, d->eq_active, sizeof(*dc->eq_active) * (size_t)m->neq);
+#endif
   if (mjdiff_forward(mc, dc, s, NULL, 0) != MJDIFF_OK) return -1;
   mj_mulM(mc, dc, r, acc);
   for (int i = 0; i < nv; i++) r[i] = dc->qfrc_smooth[i] - r[i];
@@ -772,6 +793,9 @@ int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
   }
   int nv = m->nv, np = p->n, bad = 0;
   mjdiff_saveState(m, d, w->state);
+  // one copy per call: designApply sets every geometry entry from the values and recomputes what
+  // they imply, so each evaluation's model is m with those values (the copy's other fields stay m's)
+  mj_copyModel(w->m, m);
   for (int i = 0; i < np && !bad; i++) {
     const paramEntry* e = p->entry + i;
     if (!PK_IS_DESIGN(e->kind) || (skip && skip[i])) continue;
@@ -875,7 +899,7 @@ int mjdiff_designInertialJacobian(const mjModel* m, const mjdiffParams* p, int b
     const paramEntry* e = p->entry + i;
     if (!PK_IS_DESIGN(e->kind)) continue;
     dual M = {0, 0}, c[3] = {{0, 0}, {0, 0}, {0, 0}}, T[9], mg[64], pg[64][3], Ig[64][3];
-    if (n > 64) return -1;
+    if (n > 64) return -2;
     int any = 0;
     for (int g = g0; g < g0 + n; g++) {
       int k = g - g0;

@@ -646,6 +646,22 @@ static void detachFromCom(mjModel* m, int b) {
   }
 }
 
+int mjdiff_paramOutside(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p, int i,
+                        mjtNum v) {
+  const paramEntry* e = p->entry + i;
+  if (!isfinite(v)) return 1;
+  if (e->kind == PK_SMOOTH || e->kind == PK_GEOM_SMOOTH) {
+    if (!s || v == MJDIFF_DERIVED) return 1;
+    mjdiffOptions one = s->opt;
+    int f = e->kind == PK_SMOOTH ? e->comp : mjdiff_geomParamField(e->comp);
+    *optionField(&one, f) = v;
+    return mjdiff_validateOptions(&one, NULL, 0) != MJDIFF_OK;
+  }
+  if (PK_IS_DESIGN(e->kind)) return mjdiff_designCheck(m, e, v) != NULL;
+  int lb = lowerBound(e->kind);
+  return (lb == 1 && !(v > 0)) || (lb == 0 && v < 0);
+}
+
 mjdiffStatus mjdiff_setParamValues(mjModel* m, mjdiffModel* s, const mjdiffParams* p,
                                    const mjtNum* values, char* err, int errsz) {
   if (!m || !p || (p->n && !values)) {

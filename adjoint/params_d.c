@@ -674,7 +674,8 @@ static int siteUnread(const mjModel* m, int i) {
     }
   }
   for (int a = 0; a < m->nu; a++) {
-    if (m->actuator_trntype[a] == mjTRN_SITE &&
+    int t = m->actuator_trntype[a];
+    if ((t == mjTRN_SITE || t == mjTRN_SLIDERCRANK) &&
         (m->actuator_trnid[2 * a] == i || m->actuator_trnid[2 * a + 1] == i)) {
       return 0;
     }
@@ -858,8 +859,10 @@ static int scaleColumn(const mjModel* m, mjData* d, const mjdiffModel* s, const 
       if (geomContactMotion(m, d, s, g, dpl, dsz, wrench, col)) return -1;
     }
   }
-  if ((parts & MJDIFF_FORCES_OTHER) && mjdiff_designInertialJacobian(m, p, b, Jd) == 0) {
-    geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
+  if (parts & MJDIFF_FORCES_OTHER) {
+    int ij = mjdiff_designInertialJacobian(m, p, b, Jd);
+    if (ij == -2) return -1;
+    if (ij == 0) geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
   }
   return 0;
 }
@@ -1049,9 +1052,10 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
       if ((parts & MJDIFF_FORCES_SMOOTH) && geomContacts) {
         bad = geomContactColumn(m, d, s, e, wrench, col);
       }
-      if (!bad && (parts & MJDIFF_FORCES_OTHER) &&
-          mjdiff_designInertialJacobian(m, p, b, Jd) == 0) {
-        geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
+      if (!bad && (parts & MJDIFF_FORCES_OTHER)) {
+        int ij = mjdiff_designInertialJacobian(m, p, b, Jd);
+        if (ij == 0) geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
+        bad = ij == -2;  // inertials that follow more geoms than the Jacobian takes: differenced
       }
       if (!bad) {
         done[i] = 1;

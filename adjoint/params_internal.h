@@ -103,6 +103,10 @@ int mjdiff_designApplyScratch(const mjdiffParams* p);
 void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
                         mjtNum* scratch, int exact);
 
+// 1 if mjdiff_setParamValues would refuse the value v for entry i of p (its bounds and checks)
+int mjdiff_paramOutside(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p, int i,
+                        mjtNum v);
+
 // 1 if p's geom size and position columns are differenced too (mjdiff_designSetDifferenced)
 int mjdiff_designDifferenced(const mjdiffParams* p);
 

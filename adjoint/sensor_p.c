@@ -38,7 +38,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "compat.h"
 #include "derivative.h"
 #include "params_internal.h"
 
@@ -53,6 +55,7 @@ struct mjdiffSensorParamScratch_ {
   mjtNum* sp;                  // (nsensordata) readings at +h, -h
   mjtNum* sm;
   mjtNum* state;               // (nq + nv + na + 1)
+  mjtNum* apply;               // (mjdiff_designApplyScratch(p)) for mjdiff_designApply
 };
 
 static int hasSensor(const mjModel* m, int type) {
@@ -97,7 +100,8 @@ mjdiffSensorParamScratch* mjdiff_makeSensorParamScratch(const mjModel* m,
   if (!nd) return NULL;
   mjdiffSensorParamScratch* w =
       (mjdiffSensorParamScratch*)calloc(1, sizeof(mjdiffSensorParamScratch));
-  size_t n = (size_t)(2 * p->n + 2 * m->nsensordata + m->nq + m->nv + m->na + 1);
+  size_t n = (size_t)(2 * p->n + 2 * m->nsensordata + m->nq + m->nv + m->na + 1 +
+                      mjdiff_designApplyScratch(p));
   if (w) {
     w->m = mj_copyModel(NULL, m);
     w->d = w->m ? mj_makeData(w->m) : NULL;
@@ -116,6 +120,7 @@ mjdiffSensorParamScratch* mjdiff_makeSensorParamScratch(const mjModel* m,
   w->sp = w->v + p->n;
   w->sm = w->sp + m->nsensordata;
   w->state = w->sm + m->nsensordata;
+  w->apply = w->state + m->nq + m->nv + m->na + 1;
   return w;
 }
 
@@ -133,14 +138,18 @@ int mjdiff_sensorParamDirect(const mjdiffSensorParamScratch* w, int i) {
 }
 
 // readings of the forward pass on the copy with values w->v, at the state and inputs of d
-// (sc: the smooth model's copy if p has smooth-model entries, which it sets)
+// (sc: the smooth model's copy if p has smooth-model entries, which it sets). The copy holds m
+// (copied once per call): setting every entry of p from the values makes it m at those values.
+// Geometry is applied again with its principal axes finished to rounding (design_d.c's
+// refineEig): mju_eig3's axes are a step function of the geometry at ~1e-6 rad, which a
+// difference at this step would read as a derivative.
 static int readings(mjdiffSensorParamScratch* w, const mjModel* m, const mjData* d,
                     const mjdiffModel* s, mjdiffModel* sc, const mjdiffParams* p,
                     mjtNum* out) {
   mjModel* mc = w->m;
   mjData* dc = w->d;
-  mj_copyModel(mc, m);
   int bad = mjdiff_setParamValues(mc, sc, p, w->v, NULL, 0) != MJDIFF_OK;
+  if (!bad && p->design) mjdiff_designApply(mc, p, w->v, w->apply, 1);
   if (!bad) {
     mjdiff_loadState(mc, dc, w->state);
     mju_copy(dc->ctrl, d->ctrl, m->nu);
@@ -148,6 +157,9 @@ static int readings(mjdiffSensorParamScratch* w, const mjModel* m, const mjData*
     mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
     mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
     mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+#if MJDIFF_MUJOCO_3
+    memcpy(dc->eq_active, d->eq_active, sizeof(*dc->eq_active) * (size_t)m->neq);
+#endif
     bad = mjdiff_forward(mc, dc, sc ? sc : s, NULL, 0) != MJDIFF_OK;
   }
   if (!bad) mju_copy(out, dc->sensordata, m->nsensordata);
@@ -162,6 +174,7 @@ int mjdiff_sensorParamColumns(mjdiffSensorParamScratch* w, const mjModel* m, con
   mjdiff_getParamValues(m, s, p, w->v0);
   mjdiffModel* sc = NULL;
   if (w->smooth && mjdiff_copyModel(s, m, &sc, NULL, 0) != MJDIFF_OK) return -1;
+  mj_copyModel(w->m, m);
   int bad = 0;
   for (int i = 0; i < np; i++) {
     if (!w->direct[i]) continue;
@@ -169,16 +182,28 @@ int mjdiff_sensorParamColumns(mjdiffSensorParamScratch* w, const mjModel* m, con
     mju_copy(w->v, w->v0, np);
     w->v[i] = w->v0[i] + h;
     bad = readings(w, m, d, s, sc, p, w->sp);
-    w->v[i] = w->v0[i] - h;
-    mjtNum span = 2 * h;
-    if (!bad && readings(w, m, d, s, sc, p, w->sm)) {
-      // below a bound (a smooth-model value at 0): the one-sided difference from above
+    if (bad) break;
+    // below a value's bound (mjdiff_paramCheck: a smooth-model value at 0, a size at its floor):
+    // the one-sided second-order difference from above, (-3 s(v) + 4 s(v + h) - s(v + 2h)) / 2h;
+    // a failed forward pass at v - h within the bounds is an error, not a reason to switch
+    if (mjdiff_paramOutside(m, s, p, i, w->v0[i] - h)) {
+      for (int r = 0; r < ns; r++) Q[(size_t)np * r + i] = 4 * w->sp[r];
+      w->v[i] = w->v0[i] + 2 * h;
+      bad = readings(w, m, d, s, sc, p, w->sm);
+      if (bad) break;
+      for (int r = 0; r < ns; r++) Q[(size_t)np * r + i] -= w->sm[r];
       w->v[i] = w->v0[i];
       bad = readings(w, m, d, s, sc, p, w->sm);
-      span = h;
+      if (bad) break;
+      for (int r = 0; r < ns; r++) {
+        Q[(size_t)np * r + i] = (Q[(size_t)np * r + i] - 3 * w->sm[r]) / (2 * h);
+      }
+      continue;
     }
+    w->v[i] = w->v0[i] - h;
+    bad = readings(w, m, d, s, sc, p, w->sm);
     if (bad) break;
-    for (int r = 0; r < ns; r++) Q[(size_t)np * r + i] = (w->sp[r] - w->sm[r]) / span;
+    for (int r = 0; r < ns; r++) Q[(size_t)np * r + i] = (w->sp[r] - w->sm[r]) / (2 * h);
   }
   mjdiff_freeModel(sc);
   return bad ? -1 : 0;

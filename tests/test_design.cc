@@ -863,10 +863,14 @@ void checkGeomColumns(const char* name, const char* xml, const char* file,
   int np = mjdiff_paramCount(P.p), nv = m->nv;
   std::vector<mjtNum> A((size_t)nv * np), D((size_t)nv * np);
   unsigned long long seed = 5;
-  double worst = 0;
+  double worst = 0, raw = 0;
   int contacts = 0, compared = 0;
   for (int k = 0; k < nsample; k++) {
     EXPECT_TRUE(testutil::simulateRandom(m, d, s, &seed, warm + 7 * k)) << name;
+    // applied wrenches on every body (they act at the moving coms and through the moving axes)
+    for (int b = 1; b < m->nbody; b++) {
+      for (int c = 0; c < 6; c++) d->xfrc_applied[6 * b + c] = 2 * (uniform(&seed) - 0.5);
+    }
     ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
     contacts += d->ncon;
     std::vector<mjtNum> acc(d->qacc, d->qacc + nv);
@@ -893,6 +897,7 @@ void checkGeomColumns(const char* name, const char* xml, const char* file,
           e = std::fmax(e, std::fabs(a - f));
           scale = std::fmax(scale, std::fabs(f));
         }
+        raw = std::fmax(raw, e / scale);
         e = std::fmax(e - rounding, 0.0);
         compared++;
         worst = std::fmax(worst, e / scale);
@@ -902,9 +907,11 @@ void checkGeomColumns(const char* name, const char* xml, const char* file,
       }
     }
   }
-  std::cout << name << ": " << compared << " columns, worst " << worst << " (" << contacts
-            << " contacts over " << nsample << " states)\n";
+  std::cout << name << ": " << compared << " columns, worst " << worst << " beyond the rounding "
+            << "allowance, " << raw << " before it (" << contacts << " contacts over " << nsample
+            << " states)\n";
   EXPECT_GT(contacts, 0) << name;
+  for (int b = 1; b < m->nbody; b++) mju_zero(d->xfrc_applied + 6 * b, 6);
 }
 
 TEST(DesignColumns, GeomSizeAndPositionAnalyticMatchDifferences) {
@@ -1041,6 +1048,76 @@ TEST(DesignRollout, LossTermsOnMovedPoints) {
   mjdiff_freeRollout(r);
   mjdiff_freeTerms(terms);
   std::cout << "loss terms on moved points: worst " << worst << "\n";
+}
+
+// A fluid model (the inertia-box force reads the principal axes), so its geometry columns are
+// differenced (design_d.c), on a body of two collinear capsules: two equal principal moments. The
+// differenced columns finish mju_eig3's axes to rounding (refineEig) and must not turn them in
+// the degenerate plane on rounding noise (they did, found by review: columns of 1.9e5 against a
+// derivative of -20). Reference: centred differences of the residual at steps 1e-4 and 1e-5 of
+// the value, where mju_eig3's stopping is negligible, which must agree with each other.
+TEST(DesignColumns, FluidTwoEqualMomentsDifferenced) {
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.002" density="1000" viscosity="0.001"/>
+  <worldbody>
+    <body name="fish" pos="0 0 1" euler="0.2 0.3 0.1">
+      <freejoint/>
+      <geom name="c1" type="capsule" fromto="0 0 0 0.12 0.08 0.05" size="0.02" density="900"/>
+      <geom name="c2" type="capsule" fromto="0.12 0.08 0.05 0.24 0.16 0.10" size="0.015"
+            density="900"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+  Sim sim(xml, nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  char err[1000];
+  for (const char* name : {"geom:c1:size[0]", "geom:c2:size[1]", "geom:c1:pos[1]"}) {
+    Params P;
+    ASSERT_EQ(mjdiff_makeParams(m, s, &name, 1, &P.p, err, sizeof(err)), MJDIFF_OK) << err;
+    int nv = m->nv;
+    for (int i = 0; i < nv; i++) d->qvel[i] = 0.3 * std::sin(1.7 * i + 0.4) + 0.5;
+    ASSERT_EQ(mjdiff_forward(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+    std::vector<mjtNum> acc(d->qacc, d->qacc + nv), A(nv);
+    ASSERT_EQ(mjdiff_paramDerivativeParts(m, d, s, P.p, 3, acc.data(), 0, A.data(), nullptr), 0);
+    mjModel* mc = mj_copyModel(nullptr, m);
+    mjData* dc = mj_makeData(mc);
+    mjtNum v0;
+    mjdiff_getParamValues(m, s, P.p, &v0);
+    auto r = [&](double h) {
+      std::vector<mjtNum> out(nv);
+      mj_copyModel(mc, m);
+      mjtNum v = v0 + h;
+      EXPECT_EQ(mjdiff_setParamValues(mc, s, P.p, &v, err, sizeof(err)), MJDIFF_OK) << err;
+      mju_copy(dc->qpos, d->qpos, m->nq);
+      mju_copy(dc->qvel, d->qvel, nv);
+      EXPECT_EQ(mjdiff_forward(mc, dc, s, err, sizeof(err)), MJDIFF_OK) << err;
+      mj_mulM(mc, dc, out.data(), acc.data());
+      for (int i = 0; i < nv; i++) out[i] = dc->qfrc_smooth[i] - out[i];
+      return out;
+    };
+    double e = 0, ref = 0, scale = 0;
+    std::vector<double> D[2];
+    for (int k = 0; k < 2; k++) {
+      double h = (k ? 1e-5 : 1e-4) * std::fmax(std::fabs(v0), 0.1);
+      std::vector<mjtNum> a = r(h), b = r(-h);
+      for (int i = 0; i < nv; i++) D[k].push_back((a[i] - b[i]) / (2 * h));
+    }
+    for (int i = 0; i < nv; i++) {
+      scale = std::fmax(scale, std::fabs(D[0][i]));
+      ref = std::fmax(ref, std::fabs(D[0][i] - D[1][i]));
+      e = std::fmax(e, std::fabs(A[i] - D[0][i]));
+    }
+    std::cout << name << ": differenced column against reference " << e / scale
+              << " (reference steps agree to " << ref / scale << ")\n";
+    EXPECT_LE(ref, 1e-3 * scale) << name << ": the reference's own steps disagree";
+    EXPECT_LE(e, 1e-3 * scale) << name;
+    mj_deleteData(dc);
+    mj_deleteModel(mc);
+  }
 }
 
 }  // namespace

@@ -822,7 +822,16 @@ TEST(SensorDeriv, Touch) {
 // the direct dependence (a frame sensor on a site a geometry parameter moves, a subtree com and a
 // body's mass) and the one through qacc (accelerometers, force and torque sensors).
 TEST(SensorDeriv, ParamColumns) {
-  Sim sim(kSensors);
+  // a second, rotated geom on "lower" (whose scale and geom size are parameters): its inertia's
+  // principal axes then move with the geometry, which the body-frame readings below see
+  std::string xml = kSensors;
+  const char* lg = "<geom name=\"lgeom\"";
+  xml.insert(xml.find(lg), "<geom name=\"lbox\" type=\"box\" size=\"0.02 0.03 0.05\" "
+                           "pos=\"0.1 0.03 0.02\" euler=\"0.4 0.2 0\" mass=\"0.15\"/>\n          ");
+  xml.insert(xml.find("  </sensor>"),
+             "    <framequat objtype=\"body\" objname=\"lower\"/>\n"
+             "    <framepos objtype=\"body\" objname=\"lower\"/>\n");
+  Sim sim(xml.c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
