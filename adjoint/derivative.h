@@ -73,11 +73,13 @@ MJDIFF_API int mjdiff_contactLawY(const mjModel* m, const mjData* d,
 MJDIFF_API void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
                                      mjtNum* DidDv);
 
-// The change of -ID(q, v, acc) when body's subtree translates along the world direction e at fixed
-// q, v, acc (a virtual slide dof at body's root; rne_d.c's header): col (nv) += -dID/ddelta.
-// Returns 0, or -1 if d's stack cannot hold the scratch (col unchanged).
+// The change of -ID(q, v, acc) when what follows a point of body's chain translates along the
+// world direction e at fixed q, v, acc (a virtual slide dof, rne_d.c's header): at body's root
+// (first = -1: the whole subtree), or before body's dof first (a group's first dof, or one past
+// body's last: its joints from there on and the subtree): col (nv) += -dID/ddelta. Returns 0, or
+// -1 if d's stack cannot hold the scratch or first is not one of body's (col unchanged).
 MJDIFF_API int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc,
-                                           int body, const mjtNum e[3], mjtNum* col);
+                                           int body, int first, const mjtNum e[3], mjtNum* col);
 
 // ---------------------------------- applied forces (forces_d.c) ---------------------------------
 //

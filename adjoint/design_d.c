@@ -46,10 +46,11 @@
 // motion), the tendon wraps and transmissions at sites, and the inertials above. Its column of
 //   DrDp = d/dp [ f(q, v, act, u; p) - M(q; p) acc - c(q, v; p) ]     (hdamp B acc: independent of p)
 // is analytic (params_d.c) for geom sizes and positions (contacts and inertials), body positions
-// (a translation of the subtree), scales (the sum of what they move), sites nothing reads and
-// slide anchors (zero), each where its conditions hold (no fluid force, tendon, connect or weld
-// equality reading what moves; params_d.c's header). For the others (hinge and ball anchors,
-// sites on tendons) and those where the conditions fail, it is taken here by central differences
+// (a translation of the subtree), hinge and ball anchors (two translations), scales (the sum of
+// what they move), sites nothing reads and slide anchors (zero), each where its conditions hold
+// (no fluid force, tendon, connect or weld equality reading what moves; params_d.c's header).
+// For the others (sites on tendons) and those where the conditions fail, it is taken here by
+// central differences
 // of that residual at the fixed state, on a copy of the model with the parameter set through
 // mjdiff_designApply (the same compile-time map, its principal axes finished to rounding:
 // refineEig):

@@ -100,6 +100,12 @@
 // The column is formed so where nothing else reads the subtree's placement: no fluid forces, no
 // spatial tendon through a site or geom of the subtree, no connect or weld equality on a body of
 // it, only joint and tendon transmissions, B no mocap body.
+// A hinge or ball joint's anchor joint:J:pos[k] (in B's frame before J, mj_kinematics: xanchor =
+// xpos + R_before pos, then xpos = xanchor - R_after pos) moves J's axis line by R_before e_k and
+// what follows J by (R_before - R_after) e_k: two virtual slides, one inserted before J along
+// a1 = R_before e_k (J's axis and all after it) and one after J along a2 = -R_after e_k (what
+// follows J), each a translation column as above with v-, w- those at its insertion and D the
+// dofs after it (mjdiff_rneTranslationColumn's `first`); formed where B is translatable.
 // A body's scale body:B:scale (value c, design_d.c) sets every position in B's frame to c times
 // its reference: its column is the sum of what that moves, each along its reference (components
 // the selection sets explicitly do not follow the scale and are left out):
@@ -107,11 +113,10 @@
 //   each geom g of B moves in B's frame by pos0_g and a capsule's or cylinder's half-length by
 //   size0_g[1]  (the contacts' part above, with both motions at once),
 //   B's inertials move by the compile map's column of the scale  (the inertials' part above),
-//   B's sites and joint anchors: formed only where that adds nothing (sites no tendon or actuator
-//   reads; anchors at B's origin, or of slides).
-// The other geometry parameters (hinge and ball anchors, sites on tendons, scales outside these
-// conditions) come from design_d.c (differenced), as do the columns above where their conditions
-// fail.
+//   B's hinge and ball anchors move by their references (the anchor columns above),
+//   B's sites: formed only where that adds nothing (sites no tendon or actuator reads).
+// The other geometry parameters (sites on tendons) come from design_d.c (differenced), as do the
+// columns above where their conditions fail.
 
 #include <math.h>
 #include <string.h>
@@ -722,10 +727,14 @@ static int translatable(const mjModel* m, const mjdiffParams* p, int body) {
 // (smooth) and xfrc_applied (other), for the parts asked; fsub (3 nbody) scratch. Returns 0, or
 // -1 if a contact of the subtree has no geometry Jacobian.
 static int translationForces(const mjModel* m, const mjData* d, const mjdiffModel* s, int body,
-                             const mjtNum e[3], int parts, int contacts, mjtNum* wrench,
-                             mjtNum* fsub, mjtNum* col) {
-  int nbody = m->nbody, any = 0;
-  const mjtNum* wpar = d->cvel + 6 * m->body_parentid[body];  // angular part first
+                             int first, const mjtNum e[3], int parts, int contacts,
+                             mjtNum* wrench, mjtNum* fsub, mjtNum* col) {
+  int nbody = m->nbody, any = 0, adr = m->body_dofadr[body];
+  if (first < 0) first = adr;
+  // the angular velocity before the insertion: the parent's, then B's dofs before `first`
+  mjtNum wpar[3];
+  mju_copy3(wpar, d->cvel + 6 * m->body_parentid[body]);
+  for (int j = adr; j < first; j++) mju_addToScl3(wpar, d->cdof + 6 * j, d->qvel[j]);
   mju_zero(wrench, 6 * nbody);
   mju_zero(fsub, 3 * nbody);
   if ((parts & MJDIFF_FORCES_SMOOTH) && contacts) {
@@ -784,7 +793,7 @@ static int translationForces(const mjModel* m, const mjData* d, const mjdiffMode
   }
   for (int j = 0; j < m->nv; j++) {
     int b = m->dof_bodyid[j];
-    if (!inSubtree(m, b, body)) continue;
+    if (!inSubtree(m, b, body) || (b == body && j < first)) continue;
     mjtNum ea[3];
     mju_cross(ea, e, d->cdof + 6 * j);
     col[j] += mju_dot3(ea, fsub + 3 * b);
@@ -799,6 +808,52 @@ static int geomContactMotion(const mjModel* m, const mjData* d, const mjdiffMode
 static void geomInertialColumn(const mjModel* m, const mjData* d, int b, const mjtNum* Jd,
                                int np, int i, const mjtNum* cacc, mjtNum* col);
 
+// the column of a hinge or ball joint's anchor moving by dl (joint frame = B's frame before the
+// joint) (header): a virtual slide before the joint along R_before dl (its axis and all after
+// it) and one after it along -R_after dl (what follows the joint); returns 0, or -1
+static int anchorColumn(const mjModel* m, mjData* d, const mjdiffModel* s, int jnt,
+                        const mjtNum dl[3], int parts, const mjtNum* acc, int contacts,
+                        mjtNum* wrench, mjtNum* fsub, mjtNum* col) {
+  int b = m->jnt_bodyid[jnt], jd = m->jnt_dofadr[jnt];
+  int n = m->jnt_type[jnt] == mjJNT_BALL ? 3 : 1;
+  // B's frame before the joint: parent * body_quat, then B's earlier joints' rotations
+  // (mj_kinematics: hinge axisangle(axis, q - q0), ball the normalised quaternion)
+  mjtNum q[4], qloc[4], Rb[9], Ra[9], e1[3], e2[3];
+  mju_mulQuat(q, d->xquat + 4 * m->body_parentid[b], m->body_quat + 4 * b);
+  for (int j = m->body_jntadr[b]; j <= jnt; j++) {
+    int adr = m->jnt_qposadr[j];
+    if (j == jnt) mju_quat2Mat(Rb, q);
+    if (m->jnt_type[j] == mjJNT_HINGE) {
+      mju_axisAngle2Quat(qloc, m->jnt_axis + 3 * j, d->qpos[adr] - m->qpos0[adr]);
+    } else if (m->jnt_type[j] == mjJNT_BALL) {
+      mju_copy4(qloc, d->qpos + adr);
+      mju_normalize4(qloc);
+    } else {
+      continue;
+    }
+    mju_mulQuat(q, q, qloc);
+  }
+  mju_quat2Mat(Ra, q);
+  mju_mulMatVec(e1, Rb, dl, 3, 3);
+  mju_mulMatVec(e2, Ra, dl, 3, 3);
+  mju_scl3(e2, e2, -1);
+  for (int k = 0; k < 2; k++) {
+    const mjtNum* e = k ? e2 : e1;
+    int first = k ? jd + n : jd;
+    if ((parts & MJDIFF_FORCES_OTHER) && mjdiff_rneTranslationColumn(m, d, acc, b, first, e, col)) {
+      return -1;
+    }
+    if (translationForces(m, d, s, b, first, e, parts, contacts, wrench, fsub, col)) return -1;
+  }
+  return 0;
+}
+
+// 1 if joint jnt's anchor has a column formed here (a hinge or ball, B translatable)
+static int anchorAnalytic(const mjModel* m, const mjdiffParams* p, int jnt) {
+  int t = m->jnt_type[jnt];
+  return (t == mjJNT_HINGE || t == mjJNT_BALL) && translatable(m, p, m->jnt_bodyid[jnt]);
+}
+
 // 1 if the scale of body b is formed here (header)
 static int scalable(const mjModel* m, const mjdiffParams* p, int b) {
   if (mjdiff_designDifferenced(p)) return 0;
@@ -806,12 +861,8 @@ static int scalable(const mjModel* m, const mjdiffParams* p, int b) {
     if (m->site_bodyid[s] == b && !siteUnread(m, s)) return 0;
   }
   for (int j = m->body_jntadr[b]; j >= 0 && j < m->body_jntadr[b] + m->body_jntnum[b]; j++) {
-    const mjtNum* ref = mjdiff_designRef(p, PK_JNT_POS, j);
     int t = m->jnt_type[j];
-    if (t == mjJNT_SLIDE || t == mjJNT_FREE || !ref) continue;
-    for (int a = 0; a < 3; a++) {
-      if (ref[a] != 0 && !mjdiff_designSelected(p, PK_JNT_POS, j, a)) return 0;
-    }
+    if ((t == mjJNT_HINGE || t == mjJNT_BALL) && !anchorAnalytic(m, p, j)) return 0;
   }
   for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b]; g++) {
     if (!geomAnalytic(m, p, g)) return 0;
@@ -836,10 +887,10 @@ static int scaleColumn(const mjModel* m, mjData* d, const mjdiffModel* s, const 
     for (int a = 0; a < 3; a++) dl[a] = mjdiff_designSelected(p, PK_BODY_POS, c, a) ? 0 : ref[a];
     if (mju_isZero(dl, 3)) continue;
     mju_mulMatVec(dir, R, dl, 3, 3);
-    if ((parts & MJDIFF_FORCES_OTHER) && mjdiff_rneTranslationColumn(m, d, acc, c, dir, col)) {
+    if ((parts & MJDIFF_FORCES_OTHER) && mjdiff_rneTranslationColumn(m, d, acc, c, -1, dir, col)) {
       return -1;
     }
-    if (translationForces(m, d, s, c, dir, parts, contacts, wrench, fsub, col)) return -1;
+    if (translationForces(m, d, s, c, -1, dir, parts, contacts, wrench, fsub, col)) return -1;
   }
   if ((parts & MJDIFF_FORCES_SMOOTH) && contacts) {
     for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b];
@@ -858,6 +909,15 @@ static int scaleColumn(const mjModel* m, mjData* d, const mjdiffModel* s, const 
       if (mju_isZero(dpl, 3) && mju_isZero(dsz, 3)) continue;
       if (geomContactMotion(m, d, s, g, dpl, dsz, wrench, col)) return -1;
     }
+  }
+  for (int j = m->body_jntadr[b]; j >= 0 && j < m->body_jntadr[b] + m->body_jntnum[b]; j++) {
+    int t = m->jnt_type[j];
+    if (t != mjJNT_HINGE && t != mjJNT_BALL) continue;
+    const mjtNum* ref = mjdiff_designRef(p, PK_JNT_POS, j);
+    mjtNum dl[3];
+    for (int a = 0; a < 3; a++) dl[a] = mjdiff_designSelected(p, PK_JNT_POS, j, a) ? 0 : ref[a];
+    if (mju_isZero(dl, 3)) continue;
+    if (anchorColumn(m, d, s, j, dl, parts, acc, contacts, wrench, fsub, col)) return -1;
   }
   if (parts & MJDIFF_FORCES_OTHER) {
     int ij = mjdiff_designInertialJacobian(m, p, b, Jd);
@@ -1028,11 +1088,22 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
       int b = e->id, bad = 0;
       const mjtNum* R = d->xmat + 9 * m->body_parentid[b];
       mjtNum dir[3] = {R[e->comp], R[3 + e->comp], R[6 + e->comp]};
-      if (parts & MJDIFF_FORCES_OTHER) bad = mjdiff_rneTranslationColumn(m, d, acc, b, dir, col);
+      if (parts & MJDIFF_FORCES_OTHER) bad = mjdiff_rneTranslationColumn(m, d, acc, b, -1, dir, col);
       if (!bad) {
-        bad = translationForces(m, d, s, b, dir, parts, geomContacts, wrench, Jd + 10 * np, col);
+        bad = translationForces(m, d, s, b, -1, dir, parts, geomContacts, wrench, Jd + 10 * np,
+                                col);
       }
       if (!bad) {
+        done[i] = 1;
+        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
+      }
+      continue;
+    }
+    if (e->kind == PK_JNT_POS && !mjdiff_designDifferenced(p) && anchorAnalytic(m, p, e->id)) {
+      mjtNum dl[3] = {0, 0, 0};
+      dl[e->comp] = 1;
+      if (!anchorColumn(m, d, s, e->id, dl, parts, acc, geomContacts, wrench, Jd + 10 * np,
+                        col)) {
         done[i] = 1;
         for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
       }

@@ -56,7 +56,10 @@
 // B's origin along a world direction e, as body:B:pos does, at fixed q, v, acc) is a virtual slide
 // dof k at B's root with T = (0; e), q_k = 0, v_k = acc_k = 0: the formulas above with v-, a- of
 // B's parent (v-_k = v_parent, a-_k = a_parent) and D_k = the dofs of B and its subtree give its
-// column (no group shares it):
+// column (no group shares it). Inserted before B's dof `first` instead (a joint anchor: the joint's
+// axis and all after it move), v-, a- are those after B's groups before it (the forward pass's
+// running values) and D_k = B's dofs from `first` on and the subtree's; B's dofs before it count
+// as above:
 //   u = T x v-, beta = T x a- - u x v-   (T x (w; v) = (0; e x w): only angular parts enter)
 //   j in D_k:        dID_j = -g1_j . beta + g2_j . u
 //   j above B:       dID_j = S_j . P,  P = T x* F_B - Ic_B beta - Bc_B u - u x* Hc_B
@@ -330,9 +333,12 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
 //---------------------------------- translation of a subtree --------------------------------------
 
 int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc, int body,
-                                const mjtNum e[3], mjtNum* col) {
+                                int first, const mjtNum e[3], mjtNum* col) {
   int nv = m->nv, nbody = m->nbody;
   if (nv == 0 || body <= 0 || body >= nbody) return 0;
+  int adr = m->body_dofadr[body], num = m->body_dofnum[body];
+  if (first < 0 || num == 0) first = adr;
+  if (first < adr || first > adr + num) return -1;
   if (compat_stackSpace(d) < rneScratch(m)) return -1;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
@@ -347,24 +353,42 @@ int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc, 
   const mjtNum* S = d->cdof;
   rnePasses(m, d, acc, cv, ca, F, Ic, Hc, Bc, u, beta, gam);
 
-  // the virtual slide: T = (0; e), v-, a- of B's parent
+  // v-, a- at the insertion: B's parent's, then B's groups before `first` (the forward pass)
   int par = m->body_parentid[body];
-  mjtNum T[6] = {0, 0, 0, e[0], e[1], e[2]}, uk[6], bk[6], tmp[6];
-  spatial_crossMotion(uk, T, cv + 6 * par);
-  spatial_crossMotion(bk, T, ca + 6 * par);
-  spatial_crossMotion(tmp, uk, cv + 6 * par);
+  mjtNum v[6], a[6], w[6], tmp[6];
+  mju_copy(v, cv + 6 * par, 6);
+  mju_copy(a, ca + 6 * par, 6);
+  for (int j = adr; j < first;) {
+    int n = groupSize(m, j);
+    mju_copy(w, v, 6);
+    for (int l = j; l < j + n; l++) mju_addToScl(w, S + 6 * l, d->qvel[l], 6);
+    for (int l = j; l < j + n; l++) {
+      spatial_crossMotion(tmp, w, S + 6 * l);
+      mju_addToScl(a, tmp, d->qvel[l], 6);
+      mju_addToScl(a, S + 6 * l, acc[l], 6);
+    }
+    mju_copy(v, w, 6);
+    j += n;
+  }
+
+  // the virtual slide: T = (0; e)
+  mjtNum T[6] = {0, 0, 0, e[0], e[1], e[2]}, uk[6], bk[6];
+  spatial_crossMotion(uk, T, v);
+  spatial_crossMotion(bk, T, a);
+  spatial_crossMotion(tmp, uk, v);
   mju_subFrom(bk, tmp, 6);
 
-  // dofs of B and its subtree: -g1 . beta + g2 . u, g1 = Ic S, g2 = S x* Hc - Bc S (at b(j))
+  // D: B's dofs from `first` on and the subtree's: -g1 . beta + g2 . u, g1 = Ic S,
+  // g2 = S x* Hc - Bc S (at b(j))
   for (int j = 0; j < nv; j++) {
     int b = m->dof_bodyid[j], in = 0;
-    for (int a = b; a > 0; a = m->body_parentid[a]) {
-      if (a == body) {
+    for (int q = b; q > 0; q = m->body_parentid[q]) {
+      if (q == body) {
         in = 1;
         break;
       }
     }
-    if (!in) continue;
+    if (!in || (b == body && j < first)) continue;
     const mjtNum* Sj = S + 6 * j;
     mjtNum g1[6], g2[6], BS[6];
     spatial_mulInert(g1, Ic + 10 * b, Sj);
@@ -383,9 +407,10 @@ int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc, 
   mju_subFrom(P, tmp, 6);
   spatial_crossForce(tmp, uk, Hc + 6 * body);
   mju_subFrom(P, tmp, 6);
-  int last = -1;
-  for (int a = par; a > 0 && last < 0; a = m->body_parentid[a]) {
-    if (m->body_dofnum[a]) last = m->body_dofadr[a] + m->body_dofnum[a] - 1;
+  // above: B's dofs before `first`, then the parents' chain
+  int last = first > adr ? first - 1 : -1;
+  for (int q = par; q > 0 && last < 0; q = m->body_parentid[q]) {
+    if (m->body_dofnum[q]) last = m->body_dofadr[q] + m->body_dofnum[q] - 1;
   }
   for (int j = last; j >= 0; j = m->dof_parentid[j]) col[j] -= dot6(S + 6 * j, P);
   compat_stackFree(d, mark);

@@ -939,6 +939,53 @@ TEST(DesignColumns, BodyScalesAnalyticMatchDifferences) {
                     "geom:foot_geom:size"}, 4, 45, 1e-5);
 }
 
+// joint anchors off their bodies' origins: a ball joint, two hinges in one body (the second's
+// anchor moves after the first's rotation), and scales of bodies with such anchors; contacts of
+// the moved links with the floor and a free box
+const char* kAnchors = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <default><joint armature="0.02"/></default>
+  <custom>
+    <numeric name="mjdiff_contact_stiffness" data="2000"/>
+    <numeric name="mjdiff_contact_damping" data="20"/>
+    <numeric name="mjdiff_contact_width" data="0.005"/>
+    <numeric name="mjdiff_friction_speed" data="0.1"/>
+  </custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="base" pos="0 0 0.3">
+      <joint name="ball" type="ball" pos="0.02 -0.01 0.03" damping="0.2"/>
+      <geom name="upper" type="capsule" fromto="0 0 0 0.25 0 -0.1" size="0.03"/>
+      <body name="fore" pos="0.25 0 -0.1">
+        <joint name="h1" type="hinge" axis="0 1 0" pos="0.01 0.02 0" damping="0.1"/>
+        <joint name="h2" type="hinge" axis="1 0 0.3" pos="-0.02 0 0.015" damping="0.1"/>
+        <geom name="forearm" type="capsule" fromto="0 0 0 0.2 0 -0.15" size="0.025"/>
+        <geom name="fist" type="box" pos="0.2 0 -0.17" size="0.03 0.04 0.02"/>
+      </body>
+    </body>
+    <body name="crate" pos="0.4 0.05 0.04">
+      <freejoint/>
+      <geom name="crate" type="box" size="0.04 0.05 0.04" pos="0.002 0.001 0"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="h1" gear="3"/>
+    <motor joint="h2" gear="2"/>
+  </actuator>
+</mujoco>)";
+
+TEST(DesignColumns, JointAnchorsAnalyticMatchDifferences) {
+  checkGeomColumns("anchors", kAnchors, nullptr,
+                   {"joint:ball:pos", "joint:h1:pos", "joint:h2:pos", "body:fore:pos"}, 6, 150,
+                   1e-5);
+  checkGeomColumns("anchor scales", kAnchors, nullptr, {"body:fore:scale", "body:base:scale"}, 6,
+                   150, 1e-5);
+  checkGeomColumns("hopper anchors", nullptr, "hopper.xml",
+                   {"joint:thigh_joint:pos", "joint:foot_joint:pos", "joint:rooty:pos"}, 4, 45,
+                   1e-5);
+}
+
 // the other pair families: boxes on boxes and a gripper's mesh pads nearby (a mesh's position and
 // size are refused: they come from its asset), ellipsoid feet on a plane, a height field,
 // cylinders and self-collision
