@@ -245,7 +245,8 @@ typedef struct problem_ {
 
 // gdir += d l_t / dp at the fixed state in d: centred differences of the task cost on a copy of
 // the model with one parameter moved (kinematics and com velocities recomputed: what the terms
-// read); the rollout adjoint has the state dependence
+// read); the rollout adjoint has the state dependence. The copy is made once per sweep (P->mc,
+// rolloutObjective): setting every parameter from the values makes it m at those values.
 static void directCost(problem* P, const mjModel* m, const mjData* d, int terminal) {
   mjModel* mc = P->mc;
   mjData* dc = P->dc;
@@ -254,7 +255,6 @@ static void directCost(problem* P, const mjModel* m, const mjData* d, int termin
     for (int side = 0; side < 2; side++) {
       memcpy(P->vtmp, P->vals, sizeof(double) * (size_t)P->np);
       P->vtmp[i] += side ? -h : h;
-      mj_copyModel(mc, m);
       if (mjdiff_setParamValues(mc, P->s, P->p, P->vtmp, NULL, 0) != MJDIFF_OK) return;
       mju_copy(dc->qpos, d->qpos, m->nq);
       mju_copy(dc->qvel, d->qvel, m->nv);
@@ -334,7 +334,10 @@ static double rolloutObjective(problem* P, const double* x0, const double* goal,
   rg.grad_param = want ? P->gp : NULL;
   rg.grad_ctrl = want && P->nvar > P->ndes ? P->gu : NULL;
   P->direct = want;
-  if (want) memset(P->gdir, 0, sizeof(double) * (size_t)P->np);
+  if (want) {
+    memset(P->gdir, 0, sizeof(double) * (size_t)P->np);
+    mj_copyModel(P->mc, m);
+  }
   mjdiffStatus st = mjdiff_rolloutGradient(m, d, P->s, P->r, &rg, err, sizeof(err));
   P->direct = 0;
   free(dLdx_T);
