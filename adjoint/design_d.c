@@ -698,6 +698,17 @@ void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
 
 //---------------------------------- derivative columns --------------------------------------------
 
+void mjdiff_copyInputs(const mjModel* m, const mjData* d, mjData* dc) {
+  mju_copy(dc->ctrl, d->ctrl, m->nu);
+  mju_copy(dc->qfrc_applied, d->qfrc_applied, m->nv);
+  mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
+  mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
+  mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+#if MJDIFF_MUJOCO_3
+  memcpy(dc->eq_active, d->eq_active, sizeof(*dc->eq_active) * (size_t)m->neq);
+#endif
+}
+
 const mjtNum* mjdiff_designRef(const mjdiffParams* p, int kind, int id) {
   if (!p || !p->design) return NULL;
   const struct designInfo_* di = p->design;
@@ -767,14 +778,7 @@ static int residual(mjdiffDesignScratch* w, const mjModel* m, const mjData* d,
   int nv = m->nv;
   mjdiff_designApply(mc, p, w->vals, w->apply, 1);  // mc: m, copied once per call
   mjdiff_loadState(mc, dc, w->state);
-  mju_copy(dc->ctrl, d->ctrl, m->nu);
-  mju_copy(dc->qfrc_applied, d->qfrc_applied, nv);
-  mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
-  mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
-  mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
-#if MJDIFF_MUJOCO_3
-  memcpy(dc->eq_active, d->eq_active, sizeof(*dc->eq_active) * (size_t)m->neq);
-#endif
+  mjdiff_copyInputs(m, d, dc);
   if (mjdiff_forward(mc, dc, s, NULL, 0) != MJDIFF_OK) return -1;
   mj_mulM(mc, dc, r, acc);
   for (int i = 0; i < nv; i++) r[i] = dc->qfrc_smooth[i] - r[i];

@@ -403,9 +403,7 @@ int mjdiff_termsParamDirect(const mjModel* m, const mjData* d, const mjdiffTerms
       mju_copy(dc->qpos, d->qpos, m->nq);
       mju_copy(dc->qvel, d->qvel, m->nv);
       mju_copy(dc->act, d->act, m->na);
-      mju_copy(dc->ctrl, d->ctrl, m->nu);
-      mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
-      mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+      mjdiff_copyInputs(m, d, dc);
       mju_copy(dc->sensordata, d->sensordata, m->nsensordata);
       copied = 1;
     }

@@ -103,6 +103,10 @@ int mjdiff_designApplyScratch(const mjdiffParams* p);
 void mjdiff_designApply(mjModel* m, const mjdiffParams* p, const mjtNum* values,
                         mjtNum* scratch, int exact);
 
+// the inputs of d a forward pass on a model copy needs besides the state: controls, applied
+// forces, mocap poses, and on 3.x the equalities' active flags (design_d.c)
+void mjdiff_copyInputs(const mjModel* m, const mjData* d, mjData* dc);
+
 // 1 if mjdiff_setParamValues would refuse the value v for entry i of p (its bounds and checks)
 int mjdiff_paramOutside(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p, int i,
                         mjtNum v);

@@ -136,11 +136,35 @@ static int groupStart(const mjModel* m, int j) {
 
 //---------------------------------- derivative ----------------------------------------------------
 
+// the passes' arrays: per body v, a, F, Ic, Hc, Bc; per dof u, beta, gamma
+typedef struct rneWork_ {
+  mjtNum *cv, *ca, *F, *Ic, *Hc, *Bc, *u, *beta, *gam;
+} rneWork;
+
+// scratch numbers of the passes
+static int rneScratch(const mjModel* m) {
+  return m->nbody * (6 + 6 + 6 + 10 + 6 + 36) + m->nv * 3 * 6;
+}
+
+// the passes' arrays on d's stack (rneScratch numbers, checked by the caller)
+static void rneAlloc(const mjModel* m, mjData* d, rneWork* w) {
+  int nbody = m->nbody, nv = m->nv;
+  w->cv = compat_stackAllocNum(d, 6 * nbody);
+  w->ca = compat_stackAllocNum(d, 6 * nbody);
+  w->F = compat_stackAllocNum(d, 6 * nbody);
+  w->Ic = compat_stackAllocNum(d, 10 * nbody);
+  w->Hc = compat_stackAllocNum(d, 6 * nbody);
+  w->Bc = compat_stackAllocNum(d, 36 * nbody);
+  w->u = compat_stackAllocNum(d, 6 * nv);
+  w->beta = compat_stackAllocNum(d, 6 * nv);
+  w->gam = compat_stackAllocNum(d, 6 * nv);
+}
+
 // the forward pass (v_b, a_b of every body; u, beta, gamma of every dof) and the backward pass
 // (subtree sums F, Ic, Hc, Bc) of the header, at the state in d with acceleration acc
-static void rnePasses(const mjModel* m, const mjData* d, const mjtNum* acc, mjtNum* cv,
-                      mjtNum* ca, mjtNum* F, mjtNum* Ic, mjtNum* Hc, mjtNum* Bc, mjtNum* u,
-                      mjtNum* beta, mjtNum* gam) {
+static void rnePasses(const mjModel* m, const mjData* d, const mjtNum* acc, const rneWork* rw) {
+  mjtNum *cv = rw->cv, *ca = rw->ca, *F = rw->F, *Ic = rw->Ic, *Hc = rw->Hc, *Bc = rw->Bc;
+  mjtNum *u = rw->u, *beta = rw->beta, *gam = rw->gam;
   int nbody = m->nbody;
   const mjtNum* S = d->cdof;
   const mjtNum* qvel = d->qvel;
@@ -217,14 +241,9 @@ static void rnePasses(const mjModel* m, const mjData* d, const mjtNum* acc, mjtN
   }
 }
 
-// scratch numbers of rnePasses
-static int rneScratch(const mjModel* m) {
-  return m->nbody * (6 + 6 + 6 + 10 + 6 + 36) + m->nv * 3 * 6;
-}
-
 void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum* DidDq,
                           mjtNum* DidDv) {
-  int nv = m->nv, nbody = m->nbody;
+  int nv = m->nv;
   if ((!DidDq && !DidDv) || nv == 0) {
     return;
   }
@@ -244,21 +263,16 @@ void mjdiff_rneDerivative(const mjModel* m, mjData* d, const mjtNum* acc, mjtNum
     return;
   }
   mjdiffStackMark mark = compat_stackMark(d);
-  mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* ca = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* F = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* Ic = compat_stackAllocNum(d, 10 * nbody);
-  mjtNum* Hc = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* Bc = compat_stackAllocNum(d, 36 * nbody);
-  mjtNum* u = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* beta = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* gam = compat_stackAllocNum(d, 6 * nv);
+  rneWork rw;
+  rneAlloc(m, d, &rw);
+  mjtNum *F = rw.F, *Ic = rw.Ic, *Hc = rw.Hc, *Bc = rw.Bc, *u = rw.u, *beta = rw.beta;
+  mjtNum* gam = rw.gam;
   mjtNum* g1 = compat_stackAllocNum(d, 6 * nv);
   mjtNum* g2 = compat_stackAllocNum(d, 6 * nv);
   mjtNum* P = compat_stackAllocNum(d, 6 * nv);
   mjtNum* Q = compat_stackAllocNum(d, 6 * nv);
   const mjtNum* S = d->cdof;
-  rnePasses(m, d, acc, cv, ca, F, Ic, Hc, Bc, u, beta, gam);
+  rnePasses(m, d, acc, &rw);
 
   // per dof: g1 = Ic S,  g2 = S x* Hc - Bc S,  P = S x* F - R,  Q = Ic gamma + Bc S + S x* Hc
   for (int j = 0; j < nv; j++) {
@@ -341,17 +355,11 @@ int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc, 
   if (first < adr || first > adr + num) return -1;
   if (compat_stackSpace(d) < rneScratch(m)) return -1;
   mjdiffStackMark mark = compat_stackMark(d);
-  mjtNum* cv = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* ca = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* F = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* Ic = compat_stackAllocNum(d, 10 * nbody);
-  mjtNum* Hc = compat_stackAllocNum(d, 6 * nbody);
-  mjtNum* Bc = compat_stackAllocNum(d, 36 * nbody);
-  mjtNum* u = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* beta = compat_stackAllocNum(d, 6 * nv);
-  mjtNum* gam = compat_stackAllocNum(d, 6 * nv);
+  rneWork rw;
+  rneAlloc(m, d, &rw);
+  mjtNum *cv = rw.cv, *ca = rw.ca, *F = rw.F, *Ic = rw.Ic, *Hc = rw.Hc, *Bc = rw.Bc;
   const mjtNum* S = d->cdof;
-  rnePasses(m, d, acc, cv, ca, F, Ic, Hc, Bc, u, beta, gam);
+  rnePasses(m, d, acc, &rw);
 
   // v-, a- at the insertion: B's parent's, then B's groups before `first` (the forward pass)
   int par = m->body_parentid[body];

@@ -152,14 +152,7 @@ static int readings(mjdiffSensorParamScratch* w, const mjModel* m, const mjData*
   if (!bad && p->design) mjdiff_designApply(mc, p, w->v, w->apply, 1);
   if (!bad) {
     mjdiff_loadState(mc, dc, w->state);
-    mju_copy(dc->ctrl, d->ctrl, m->nu);
-    mju_copy(dc->qfrc_applied, d->qfrc_applied, m->nv);
-    mju_copy(dc->xfrc_applied, d->xfrc_applied, 6 * m->nbody);
-    mju_copy(dc->mocap_pos, d->mocap_pos, 3 * m->nmocap);
-    mju_copy(dc->mocap_quat, d->mocap_quat, 4 * m->nmocap);
-#if MJDIFF_MUJOCO_3
-    memcpy(dc->eq_active, d->eq_active, sizeof(*dc->eq_active) * (size_t)m->neq);
-#endif
+    mjdiff_copyInputs(m, d, dc);
     bad = mjdiff_forward(mc, dc, sc ? sc : s, NULL, 0) != MJDIFF_OK;
   }
   if (!bad) mju_copy(out, dc->sensordata, m->nsensordata);

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -733,6 +734,40 @@ TEST(DesignRollout, HopperLinks) {
   checkRollout(rc, 3, 1e-4);
 }
 
+// The gradient grad (np) of loss() in the parameters of p against Richardson-extrapolated central
+// differences (steps h, 2h, 4h, h = 1e-5 max(|p_i|, 0.1)), relative to max(|fd|, 1e-3 max |grad|),
+// allowing twice the spread of the two extrapolations; returns the worst relative error. m and s
+// are left at the values v0.
+double checkParamGradient(mjModel* m, mjdiffModel* s, const mjdiffParams* p,
+                          const std::vector<mjtNum>& v0, const std::vector<mjtNum>& grad,
+                          const std::function<double()>& loss, int sample) {
+  char err[1000];
+  int np = mjdiff_paramCount(p);
+  double gmax = 0, worst = 0;
+  for (double g : grad) gmax = std::fmax(gmax, std::fabs(g));
+  for (int i = 0; i < np; i++) {
+    double h = 1e-5 * std::fmax(std::fabs(v0[i]), 0.1), D[3];
+    for (int j = 0; j < 3; j++) {
+      double hj = h * (1 << j);
+      std::vector<mjtNum> v = v0;
+      v[i] = v0[i] + hj;
+      EXPECT_EQ(mjdiff_setParamValues(m, s, p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+      double Lp = loss();
+      v[i] = v0[i] - hj;
+      EXPECT_EQ(mjdiff_setParamValues(m, s, p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+      D[j] = (Lp - loss()) / (2 * hj);
+    }
+    EXPECT_EQ(mjdiff_setParamValues(m, s, p, v0.data(), err, sizeof(err)), MJDIFF_OK) << err;
+    double R1 = testutil::richardson(D[0], D[1]), R2 = testutil::richardson(D[1], D[2]);
+    double scale = std::fmax(std::fabs(R1), 1e-3 * gmax);
+    double e = std::fmax(std::fabs(grad[i] - R1) - 2 * std::fabs(R1 - R2), 0.0) / scale;
+    worst = std::fmax(worst, e);
+    EXPECT_LE(e, 1e-5) << "sample " << sample << " " << mjdiff_paramName(p, i) << ": adjoint "
+                       << grad[i] << " fd " << R1 << " fd2 " << R2;
+  }
+  return worst;
+}
+
 // A loss on the readings of every step, L = sum_t w_t . s_t, with sensors that read what the
 // parameters move at the fixed state (a moved site's frame, a geometry's frame, the subtree com
 // under a moved body, a touch sensor on a resized geom): the sweep's readings' parameter columns
@@ -795,28 +830,8 @@ TEST(DesignRollout, SensorReadingsOfMovedGeometry) {
     std::vector<mjtNum> grad(np);
     ASSERT_EQ(mjdiff_rolloutBackward(m, d, s, r, nullptr, nullptr, w.data(), nullptr, nullptr,
                                      nullptr, grad.data(), err, sizeof(err)), MJDIFF_OK) << err;
-    double gmax = 0;
-    for (double g : grad) gmax = std::fmax(gmax, std::fabs(g));
-    for (int i = 0; i < np; i++) {
-      double h = 1e-5 * std::fmax(std::fabs(v0[i]), 0.1), D[3];
-      for (int j = 0; j < 3; j++) {
-        double hj = h * (1 << j);
-        std::vector<mjtNum> v = v0;
-        v[i] = v0[i] + hj;
-        EXPECT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
-        double Lp = loss(false);
-        v[i] = v0[i] - hj;
-        EXPECT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
-        D[j] = (Lp - loss(false)) / (2 * hj);
-      }
-      ASSERT_EQ(mjdiff_setParamValues(m, s, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK);
-      double R1 = testutil::richardson(D[0], D[1]), R2 = testutil::richardson(D[1], D[2]);
-      double scale = std::fmax(std::fabs(R1), 1e-3 * gmax);
-      double e = std::fmax(std::fabs(grad[i] - R1) - 2 * std::fabs(R1 - R2), 0.0) / scale;
-      worst = std::fmax(worst, e);
-      EXPECT_LE(e, 1e-5) << "sample " << k << " " << mjdiff_paramName(P.p, i) << ": adjoint "
-                         << grad[i] << " fd " << R1 << " fd2 " << R2;
-    }
+    worst = std::fmax(worst, checkParamGradient(m, s, P.p, v0, grad,
+                                                [&] { return loss(false); }, k));
   }
   mjdiff_freeRollout(r);
   std::cout << "readings of moved geometry: worst " << worst << " (" << touching
@@ -1069,28 +1084,8 @@ TEST(DesignRollout, LossTermsOnMovedPoints) {
     };
     std::vector<mjtNum> grad(np);
     loss(&grad);
-    double gmax = 0;
-    for (double g : grad) gmax = std::fmax(gmax, std::fabs(g));
-    for (int i = 0; i < np; i++) {
-      double h = 1e-5 * std::fmax(std::fabs(v0[i]), 0.1), D[3];
-      for (int j = 0; j < 3; j++) {
-        double hj = h * (1 << j);
-        std::vector<mjtNum> v = v0;
-        v[i] = v0[i] + hj;
-        EXPECT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
-        double Lp = loss(nullptr);
-        v[i] = v0[i] - hj;
-        EXPECT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
-        D[j] = (Lp - loss(nullptr)) / (2 * hj);
-      }
-      ASSERT_EQ(mjdiff_setParamValues(m, s, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK);
-      double R1 = testutil::richardson(D[0], D[1]), R2 = testutil::richardson(D[1], D[2]);
-      double scale = std::fmax(std::fabs(R1), 1e-3 * gmax);
-      double e = std::fmax(std::fabs(grad[i] - R1) - 2 * std::fabs(R1 - R2), 0.0) / scale;
-      worst = std::fmax(worst, e);
-      EXPECT_LE(e, 1e-5) << "sample " << k << " " << mjdiff_paramName(P.p, i) << ": adjoint "
-                         << grad[i] << " fd " << R1 << " fd2 " << R2;
-    }
+    worst = std::fmax(worst, checkParamGradient(m, s, P.p, v0, grad,
+                                                [&] { return loss(nullptr); }, k));
   }
   mjdiff_freeRollout(r);
   mjdiff_freeTerms(terms);

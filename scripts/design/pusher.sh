@@ -19,10 +19,8 @@ printf '0 -0.204292531 0 -0.0606763628 0 1.65170818e-05 0\n' > "$O/gravity.txt"
 P="--param geom:fingertip:size --param body:link7:scale"
 P="$P --bounds geom:fingertip:size=0.01:0.04 --bounds body:link7:scale=0.8:1.2"
 C="--controls $O/gravity.txt --codesign"
-jbest() { sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$1"; }
-# rollouts and seconds of the first row of a history CSV with J <= $2
-first() { awk -F, -v t="$2" 'NR > 1 && $4 != "" && $4 <= t { print $2, $3; f = 1; exit }
-  END { if (!f) print "-1 nan" }' "$1"; }
+# shellcheck source=lib.sh
+. "$D/lib.sh"
 $T "$M" "$D/pusher.task" $P $C --iters 100 --lr 0.005 --out "$O/adam" --quiet
 J=$(jbest "$O/adam.json" | awk '{printf "%.9g", $1 * 1.0001}')
 echo "projected Adam, co-design: J = $J"

@@ -19,10 +19,8 @@ T="$B/tools/mjdiff-design"
 P="--param body:link1:scale --param body:link2:scale"
 P="$P --bounds body:link1:scale=0.5:1.5 --bounds body:link2:scale=0.5:1.5"
 C="--policy $O/policy.npz $G --policy-starts 8"
-jbest() { sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$1"; }
-# rollouts and seconds of the first row of a history CSV with J <= $2
-first() { awk -F, -v t="$2" 'NR > 1 && $4 != "" && $4 <= t { print $2, $3; f = 1; exit }
-  END { if (!f) print "-1 nan" }' "$1"; }
+# shellcheck source=lib.sh
+. "$D/lib.sh"
 $T "$M" "$K" $P $C --iters "$N" --lr 0.02 --out "$O/adam" --quiet
 J=$(jbest "$O/adam.json" | awk '{printf "%.9g", $1 * 1.0001}')
 echo "projected Adam: J = $J"
