@@ -353,6 +353,7 @@ int mjdiff_rneTranslationColumn(const mjModel* m, mjData* d, const mjtNum* acc, 
   int adr = m->body_dofadr[body], num = m->body_dofnum[body];
   if (first < 0 || num == 0) first = adr;
   if (first < adr || first > adr + num) return -1;
+  if (first < adr + num && groupStart(m, first) != first) return -1;  // inside a ball's group
   if (compat_stackSpace(d) < rneScratch(m)) return -1;
   mjdiffStackMark mark = compat_stackMark(d);
   rneWork rw;

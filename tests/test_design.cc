@@ -1001,6 +1001,66 @@ TEST(DesignColumns, JointAnchorsAnalyticMatchDifferences) {
                    1e-5);
 }
 
+// found by review: a body with slide, hinge, hinge and ball joints (the ball after two hinges),
+// children with off-origin hinge and ball anchors, moved geoms against a static table and each
+// other (self-contact inside the moved subtree), scales with per-component overrides
+const char* kMixed = R"(
+<mujoco>
+  <option timestep="0.0005"/>
+  <default><joint armature="0.02" damping="0.1"/></default>
+  <custom>
+    <numeric name="mjdiff_contact_stiffness" data="2000"/>
+    <numeric name="mjdiff_contact_damping" data="20"/>
+    <numeric name="mjdiff_contact_width" data="0.005"/>
+    <numeric name="mjdiff_friction_speed" data="0.1"/>
+  </custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <geom name="table" type="box" pos="0.15 0 0" size="0.12 0.3 0.1"/>
+    <body name="root" pos="0 0 0.34">
+      <joint name="r0" type="hinge" axis="0 0.3 1" pos="0.01 0.02 0"/>
+      <geom name="rootg" type="sphere" size="0.03" pos="0.01 0 0"/>
+      <body name="mid" pos="0.1 0.02 -0.05" quat="0.9 0.1 0.2 0.1">
+        <joint name="s1" type="slide" axis="0 0.3 1" pos="0.02 0 0"/>
+        <joint name="h1" type="hinge" axis="0 1 0.2" pos="0.02 -0.01 0.03"/>
+        <joint name="h2" type="hinge" axis="1 0 0.3" pos="0.01 0.03 -0.02"/>
+        <joint name="b1" type="ball" pos="-0.03 0.02 0.01"/>
+        <geom name="midg" type="capsule" fromto="0 0 0 0.15 0 -0.1" size="0.025"/>
+        <body name="c1" pos="0.15 0 -0.1">
+          <joint name="hc1" type="hinge" axis="0 1 0" pos="0.02 0 0.01"/>
+          <geom name="c1g" type="capsule" fromto="0 0 0 0.1 0 -0.12" size="0.02"/>
+        </body>
+        <body name="c2" pos="0.12 0.04 -0.1">
+          <joint name="bc2" type="ball" pos="0.01 -0.02 0.0"/>
+          <geom name="c2g" type="box" size="0.03 0.03 0.05" pos="0.02 0 -0.05"/>
+        </body>
+      </body>
+    </body>
+    <body name="crate" pos="0.5 0.05 0.04">
+      <freejoint/>
+      <geom name="crate" type="box" size="0.05 0.05 0.04"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="r0" gear="2"/>
+    <motor joint="h1" gear="3"/>
+    <motor joint="h2" gear="2"/>
+    <motor joint="hc1" gear="1"/>
+  </actuator>
+</mujoco>)";
+
+TEST(DesignColumns, MixedJointsAnchorsAndScales) {
+  checkGeomColumns("mixed anchors", kMixed, nullptr,
+                   {"joint:r0:pos", "joint:h1:pos", "joint:b1:pos", "joint:h2:pos",
+                    "joint:hc1:pos", "joint:bc2:pos", "joint:s1:pos", "body:mid:pos",
+                    "body:c1:pos", "body:c2:pos"}, 4, 900, 1e-5);
+  checkGeomColumns("mixed scales", kMixed, nullptr, {"body:mid:scale", "body:root:scale"}, 4, 900,
+                   1e-5);
+  checkGeomColumns("mixed scale overrides", kMixed, nullptr,
+                   {"body:mid:scale", "joint:h1:pos[1]", "body:c2:pos[0]", "geom:midg:pos[2]"}, 4,
+                   900, 1e-5);
+}
+
 // the other pair families: boxes on boxes and a gripper's mesh pads nearby (a mesh's position and
 // size are refused: they come from its asset), ellipsoid feet on a plane, a height field,
 // cylinders and self-collision
