@@ -7,7 +7,8 @@
 # two parameters one value; Nelder-Mead runs; CMA-ES co-design halves the objective and repeats
 # for a seed; bad input fails with a message naming it (a bound
 # that excludes the current value, a mesh or world-body parameter, a missing --param);
-# mjdiff-bench-design's two geometry gradients agree.
+# --targets (a set of goals) reduces to one goal given twice; mjdiff-bench-design's two geometry
+# gradients agree.
 NAME=design_cli
 BUILD_DIR=$1
 SOURCE_DIR=$2
@@ -91,6 +92,34 @@ echo "$ERR" | grep -q -- "--policy excludes --controls and --codesign" || fail "
 run "$T" "$RX" "$RK" $RP --policy "$TMP/pol.npz" --out "$TMP/b" --no-plot --quiet
 [ "$RC" = 1 ] || fail "--policy without its --goal (another observation size): rc $RC"
 echo "$ERR" | grep -q "pol.npz: the network maps" || fail "wrong-shape weights message: $ERR"
+
+# --targets: the mean over a set of goals, each with its own controls. The task's own goal listed
+# twice must give the single-goal run exactly (the mean of two equal rollouts, each block of
+# controls moving as the one block does); the report counts the targets, the controls file holds
+# one block per target; bad input is named
+printf '0.15 0.2 0.01\n# a comment\n\n0.15 0.2 0.01\n' > "$TMP/twice.txt"
+run "$T" "$X" "$K" $P --codesign --iters 15 --out "$TMP/one" --no-plot --quiet
+[ "$RC" = 0 ] || fail "single-goal run: rc $RC: $ERR"
+run "$T" "$X" "$K" $P --codesign --iters 15 --targets "0:$TMP/twice.txt" --out "$TMP/two" --no-plot --quiet
+[ "$RC" = 0 ] || fail "--targets run: rc $RC: $ERR"
+J1=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$TMP/one.json")
+J2=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$TMP/two.json")
+F1=$(grep -o '"final": *[-0-9.e+]*' "$TMP/one.json" | tr -d '\n')
+F2=$(grep -o '"final": *[-0-9.e+]*' "$TMP/two.json" | tr -d '\n')
+[ "$J1" = "$J2" ] && [ "$F1" = "$F2" ] || fail "--targets with the goal twice: J $J2 ($F2), one goal: J $J1 ($F1)"
+grep -q '"targets":2,"target_term":0' "$TMP/two.json" || fail "--targets: the report does not count 2 targets"
+NL=$(wc -l < "$TMP/two_ctrl.txt")
+[ "$NL" = 101 ] || fail "--targets: expected 2 blocks of 50 rows and a blank line, got $NL lines"
+run "$T" "$X" "$K" $P --codesign --targets "$TMP/twice.txt" --out "$TMP/b" --no-plot --quiet
+[ "$RC" = 2 ] || fail "--targets without TERM: rc $RC"
+echo "$ERR" | grep -q -- "--targets must be TERM:FILE" || fail "--targets usage message: $ERR"
+run "$T" "$X" "$K" $P --codesign --targets "1:$TMP/twice.txt" --out "$TMP/b" --no-plot --quiet
+[ "$RC" = 2 ] || fail "--targets on the control term: rc $RC"
+echo "$ERR" | grep -q "task term 1 is not a position term" || fail "--targets term message: $ERR"
+printf '0.1 0.2 0.01\n0.1 nope 0.01\n' > "$TMP/bad.txt"
+run "$T" "$X" "$K" $P --codesign --targets "0:$TMP/bad.txt" --out "$TMP/b" --no-plot --quiet
+[ "$RC" = 1 ] || fail "--targets with a bad line: rc $RC"
+echo "$ERR" | grep -q "bad.txt:2: expected three finite numbers" || fail "--targets file message: $ERR"
 
 # mjdiff-bench-design: the analytic and differenced geometry gradients agree (the timing is not
 # checked: a benchmark prints ratios measured in one run); options go together

@@ -29,7 +29,8 @@
 // attribute values rewritten (pos, size, fromto of the affected elements), checked by recompiling
 // it (worst relative difference in masses, inertia tensors, com and positions in the report);
 // PREFIX.json the report; PREFIX.csv the history (iteration, rollouts, seconds, J, |g|, values);
-// PREFIX.png the objective plot (gnuplot, if installed); PREFIX_ctrl.txt the controls (T rows).
+// PREFIX.png the objective plot (gnuplot, if installed); PREFIX_ctrl.txt the controls (T rows;
+// with --targets one block of T rows per target, blank lines between).
 // The outputs are written for the best design found also when the run stops early; the JSON's
 // "status" says why ("done", "interrupted", "failed: ..."). Exit codes: 0 done, 1 a failed run
 // (the objective or its gradient could not be evaluated) or a runtime error, 2 usage, 130
@@ -79,6 +80,7 @@ typedef struct args_ {
   const char* distance;        // JOINT[:W]
   const char* out;
   int quiet, noplot;
+  const char* targets;         // --targets TERM:FILE (goal points, each with its controls)
   const char* policy;          // --policy W.npz (mjdiff-learn's weights)
   long policy_starts;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
@@ -98,6 +100,10 @@ static void usage(void) {
       "  --controls FILE      open-loop controls, T rows of nu numbers (fewer rows: the last\n"
       "                       is held; default zeros)\n"
       "  --codesign           optimise the controls jointly (starting from --controls)\n"
+      "  --targets T:FILE     a set of goals for task term T (a position term with a fixed\n"
+      "                       point): FILE has one \"x y z\" a line; the objective is the mean\n"
+      "                       cost over them, each goal with its own controls (all from\n"
+      "                       --controls at the start), the design shared\n"
       "  --policy W.npz       closed loop: a policy trained by mjdiff-learn as the fixed\n"
       "                       controller (excludes --controls and --codesign); the options\n"
       "                       below must be those it was trained with\n"
@@ -154,6 +160,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->controls = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--codesign")) {
       a->codesign = 1;
+    } else if (!strcmp(o, "--targets")) {
+      a->targets = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--policy")) {
       a->policy = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--policy-starts")) {
@@ -204,6 +212,7 @@ static void parseArgs(int argc, char** argv, args* a) {
   if (a->policy && (a->controls || a->codesign)) {
     tool_usageError(kTool, "--policy excludes --controls and --codesign");
   }
+  if (a->policy && a->targets) tool_usageError(kTool, "--policy excludes --targets");
 }
 
 //---------------------------------- the problem ---------------------------------------------------
@@ -219,10 +228,10 @@ typedef struct problem_ {
   int* group;                  // (np) variable of each parameter
   double* scale;               // (ndes) variable scales
   double *lo, *hi;             // (nvar) bounds of the scaled variables and controls
-  double* ctrl;                // (T nu) the controls in use
+  double* ctrl;                // (K T nu) the controls in use (K targets, else 1 block)
   double* vals;                // (np)
   double* gp;                  // (np)
-  double* gu;                  // (T nu)
+  double* gu;                  // (K T nu)
   double* x0;                  // initial state (nq + nv + na)
   int djoint;                  // --distance joint, or -1
   double dweight;
@@ -241,6 +250,9 @@ typedef struct problem_ {
   double* starts;              // (nstart x (nq + nv + na))
   double* goals;               // (nstart x 3)
   double* gsum;                // (np)
+  // --targets: K goal points of task term target_term, each with its block of controls
+  int ntarget, target_term;
+  double* targets;             // (K x 3)
 } problem;
 
 // gdir += d l_t / dp at the fixed state in d: centred differences of the task cost on a copy of
@@ -289,12 +301,14 @@ static double stepCost(const mjModel* m, const mjData* d, int t, int T, void* us
 // x (nvar: scaled design variables, then controls) -> parameter values and controls
 static void unpack(problem* P, const double* x) {
   for (int i = 0; i < P->np; i++) P->vals[i] = x[P->group[i]] * P->scale[P->group[i]];
-  if (P->nvar > P->ndes) memcpy(P->ctrl, x + P->ndes, sizeof(double) * (size_t)(P->T * P->nu));
+  if (P->nvar > P->ndes) memcpy(P->ctrl, x + P->ndes, sizeof(double) * (size_t)(P->nvar - P->ndes));
 }
 
-// one rollout from x0 (with --policy: goal g set in the task and the policy, ctrl unused):
-// its objective, and (want) its parameter gradient in P->gp and control gradient in P->gu
-static double rolloutObjective(problem* P, const double* x0, const double* goal, int want) {
+// one rollout from x0 under controls ctrl (T x nu; with --policy: goal g set in the task and the
+// policy, ctrl unused): its objective, and (want) its parameter gradient in P->gp and control
+// gradient in gu (T x nu)
+static double rolloutObjective(problem* P, const double* x0, const double* goal, int want,
+                               const double* ctrl, double* gu) {
   char err[1000];
   mjModel* m = P->m;
   mjData* d = P->d;
@@ -307,7 +321,7 @@ static double rolloutObjective(problem* P, const double* x0, const double* goal,
   mju_copy(d->qvel, x0 + nq, nv);
   mju_copy(d->act, x0 + nq + nv, na);
   d->time = 0;
-  if (mjdiff_rolloutForward(m, d, P->s, P->r, P->pol ? NULL : P->ctrl,
+  if (mjdiff_rolloutForward(m, d, P->s, P->r, P->pol ? NULL : ctrl,
                             P->pol ? &P->policy : NULL, NULL, NULL, NULL, err,
                             sizeof(err)) != MJDIFF_OK) {
     return NAN;  // a diverging design: the caller backs off
@@ -332,7 +346,7 @@ static double rolloutObjective(problem* P, const double* x0, const double* goal,
   rg.dLdx_T = dLdx_T;
   rg.loss = &loss;
   rg.grad_param = want ? P->gp : NULL;
-  rg.grad_ctrl = want && P->nvar > P->ndes ? P->gu : NULL;
+  rg.grad_ctrl = want && P->nvar > P->ndes ? gu : NULL;
   P->direct = want;
   if (want) {
     memset(P->gdir, 0, sizeof(double) * (size_t)P->np);
@@ -352,20 +366,35 @@ static double rolloutObjective(problem* P, const double* x0, const double* goal,
 static double objective(problem* P, const double* x, double* g) {
   char err[1000];
   unpack(P, x);
-  P->rollouts += P->pol ? P->nstart : 1;
+  P->rollouts += P->pol ? P->nstart : P->ntarget ? P->ntarget : 1;
   if (mjdiff_setParamValues(P->m, P->s, P->p, P->vals, err, sizeof(err)) != MJDIFF_OK) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
     P->failed = 1;
     return NAN;
   }
   double J = 0;
-  if (!P->pol) {
-    J = rolloutObjective(P, P->x0, NULL, g != NULL);
+  if (P->ntarget) {
+    // the mean over the targets, each with its own controls block
+    size_t Tn = (size_t)P->T * P->nu;
+    int K = P->ntarget;
+    memset(P->gsum, 0, sizeof(double) * (size_t)P->np);
+    for (int k = 0; k < K; k++) {
+      mjdiff_taskSetPoint(P->task, P->target_term, P->targets + 3 * k);
+      double Jk = rolloutObjective(P, P->x0, NULL, g != NULL, P->ctrl + Tn * k, P->gu + Tn * k);
+      if (!isfinite(Jk)) return NAN;
+      J += Jk / K;
+      for (int i = 0; g && i < P->np; i++) P->gsum[i] += P->gp[i] / K;
+      for (size_t i = 0; g && P->nvar > P->ndes && i < Tn; i++) P->gu[Tn * k + i] /= K;
+    }
+    if (g) memcpy(P->gp, P->gsum, sizeof(double) * (size_t)P->np);
+  } else if (!P->pol) {
+    J = rolloutObjective(P, P->x0, NULL, g != NULL, P->ctrl, P->gu);
   } else {
     int nx = P->m->nq + P->m->nv + P->m->na;
     memset(P->gsum, 0, sizeof(double) * (size_t)P->np);
     for (int b = 0; b < P->nstart; b++) {
-      double Jb = rolloutObjective(P, P->starts + (size_t)b * nx, P->goals + 3 * b, g != NULL);
+      double Jb = rolloutObjective(P, P->starts + (size_t)b * nx, P->goals + 3 * b, g != NULL,
+                                   NULL, NULL);
       if (!isfinite(Jb)) return NAN;
       J += Jb / P->nstart;
       for (int i = 0; g && i < P->np; i++) P->gsum[i] += P->gp[i] / P->nstart;
@@ -376,7 +405,7 @@ static double objective(problem* P, const double* x, double* g) {
   if (g) {
     memset(g, 0, sizeof(double) * (size_t)P->nvar);
     for (int i = 0; i < P->np; i++) g[P->group[i]] += P->gp[i] * P->scale[P->group[i]];
-    if (P->nvar > P->ndes) memcpy(g + P->ndes, P->gu, sizeof(double) * (size_t)(P->T * P->nu));
+    if (P->nvar > P->ndes) memcpy(g + P->ndes, P->gu, sizeof(double) * (size_t)(P->nvar - P->ndes));
   }
   return J;
 }
@@ -742,7 +771,55 @@ int main(int argc, char** argv) {
     while (follows[j] >= 0) j = follows[j];
     P.group[i] = P.group[j];
   }
-  P.nvar = P.ndes + (a.codesign ? P.T * P.nu : 0);
+  // --targets T:FILE: the goal points (one "x y z" a line) of task term T
+  if (a.targets) {
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", a.targets);
+    char* colon = strchr(buf, ':');
+    long term = -1;
+    if (!colon || (*colon = 0, !tool_parseInt(buf, 0, 1000000, &term))) {
+      tool_usageError(kTool, "--targets must be TERM:FILE, got '%s'", a.targets);
+    }
+    double probe[3];
+    if (mjdiff_taskGetPoint(P.task, (int)term, probe)) {
+      tool_usageError(kTool, "--targets: task term %ld is not a position term with a fixed point",
+                      term);
+    }
+    P.target_term = (int)term;
+    FILE* tf = fopen(colon + 1, "r");
+    if (!tf) {
+      fprintf(stderr, "%s: error: cannot read --targets file %s\n", kTool, colon + 1);
+      return TOOL_EXIT_RUNTIME;
+    }
+    char line[512];
+    int lineno = 0;
+    while (fgets(line, sizeof(line), tf)) {
+      lineno++;
+      char* h = strchr(line, '#');
+      if (h) *h = 0;
+      double t3[3];
+      char extra;
+      int n = sscanf(line, "%lf %lf %lf %c", t3, t3 + 1, t3 + 2, &extra);
+      if (n <= 0) continue;  // blank or comment
+      if (n != 3 || !isfinite(t3[0]) || !isfinite(t3[1]) || !isfinite(t3[2])) {
+        fprintf(stderr, "%s: error: %s:%d: expected three finite numbers \"x y z\"\n", kTool,
+                colon + 1, lineno);
+        fclose(tf);
+        return TOOL_EXIT_RUNTIME;
+      }
+      double* grown = (double*)realloc(P.targets, sizeof(double) * 3 * (size_t)(P.ntarget + 1));
+      if (!grown) tool_outOfMemory(kTool);
+      P.targets = grown;
+      memcpy(P.targets + 3 * P.ntarget++, t3, sizeof(t3));
+    }
+    fclose(tf);
+    if (!P.ntarget) {
+      fprintf(stderr, "%s: error: %s: no targets\n", kTool, colon + 1);
+      return TOOL_EXIT_RUNTIME;
+    }
+  }
+  int nblock = P.ntarget ? P.ntarget : 1;  // controls blocks
+  P.nvar = P.ndes + (a.codesign ? nblock * P.T * P.nu : 0);
   P.scale = (double*)calloc((size_t)P.ndes + 1, sizeof(double));
   P.lo = (double*)calloc((size_t)P.nvar, sizeof(double));
   P.hi = (double*)calloc((size_t)P.nvar, sizeof(double));
@@ -751,8 +828,9 @@ int main(int argc, char** argv) {
   double* best = (double*)calloc((size_t)P.nvar, sizeof(double));
   P.vals = (double*)calloc((size_t)np, sizeof(double));
   P.gp = (double*)calloc((size_t)np, sizeof(double));
-  P.ctrl = (double*)calloc((size_t)(P.T * P.nu) + 1, sizeof(double));
-  P.gu = (double*)calloc((size_t)(P.T * P.nu) + 1, sizeof(double));
+  P.ctrl = (double*)calloc((size_t)nblock * (size_t)(P.T * P.nu) + 1, sizeof(double));
+  P.gu = (double*)calloc((size_t)nblock * (size_t)(P.T * P.nu) + 1, sizeof(double));
+  if (P.ntarget) P.gsum = (double*)calloc((size_t)np + 1, sizeof(double));
   P.x0 = (double*)calloc((size_t)(m->nq + m->nv + m->na), sizeof(double));
   P.gdir = (double*)calloc((size_t)np, sizeof(double));
   P.vtmp = (double*)calloc((size_t)np, sizeof(double));
@@ -800,7 +878,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: error: %s\n", kTool, err);
     return TOOL_EXIT_USAGE;
   }
-  for (int t = 0; a.codesign && t < P.T; t++) {
+  // every target's block starts from the same controls
+  for (int b = 1; b < nblock; b++) {
+    memcpy(P.ctrl + (size_t)b * P.T * P.nu, P.ctrl, sizeof(double) * (size_t)(P.T * P.nu));
+  }
+  for (int t = 0; a.codesign && t < nblock * P.T; t++) {
     for (int i = 0; i < P.nu; i++) {
       int k = P.ndes + P.nu * t + i;
       x[k] = P.ctrl[P.nu * t + i];
@@ -1136,7 +1218,8 @@ int main(int argc, char** argv) {
   if (a.codesign || a.controls) {
     snprintf(path, sizeof(path), "%s_ctrl.txt", a.out);
     FILE* f = fopen(path, "w");
-    for (int k = 0; f && k < P.T; k++) {
+    for (int k = 0; f && k < nblock * P.T; k++) {
+      if (k && k % P.T == 0) fprintf(f, "\n");  // a blank line between the targets' blocks
       for (int i = 0; i < P.nu; i++) fprintf(f, "%s%.9g", i ? " " : "", P.ctrl[P.nu * k + i]);
       fprintf(f, "\n");
     }
@@ -1163,6 +1246,7 @@ int main(int argc, char** argv) {
       tool_jsonString(f, a.policy);
       fprintf(f, ",\"policy_starts\":%d", P.nstart);
     }
+    if (P.ntarget) fprintf(f, ",\"targets\":%d,\"target_term\":%d", P.ntarget, P.target_term);
     fprintf(f, ",");
     tool_jsonField(f, "duration", duration);
     fprintf(f, ",\"iterations\":%d,\"rollouts\":%ld,", iter - 1, P.rollouts);
@@ -1223,6 +1307,7 @@ int main(int argc, char** argv) {
   if (mpol) mj_deleteModel(mpol);
   free(P.starts);
   free(P.goals);
+  free(P.targets);
   free(P.gsum);
   mjdiff_freeRollout(P.r);
   mjdiff_freeParams(P.p);
