@@ -789,7 +789,7 @@ static int residual(mjdiffDesignScratch* w, const mjModel* m, const mjData* d,
 
 int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
                          const mjdiffModel* s, const mjdiffParams* p, int parts,
-                         const mjtNum* acc, const signed char* skip, mjtNum* DrDp) {
+                         const mjtNum* acc, const mjtNum* skip, mjtNum* DrDp) {
   if (!p->design) return 0;
   mjdiffDesignScratch* own = NULL;
   if (!w) {

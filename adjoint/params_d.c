@@ -723,6 +723,28 @@ static int translatable(const mjModel* m, const mjdiffParams* p, int body) {
   return 1;
 }
 
+// the change of contact con's wrenches when its geometry moves by dy = (ddist, dn, dpos) at the
+// fixed state, and its relative velocity also by dvx (nullable): dv = (w2 - w1) x dpos + dvx,
+// dF, dT from the law's partials (mjdiff_contactLawY's F, DF, DT, w), the torque at pos also by
+// dpos x F; the body wrenches of geom2 (+) and geom1 (-) accumulate in wrench (header)
+static void addContactChange(const mjModel* m, const mjData* d, const mjContact* con,
+                             const mjtNum F[3], const mjtNum DF[30], const mjtNum DT[30],
+                             const mjtNum w[3], const mjtNum dy[7], const mjtNum* dvx,
+                             mjtNum* wrench) {
+  mjtNum y[10] = {0}, dF[3], dT[3], t[3];
+  mju_copy(y, dy, 4);
+  mju_cross(y + 4, w, dy + 4);
+  if (dvx) mju_addTo3(y + 4, dvx);
+  for (int r = 0; r < 3; r++) {
+    dF[r] = mju_dot(DF + 10 * r, y, 10);
+    dT[r] = mju_dot(DT + 10 * r, y, 10);
+  }
+  mju_cross(t, dy + 4, F);
+  mju_addTo3(dT, t);
+  addWrench(m, d, wrench, m->geom_bodyid[compat_contactGeom2(con)], con->pos, dF, dT, 1);
+  addWrench(m, d, wrench, m->geom_bodyid[compat_contactGeom1(con)], con->pos, dF, dT, -1);
+}
+
 // the applied forces' part of the translation of body's subtree along e (header): contacts
 // (smooth) and xfrc_applied (other), for the parts asked; fsub (3 nbody) scratch. Returns 0, or
 // -1 if a contact of the subtree has no geometry Jacobian.
@@ -751,23 +773,15 @@ static int translationForces(const mjModel* m, const mjData* d, const mjdiffMode
         if (!in[i]) continue;
         for (int r = 0; r < 7; r++) dy[r] += mju_dot3(G + 12 * r + 6 * i, e);
       }
-      mjtNum y[10] = {0}, dF[3], dT[3], t[3], wd[3];
-      mju_copy(y, dy, 4);
-      mju_cross(y + 4, w, dy + 4);  // (w2 - w1) x dpos
+      // the moved bodies' material points: e x (w_b - w_-), geom2's minus geom1's
+      mjtNum dvx[3] = {0, 0, 0}, t[3], wd[3];
       for (int i = 0; i < 2; i++) {
         if (!in[i]) continue;
         mju_sub3(wd, d->cvel + 6 * b[i], wpar);
         mju_cross(t, e, wd);
-        mju_addToScl3(y + 4, t, i ? 1 : -1);
+        mju_addToScl3(dvx, t, i ? 1 : -1);
       }
-      for (int r = 0; r < 3; r++) {
-        dF[r] = mju_dot(DF + 10 * r, y, 10);
-        dT[r] = mju_dot(DT + 10 * r, y, 10);
-      }
-      mju_cross(t, dy + 4, F);
-      mju_addTo3(dT, t);
-      addWrench(m, d, wrench, b[1], con->pos, dF, dT, 1);
-      addWrench(m, d, wrench, b[0], con->pos, dF, dT, -1);
+      addContactChange(m, d, con, F, DF, DT, w, dy, dvx, wrench);
       if (b[1]) mju_addTo3(fsub + 3 * b[1], F);
       if (b[0]) mju_subFrom3(fsub + 3 * b[0], F);
       any = 1;
@@ -967,17 +981,7 @@ static int geomContactMotion(const mjModel* m, const mjData* d, const mjdiffMode
       if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
       for (int r = 0; r < 7; r++) dy[r] += mju_dot3(G + 12 * r + 6 * side, a);
     }
-    mjtNum y[10] = {0}, dF[3], dT[3], t[3];
-    mju_copy(y, dy, 4);
-    mju_cross(y + 4, w, dy + 4);  // dv = (w2 - w1) x dpos
-    for (int r = 0; r < 3; r++) {
-      dF[r] = mju_dot(DF + 10 * r, y, 10);
-      dT[r] = mju_dot(DT + 10 * r, y, 10);
-    }
-    mju_cross(t, dy + 4, F);
-    mju_addTo3(dT, t);
-    addWrench(m, d, wrench, m->geom_bodyid[g2], con->pos, dF, dT, 1);
-    addWrench(m, d, wrench, m->geom_bodyid[g1], con->pos, dF, dT, -1);
+    addContactChange(m, d, con, F, DF, DT, w, dy, NULL, wrench);
     any = 1;
   }
   if (any) wrenchToCol(m, d, wrench, col);
@@ -1017,6 +1021,62 @@ static void geomInertialColumn(const mjModel* m, const mjData* d, int b, const m
   for (int a = 0; a < 3; a++) dI[6 + a] = dm * r[a] + mass * dr[a];
   dI[9] = dm;
   inertialChange(m, d, b, dI, dr, cacc, col);
+}
+
+// column (col, zeroed by the caller) of geometry entry i for the parts asked, analytic (header):
+// 1 if formed, 0 if its conditions fail or a contact has no geometry Jacobian (the caller
+// differences it). scratch: Jd (10 np, a body's compile-map Jacobian) then 3 nbody.
+static int geometryColumn(const mjModel* m, mjData* d, const mjdiffModel* s,
+                          const mjdiffParams* p, int i, int parts, const mjtNum* acc,
+                          const mjtNum* cacc, int contacts, mjtNum* wrench, mjtNum* Jd,
+                          mjtNum* col) {
+  const paramEntry* e = p->entry + i;
+  int np = p->n, id = e->id;
+  mjtNum* fsub = Jd + 10 * np;
+  if (mjdiff_designDifferenced(p)) return 0;
+  switch (e->kind) {
+    case PK_SITE_POS:
+      return siteUnread(m, id);  // nothing in the dynamics reads it: zero
+    case PK_JNT_POS: {
+      if (m->jnt_type[id] == mjJNT_SLIDE) return 1;  // a slide's motion axis has no point: zero
+      if (!anchorAnalytic(m, p, id)) return 0;
+      mjtNum dl[3] = {0, 0, 0};
+      dl[e->comp] = 1;
+      return !anchorColumn(m, d, s, id, dl, parts, acc, contacts, wrench, fsub, col);
+    }
+    case PK_BODY_POS: {
+      // a translation of the subtree (rne_d.c, translationForces)
+      if (!translatable(m, p, id)) return 0;
+      const mjtNum* R = d->xmat + 9 * m->body_parentid[id];
+      mjtNum dir[3] = {R[e->comp], R[3 + e->comp], R[6 + e->comp]};
+      if ((parts & MJDIFF_FORCES_OTHER) &&
+          mjdiff_rneTranslationColumn(m, d, acc, id, -1, dir, col)) {
+        return 0;
+      }
+      return !translationForces(m, d, s, id, -1, dir, parts, contacts, wrench, fsub, col);
+    }
+    case PK_BODY_SCALE:
+      return scalable(m, p, id) &&
+             !scaleColumn(m, d, s, p, i, parts, acc, cacc, contacts, wrench, Jd, fsub, col);
+    case PK_GEOM_SIZE:
+    case PK_GEOM_POS: {
+      // contacts (smooth part), inertials (other part)
+      if (!geomAnalytic(m, p, id)) return 0;
+      int b = m->geom_bodyid[id];
+      if ((parts & MJDIFF_FORCES_SMOOTH) && contacts &&
+          geomContactColumn(m, d, s, e, wrench, col)) {
+        return 0;
+      }
+      if (parts & MJDIFF_FORCES_OTHER) {
+        int ij = mjdiff_designInertialJacobian(m, p, b, Jd);
+        if (ij == -2) return 0;  // inertials that follow more geoms than the Jacobian takes
+        if (ij == 0) geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
+      }
+      return 1;
+    }
+    default:
+      return 0;
+  }
 }
 
 int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, mjData* d,
@@ -1075,63 +1135,10 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
     mju_zero(col, nv);
     if (na) mju_zero(adot, na);
     done[i] = 0;
-    if (!mjdiff_designDifferenced(p) &&
-        ((e->kind == PK_SITE_POS && siteUnread(m, e->id)) ||
-         (e->kind == PK_JNT_POS && m->jnt_type[e->id] == mjJNT_SLIDE))) {
-      // nothing in the dynamics reads them: zero (a slide's anchor does not enter its motion)
-      done[i] = 1;
-      for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = 0;
-      continue;
-    }
-    if (e->kind == PK_BODY_POS && translatable(m, p, e->id)) {
-      // a body's position: a translation of its subtree (rne_d.c, translationForces)
-      int b = e->id, bad = 0;
-      const mjtNum* R = d->xmat + 9 * m->body_parentid[b];
-      mjtNum dir[3] = {R[e->comp], R[3 + e->comp], R[6 + e->comp]};
-      if (parts & MJDIFF_FORCES_OTHER) bad = mjdiff_rneTranslationColumn(m, d, acc, b, -1, dir, col);
-      if (!bad) {
-        bad = translationForces(m, d, s, b, -1, dir, parts, geomContacts, wrench, Jd + 10 * np,
-                                col);
-      }
-      if (!bad) {
-        done[i] = 1;
-        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
-      }
-      continue;
-    }
-    if (e->kind == PK_JNT_POS && !mjdiff_designDifferenced(p) && anchorAnalytic(m, p, e->id)) {
-      mjtNum dl[3] = {0, 0, 0};
-      dl[e->comp] = 1;
-      if (!anchorColumn(m, d, s, e->id, dl, parts, acc, geomContacts, wrench, Jd + 10 * np,
-                        col)) {
-        done[i] = 1;
-        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
-      }
-      continue;
-    }
-    if (e->kind == PK_BODY_SCALE && scalable(m, p, e->id)) {
-      if (!scaleColumn(m, d, s, p, i, parts, acc, cacc, geomContacts, wrench, Jd,
-                       Jd + 10 * np, col)) {
-        done[i] = 1;
-        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
-      }
-      continue;
-    }
-    if ((e->kind == PK_GEOM_SIZE || e->kind == PK_GEOM_POS) && geomAnalytic(m, p, e->id)) {
-      // geometry with analytic columns: contacts (smooth part), inertials (other part)
-      int b = m->geom_bodyid[e->id], bad = 0;
-      if ((parts & MJDIFF_FORCES_SMOOTH) && geomContacts) {
-        bad = geomContactColumn(m, d, s, e, wrench, col);
-      }
-      if (!bad && (parts & MJDIFF_FORCES_OTHER)) {
-        int ij = mjdiff_designInertialJacobian(m, p, b, Jd);
-        if (ij == 0) geomInertialColumn(m, d, b, Jd, np, i, cacc, col);
-        bad = ij == -2;  // inertials that follow more geoms than the Jacobian takes: differenced
-      }
-      if (!bad) {
-        done[i] = 1;
-        for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
-      }
+    if (PK_IS_DESIGN(e->kind)) {
+      // analytic where its conditions hold (geometryColumn), else differenced below
+      done[i] = geometryColumn(m, d, s, p, i, parts, acc, cacc, geomContacts, wrench, Jd, col);
+      for (int r = 0; done[i] && r < nv; r++) DrDp[(size_t)np * r + i] = col[r];
       continue;
     }
     if (!(paramPart(e->kind) & parts)) {
@@ -1179,19 +1186,15 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   }
   // the other geometry parameters (design_d.c): the forces' change with the moved geometry,
   // differenced
+  // (before d's stack is freed: done lives there; the differences run on their own copy)
   int rest = 0;
   for (int i = 0; i < np; i++) rest |= PK_IS_DESIGN(p->entry[i].kind) && !done[i];
-  signed char skip[64], *skipv = np <= 64 ? skip : (signed char*)malloc((size_t)np);
-  if (rest && skipv) {
-    for (int i = 0; i < np; i++) skipv[i] = done[i] != 0;
-  }
-  compat_stackFree(d, mark);
-  if (rest && (!skipv || mjdiff_designColumns(scratch, m, d, s, p, parts, acc, skipv, DrDp))) {
+  if (rest && mjdiff_designColumns(scratch, m, d, s, p, parts, acc, done, DrDp)) {
     for (int i = 0; i < np; i++) {
-      if (!PK_IS_DESIGN(p->entry[i].kind) || (skipv && skipv[i])) continue;
+      if (!PK_IS_DESIGN(p->entry[i].kind) || done[i]) continue;
       for (int r = 0; r < nv; r++) DrDp[(size_t)np * r + i] = NAN;
     }
   }
-  if (skipv != skip) free(skipv);
+  compat_stackFree(d, mark);
   return 0;
 }

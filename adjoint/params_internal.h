@@ -128,11 +128,11 @@ void mjdiff_freeDesignScratch(mjdiffDesignScratch* w);
 
 // DrDp's geometry columns (nv x np, row-major, other columns untouched) by differences at the
 // state in d (the forward pass run), acceleration acc, for the forces of parts, but for entries
-// with skip[i] set (skip nullable); w NULL: a temporary scratch. m: the model as the user
+// with skip[i] nonzero (skip nullable); w NULL: a temporary scratch. m: the model as the user
 // configured it. Returns 0, -1 out of memory or a failed forward pass.
 int mjdiff_designColumns(mjdiffDesignScratch* w, const mjModel* m, mjData* d,
                          const mjdiffModel* s, const mjdiffParams* p, int parts,
-                         const mjtNum* acc, const signed char* skip, mjtNum* DrDp);
+                         const mjtNum* acc, const mjtNum* skip, mjtNum* DrDp);
 
 // the readings' parameter columns with a direct dependence at the fixed state (sensor_p.c): scratch
 // (NULL, with *fail 0, if no entry of p has one or m has no sensors; NULL with *fail 1: out of
