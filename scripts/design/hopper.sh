@@ -20,7 +20,7 @@ $T "$M" "$D/hopper_design.task" --param body:thigh:scale --bounds body:thigh:sca
 # Nelder-Mead at 4000 (its initial simplex alone is 3004 rollouts)
 # shellcheck source=lib.sh
 . "$D/lib.sh"
-J=$(jbest "$O/codesign.json" | awk '{printf "%.9g", $1 + 0.0001 * ($1 < 0 ? -$1 : $1)}')
+J=$(jtarget "$O/codesign.json")
 P="--param body:thigh:scale --param body:leg:scale --param body:foot:scale"
 P="$P --bounds body:thigh:scale=0.7:1.04 --bounds body:leg:scale=0.7:1.04"
 P="$P --bounds body:foot:scale=0.5:1.6 --codesign --distance rootx:10"

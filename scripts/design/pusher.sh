@@ -22,7 +22,7 @@ C="--controls $O/gravity.txt --codesign"
 # shellcheck source=lib.sh
 . "$D/lib.sh"
 $T "$M" "$D/pusher.task" $P $C --iters 100 --lr 0.005 --out "$O/adam" --quiet
-J=$(jbest "$O/adam.json" | awk '{printf "%.9g", $1 * 1.0001}')
+J=$(jtarget "$O/adam.json")
 echo "projected Adam, co-design: J = $J"
 $T "$M" "$D/pusher.task" $P $C --method cmaes --iters 1000000 --max-rollouts 330 --target "$J" \
   --out "$O/cmaes" --quiet
@@ -31,22 +31,17 @@ $T "$M" "$D/pusher.task" $P $C --method nm --iters 1000000 --max-rollouts 2400 -
 # design alone: Adam's co-designed controls on the original pusher
 F="--controls $O/adam_ctrl.txt"
 $T "$M" "$D/pusher.task" $P $F --iters 40 --lr 0.005 --out "$O/adam_design" --quiet
-J2=$(jbest "$O/adam_design.json" | awk '{printf "%.9g", $1 * 1.0001}')
+J2=$(jtarget "$O/adam_design.json")
 $T "$M" "$D/pusher.task" $P $F --method nm --iters 100000 --max-rollouts 400 --target "$J2" \
   --out "$O/nm_design" --quiet
 $T "$M" "$D/pusher.task" $P $F --method cmaes --iters 100000 --max-rollouts 400 --target "$J2" \
   --out "$O/cmaes_design" --quiet
-report() {  # NAME JSON TARGET
-  printf '%-13s %s rollouts_to_target %s seconds_to_target %s\n' "$1" \
-    "$(sed -n 's/.*"rollouts":\([0-9]*\),"seconds": *\([0-9.e+-]*\),"J_initial": *\([-0-9.e+]*\),"J_best": *\([-0-9.e+]*\).*/rollouts \1 seconds \2 J0 \3 J \4/p' "$O/$2.json")" \
-    $(first "$O/$2.csv" "$3")
-}
 echo "co-design, to J <= $J:"
-for r in adam cmaes nm; do report "$r" "$r" "$J"; done
-JC=$(jbest "$O/cmaes.json" | awk '{printf "%.9g", $1 * 1.0001}')
+for r in adam cmaes nm; do report "$r" "$O/$r" "$J"; done
+JC=$(jtarget "$O/cmaes.json")
 echo "co-design, to CMA-ES's best J <= $JC:"
-for r in adam cmaes; do report "$r" "$r" "$JC"; done
+for r in adam cmaes; do report "$r" "$O/$r" "$JC"; done
 echo "design alone, to J <= $J2:"
-for r in adam_design nm_design cmaes_design; do report "$r" "$r" "$J2"; done
+for r in adam_design nm_design cmaes_design; do report "$r" "$O/$r" "$J2"; done
 sed -n 's/.*"params":\(.*\)}$/\1/p' "$O/adam.json"
 gnuplot -e "set terminal pngcairo size 800,500; set output '$O/pusher.png'; set datafile separator ','; set logscale x; set xlabel 'rollouts'; set ylabel 'objective J'; set grid; set title 'arm_box pusher (fingertip radius, link7 length) + 300 x 7 controls'; plot '$O/adam.csv' using 2:4 with lines lw 2 title 'projected Adam (co-design)', '$O/cmaes.csv' using 2:4 with lines lw 2 title 'CMA-ES (co-design)', '$O/nm.csv' using 2:4 with lines lw 2 title 'Nelder-Mead (co-design)', '$O/adam_design.csv' using 2:4 with lines title 'projected Adam (design only)', '$O/nm_design.csv' using 2:4 with lines title 'Nelder-Mead (design only)', '$O/cmaes_design.csv' using 2:4 with lines title 'CMA-ES (design only)'" 2>/dev/null || true

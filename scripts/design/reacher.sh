@@ -10,14 +10,16 @@ mkdir -p "$O"
 T="$B/tools/mjdiff-design"
 P="--param body:upper:scale --param body:lower:scale --bounds body:upper:scale=0.5:2 --bounds body:lower:scale=0.5:2"
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --codesign --iters 100 --lr 0.02 --out "$O/adam" --quiet
-J=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$O/adam.json" | awk '{printf "%.9g", $1 * 1.0001}')
+# shellcheck source=lib.sh
+. "$D/lib.sh"
+J=$(jtarget "$O/adam.json")
 echo "projected Adam, co-design: J = $J"
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --codesign --iters 100 --lr 0.02 --target "$J" --out "$O/adam_t" --quiet
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --codesign --method nm --iters 1000000 --max-rollouts 20000 --target "$J" --out "$O/nm" --quiet
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --codesign --method cmaes --iters 1000000 --max-rollouts 20000 --target "$J" --out "$O/cmaes" --quiet
 # design alone, controls fixed: start from the co-designed controls on the original links
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --controls "$O/adam_ctrl.txt" --iters 60 --lr 0.02 --out "$O/adam_design" --quiet
-J2=$(sed -n 's/.*"J_best": *\([-0-9.e+]*\).*/\1/p' "$O/adam_design.json")
+J2=$(jbest "$O/adam_design.json")
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --controls "$O/adam_ctrl.txt" --iters 60 --lr 0.02 --target "$J2" --out "$O/adam_design_t" --quiet
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --controls "$O/adam_ctrl.txt" --method nm --iters 100000 --max-rollouts 5000 --target "$J2" --out "$O/nm_design" --quiet
 $T "$D/reacher2.xml" "$D/reacher2.task" $P --controls "$O/adam_ctrl.txt" --method cmaes --iters 100000 --max-rollouts 5000 --target "$J2" --out "$O/cmaes_design" --quiet

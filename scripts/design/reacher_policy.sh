@@ -22,20 +22,15 @@ C="--policy $O/policy.npz $G --policy-starts 8"
 # shellcheck source=lib.sh
 . "$D/lib.sh"
 $T "$M" "$K" $P $C --iters "$N" --lr 0.02 --out "$O/adam" --quiet
-J=$(jbest "$O/adam.json" | awk '{printf "%.9g", $1 * 1.0001}')
+J=$(jtarget "$O/adam.json")
 echo "projected Adam: J = $J"
 $T "$M" "$K" $P $C --method cmaes --iters 100000 --max-rollouts 2000 --target "$J" \
   --out "$O/cmaes" --quiet
 $T "$M" "$K" $P $C --method nm --iters 100000 --max-rollouts 2000 --target "$J" \
   --out "$O/nm" --quiet
-report() {  # NAME TARGET
-  printf '%-6s %s rollouts_to_target %s seconds_to_target %s\n' "$1" \
-    "$(sed -n 's/.*"rollouts":\([0-9]*\),"seconds": *\([0-9.e+-]*\),"J_initial": *\([-0-9.e+]*\),"J_best": *\([-0-9.e+]*\).*/rollouts \1 seconds \2 J0 \3 J \4/p' "$O/$1.json")" \
-    $(first "$O/$1.csv" "$2")
-}
 echo "to Adam's J <= $J (a rollout: $(sed -n 's/.*"policy_starts": *\([0-9]*\).*/\1/p' \
   "$O/adam.json") closed-loop runs; -1: not reached):"
-for r in adam cmaes nm; do report "$r" "$J"; done
+for r in adam cmaes nm; do report "$r" "$O/$r" "$J"; done
 for r in adam cmaes nm; do
   printf '%-6s ' "$r"; sed -n 's/.*"params":\(.*\)}$/\1/p' "$O/$r.json"
 done

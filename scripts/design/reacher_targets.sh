@@ -17,7 +17,7 @@ P="$P --codesign --targets 0:$D/reacher2_targets.txt"
 # shellcheck source=lib.sh
 . "$D/lib.sh"
 $T $X $P --iters "$N" --lr 0.02 --out "$O/adam" --quiet
-J=$(jbest "$O/adam.json" | awk '{printf "%.9g", $1 * 1.0001}')
+J=$(jtarget "$O/adam.json")
 echo "projected Adam: J = $J"
 $T $X $P --method cmaes --iters 1000000 --max-rollouts 4000 --target "$J" --out "$O/cmaes" --quiet
 $T $X $P --method nm --iters 1000000 --max-rollouts 4000 --target "$J" --out "$O/nm" --quiet
