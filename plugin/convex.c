@@ -351,9 +351,11 @@ static int nearestSimplex(mjtNum P[4][3], int n, mjtNum v[3]) {
   return k;
 }
 
-// GJK: 1 with u0 (unit, geom 1 to geom 2) if apart, 0 if the origin is in D (P, *n the simplex)
-static int gjk(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum u0[3], mjtNum P[4][3],
-               int* n) {
+// GJK: 1 with u0 (unit, geom 1 to geom 2) if apart, 0 if the origin is in D (P, *n the simplex),
+// 2 with *lb the lower bound once the distance is proven above cut (the caller's margin: for any
+// direction v, dist >= -h_D(-v/|v|) = v.w/|v|, w = s_D(-v))
+static int gjk(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum cut, mjtNum u0[3],
+               mjtNum P[4][3], int* n, mjtNum* lb) {
   mjtNum v[3];
   mju_sub3(v, g2->pos, g1->pos);
   if (mju_norm3(v) < 1e-12 * L) v[0] = 1;
@@ -367,7 +369,14 @@ static int gjk(const cvxGeom* g1, const cvxGeom* g2, mjtNum L, mjtNum u0[3], mjt
     mju_scl3(mv, v, -1);
     supportD(g1, g2, mv, w);
     // dist in [v.w/|v|, |v|]
-    if (nv - mju_dot3(v, w) / nv <= GJK_TOL * L) {
+    mjtNum low = mju_dot3(v, w) / nv;
+    if (low > cut) {
+      mju_scl3(u0, v, 1 / nv);
+      *n = k;
+      *lb = low;
+      return 2;
+    }
+    if (nv - low <= GJK_TOL * L) {
       mju_scl3(u0, v, 1 / nv);
       *n = k;
       return 1;
@@ -999,7 +1008,53 @@ void mjdiff_convexPinv(const mjtNum* A, int m, int n, const mjtNum* b, int nrhs,
   pinvSolve(A, m, n, b, nrhs, x);
 }
 
+// M y = b by Gaussian elimination with partial pivoting (M n x n, n <= 8, b n x nrhs overwritten);
+// returns 0 without touching b when a pivot falls under 1e-8 of M's largest entry
+static int luSolve(const mjtNum* M, int n, mjtNum* b, int nrhs) {
+  mjtNum A[64], x[8 * 12], amax = 0;
+  mju_copy(A, M, n * n);
+  mju_copy(x, b, n * nrhs);
+  for (int i = 0; i < n * n; i++) amax = mju_max(amax, fabs(A[i]));
+  for (int c = 0; c < n; c++) {
+    int piv = c;
+    for (int r = c + 1; r < n; r++) {
+      if (fabs(A[n * r + c]) > fabs(A[n * piv + c])) piv = r;
+    }
+    if (!(fabs(A[n * piv + c]) > 1e-8 * amax)) return 0;
+    if (piv != c) {
+      for (int j = 0; j < n; j++) {
+        mjtNum t = A[n * c + j];
+        A[n * c + j] = A[n * piv + j];
+        A[n * piv + j] = t;
+      }
+      for (int j = 0; j < nrhs; j++) {
+        mjtNum t = x[nrhs * c + j];
+        x[nrhs * c + j] = x[nrhs * piv + j];
+        x[nrhs * piv + j] = t;
+      }
+    }
+    for (int r = c + 1; r < n; r++) {
+      mjtNum f = A[n * r + c] / A[n * c + c];
+      if (f == 0) continue;
+      for (int j = c + 1; j < n; j++) A[n * r + j] -= f * A[n * c + j];
+      for (int j = 0; j < nrhs; j++) x[nrhs * r + j] -= f * x[nrhs * c + j];
+    }
+  }
+  for (int c = n - 1; c >= 0; c--) {
+    for (int j = 0; j < nrhs; j++) {
+      mjtNum v = x[nrhs * c + j];
+      for (int q = c + 1; q < n; q++) v -= A[n * c + q] * x[nrhs * q + j];
+      x[nrhs * c + j] = v / A[n * c + c];
+    }
+  }
+  mju_copy(b, x, n * nrhs);
+  return 1;
+}
+
+// a regular M (every pivot above 1e-8 of its largest entry) is solved directly, where the
+// minimum-norm solution is the plain one; a near-singular M (degenerate features) by the SVD
 void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs) {
+  if (luSolve(M, n, b, nrhs)) return;
   mjtNum x[8 * 12];
   pinvSolve(M, n, n, b, nrhs, x);
   mju_copy(b, x, n * nrhs);
@@ -1136,11 +1191,34 @@ static int polish(const cvxGeom* g1, const cvxGeom* g2, const mjtNum u0[3], mjtN
   return 0;
 }
 
-int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r) {
-  mjtNum L = g1->scale + g2->scale, u0[3], P[4][3];
-  int n = 0;
-  if (!gjk(g1, g2, L, u0, P, &n)) {
-    if (!epaStart(g1, g2, L, P, n) || !epa(g1, g2, L, P, u0)) {
+// the core of a sphere (its centre) or a capsule (its segment): the geom with radius 0; returns
+// the radius taken off (0 for the other types, whose copy is the geom itself)
+static mjtNum coreGeom(const cvxGeom* g, cvxGeom* core) {
+  *core = *g;
+  if (g->type != mjGEOM_SPHERE && g->type != mjGEOM_CAPSULE) return 0;
+  core->size[0] = 0;
+  return g->size[0];
+}
+
+int mjdiff_convexDistanceCut(const cvxGeom* g1, const cvxGeom* g2, mjtNum cut, cvxResult* r) {
+  mjtNum L = g1->scale + g2->scale, u0[3], P[4][3], lb = 0;
+
+  // global stage on the cores: a sphere or capsule is its core (a point, a segment) swept by its
+  // radius, h_i = h_core,i + r_i, so sigma = sigma_core - r1 - r2 with the same optimal u. Against
+  // a polytope (box, mesh hull, prism) GJK and EPA then end exactly in a few iterations instead of
+  // creeping toward a curved surface; the local stage below is on the geoms themselves
+  cvxGeom c1, c2;
+  mjtNum rad = coreGeom(g1, &c1) + coreGeom(g2, &c2);
+  int n = 0, apart = gjk(&c1, &c2, L, cut + rad + 1e-9 * L, u0, P, &n, &lb);
+  if (apart == 2) {  // proven beyond the cut: no local solve
+    memset(r, 0, sizeof(*r));
+    mju_copy3(r->u, u0);
+    r->phi = lb - rad;
+    r->residual = mjMAXVAL;
+    return 1;
+  }
+  if (!apart) {
+    if (!epaStart(&c1, &c2, L, P, n) || !epa(&c1, &c2, L, P, u0)) {
       mju_sub3(u0, g2->pos, g1->pos);
       if (mju_normalize3(u0) < mjMINVAL) u0[0] = 1;
     }
@@ -1164,6 +1242,10 @@ int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r) {
   mjdiff_convexSupport(g2, mu, r->x2);
   r->residual = mjMAXVAL;
   return -1;
+}
+
+int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r) {
+  return mjdiff_convexDistanceCut(g1, g2, mjMAXVAL, r);
 }
 
 //---------------------------------- contacts ------------------------------------------------------
@@ -1311,7 +1393,7 @@ int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int g1, int g2,
     mjdiff_convexPrisms(m, d, g1, g2, margin, s0, batch, cnt);
     for (int q = 0; q < cnt; q++) {
       cvxResult r;
-      if (mjdiff_convexDistance(batch + q, &b, &r) || r.phi >= margin) continue;
+      if (mjdiff_convexDistanceCut(batch + q, &b, margin, &r) || r.phi >= margin) continue;
       int slot = nc < NCAND ? nc++ : -1;
       if (slot < 0) {  // full: replace the shallowest
         slot = 0;

@@ -88,6 +88,12 @@ MJDIFF_API void mjdiff_convexSupport(const cvxGeom* geom, const mjtNum dir[3], m
 // best estimate). Deterministic; no allocation.
 MJDIFF_API int mjdiff_convexDistance(const cvxGeom* g1, const cvxGeom* g2, cvxResult* r);
 
+// the same, stopping early when the distance is proven above cut (GJK's lower bound exceeds it by
+// 1e-9 of the geoms' size): returns 1 then, r->phi the lower bound, r->u its direction, no
+// witnesses. Candidates that would be discarded beyond a margin cost a few GJK iterations.
+MJDIFF_API int mjdiff_convexDistanceCut(const cvxGeom* g1, const cvxGeom* g2, mjtNum cut,
+                                        cvxResult* r);
+
 // c, H, E of feature f of g (its modes, or its mesh / prism vertex set f->v[0 .. nv - 1], given) in
 // the support direction dir (unit, world); a is left alone. Returns 0 if it is degenerate.
 int mjdiff_convexFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f);
@@ -97,7 +103,8 @@ int mjdiff_convexFeature(const cvxGeom* g, const mjtNum dir[3], cvxFeature* f);
 int mjdiff_convexSystem(const cvxResult* r, mjtNum* M);
 
 // least-squares minimum-norm solve of M y = b for nrhs right-hand sides (b: n x nrhs row-major,
-// overwritten by y, nrhs <= 12); singular values under 1e-10 of the largest are dropped
+// overwritten by y, nrhs <= 12): by elimination when every pivot is above 1e-8 of M's largest
+// entry, else by the SVD with singular values under 1e-10 of the largest dropped
 void mjdiff_convexSolve(const mjtNum* M, int n, mjtNum* b, int nrhs);
 
 // the same minimum-norm least squares x = A^+ b for a rectangular A (m x n, m, n <= 8, row-major),

@@ -440,6 +440,7 @@ double placePair(const mjModel* m, mjData* d, unsigned long long* seed, int it, 
 
 struct Stats {
   int poses = 0, solved = 0, checked = 0, skipped = 0, degen = 0, mprCompared = 0, nearAxis = 0;
+  int cutStops = 0;
   double worstNearAxis = 0, seconds = 0;
   int timed = 0;
   double worstJ = 0, worstBrute = 0, worstAbove = -1, worstMpr = 0, worstWitness = 0;
@@ -496,6 +497,20 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
     mju_addToScl3(wres, r.u, -r.phi);
     st.worstWitness = std::max(st.worstWitness, mju_norm3(wres) / L);
     EXPECT_LE(mju_norm3(wres), 1e-9 * L);
+    // the early stop at a cut: above phi it never triggers and leaves the solution as it was;
+    // below phi, when it triggers, its lower bound lies in (cut, phi]
+    {
+      cvxResult rc;
+      EXPECT_EQ(mjdiff_convexDistanceCut(&g1, &g2, r.phi + 1e-6 * L, &rc), 0) << p.name << it;
+      EXPECT_EQ(rc.phi, r.phi) << p.name << " pose " << it;
+      EXPECT_EQ(mju_dist3(rc.u, r.u), 0) << p.name << " pose " << it;
+      mjtNum cut = r.phi - 0.01 * L;
+      if (mjdiff_convexDistanceCut(&g1, &g2, cut, &rc) == 1) {
+        st.cutStops++;
+        EXPECT_GT(rc.phi, cut) << p.name << " pose " << it;
+        EXPECT_LE(rc.phi, r.phi + 1e-10 * L) << p.name << " pose " << it;
+      }
+    }
     mj_collision(m, d);
     if (d->ncon > 0 && r.phi > -0.03) {
       st.mprCompared++;
@@ -533,10 +548,10 @@ TEST_P(ConvexPairs, ForwardAndJacobian) {
   std::printf(
       "%-18s poses %3d solved %3d jac checked %3d skipped %2d degenerate %2d | "
       "brute %.1e (above %.0e) witness %.1e  mpr(%d) %.1e | worst jac %.2e (near-axis rim %d: "
-      "%.1e) | %.1f us/solve\n",
+      "%.1e) | %.1f us/solve | cut stops %d\n",
       p.name, st.poses, st.solved, st.checked, st.skipped, st.degen, st.worstBrute, st.worstAbove,
       st.worstWitness, st.mprCompared, st.worstMpr, st.worstJ, st.nearAxis, st.worstNearAxis,
-      1e6 * st.seconds / std::max(1, st.timed));
+      1e6 * st.seconds / std::max(1, st.timed), st.cutStops);
   EXPECT_EQ(st.solved, st.poses);
   EXPECT_GE(st.checked, 0.8 * st.poses);
   EXPECT_TRUE(st.differs);
