@@ -38,6 +38,14 @@ extern "C" {
 MJDIFF_API int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
                                           mjtNum J[7 * 12]);
 
+// The same for a run of n contacts of one geom pair (con[0 .. n - 1], as MuJoCo writes a pair's
+// contacts consecutively): J (n x 7 x 12), status[i] 0 or -1 per contact as above. The pair
+// function's candidates are generated and tracked once per 8 contacts instead of once per contact
+// (box-box, box-plane: up to 8 contacts). Returns -1 if the contacts are not of one pair.
+MJDIFF_API int mjdiff_contactGeomJacobianRun(const mjModel* m, const mjData* d,
+                                             const mjContact* con, int n, mjtNum* J,
+                                             int* status);
+
 // Nonzero if contacts between geom types t1 <= t2 (mjtGeom) have a geometry Jacobian.
 MJDIFF_API int mjdiff_contactPairSupported(int t1, int t2);
 

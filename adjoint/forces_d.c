@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "convex.h"
 #include "derivative.h"
 #include "internal.h"
 #include "law.h"
@@ -378,9 +379,11 @@ int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
   return on || fr != 0;
 }
 
-// returns 0, or -1 if the contact's geometry Jacobian is unavailable
+// returns 0, or -1 if the contact's geometry Jacobian is unavailable; Gin: the contact's geometry
+// Jacobian computed with its pair's run (gstatus its status), NULL: computed here
 static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
-                        const mjContact* con, mjtNum* DfDq, mjtNum* DfDv) {
+                        const mjContact* con, const mjtNum* Gin, int gstatus, mjtNum* DfDq,
+                        mjtNum* DfDv) {
   int nv = m->nv;
   int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
@@ -389,8 +392,13 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) return 0;
 
   // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
-  mjtNum G[7 * 12];
-  if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+  mjtNum Gown[7 * 12];
+  const mjtNum* G = Gin;
+  if (!G) {
+    gstatus = mjdiff_contactGeomJacobian(m, d, con, Gown);
+    G = Gown;
+  }
+  if (gstatus) return -1;
   contactKinematics(m, d, sc, con, g, b, G, w);
   const int* cols = sc->cols;
   int nc = sc->nc;
@@ -873,8 +881,27 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   // smooth forces (plugin/smooth.c), under the same flags
   if ((parts & MJDIFF_FORCES_SMOOTH) && !DISABLED(m, mjDSBL_CONSTRAINT) && !compat_passiveOff(m)) {
     if (!DISABLED(m, mjDSBL_CONTACT)) {
+      // a pair's consecutive contacts (up to 8) share one run of its pair function
+      mjtNum Grun[8 * 7 * 12];
+      int gst[8], run0 = 0, nrun = 0;
       for (int i = 0; i < d->ncon; i++) {
-        if (contactDeriv(m, d, s, &sc, d->contact + i, DfDq, DfDv) && !status) status = -1 - i;
+        const mjContact* con = d->contact + i;
+        if (i >= run0 + nrun) {
+          int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+          run0 = i;
+          nrun = 1;
+          while (nrun < 8 && i + nrun < d->ncon && compat_contactGeom1(con + nrun) == g1 &&
+                 compat_contactGeom2(con + nrun) == g2) {
+            nrun++;
+          }
+          // (convex and height-field pairs solve per contact anyway: computed when active)
+          if (mjdiff_convexPair(m->geom_type[g1], m->geom_type[g2])) nrun = 1;
+          if (nrun > 1 && mjdiff_contactGeomJacobianRun(m, d, con, nrun, Grun, gst)) nrun = 1;
+        }
+        const mjtNum* G = nrun > 1 ? Grun + 84 * (i - run0) : NULL;
+        if (contactDeriv(m, d, s, &sc, con, G, G ? gst[i - run0] : 0, DfDq, DfDv) && !status) {
+          status = -1 - i;
+        }
       }
     }
     if (!DISABLED(m, mjDSBL_EQUALITY)) {

@@ -210,6 +210,7 @@
 
 #define NZ 18     // columns of z = (dx1, dth1, dx2, dth2, ds1, ds2)
 #define NPOSE 12  // pose columns (dx1, dth1, dx2, dth2); sizes from column NPOSE on
+#define GEOM_RUN 8  // contacts of one pair matched in one run of its pair function
 
 //---------------------------------- tracked arithmetic --------------------------------------------
 
@@ -508,20 +509,31 @@ typedef struct {
   tnum S1[3], S2[3];     // sizes tracked (columns NPOSE + 0..2, NPOSE + 3..5)
   tvec p1, p2;           // origins
   tvec a1[3], a2[3];     // axes (columns of geom_xmat)
-  const mjContact* con;  // the contact to match
-  mjtNum best;           // squared mismatch of the best candidate
-  tnum dist;             // best candidate
-  tvec n, pos;
+  // the contacts to match: nt of the pair's run, each with its nearest candidate so far
+  int nt;
+  const mjContact* con[GEOM_RUN];
+  mjtNum best[GEOM_RUN];  // squared mismatch of the best candidate
+  tnum dist[GEOM_RUN];    // best candidate
+  tvec n[GEOM_RUN], pos[GEOM_RUN];
 } pairCtx;
 
-// squared mismatch of a candidate's values to con in (pos, n, dist)
-static mjtNum mismatch(const pairCtx* x, mjtNum dist, const mjtNum n[3], const mjtNum pos[3]) {
-  const mjContact* con = x->con;
+// squared mismatch of a candidate's values to contact con in (pos, n, dist)
+static mjtNum mismatchTo(const mjContact* con, mjtNum dist, const mjtNum n[3],
+                         const mjtNum pos[3]) {
   mjtNum dp[3], dn[3];
   mju_sub3(dp, pos, con->pos);
   mju_sub3(dn, n, con->frame);
   mjtNum dd = dist - con->dist;
   return mju_dot3(dp, dp) + mju_dot3(dn, dn) + dd * dd;
+}
+
+// would a candidate with these values be nearer to one of the contacts than its best so far?
+// (tested on values before a candidate is tracked)
+static int improves(const pairCtx* x, mjtNum dist, const mjtNum n[3], const mjtNum pos[3]) {
+  for (int t = 0; t < x->nt; t++) {
+    if (mismatchTo(x->con[t], dist, n, pos) < x->best[t]) return 1;
+  }
+  return 0;
 }
 
 // origin + sum_k f_k w_k on values (to skip tracking a candidate that cannot be con)
@@ -532,12 +544,14 @@ static void worldValue(const tvec f[3], const mjtNum org[3], const mjtNum w[3], 
 
 // offer a candidate contact; keep it if it is nearer to con than the best so far
 static void offer(pairCtx* x, const tnum* dist, const tvec* n, const tvec* pos) {
-  mjtNum e = mismatch(x, dist->v, n->v, pos->v);
-  if (e < x->best) {
-    x->best = e;
-    x->dist = *dist;
-    x->n = *n;
-    x->pos = *pos;
+  for (int t = 0; t < x->nt; t++) {
+    mjtNum e = mismatchTo(x->con[t], dist->v, n->v, pos->v);
+    if (e < x->best[t]) {
+      x->best[t] = e;
+      x->dist[t] = *dist;
+      x->n[t] = *n;
+      x->pos[t] = *pos;
+    }
   }
 }
 
@@ -681,26 +695,28 @@ static void planeMesh(pairCtx* x, const mjModel* m, int g, const mjtNum* p2, con
   if (id < 0) return;
   const float* vert = m->mesh_vert + 3 * m->mesh_vertadr[id];
   const mjtNum* n = x->a1[2].v;
-  const mjContact* con = x->con;
-  mjtNum best = mjMAXVAL, cbest[3] = {0, 0, 0};
-  for (int i = 0; i < m->mesh_vertnum[id]; i++) {
-    mjtNum v[3] = {vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]}, c[3], dif[3], dp[3];
-    mju_rotVecMat(c, v, R2);
-    mju_addTo3(c, p2);
-    mju_sub3(dif, c, x->p1.v);
-    mjtNum dist = mju_dot3(n, dif);
-    mju_addScl3(dp, c, n, -0.5 * dist);
-    mju_subFrom3(dp, con->pos);
-    mjtNum e = mju_dot3(dp, dp) + (dist - con->dist) * (dist - con->dist);
-    if (e < best) {
-      best = e;
-      mju_copy3(cbest, c);
+  for (int t = 0; t < x->nt; t++) {
+    const mjContact* con = x->con[t];
+    mjtNum best = mjMAXVAL, cbest[3] = {0, 0, 0};
+    for (int i = 0; i < m->mesh_vertnum[id]; i++) {
+      mjtNum v[3] = {vert[3 * i], vert[3 * i + 1], vert[3 * i + 2]}, c[3], dif[3], dp[3];
+      mju_rotVecMat(c, v, R2);
+      mju_addTo3(c, p2);
+      mju_sub3(dif, c, x->p1.v);
+      mjtNum dist = mju_dot3(n, dif);
+      mju_addScl3(dp, c, n, -0.5 * dist);
+      mju_subFrom3(dp, con->pos);
+      mjtNum e = mju_dot3(dp, dp) + (dist - con->dist) * (dist - con->dist);
+      if (e < best) {
+        best = e;
+        mju_copy3(cbest, c);
+      }
     }
+    if (best == mjMAXVAL) continue;
+    tvec c = vpoint(1, cbest, p2);
+    tnum zero = tcon(0);
+    planePoint(x, &c, &zero);
   }
-  if (best == mjMAXVAL) return;
-  tvec c = vpoint(1, cbest, p2);
-  tnum zero = tcon(0);
-  planePoint(x, &c, &zero);
 }
 
 //---------------------------------- sphere and capsule pairs --------------------------------------
@@ -1070,7 +1086,7 @@ static void faceContact(pairCtx* x, const tvec f[3], const tvec* pref, const tnu
   mjtNum wl[3] = {W->v[0], W->v[1], 0.5 * W->v[2] + hz->v}, pv[3], nv[3];
   worldValue(f, pref->v, wl, pv);
   mju_scl3(nv, f[2].v, nsg);
-  if (mismatch(x, W->v[2], nv, pv) >= x->best) return;
+  if (!improves(x, W->v[2], nv, pv)) return;
   tnum dist = vget(W, 2);
   tvec posl = *W;
   tnum z = tadd(tscl(dist, 0.5), *hz);
@@ -1173,7 +1189,7 @@ static void edgeContact(pairCtx* x, const tvec f[3], const tnum* hz, const tvec*
   mjtNum wl[3] = {w.v[0], w.v[1], w.v[2] + hz->v}, pv[3], nv[3];
   worldValue(f, x->p1.v, wl, pv);
   mju_scl3(nv, N->v, sg);
-  if (mismatch(x, dist->v, nv, pv) >= x->best) return;
+  if (!improves(x, dist->v, nv, pv)) return;
   vaddAt(&w, 2, hz, 1);
   tvec pos = toWorld(f, &x->p1, &w);
   tvec n = vsclc(*N, sg);
@@ -1424,7 +1440,7 @@ static void boxFace3(pairCtx* x, int code, mjtNum margin) {
     wl[ay] = W->v[1];
     wl[a] = sgn * (sref[a] + 0.5 * W->v[2]);
     worldValue(aref, pref->v, wl, pv);
-    if (mismatch(x, W->v[2], n.v, pv) >= x->best) continue;
+    if (!improves(x, W->v[2], n.v, pv)) continue;
     tnum dist = vget(W, 2), wx = vget(W, 0), wy = vget(W, 1);
     tnum wz = tscl(tadd(Sref[a], tscl(dist, 0.5)), sgn);
     tvec w;
@@ -1560,10 +1576,11 @@ int mjdiff_contactPairSupported(int t1, int t2) {
   }
 }
 
-// the contact con of geoms g1, g2 (a supported pair, t1 <= t2) tracked in z: 0, or -1 if no
-// candidate of the pair function reproduces it
-static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, int g1, int g2,
-                     pairCtx* x) {
+// the contacts con[0 .. nt - 1] (nt <= GEOM_RUN) of geoms g1, g2 (a supported pair, t1 <= t2)
+// tracked in z, from one run of the pair function's candidates: ok[t] 1 if a candidate
+// reproduces contact t, else 0
+static void trackPair(const mjModel* m, const mjData* d, const mjContact* const* con, int nt,
+                      int g1, int g2, pairCtx* x, int* ok) {
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
 
   // the two geoms in tracked form
@@ -1582,8 +1599,11 @@ static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, in
     x->a1[k] = vdir(0, c1);
     x->a2[k] = vdir(1, c2);
   }
-  x->con = con;
-  x->best = mjMAXVAL;
+  x->nt = nt;
+  for (int t = 0; t < nt; t++) {
+    x->con[t] = con[t];
+    x->best[t] = mjMAXVAL;
+  }
 
   // candidates of the engine's pair function
   if (t1 == mjGEOM_PLANE) {
@@ -1599,22 +1619,22 @@ static int trackPair(const mjModel* m, const mjData* d, const mjContact* con, in
     if (t2 == mjGEOM_BOX) sphereBox(x, &x->p1, x->S1);
   } else if (t1 == mjGEOM_CAPSULE) {
     if (t2 == mjGEOM_CAPSULE) capsuleCapsule(x);
-    if (t2 == mjGEOM_BOX) capsuleBox(x, mjdiff_contactMargin(m, con));
+    if (t2 == mjGEOM_BOX) capsuleBox(x, mjdiff_contactMargin(m, con[0]));
   } else if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
-    boxBox(x, p1, R1, p2, R2, mjdiff_contactMargin(m, con));
+    boxBox(x, p1, R1, p2, R2, mjdiff_contactMargin(m, con[0]));
   }
 
-  // the nearest candidate must be con
+  // the nearest candidate must be the contact
   mjtNum tol = 1e-6 * (1 + m->geom_rbound[g1] + m->geom_rbound[g2]);
-  return x->best <= tol * tol ? 0 : -1;
+  for (int t = 0; t < nt; t++) ok[t] = x->best[t] <= tol * tol;
 }
 
-// columns c0 .. c0 + nc - 1 of the tracked y = (dist, n, pos) into Y (7 x nc)
-static void copyColumns(const pairCtx* x, int c0, int nc, mjtNum* Y) {
-  mju_copy(Y, x->dist.g + c0, nc);
+// columns c0 .. c0 + nc - 1 of contact t's tracked y = (dist, n, pos) into Y (7 x nc)
+static void copyColumns(const pairCtx* x, int t, int c0, int nc, mjtNum* Y) {
+  mju_copy(Y, x->dist[t].g + c0, nc);
   for (int i = 0; i < 3; i++) {
-    mju_copy(Y + (1 + i) * nc, x->n.J + i * NZ + c0, nc);
-    mju_copy(Y + (4 + i) * nc, x->pos.J + i * NZ + c0, nc);
+    mju_copy(Y + (1 + i) * nc, x->n[t].J + i * NZ + c0, nc);
+    mju_copy(Y + (4 + i) * nc, x->pos[t].J + i * NZ + c0, nc);
   }
 }
 
@@ -1627,8 +1647,39 @@ int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContac
   if (mjdiff_convexPair(t1, t2)) return mjdiff_convexGeomJacobian(m, d, con, J);
   if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
   pairCtx x;
-  if (trackPair(m, d, con, g1, g2, &x)) return -1;
-  copyColumns(&x, 0, NPOSE, J);
+  int ok;
+  trackPair(m, d, &con, 1, g1, g2, &x, &ok);
+  if (!ok) return -1;
+  copyColumns(&x, 0, 0, NPOSE, J);
+  return 0;
+}
+
+int mjdiff_contactGeomJacobianRun(const mjModel* m, const mjData* d, const mjContact* con, int n,
+                                  mjtNum* J, int* status) {
+  for (int i = 0; i < n; i++) status[i] = -1;
+  if (n < 1) return 0;
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
+  for (int i = 1; i < n; i++) {
+    if (compat_contactGeom1(con + i) != g1 || compat_contactGeom2(con + i) != g2) return -1;
+  }
+  int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  if (mjdiff_convexPair(t1, t2) || t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) {
+    for (int i = 0; i < n; i++) status[i] = mjdiff_contactGeomJacobian(m, d, con + i, J + 84 * i);
+    return 0;
+  }
+  for (int i0 = 0; i0 < n; i0 += GEOM_RUN) {
+    int nt = n - i0 < GEOM_RUN ? n - i0 : GEOM_RUN, ok[GEOM_RUN];
+    const mjContact* cs[GEOM_RUN];
+    for (int t = 0; t < nt; t++) cs[t] = con + i0 + t;
+    pairCtx x;
+    trackPair(m, d, cs, nt, g1, g2, &x, ok);
+    for (int t = 0; t < nt; t++) {
+      mju_zero(J + 84 * (i0 + t), 7 * NPOSE);
+      if (ok[t]) copyColumns(&x, t, 0, NPOSE, J + 84 * (i0 + t));
+      status[i0 + t] = ok[t] ? 0 : -1;
+    }
+  }
   return 0;
 }
 
@@ -1641,7 +1692,9 @@ int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d, const mjCo
   if (mjdiff_convexPair(t1, t2)) return mjdiff_convexGeomSizeJacobian(m, d, con, Js);
   if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
   pairCtx x;
-  if (trackPair(m, d, con, g1, g2, &x)) return -1;
-  copyColumns(&x, NPOSE, 6, Js);
+  int ok;
+  trackPair(m, d, &con, 1, g1, g2, &x, &ok);
+  if (!ok) return -1;
+  copyColumns(&x, 0, NPOSE, 6, Js);
   return 0;
 }

@@ -17,7 +17,10 @@
 // point of D nearest the origin when they are apart (u0 = v/|v|); when the origin is inside D, EPA
 // expands a polytope inside D towards its boundary and gives the face nearest the origin, normal n
 // (u0 = -n). Both are exact in finitely many steps for polytopes and approximate (stopped after a
-// fixed number of iterations) for curved geoms; they choose the right basin.
+// fixed number of iterations) for curved geoms; they choose the right basin. Spheres and capsules
+// enter this stage as their cores (centre, segment), exact polytopes: h_i = h_core,i + r_i, so
+// sigma = sigma_core - r1 - r2 has the same maximiser. A caller with a cut (a margin beyond which
+// the pair is discarded) stops as soon as GJK's lower bound v.w/|v| exceeds it.
 //
 // Local stage (exact). Near its witness point each geom is described by a feature:
 //   x_i = c_i(dir_i) + E_i a_i,   dir_1 = u, dir_2 = -u
