@@ -201,6 +201,36 @@ TEST(Defaults, LimitLawFromSolrefAndDofInertia) {
 
 // pushed into its limit by a torque: the derived values hold; a hand-set damping of 1 (100 times
 // the joint's own, the reacher case of issue 10) diverges and the step names the limit
+// a strong motor, or a large applied force, accelerating a body from rest is driven motion: the
+// divergence test leaves a gain that the actuators' and applied forces' work explains alone
+TEST(Defaults, DrivenMotionIsNotDivergence) {
+  Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body name="cart" pos="0 0 0.1">
+      <joint name="slide" type="slide" axis="1 0 0"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1" contype="0" conaffinity="0"/>
+    </body>
+    <body name="ball" pos="0 1 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+  </worldbody>
+  <actuator><motor joint="slide" gear="1e4"/></actuator>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  d->ctrl[0] = 1;
+  d->xfrc_applied[6 * 2 + 0] = 5e3;  // the ball, resting on the plane, pushed sideways
+  char err[2000] = "";
+  for (int k = 1; k <= 5; k++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << k << err;
+    EXPECT_NEAR(d->qvel[0], 2e-3 * 1e4 * k, 1e-9 * k) << "step " << k;
+    EXPECT_GT(d->qvel[1], 2e-3 * 5e3 * k * 0.9) << "step " << k;  // less the floor's friction
+  }
+}
+
 TEST(Defaults, DivergenceIsCaughtAndNamed) {
   for (bool derived : {true, false}) {
     SCOPED_TRACE(derived ? "derived" : "limit_damping = 1");

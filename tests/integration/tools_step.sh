@@ -7,7 +7,8 @@
 #      contacts, convex.c / convex_d.c; the shared-edge kink is test_convex's
 #      GeomOverSharedPrismEdge) passes (exit 0) with contacts at every state; on a model the step derivatives do not cover (a muscle actuator)
 #      exits 1 with the library's message naming the actuator and the missing derivative; on an
-#      implicit-integrator model exits 1 naming the integrator;
+#      implicit-integrator model exits 1 naming the integrator; on a run that runs away before
+#      its states exits 1 saying so (not as derivative errors);
 #   3. mjdiff-check --bogus and a missing model are usage errors (exit 2); --help exits 0;
 #   4. mjdiff-bench-step --rounds 1 models/cartpole.xml --json prints valid JSON with the
 #      step, VJP, JVP, Jacobian and mjd_transitionFD times;
@@ -123,6 +124,25 @@ run "$CHECK" --states 5 "$TMP/implicit.xml"
 [[ $RC -eq 1 ]] || fail "mjdiff-check on an implicit-integrator model: exit $RC, expected 1; $ERR"
 grep -q "implicit" <<<"$ERR" || fail "implicit: the message does not name the integrator: $ERR"
 note "mjdiff-check on an implicit-integrator model: exit 1, $ERR"
+
+# a run that diverges before the states are taken: named as the forward's failure (the Jacobians
+# of a run-away state say nothing), not as derivative errors
+cat >"$TMP/runaway.xml" <<'EOF2'
+<mujoco>
+  <worldbody>
+    <body name="cart">
+      <joint name="slide" type="slide" axis="1 0 0"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="slide" gear="1e4" ctrllimited="true" ctrlrange="0.5 1"/></actuator>
+</mujoco>
+EOF2
+run "$CHECK" --states 3 "$TMP/runaway.xml"
+[[ $RC -eq 1 ]] || fail "mjdiff-check on a run-away model: exit $RC, expected 1; $ERR"
+grep -q "ran away: |qvel\[0\]|" <<<"$ERR" || fail "runaway: the message does not say it ran away: $ERR"
+grep -q "FAILED: block" <<<"$ERR$OUT" && fail "runaway: reported as derivative errors: $ERR"
+note "mjdiff-check on a run-away model: exit 1, $ERR"
 
 # 3. usage
 run "$CHECK" --bogus

@@ -50,7 +50,6 @@
 #define DEV_T1 0.1
 #define DEV_T2 0.5
 #define TAIL 0.2  // the resting penetration is averaged over this last fraction of the rest run
-#define RUNAWAY 1000.0  // |qvel| above this (m/s, rad/s) counts as diverged
 
 enum { NATIVE = 0, WRITTEN, DEFAULTS, IMPLICIT, NMODE };
 static const char* const kModeName[NMODE] = {"native", "written", "defaults", "implicit"};
@@ -287,23 +286,10 @@ static int stateFinite(const mjModel* m, const mjData* d) {
 
 static int stepChecked(const mjModel* m, mjData* d, const mjdiffModel* s, char* err, int errsz);
 
-// index of the first |qvel| above RUNAWAY, or -1
-static int runaway(const mjModel* m, const mjData* d) {
-  for (int i = 0; i < m->nv; i++) {
-    if (fabs(d->qvel[i]) > RUNAWAY) return i;
-  }
-  return -1;
-}
-
-// one step of a mode (s NULL: native); 0 with err filled if it failed
+// one step of a mode (s NULL: native); 0 with err filled if it failed or ran away
 static int stepMode(const mjModel* m, mjData* d, const mjdiffModel* s, char* err, int errsz) {
   int ok = stepChecked(m, d, s, err, errsz);
-  int i = ok ? runaway(m, d) : -1;
-  if (i >= 0) {
-    snprintf(err, (size_t)errsz, "ran away: |qvel[%d]| = %.3g > %g at t = %.4g s", i,
-             fabs(d->qvel[i]), RUNAWAY, d->time);
-    return 0;
-  }
+  if (ok && tool_ranAway(m, d, err, errsz)) return 0;
   return ok;
 }
 

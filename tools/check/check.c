@@ -223,15 +223,25 @@ static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
 
 // a random state near a simulated trajectory: nstep smooth steps under random controls from the
 // initial state, then perturbed velocities and activations and new controls inside ctrlrange;
-// returns the steps actually done (a failed step ends the run early)
+// returns the steps done, -1 with why filled if a step failed or the run ran away (a state there
+// says nothing about the derivatives: the forward itself diverged)
 static int randomState(const mjModel* m, mjData* d, const mjdiffModel* s, uint64_t* rng,
-                       int nstep) {
+                       int nstep, char* why, int whysz) {
   tool_resetState(m, d);
   char err[512];
   int done = 0;
   for (; done < nstep; done++) {
     if (done % 20 == 0) tool_randomCtrl(m, d->ctrl, rng);
-    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) break;
+    if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
+      snprintf(why, (size_t)whysz, "the smooth step failed at t = %.4g s (step %d): %s", d->time,
+               done, err);
+      return -1;
+    }
+    if (tool_ranAway(m, d, err, sizeof(err))) {
+      snprintf(why, (size_t)whysz, "the smooth step %s (step %d): the forward diverges at the "
+               "model's timestep", err, done + 1);
+      return -1;
+    }
   }
   for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (tool_uniform(rng) - 0.5);
   for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (tool_uniform(rng) - 0.5);
@@ -523,7 +533,12 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
   char err[1024] = "";
   for (int k = 0; k < a->states && !tool_interrupted(); k++) {
     staterec* rec = r->rec + k;
-    rec->steps = randomState(m, d, s, &rng, (int)(a->steps + 7 * k));
+    rec->steps = randomState(m, d, s, &rng, (int)(a->steps + 7 * k), err, sizeof(err));
+    if (rec->steps < 0) {
+      r->status = TOOL_EXIT_RUNTIME;
+      snprintf(r->message, sizeof(r->message), "state %d: %s", k, err);
+      break;
+    }
     getState(m, d, state);
 
     // analytic [A B]; the call leaves the state as it found it

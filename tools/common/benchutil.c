@@ -199,6 +199,17 @@ void tool_resetState(const mjModel* m, mjData* d) {
   }
 }
 
+int tool_ranAway(const mjModel* m, const mjData* d, char* msg, int msgsz) {
+  for (int i = 0; i < m->nv; i++) {
+    if (fabs(d->qvel[i]) > TOOL_RUNAWAY) {
+      snprintf(msg, (size_t)msgsz, "ran away: |qvel[%d]| = %.3g > %g at t = %.4g s", i,
+               fabs(d->qvel[i]), TOOL_RUNAWAY, d->time);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 //---------------------------------- runs ----------------------------------------------------------
 
 const char* tool_runStatus(int interrupted, int ok) {

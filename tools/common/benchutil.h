@@ -73,6 +73,11 @@ int tool_badWarnings(const mjData* d);
 // reset d to keyframe 0, else to qpos0
 void tool_resetState(const mjModel* m, mjData* d);
 
+// a run that has run away: some |qvel_i| above TOOL_RUNAWAY (m/s, rad/s), which a step of a
+// stable model does not reach; returns 1 with msg "ran away: |qvel[i]| = ... at t = ... s"
+#define TOOL_RUNAWAY 1000.0
+int tool_ranAway(const mjModel* m, const mjData* d, char* msg, int msgsz);
+
 //---------------------------------- runs ----------------------------------------------------------
 
 // "interrupted", "ok" or "error"
