@@ -115,6 +115,9 @@ MJDIFF_API int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d,
 // smooth model's forces alone (contacts, limits, friction loss, equalities; DfDa, DfDu and the
 // activation derivatives are then zero), MJDIFF_FORCES_OTHER all the others (MuJoCo's passive
 // and fluid forces, actuators, xfrc_applied). The implicit step treats the two differently.
+// mjdiff_forceDerivativeParts needs at most mjdiff_forceDerivativeStack(m) numbers of d's stack
+// (with less, a spatial tendon's derivative is skipped and reported as that tendon's failure).
+MJDIFF_API size_t mjdiff_forceDerivativeStack(const mjModel* m);
 #define MJDIFF_FORCES_SMOOTH 1
 #define MJDIFF_FORCES_OTHER 2
 #define MJDIFF_FORCES_ALL 3

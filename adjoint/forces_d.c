@@ -841,6 +841,22 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
                                      DadotDu);
 }
 
+size_t mjdiff_forceDerivativeStack(const mjModel* m) {
+  size_t nv = (size_t)m->nv, nbody = (size_t)m->nbody;
+  // this function's scratch: cdof0, dV, Wsub, J1, J2, Y, cols, all, tendon forces
+  size_t own = 50 * nv + 6 * nv * nbody + 6 * nbody + nv + 3 * (size_t)m->ntendon + 4;
+  // the deepest callee: a spatial tendon's force derivative (a dense Hessian per tendon: two for
+  // an equality between two tendons, J, vH) with mjdiff_tendonDerivative's scratch inside it; the
+  // fluid derivative's is smaller
+  size_t nhess = 1;
+  for (int i = 0; i < m->neq; i++) {
+    if (m->eq_type[i] == mjEQ_TENDON && m->eq_obj2id[i] >= 0) nhess = 2;
+  }
+  size_t tendon = 4 * nv + nhess * nv * nv + 26 * nv + nv * nv / 8 + nv / 2 + 8;
+  size_t fluid = 36 * nv + 6 * nbody + 8;
+  return own + (tendon > fluid ? tendon : fluid);
+}
+
 int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel* s, int parts,
                                 mjtNum* DfDq, mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu,
                                 mjtNum* DadotDa, mjtNum* DadotDu) {

@@ -596,10 +596,10 @@ int mjdiff_tendonDerivative(const mjModel* m, mjData* d, int t, mjtNum* L, mjtNu
 int mjdiff_tendonForceDerivative(const mjModel* m, mjData* d, int n, const int* tendon,
                                  const mjtNum* F, const mjtNum* dF, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv, status = 0;
-  if (compat_stackSpace(d) < 4 * nv + 2 * nv * nv) return -2;
+  if (compat_stackSpace(d) < 4 * nv + n * nv * nv) return -2;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* J = compat_stackAllocNum(d, 2 * nv);
-  mjtNum* H = compat_stackAllocNum(d, 2 * nv * nv);
+  mjtNum* H = compat_stackAllocNum(d, n * nv * nv);
   mjtNum* vH = compat_stackAllocNum(d, 2 * nv);
   for (int a = 0; a < n; a++) {
     mjtNum* Ha = H + nv * nv * a;

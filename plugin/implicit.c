@@ -113,10 +113,39 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
   }
 }
 
-// d's stack the implicit step needs (mjtNums)
+// d's stack the implicit step needs (mjtNums): its own arrays, and the force derivative's scratch
+// on top of them (without that, a spatial tendon's derivative was skipped for want of stack and
+// the Newton matrix lost its terms: hammock's pinned grid, Newton linear, 100 iterations at step 0)
 static size_t stackNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
-  return 6 * nv * nv + 12 * nv + (size_t)m->nq + 200 + 40 * nv + 6 * nv * (size_t)m->nbody;
+  return 6 * nv * nv + 12 * nv + (size_t)m->nq + 200 + mjdiff_forceDerivativeStack(m);
+}
+
+// the smooth forces' Jacobians at the state in d; a derivative that is unavailable fails the step
+// by name (a contact whose geometry Jacobian cannot reproduce it, a tendon), rather than leaving
+// its terms out of the Newton matrix
+static mjdiffStatus newtonJacobians(const mjModel* m, const mjModel* mu, mjData* d,
+                                    const mjdiffModel* s, mjtNum* Dq, mjtNum* Dv, char* err,
+                                    int errsz) {
+  int bad = mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL,
+                                        NULL);
+  if (!bad) return MJDIFF_OK;
+  int i = -1 - bad;
+  if (i < d->ncon) {
+    const mjContact* con = d->contact + i;
+    int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+    const char* n1 = mj_id2name(m, mjOBJ_GEOM, g1);
+    const char* n2 = mj_id2name(m, mjOBJ_GEOM, g2);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "the implicit step's Newton matrix at time %g: no geometry Jacobian for "
+                        "contact %d between geoms %d '%s' and %d '%s'", d->time, i, g1,
+                        n1 ? n1 : "", g2, n2 ? n2 : "");
+  }
+  int t = i - d->ncon;
+  const char* name = t < m->ntendon ? mj_id2name(m, mjOBJ_TENDON, t) : NULL;
+  return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                      "the implicit step's Newton matrix at time %g: no derivative for tendon %d "
+                      "'%s'", d->time, t, name ? name : "");
 }
 
 void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs) {
@@ -270,8 +299,9 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   int gauss = 0;   // the damping's form: 0 Newton's, 1 Gauss-Newton's (newtonMatrix)
   mju_copy(vk, vstart ? vstart : v0, nv);
   if (!vstart) {  // N_0 at v' = v, from the start state's Jacobians
-    mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
-    if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+    st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
+    if (st == MJDIFF_OK &&
+        newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);
     }
@@ -291,7 +321,8 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   while (st == MJDIFF_OK) {
     k++;
     if (!keep && (k > 1 || vstart)) {  // at vk (d holds its kinematics): rebuild N
-      mjdiff_forceDerivativeParts(mu, d, s, MJDIFF_FORCES_SMOOTH, Dq, Dv, NULL, NULL, NULL, NULL);
+      st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
+      if (st != MJDIFF_OK) break;
       if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);

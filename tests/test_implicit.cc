@@ -352,6 +352,42 @@ TEST(Implicit, HumanoidUnderControlsConverges) {
   EXPECT_LE(worst, 60);
 }
 
+// MuJoCo's hammock sample (a pinned grid of 285 slide dofs held by 178 spatial-tendon equalities,
+// a humanoid lying in it; nstack 1e6). The force derivative's spatial-tendon Hessians need d's
+// stack on top of the implicit step's own arrays: before the step counted them, they were
+// skipped for want of stack (the call's status ignored), the Newton matrix lost the tendons'
+// stiffness (diagonal 3.64 where central differences of g give 194) and Newton crept linearly:
+// 100 iterations at step 0 and a failure. With the right matrix Newton converges quadratically.
+TEST(Implicit, HammockNewtonHasTheTendonTerms) {
+  Sim sim(nullptr, "/usr/share/mujoco/model/hammock/hammock.xml");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[1000];
+  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
+  int worst = 0;
+  for (int k = 0; k < 20; k++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << k << ": "
+                                                                         << err;
+    worst = std::max(worst, mjdiff_implicitStats(d, nullptr, nullptr));
+  }
+  std::cout << "hammock: worst Newton iterations over 20 steps " << worst << "\n";
+  EXPECT_LE(worst, 10);
+
+  // a stack too small for the step and its force derivative is refused by name, before any work
+  mjModel* small = mj_copyModel(nullptr, m);
+  small->nstack = (int)(6.0 * m->nv * m->nv);  // the step's own arrays, not the derivative's
+  mjData* ds = mj_makeData(small);
+  mjdiffModel* ss = nullptr;
+  ASSERT_EQ(mjdiff_makeModel(small, nullptr, &ss, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_setParam(ss, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(mjdiff_step(small, ds, ss, err, sizeof(err)), MJDIFF_ERR_MEMORY);
+  EXPECT_NE(std::string(err).find("nstack"), std::string::npos) << err;
+  mjdiff_freeModel(ss);
+  mj_deleteData(ds);
+  mj_deleteModel(small);
+}
+
 // A step where Newton's direction, damped towards M, is no descent direction of the merit: the
 // hopper's foot landing on the floor with the implicit step's derived values, at the truth of
 // the native calibration (foot friction 1.2, torso mass 3.85), from the state of a multiple-
