@@ -404,6 +404,33 @@ static void bodyVelDq(const mjModel* m, const mjData* d, const mjtNum* cdof0, in
   }
 }
 
+// r = a x b, r += a (inline: the per-column loop below calls them a few times per dof)
+static inline void cross3(mjtNum r[3], const mjtNum a[3], const mjtNum b[3]) {
+  r[0] = a[1] * b[2] - a[2] * b[1];
+  r[1] = a[2] * b[0] - a[0] * b[2];
+  r[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static inline void add3(mjtNum r[3], const mjtNum a[3]) {
+  r[0] += a[0];
+  r[1] += a[1];
+  r[2] += a[2];
+}
+
+// (t, f) = G (a, b), G 6 x 6 row-major
+static inline void mulG(const mjtNum G[36], const mjtNum a[3], const mjtNum b[3], mjtNum t[3],
+                        mjtNum f[3]) {
+  for (int r = 0; r < 6; r++) {
+    const mjtNum* g = G + 6 * r;
+    mjtNum x = g[0] * a[0] + g[1] * a[1] + g[2] * a[2] + g[3] * b[0] + g[4] * b[1] + g[5] * b[2];
+    if (r < 3) {
+      t[r] = x;
+    } else {
+      f[r - 3] = x;
+    }
+  }
+}
+
 void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv, nbody = m->nbody;
   if (!fluidActive(m) || nv == 0) return;
@@ -450,10 +477,28 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
       }
       spatial_pointJacobian(nv, J, p, Jp);
 
+      // the law's Jacobian in the world frame, G = diag(R, R) D diag(R', R'): a world change
+      // (dw, du) of the element's velocities changes (T, F) by G (dw, du)
+      mjtNum G[36], DR[36];
+      for (int r = 0; r < 6; r++) {  // DR = D diag(R', R')
+        for (int c = 0; c < 6; c++) {
+          int cb = c / 3 * 3, cc = c % 3;
+          DR[6 * r + c] = D[6 * r + cb] * R[3 * cc] + D[6 * r + cb + 1] * R[3 * cc + 1] +
+                          D[6 * r + cb + 2] * R[3 * cc + 2];
+        }
+      }
+      for (int r = 0; r < 6; r++) {  // G = diag(R, R) DR
+        int rb = r / 3 * 3, rr = r % 3;
+        for (int c = 0; c < 6; c++) {
+          G[6 * r + c] = R[3 * rr] * DR[6 * rb + c] + R[3 * rr + 1] * DR[6 * (rb + 1) + c] +
+                         R[3 * rr + 2] * DR[6 * (rb + 2) + c];
+        }
+      }
+
       // dW/dq and dW/dv, column by column (only the chain's dofs move the frame)
       for (int ic = 0; ic < nc; ic++) {
         int k = chain[ic];
-        mjtNum dth[3], dp[3], dVk[6], du[3], a[3], b3[3], dy[6], dl[6];
+        mjtNum dth[3], dp[3], dVk[6], du[3], a[3], b3[3];
         for (int r = 0; r < 3; r++) {
           dth[r] = J[nv * r + k];
           dp[r] = Jp[nv * r + k];
@@ -461,35 +506,27 @@ void mjdiff_fluidDerivative(const mjModel* m, mjData* d, mjtNum* DfDq, mjtNum* D
         for (int r = 0; r < 6; r++) dVk[r] = dV[nv * r + k];
         spatial_pointVelDq(du, dVk, V, p, dp);
 
-        // q: dy = [R' (dw + w x dth); R' (du + u x dth)]
-        mju_cross(a, V, dth);
-        mju_addTo3(a, dVk);
-        mju_mulMatTVec(dy, R, a, 3, 3);
-        mju_cross(b3, u, dth);
-        mju_addTo3(b3, du);
-        mju_mulMatTVec(dy + 3, R, b3, 3, 3);
-        mju_mulMatVec(dl, D, dy, 6, 6);
+        // q: dy = [R' (dw + w x dth); R' (du + u x dth)], (dT, dF) = R D dy = G (a, b3)
+        cross3(a, V, dth);
+        add3(a, dVk);
+        cross3(b3, u, dth);
+        add3(b3, du);
         mjtNum dT[3], dF[3], c1[3], c2[3];
-        mju_mulMatVec(dT, R, dl, 3, 3);
-        mju_mulMatVec(dF, R, dl + 3, 3, 3);
-        mju_cross(c1, dth, T);
-        mju_addTo3(dT, c1);
-        mju_cross(c1, dth, F);
-        mju_addTo3(dF, c1);
-        mju_cross(c1, dp, F);
-        mju_cross(c2, p, dF);
+        mulG(G, a, b3, dT, dF);
+        cross3(c1, dth, T);
+        add3(dT, c1);
+        cross3(c1, dth, F);
+        add3(dF, c1);
+        cross3(c1, dp, F);
+        cross3(c2, p, dF);
         for (int r = 0; r < 3; r++) {
           dWq[nv * r + k] = dT[r] + c1[r] + c2[r];
           dWq[nv * (3 + r) + k] = dF[r];
         }
 
         // v: dy = [R' J_r; R' J_p]
-        mju_mulMatTVec(dy, R, dth, 3, 3);
-        mju_mulMatTVec(dy + 3, R, dp, 3, 3);
-        mju_mulMatVec(dl, D, dy, 6, 6);
-        mju_mulMatVec(dT, R, dl, 3, 3);
-        mju_mulMatVec(dF, R, dl + 3, 3, 3);
-        mju_cross(c2, p, dF);
+        mulG(G, dth, dp, dT, dF);
+        cross3(c2, p, dF);
         for (int r = 0; r < 3; r++) {
           dWv[nv * r + k] = dT[r] + c2[r];
           dWv[nv * (3 + r) + k] = dF[r];
