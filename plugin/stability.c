@@ -26,9 +26,10 @@
 //   (c) the kinetic energy grew more than a hundredfold in the step (K' > 100 K + M/2 (1 m/s)^2),
 //       whatever the elements' ratios say (coupled elements can be unstable together while each
 //       alone is stable). Slower growth runs on until (a) or until the motion slows.
-// (b) and (c) apply only to a gain the actuators and applied forces do not explain: their work
-// h vbar'(qfrc_actuator + qfrc_applied + J' xfrc_applied) below half of K' - K (a strong motor
-// that accelerates a body from rest is driven motion, not divergence).
+// (b) and (c) apply only to a gain the actuators and applied forces do not explain: the gain they
+// alone would give from the start velocity, h v'tau + h^2 tau'M^-1 tau / 2 (tau = qfrc_actuator +
+// qfrc_applied + J' xfrc_applied), below half of K' - K (a strong motor that accelerates a body
+// from rest is driven motion, not divergence).
 // The error then names that element, its law, the effective mass 1/A and h_max.
 
 #include <math.h>

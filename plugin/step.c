@@ -254,21 +254,25 @@ static mjtNum kinetic(const mjModel* m, const mjData* d, const mjtNum* v, mjtNum
   return 0.5 * mju_dot(v, tmp, m->nv);
 }
 
-// the work of the actuators and applied forces over the step, h vbar'(qfrc_actuator +
-// qfrc_applied + J' xfrc_applied), vbar the mean of the velocities before (v0) and after (d->qvel),
-// the forces those of the start state (still in d after the integrator): an energy gain they
-// explain is driven motion, not divergence. tmp: nv
-static mjtNum drivenWork(const mjModel* m, mjData* d, const mjtNum* v0, mjtNum* tmp) {
+// the kinetic energy gain the actuators and applied forces alone would give over the step, from
+// the start velocity v0: with tau = qfrc_actuator + qfrc_applied + J' xfrc_applied (the start
+// state's, still in d after the integrator) and M's factor,
+//   K(v0 + h M^-1 tau) - K(v0) = h v0' tau + h^2 tau' M^-1 tau / 2.
+// A gain they explain is driven motion, not divergence; a run-away velocity cannot hide behind
+// it (the work h vbar' tau at the run-away velocity would). tmp, sol: nv
+static mjtNum drivenGain(const mjModel* m, mjData* d, const mjtNum* v0, mjtNum* tmp,
+                         mjtNum* sol) {
   int nv = m->nv;
+  mjtNum h = m->opt.timestep;
   mju_add(tmp, d->qfrc_actuator, d->qfrc_applied, nv);
   for (int b = 1; b < m->nbody; b++) {
     const mjtNum* f = d->xfrc_applied + 6 * b;
     if (mju_isZero((mjtNum*)f, 6)) continue;
     mj_applyFT(m, d, f, f + 3, d->xipos + 3 * b, b, tmp);
   }
-  mjtNum w = 0;
-  for (int i = 0; i < nv; i++) w += 0.5 * (v0[i] + d->qvel[i]) * tmp[i];
-  return m->opt.timestep * w;
+  if (mju_isZero(tmp, nv)) return 0;
+  mj_solveM(m, d, sol, tmp, 1);
+  return h * mju_dot(v0, tmp, nv) + 0.5 * h * h * mju_dot(tmp, sol, nv);
 }
 
 // append the description of the most unstable smooth force to err (after its message)
@@ -345,7 +349,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
       mjtNum K1 = kinetic(m, d, d->qvel, tmp);
       mjtNum floor = 0.5 * m->body_subtreemass[0];  // (1 m/s)^2 per kg
       if (K1 > 4 * K0 + floor && (!implicit || K1 > 100 * K0 + floor) &&
-          drivenWork(m, d, x0 + nq, tmp) < 0.5 * (K1 - K0)) {
+          drivenGain(m, d, x0 + nq, tmp, compat_stackAllocNum(d, nv)) < 0.5 * (K1 - K0)) {
         mjModel user;
         mjdiffStability w;
         mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
