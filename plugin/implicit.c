@@ -23,7 +23,8 @@
 // merit phi = g' W g, W = diag(1/M_ii):
 //  - a trust region: a correction moves v' by at most 1 + |v'_k|_inf;
 //  - a backtracking line search (halving, sufficient decrease 1e-4 alpha);
-//  - a cut step damps N towards M (N + lam M, lam 1e-2, x10 per cut, /10 per full step);
+//  - a cut step damps N towards M (N + lam M, lam 1e-2, x2 per cut, x0.3 per full step: x10 and
+//    x0.1 fell into two-cycles between two values of lam, the merit creeping down);
 //  - where even that direction does not decrease phi at all (N unsymmetric from the contacts'
 //    geometric terms, so -(N + lam M)^-1 g need not descend), the damped Gauss-Newton step
 //    -(N' W N + lam D)^-1 N' W g, which always descends, until lam returns to 0.
@@ -392,9 +393,9 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
       lam = 1e-2;
       keep = 0;
     } else if (alpha < 1) {
-      lam = lam > 0 ? mju_min(10 * lam, 1e6) : 1e-2;
+      lam = lam > 0 ? mju_min(2 * lam, 1e6) : 1e-2;
     } else if (lam > 0) {
-      lam = lam < 1e-6 ? 0 : 0.1 * lam;
+      lam = lam < 1e-6 ? 0 : 0.3 * lam;
       keep = 0;
     }
     if (lam == 0) gauss = 0;
