@@ -39,7 +39,9 @@
 //                      with A = A1 + A2.
 //                      friction speed v_s = max(0.02, 5 mu |gravity| h): the friction slope
 //                      mu fn / v_s under a load fn ~ m g stays within the explicit step's bound
-//   joint limit        jnt_solref, jnt_solimp; A = dof_invweight0 of the joint's first dof
+//   joint limit        jnt_solref, jnt_solimp; A = dof_invweight0 of the joint's first dof; for the
+//                      explicit step's hinges and slides the largest (M^-1)_ii over sampled
+//                      configurations (limitInvweight below)
 //   tendon limit       tendon_solref_lim, tendon_solimp_lim; A = tendon_invweight0
 //   friction loss      speed v_f = max(0.01, 4 h floss A) (the slope floss / v_f on A)
 //   equality           eq_solref, eq_solimp; connect, weld: translation A = sum of the two
@@ -56,6 +58,7 @@
 // and friction loss's v_f = 1e-3: Newton resolves the steep law (README, "Implicit step").
 
 #include <math.h>
+#include <stdint.h>
 
 #include "internal.h"
 
@@ -166,6 +169,72 @@ void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
   }
 }
 
+// the inverse inertia a joint limit's law is scaled with, per joint (njnt): MuJoCo's
+// dof_invweight0 (M^-1 at qpos0), and for the explicit step's limited hinges and slides the largest
+// (M^-1)_ii over LIMIT_SAMPLES configurations (keyframe 0 or qpos0, every hinge and slide drawn in
+// its range, or +-pi for an unlimited hinge; splitmix64 from a fixed seed). The explicit bound
+// holds at the configuration, and a limb's inverse inertia varies with the rest of the body: on
+// MuJoCo's humanoid the hip_x dofs reach 9.7x their qpos0 value, past the law's 6.25x margin
+// (BETA^-2), and 0.7% of two-second random-control runs ran away through such a limit. Falls back
+// to dof_invweight0 if no mjData can be made.
+#define LIMIT_SAMPLES 32
+static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
+  for (int j = 0; j < m->njnt; j++) A[j] = m->dof_invweight0[m->jnt_dofadr[j]];
+  if (mjdiff_implicit(s) || m->nv == 0) return;
+  int any = 0;
+  for (int j = 0; j < m->njnt; j++) {
+    int t = m->jnt_type[j];
+    any = any || (m->jnt_limited[j] && (t == mjJNT_HINGE || t == mjJNT_SLIDE));
+  }
+  if (!any) return;
+  mjData* d = mj_makeData(m);
+  mjtNum* e = d ? (mjtNum*)mju_malloc(sizeof(mjtNum) * 2 * m->nv) : NULL;
+  if (!e) {
+    if (d) mj_deleteData(d);
+    return;
+  }
+  mjtNum* x = e + m->nv;
+  uint64_t rng = 0x6D6A64696666ULL;
+  for (int k = 0; k < LIMIT_SAMPLES; k++) {
+    if (m->nkey > 0) {
+      mj_resetDataKeyframe(m, d, 0);
+    } else {
+      mj_resetData(m, d);
+    }
+    for (int j = 0; j < m->njnt && k > 0; j++) {  // sample 0: the reference configuration
+      int t = m->jnt_type[j];
+      if (t != mjJNT_HINGE && t != mjJNT_SLIDE) continue;
+      mjtNum lo = -mjPI, hi = mjPI;
+      if (m->jnt_limited[j]) {
+        lo = m->jnt_range[2 * j];
+        hi = m->jnt_range[2 * j + 1];
+      } else if (t == mjJNT_SLIDE) {
+        continue;
+      }
+      rng += 0x9E3779B97F4A7C15ULL;
+      uint64_t z = rng;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      z ^= z >> 31;
+      d->qpos[m->jnt_qposadr[j]] = lo + (hi - lo) * (mjtNum)(z >> 11) * (1.0 / 9007199254740992.0);
+    }
+    mj_kinematics(m, d);
+    mj_comPos(m, d);
+    mj_crb(m, d);
+    mj_factorM(m, d);
+    for (int j = 0; j < m->njnt; j++) {
+      int t = m->jnt_type[j], i = m->jnt_dofadr[j];
+      if (!m->jnt_limited[j] || (t != mjJNT_HINGE && t != mjJNT_SLIDE)) continue;
+      mju_zero(e, m->nv);
+      e[i] = 1;
+      mj_solveM(m, d, x, e, 1);
+      A[j] = mju_max(A[j], x[i]);
+    }
+  }
+  mju_free(e);
+  mj_deleteData(d);
+}
+
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   // geoms, against an immovable partner
   for (int g = 0; g < m->ngeom; g++) {
@@ -186,10 +255,13 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   }
 
   // joint limits and dof friction loss
+  mjtNum* Alim = m->njnt > 0 ? (mjtNum*)mju_malloc(sizeof(mjtNum) * m->njnt) : NULL;
+  if (Alim) limitInvweight(m, s, Alim);
   for (int j = 0; j < m->njnt; j++) {
     limitValues(m, s, m->jnt_solref + mjNREF * j, m->jnt_solimp + mjNIMP * j,
-                m->dof_invweight0[m->jnt_dofadr[j]], s->jnt_limit + EP_COUNT * j);
+                Alim ? Alim[j] : m->dof_invweight0[m->jnt_dofadr[j]], s->jnt_limit + EP_COUNT * j);
   }
+  mju_free(Alim);
   for (int j = 0; j < m->nv; j++) {
     s->dof_lossspeed[j] = lossSpeed(m, s, m->dof_frictionloss[j], m->dof_invweight0[j]);
   }
