@@ -667,6 +667,18 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
 
 #define COMPAT_PLUGIN_NAME "mjdiff.smooth"
 
+// a view of m whose mjData carries no plugin instances (3.x: mj_makeData runs every instance's
+// init, and the smooth model's own instance would make a smooth model again: recursion); for
+// scratch data that only runs kinematics and the mass matrix
+static inline void compat_viewWithoutPlugins(mjModel* view) {
+#if MJDIFF_MUJOCO_3
+  view->nplugin = 0;
+  view->npluginstate = 0;
+#else
+  (void)view;
+#endif
+}
+
 // number of instances of the plugin named name in m; the first one's index in *first (-1: none)
 static inline int compat_pluginInstances(const mjModel* m, const char* name, int* first) {
   int n = 0;

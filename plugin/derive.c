@@ -60,6 +60,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "compat.h"
 #include "internal.h"
 
 #define BETA 0.4          // safety factor below the single spring-damper stability bound
@@ -187,6 +188,9 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
     any = any || (m->jnt_limited[j] && (t == mjJNT_HINGE || t == mjJNT_SLIDE));
   }
   if (!any) return;
+  mjModel view = *m;
+  compat_viewWithoutPlugins(&view);
+  m = &view;
   mjData* d = mj_makeData(m);
   mjtNum* e = d ? (mjtNum*)mju_malloc(sizeof(mjtNum) * 2 * m->nv) : NULL;
   if (!e) {

@@ -389,40 +389,97 @@ TEST(Implicit, HumanoidRandomControls) {
   EXPECT_LE(failed, 9);
 }
 
-// MuJoCo's hammock sample (a pinned grid of 285 slide dofs held by 178 spatial-tendon equalities,
-// a humanoid lying in it; nstack 1e6). The force derivative's spatial-tendon Hessians need d's
-// stack on top of the implicit step's own arrays: before the step counted them, they were
-// skipped for want of stack (the call's status ignored), the Newton matrix lost the tendons'
-// stiffness (diagonal 3.64 where central differences of g give 194) and Newton crept linearly:
-// 100 iterations at step 0 and a failure. With the right matrix Newton converges quadratically.
-TEST(Implicit, HammockNewtonHasTheTendonTerms) {
-  Sim sim(nullptr, "/usr/share/mujoco/model/hammock/hammock.xml");
-  ASSERT_TRUE(sim.ok) << sim.sim.err;
-  const mjModel* m = sim.sim.m;
-  mjData* d = sim.sim.d;
-  char err[1000];
-  ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
-  int worst = 0;
-  for (int k = 0; k < 20; k++) {
-    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << k << ": "
-                                                                         << err;
-    worst = std::max(worst, mjdiff_implicitStats(d, nullptr, nullptr));
+// A pinned grid like MuJoCo's hammock sample (which 3.x no longer loads): 8 x 8 particles of three
+// slide dofs each, the corners fixed, neighbours joined by spatial tendons held at their length by
+// tendon equalities (180 dofs, 112 tendons). The force derivative's spatial-tendon Hessians need
+// d's stack on top of the implicit step's own arrays; before the step counted them, a stack sized
+// to what the step asked for left them out (the call's status ignored), the Newton matrix lost the
+// tendons' stiffness and Newton crept linearly (the hammock: 100 iterations at step 0 and a
+// failure). Here the stack is exactly what the step says it needs (from its own refusal), and
+// Newton must converge quadratically.
+namespace {
+std::string pinnedGridXml() {
+  const int n = 8;
+  const double sp = 0.1;
+  std::string bodies, tendons, eqs;
+  auto name = [](int i, int j) { return "p" + std::to_string(i) + "_" + std::to_string(j); };
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      bool pin = (i == 0 || i == n - 1) && (j == 0 || j == n - 1);
+      bodies += "<body name='" + name(i, j) + "' pos='" + std::to_string(i * sp) + " " +
+                std::to_string(j * sp) + " 1'>";
+      if (!pin) {
+        bodies += "<joint type='slide' axis='1 0 0' damping='0.1'/><joint type='slide' axis='0 1 0' "
+                  "damping='0.1'/><joint type='slide' axis='0 0 1' damping='0.1'/>";
+      }
+      bodies += "<geom type='sphere' size='0.02' mass='0.05' contype='0' conaffinity='0'/>"
+                "<site name='" + name(i, j) + "'/></body>";
+      for (int k = 0; k < 2; k++) {
+        int i2 = i + (k == 0), j2 = j + (k == 1);
+        if (i2 >= n || j2 >= n) continue;
+        std::string t = "t" + name(i, j) + "_" + std::to_string(k);
+        tendons += "<spatial name='" + t + "'><site site='" + name(i, j) + "'/><site site='" +
+                   name(i2, j2) + "'/></spatial>";
+        eqs += "<tendon tendon1='" + t + "' solref='0.01 1'/>";
+      }
+    }
   }
-  std::cout << "hammock: worst Newton iterations over 20 steps " << worst << "\n";
-  EXPECT_LE(worst, 10);
+  return "<mujoco><option timestep='0.005'/><worldbody>" + bodies + "</worldbody><tendon>" +
+         tendons + "</tendon><equality>" + eqs + "</equality></mujoco>";
+}
+}  // namespace
 
-  // a stack too small for the step and its force derivative is refused by name, before any work
-  mjModel* small = mj_copyModel(nullptr, m);
-  small->nstack = (int)(6.0 * m->nv * m->nv);  // the step's own arrays, not the derivative's
-  mjData* ds = mj_makeData(small);
-  mjdiffModel* ss = nullptr;
-  ASSERT_EQ(mjdiff_makeModel(small, nullptr, &ss, err, sizeof(err)), MJDIFF_OK) << err;
-  ASSERT_EQ(mjdiff_setParam(ss, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
-  EXPECT_EQ(mjdiff_step(small, ds, ss, err, sizeof(err)), MJDIFF_ERR_MEMORY);
-  EXPECT_NE(std::string(err).find("nstack"), std::string::npos) << err;
-  mjdiff_freeModel(ss);
-  mj_deleteData(ds);
-  mj_deleteModel(small);
+TEST(Implicit, PinnedGridNewtonHasTheTendonTerms) {
+  char err[1000];
+  mjModel* m = shim_loadString(pinnedGridXml().c_str(), err, sizeof(err));
+  ASSERT_NE(m, nullptr) << err;
+  ASSERT_EQ(m->nv, 180);
+
+  // the step's own figure: refused with a small stack, then given exactly what it asked for
+  for (int pass = 0; pass < 2; pass++) {
+    mjData* d = mj_makeData(m);
+    mjdiffModel* s = nullptr;
+    ASSERT_EQ(mjdiff_makeModel(m, nullptr, &s, err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_setParam(s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
+    if (pass == 0) {  // shrink the stack to the step's own arrays: refused by name
+#if MJDIFF_MUJOCO_3
+      m->narena = (size_t)(6.0 * m->nv * m->nv) * sizeof(mjtNum);
+#else
+      m->nstack = (int)(6.0 * m->nv * m->nv);
+#endif
+      mj_deleteData(d);
+      mjdiff_freeModel(s);
+      d = mj_makeData(m);
+      ASSERT_EQ(mjdiff_makeModel(m, nullptr, &s, err, sizeof(err)), MJDIFF_OK) << err;
+      ASSERT_EQ(mjdiff_setParam(s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
+      ASSERT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_ERR_MEMORY);
+      std::string msg = err;
+      EXPECT_NE(msg.find("nstack"), std::string::npos) << msg;
+      size_t need = 0, have = 0;
+      size_t at = msg.find('(');
+      ASSERT_NE(at, std::string::npos) << msg;
+      ASSERT_EQ(std::sscanf(msg.c_str() + at, "(%zu numbers needed, %zu free)", &need, &have), 2)
+          << msg;
+      ASSERT_GT(need, have);
+#if MJDIFF_MUJOCO_3
+      m->narena += (need - have) * sizeof(mjtNum);
+#else
+      m->nstack += (int)(need - have);
+#endif
+    } else {
+      int worst = 0;
+      for (int k = 0; k < 20; k++) {
+        ASSERT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_OK) << "step " << k << ": "
+                                                                     << err;
+        worst = std::max(worst, mjdiff_implicitStats(d, nullptr, nullptr));
+      }
+      std::cout << "pinned grid: worst Newton iterations over 20 steps " << worst << "\n";
+      EXPECT_LE(worst, 10);
+    }
+    mjdiff_freeModel(s);
+    mj_deleteData(d);
+  }
+  mj_deleteModel(m);
 }
 
 // A step where Newton's direction, damped towards M, is no descent direction of the merit: the
@@ -577,12 +634,16 @@ void checkParamJacobian(const char* path, std::vector<const char*> names, int ns
         e = std::fmax(e, std::fabs(P[np * r + i] - R1[r]) * scale / fscale);
       }
       if (noise > 1e-6) continue;  // a law's kink within the differences' reach
-      if (e > 1e-6 && getenv("PARAM_DEBUG")) {
+      // within 1e-6, or within twice the differences' own disagreement where their rounding
+      // floor is near it (hopper on 3.12: an entry of 7.6e-6 at the 1e-3 floor, differences
+      // 7.59659 / 7.59695 / 7.59703e-6 at eps, 2 eps, 4 eps, the analytic 7.59729e-6)
+      double tol = std::fmax(1e-6, 2 * noise);
+      if (e > tol && getenv("PARAM_DEBUG")) {
         for (int r = 0; r < ndx; r++) std::cout << "  " << P[np * r + i] << " " << R1[r] << "\n";
       }
       compared++;
       worst = std::fmax(worst, e);
-      EXPECT_LE(e, 1e-6) << "sample " << k << " " << mjdiff_paramName(p, i) << " (ncon "
+      EXPECT_LE(e, tol) << "sample " << k << " " << mjdiff_paramName(p, i) << " (ncon "
                          << d->ncon << ")";
     }
     shim_setState(m, d, state.data());
