@@ -270,13 +270,7 @@ TEST(Defaults, LimitLawsHoldAcrossConfigurations) {
     unsigned long long rng = 1000 + r;
     mj_resetDataKeyframe(m, d, 0);
     for (int i = 0; i < 400; i++) {
-      if (i % 20 == 0) {
-        for (int a = 0; a < m->nu; a++) {
-          double lo, hi;
-          testutil::ctrlRange(m, a, &lo, &hi);
-          d->ctrl[a] = lo + (hi - lo) * testutil::uniform(&rng);
-        }
-      }
+      if (i % 20 == 0) testutil::uniformCtrl(m, d, &rng);
       mjdiffStatus st = mjdiff_step(m, d, sim.sim.s, err, sizeof(err));
       double vmax = 0;
       for (int j = 0; j < m->nv; j++) vmax = std::max(vmax, std::fabs(d->qvel[j]));

@@ -369,13 +369,7 @@ TEST(Implicit, HumanoidRandomControls) {
     unsigned long long rng = 1000 + r;
     mj_resetDataKeyframe(m, d, 0);
     for (int i = 0; i < 400; i++) {
-      if (i % 20 == 0) {
-        for (int a = 0; a < m->nu; a++) {
-          double lo, hi;
-          testutil::ctrlRange(m, a, &lo, &hi);
-          d->ctrl[a] = lo + (hi - lo) * testutil::uniform(&rng);
-        }
-      }
+      if (i % 20 == 0) testutil::uniformCtrl(m, d, &rng);
       mjdiffStatus st = mjdiff_step(m, d, sim.sim.s, err, sizeof(err));
       if (st != MJDIFF_OK) {
         EXPECT_EQ(st, MJDIFF_ERR_NONFINITE) << err;

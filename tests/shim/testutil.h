@@ -159,6 +159,15 @@ inline void ctrlRange(const mjModel* m, int i, double* lo, double* hi) {
   }
 }
 
+// every control uniform in its range (ctrlRange), one draw per actuator in order
+inline void uniformCtrl(const mjModel* m, mjData* d, unsigned long long* rng) {
+  for (int a = 0; a < m->nu; a++) {
+    double lo, hi;
+    ctrlRange(m, a, &lo, &hi);
+    d->ctrl[a] = lo + (hi - lo) * uniform(rng);
+  }
+}
+
 // from the initial state (keyframe 0, else qpos0), nstep smooth steps under random controls
 // (shim_randomCtrl, new every 20 steps); a failed step ends the run early
 // Returns false if a step failed (the simulation stops there: a diverging run).
