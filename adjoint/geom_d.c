@@ -1640,34 +1640,27 @@ static void copyColumns(const pairCtx* x, int t, int c0, int nc, mjtNum* Y) {
 
 int mjdiff_contactGeomJacobian(const mjModel* m, const mjData* d, const mjContact* con,
                                mjtNum J[7 * 12]) {
-  mju_zero(J, 7 * NPOSE);
-  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
-  if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
-  int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
-  if (mjdiff_convexPair(t1, t2)) return mjdiff_convexGeomJacobian(m, d, con, J);
-  if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return -1;
-  pairCtx x;
-  int ok;
-  trackPair(m, d, &con, 1, g1, g2, &x, &ok);
-  if (!ok) return -1;
-  copyColumns(&x, 0, 0, NPOSE, J);
-  return 0;
+  int status = -1;
+  mjdiff_contactGeomJacobianRun(m, d, con, 1, J, &status);
+  return status;
 }
 
 int mjdiff_contactGeomJacobianRun(const mjModel* m, const mjData* d, const mjContact* con, int n,
                                   mjtNum* J, int* status) {
   for (int i = 0; i < n; i++) status[i] = -1;
   if (n < 1) return 0;
+  mju_zero(J, 7 * NPOSE * n);
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0 || g1 >= m->ngeom || g2 >= m->ngeom) return -1;
   for (int i = 1; i < n; i++) {
     if (compat_contactGeom1(con + i) != g1 || compat_contactGeom2(con + i) != g2) return -1;
   }
   int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
-  if (mjdiff_convexPair(t1, t2) || t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) {
-    for (int i = 0; i < n; i++) status[i] = mjdiff_contactGeomJacobian(m, d, con + i, J + 84 * i);
+  if (mjdiff_convexPair(t1, t2)) {  // solved per contact (convex_d.c)
+    for (int i = 0; i < n; i++) status[i] = mjdiff_convexGeomJacobian(m, d, con + i, J + 84 * i);
     return 0;
   }
+  if (t1 > t2 || !mjdiff_contactPairSupported(t1, t2)) return 0;
   for (int i0 = 0; i0 < n; i0 += GEOM_RUN) {
     int nt = n - i0 < GEOM_RUN ? n - i0 : GEOM_RUN, ok[GEOM_RUN];
     const mjContact* cs[GEOM_RUN];
@@ -1675,7 +1668,6 @@ int mjdiff_contactGeomJacobianRun(const mjModel* m, const mjData* d, const mjCon
     pairCtx x;
     trackPair(m, d, cs, nt, g1, g2, &x, ok);
     for (int t = 0; t < nt; t++) {
-      mju_zero(J + 84 * (i0 + t), 7 * NPOSE);
       if (ok[t]) copyColumns(&x, t, 0, NPOSE, J + 84 * (i0 + t));
       status[i0 + t] = ok[t] ? 0 : -1;
     }

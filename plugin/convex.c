@@ -1011,46 +1011,23 @@ void mjdiff_convexPinv(const mjtNum* A, int m, int n, const mjtNum* b, int nrhs,
   pinvSolve(A, m, n, b, nrhs, x);
 }
 
-// M y = b by Gaussian elimination with partial pivoting (M n x n, n <= 8, b n x nrhs overwritten);
-// returns 0 without touching b when a pivot falls under 1e-8 of M's largest entry
+// M y = b by the dense LU of the implicit step (mjdiff_luFactor, partial pivoting; M n x n,
+// n <= 8, b n x nrhs overwritten); returns 0 without touching b when a pivot falls under 1e-8 of
+// M's largest entry
 static int luSolve(const mjtNum* M, int n, mjtNum* b, int nrhs) {
-  mjtNum A[64], x[8 * 12], amax = 0;
+  mjtNum A[64], col[8], amax = 0;
+  int piv[8];
   mju_copy(A, M, n * n);
-  mju_copy(x, b, n * nrhs);
   for (int i = 0; i < n * n; i++) amax = mju_max(amax, fabs(A[i]));
-  for (int c = 0; c < n; c++) {
-    int piv = c;
-    for (int r = c + 1; r < n; r++) {
-      if (fabs(A[n * r + c]) > fabs(A[n * piv + c])) piv = r;
-    }
-    if (!(fabs(A[n * piv + c]) > 1e-8 * amax)) return 0;
-    if (piv != c) {
-      for (int j = 0; j < n; j++) {
-        mjtNum t = A[n * c + j];
-        A[n * c + j] = A[n * piv + j];
-        A[n * piv + j] = t;
-      }
-      for (int j = 0; j < nrhs; j++) {
-        mjtNum t = x[nrhs * c + j];
-        x[nrhs * c + j] = x[nrhs * piv + j];
-        x[nrhs * piv + j] = t;
-      }
-    }
-    for (int r = c + 1; r < n; r++) {
-      mjtNum f = A[n * r + c] / A[n * c + c];
-      if (f == 0) continue;
-      for (int j = c + 1; j < n; j++) A[n * r + j] -= f * A[n * c + j];
-      for (int j = 0; j < nrhs; j++) x[nrhs * r + j] -= f * x[nrhs * c + j];
-    }
+  if (mjdiff_luFactor(n, A, piv)) return 0;
+  for (int i = 0; i < n; i++) {
+    if (!(fabs(A[n * i + i]) > 1e-8 * amax)) return 0;
   }
-  for (int c = n - 1; c >= 0; c--) {
-    for (int j = 0; j < nrhs; j++) {
-      mjtNum v = x[nrhs * c + j];
-      for (int q = c + 1; q < n; q++) v -= A[n * c + q] * x[nrhs * q + j];
-      x[nrhs * c + j] = v / A[n * c + c];
-    }
+  for (int c = 0; c < nrhs; c++) {
+    for (int i = 0; i < n; i++) col[i] = b[nrhs * i + c];
+    mjdiff_luSolve(n, A, piv, col);
+    for (int i = 0; i < n; i++) b[nrhs * i + c] = col[i];
   }
-  mju_copy(b, x, n * nrhs);
   return 1;
 }
 

@@ -58,7 +58,8 @@
 // and friction loss's v_f = 1e-3: Newton resolves the steep law (README, "Implicit step").
 
 #include <math.h>
-#include <stdint.h>
+
+#include <mjdiff/random.h>
 
 #include "compat.h"
 #include "internal.h"
@@ -173,7 +174,7 @@ void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
 // the inverse inertia a joint limit's law is scaled with, per joint (njnt): MuJoCo's
 // dof_invweight0 (M^-1 at qpos0), and for the explicit step's limited hinges and slides the largest
 // (M^-1)_ii over LIMIT_SAMPLES configurations (keyframe 0 or qpos0, every hinge and slide drawn in
-// its range, or +-pi for an unlimited hinge; splitmix64 from a fixed seed). The explicit bound
+// its range, or +-pi for an unlimited hinge; the library's generator, seed 1). The explicit bound
 // holds at the configuration, and a limb's inverse inertia varies with the rest of the body: on
 // MuJoCo's humanoid the hip_x dofs reach 9.7x their qpos0 value, past the law's 6.25x margin
 // (BETA^-2), and 0.7% of two-second random-control runs ran away through such a limit. Falls back
@@ -198,7 +199,8 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
     return;
   }
   mjtNum* x = e + m->nv;
-  uint64_t rng = 0x6D6A64696666ULL;
+  mjdiffRng rng;
+  mjdiff_rngSeed(&rng, 1);
   for (int k = 0; k < LIMIT_SAMPLES; k++) {
     if (m->nkey > 0) {
       mj_resetDataKeyframe(m, d, 0);
@@ -215,12 +217,7 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
       } else if (t == mjJNT_SLIDE) {
         continue;
       }
-      rng += 0x9E3779B97F4A7C15ULL;
-      uint64_t z = rng;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-      z ^= z >> 31;
-      d->qpos[m->jnt_qposadr[j]] = lo + (hi - lo) * (mjtNum)(z >> 11) * (1.0 / 9007199254740992.0);
+      d->qpos[m->jnt_qposadr[j]] = lo + (hi - lo) * mjdiff_rngUniform(&rng);
     }
     mj_kinematics(m, d);
     mj_comPos(m, d);

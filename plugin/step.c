@@ -313,6 +313,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
   mjtNum* tmp = compat_stackAllocNum(d, nv > 0 ? nv : 1);
+  mjtNum* sol = compat_stackAllocNum(d, nv > 0 ? nv : 1);
   mju_copy(x0, d->qpos, nq);
   mju_copy(x0 + nq, d->qvel, nv);
   mju_copy(x0 + nq + nv, d->act, na);
@@ -349,7 +350,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
       mjtNum K1 = kinetic(m, d, d->qvel, tmp);
       mjtNum floor = 0.5 * m->body_subtreemass[0];  // (1 m/s)^2 per kg
       if (K1 > 4 * K0 + floor && (!implicit || K1 > 100 * K0 + floor) &&
-          drivenGain(m, d, x0 + nq, tmp, compat_stackAllocNum(d, nv)) < 0.5 * (K1 - K0)) {
+          drivenGain(m, d, x0 + nq, tmp, sol) < 0.5 * (K1 - K0)) {
         mjModel user;
         mjdiffStability w;
         mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
