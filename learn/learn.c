@@ -108,6 +108,8 @@ struct mjdiffLearner_ {
   int want_grad;
   int plant;
   int steps_eval;              // evaluation steps
+  const mjdiffLearnShort* sh;  // mjdiff_learnObjectiveShort's call (else NULL)
+  double vscale;               // its value_scale (0 -> 1)
   const double* logstd;        // stochastic rollouts: exploration (nu), records
   double* rec_obs;
   double* rec_act;
@@ -141,6 +143,10 @@ struct worker_ {
   double* gx;                  // ndx: task cost gradients
   double* gu;                  // nu
   double* x0;                  // nx
+  mjdiffMLPWork* vwork;        // the value network's workspace (mjdiff_learnObjectiveShort)
+  const mjdiffMLP* vwork_net;  // the network it was made for, and its weight count
+  int vwork_np;
+  int item;                    // the rollout in flight (its rows of the short call's records)
   char err[512];
   int fail_item;
   int netfail;                 // the network's forward or VJP failed in a callback
@@ -156,6 +162,7 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
     if (w->dn) mj_deleteData(w->dn);
     mjdiff_freeTask(w->task);
     mjdiff_freeRollout(w->r);
+    mjdiff_freeMLPWork(w->vwork);
     freeWorkerPolicy(w);
   }
   free(L->workers);
@@ -406,6 +413,9 @@ static mjdiffStatus netStatus(worker* w) {
               "the policy network's forward or VJP failed inside a rollout");
 }
 
+static void obsAdjoint(worker* w, const mjModel* m, const mjData* d, const double* ao,
+                       mjtNum* adj_x);
+
 static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, void* user,
                       const mjtNum* adj_ctrl, mjtNum* adj_x, mjtNum* adj_theta) {
   (void)theta;
@@ -428,14 +438,22 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
     w->netfail = 1;
     return;
   }
+  obsAdjoint(w, m, d, w->ao, adj_x);
+}
+
+// a_x += the state adjoint of the observation's adjoint a_o at d's state (w->dk holds the
+// kinematics at d's qpos, from observation())
+static void obsAdjoint(worker* w, const mjModel* m, const mjData* d, const double* ao,
+                       mjtNum* adj_x) {
+  mjdiffLearner* L = w->L;
   // state part of a_o, state layout -> tangent layout at x (d's qpos)
-  mju_copy(w->gstate, w->ao, L->nx);
+  mju_copy(w->gstate, ao, L->nx);
   mjdiff_getState(m, d, w->x0);
   mjdiff_stateGradToTangent(m, w->x0, w->gstate, w->gtan);
   mju_addTo(adj_x, w->gtan, L->ndx);
   // e = g - p(q): a_dq -= J_p' a_e (dk holds the kinematics at d's qpos from observation())
   if (L->obj_id >= 0) {
-    const double* ae = w->ao + L->nx + 3;
+    const double* ae = ao + L->nx + 3;
     int body = L->obj_type == mjOBJ_SITE ? m->site_bodyid[L->obj_id] : L->obj_id;
     const double* pt = L->obj_type == mjOBJ_SITE ? w->dk->site_xpos + 3 * L->obj_id
                                                  : w->dk->xpos + 3 * L->obj_id;
@@ -501,10 +519,14 @@ mjdiffStatus mjdiff_learnPolicyStatus(mjdiffLearnPolicy* P, char* err, int errsz
 }
 
 // task cost at the state of d (kinematics and velocities computed); the gradients added, scaled
+static double shortLoss(worker* w, const mjModel* m, const mjData* d, int t, int T, mjtNum* dldx,
+                        mjtNum* dldu);
+
 static double stepLoss(const mjModel* m, const mjData* d, int t, int T, void* user,
                        mjtNum* dldx, mjtNum* dldu, mjtNum* dlds) {
   (void)dlds;
   worker* w = (worker*)user;
+  if (w->L->sh) return shortLoss(w, m, d, t, T, dldx, dldu);
   int terminal = t == T;
   double scale = terminal ? 1.0 : 1.0 / T;
   // mjdiff_taskCost uses d's stack for scratch only (state untouched): the const is kept in spirit
@@ -512,6 +534,37 @@ static double stepLoss(const mjModel* m, const mjData* d, int t, int T, void* us
   mju_addToScl(dldx, w->gx, scale, w->L->ndx);
   if (!terminal && dldu) mju_addToScl(dldu, w->gu, scale, w->L->nu);
   return scale * l;
+}
+
+// the short objective's terms: gamma^t / T l(x_t, u_t) for t < T; at T, gamma^T / T V(x_T), or
+// gamma^T l_T(x_T) without a value network; records the costs and observations asked for
+static double shortLoss(worker* w, const mjModel* m, const mjData* d, int t, int T, mjtNum* dldx,
+                        mjtNum* dldu) {
+  mjdiffLearner* L = w->L;
+  const mjdiffLearnShort* sh = L->sh;
+  double disc = pow(sh->gamma, t);
+  size_t b = (size_t)w->item;
+  if (sh->obs) observation(L, w->dk, d, w->goal, sh->obs + (b * (size_t)(T + 1) + (size_t)t) * L->nobs);
+  if (t < T || !sh->value) {
+    int terminal = t == T;
+    double scale = terminal ? disc : disc / T;
+    double l = mjdiff_taskCost(w->task, m, (mjData*)d, terminal, w->gx, terminal ? NULL : w->gu);
+    mju_addToScl(dldx, w->gx, scale, L->ndx);
+    if (!terminal && dldu) mju_addToScl(dldu, w->gu, scale, L->nu);
+    if (!terminal && sh->cost) sh->cost[b * (size_t)T + (size_t)t] = l;
+    return scale * l;
+  }
+  // V(x_T) = s MLP_V(o(x_T)); a_o = (gamma^T s / T) MLP_V'(o)' 1, then the observation's adjoint
+  if (!sh->obs) observation(L, w->dk, d, w->goal, w->obs);
+  else mju_copy(w->obs, sh->obs + (b * (size_t)(T + 1) + (size_t)T) * L->nobs, L->nobs);
+  double v = 0, av = disc * L->vscale / T;
+  if (mjdiff_mlpForward(sh->value, w->vwork, w->obs, 1, &v, NULL, 0) != MJDIFF_OK ||
+      mjdiff_mlpVJP(sh->value, w->vwork, &av, 1, w->ao, NULL, NULL, 0) != MJDIFF_OK) {
+    w->netfail = 1;
+    return 0;
+  }
+  obsAdjoint(w, m, d, w->ao, dldx);
+  return disc * L->vscale * v / T;
 }
 
 static void velocities(const mjModel* m, mjData* d) {
@@ -525,7 +578,13 @@ static void velocities(const mjModel* m, mjData* d) {
 // start of item b: state, time 0, goal in the task
 static void startItem(worker* w, const mjModel* m, mjData* d, int b) {
   mjdiffLearner* L = w->L;
-  mjdiff_learnSample(L, L->seed, b, w->x0, w->goal);
+  if (L->sh && L->sh->x0) {
+    mju_copy(w->x0, L->sh->x0 + (size_t)b * L->nx, L->nx);
+    if (L->sh->goal) mju_copy3(w->goal, L->sh->goal + 3 * (size_t)b);
+    else mju_zero3(w->goal);
+  } else {
+    mjdiff_learnSample(L, L->seed, b, w->x0, w->goal);
+  }
   if (L->opt.goal_term >= 0) mjdiff_taskSetPoint(w->task, L->opt.goal_term, w->goal);
   mj_resetData(m, d);
   mjdiff_setState(m, d, w->x0);
@@ -544,6 +603,7 @@ static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* gra
                                           w->err, sizeof(w->err));
   if (st == MJDIFF_OK) st = netStatus(w);
   if (st != MJDIFF_OK) return st;
+  if (L->sh && L->sh->x_end) mjdiff_getState(m, d, L->sh->x_end + (size_t)b * L->nx);
   velocities(m, d);
   *succ = mjdiff_taskSuccess(w->task, m, d);
   mjdiffStepLoss sl = {w, stepLoss, NULL};
@@ -636,6 +696,7 @@ static void* workerMain(void* arg) {
   for (int j = w->id; j < L->njob; j += L->nthread) {
     int k = j / L->B, b = j % L->B;
     w->net = L->nets[k];
+    w->item = b;
     mjdiffStatus st;
     if (L->logstd) {
       st = sampleItem(w, b, L->success + j);
@@ -730,28 +791,32 @@ static mjdiffStatus checkNets(const mjdiffLearner* L, const mjdiffMLP* const* ne
   return MJDIFF_OK;
 }
 
-mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint64_t seed, int B,
-                                   double* J, double* grad, double* per_item,
-                                   mjdiffLearnStats* stats, char* err, int errsz) {
-  if (!L || !J) return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: NULL learner or J");
+// the objective's batch (the plain one, or the short one with sh); the short one always runs
+// the gradient path (its records come from the backward sweep)
+static mjdiffStatus objective(mjdiffLearner* L, const mjdiffMLP* net, uint64_t seed, int B,
+                              const mjdiffLearnShort* sh, double* J, double* grad,
+                              double* per_item, mjdiffLearnStats* stats, char* err, int errsz) {
   mjdiffStatus st = checkNets(L, &net, 1, B, err, errsz);
   if (st != MJDIFF_OK) return st;
-  st = ensure(L, B, grad != NULL, err, errsz);
+  int want_grad = grad != NULL || sh != NULL;
+  st = ensure(L, B, want_grad, err, errsz);
   if (st != MJDIFF_OK) return st;
   L->nets = &net;
   L->nnet = 1;
   L->B = B;
   L->njob = B;
   L->seed = seed;
-  L->want_grad = grad != NULL;
+  L->want_grad = want_grad;
   L->plant = -1;
   L->logstd = NULL;
+  L->sh = sh;
   st = runJobs(L, err, errsz);
+  L->sh = NULL;
   if (st != MJDIFF_OK) return st;
   double sum = 0;
   int succ = 0, nok = 0;
   for (int b = 0; b < B; b++) {
-    if (per_item) per_item[b] = L->costs[b];
+    if (per_item) per_item[b] = L->status[b] == MJDIFF_OK ? L->costs[b] : NAN;
     if (L->status[b] != MJDIFF_OK) continue;
     sum += L->costs[b];
     succ += L->success[b];
@@ -773,6 +838,60 @@ mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint6
     stats->failed = B - nok;
   }
   return MJDIFF_OK;
+}
+
+mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint64_t seed, int B,
+                                   double* J, double* grad, double* per_item,
+                                   mjdiffLearnStats* stats, char* err, int errsz) {
+  if (!L || !J) return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: NULL learner or J");
+  return objective(L, net, seed, B, NULL, J, grad, per_item, stats, err, errsz);
+}
+
+mjdiffStatus mjdiff_learnObjectiveShort(mjdiffLearner* L, const mjdiffMLP* net, uint64_t seed,
+                                        int B, const mjdiffLearnShort* sh, double* J,
+                                        double* grad, double* per_item, mjdiffLearnStats* stats,
+                                        char* err, int errsz) {
+  if (!L || !J || !sh) {
+    return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: NULL learner, J or short options");
+  }
+  if (!(sh->gamma > 0 && sh->gamma <= 1)) {
+    return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: discount gamma %g (must be in (0, 1])",
+                sh->gamma);
+  }
+  if (!isfinite(sh->value_scale)) {
+    return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: value_scale %g is not finite",
+                sh->value_scale);
+  }
+  if (sh->x0) {
+    for (size_t i = 0; i < (size_t)B * (size_t)L->nx; i++) {
+      if (!isfinite(sh->x0[i])) {
+        return fail(err, errsz, MJDIFF_ERR_NONFINITE, "learner: start state %d, entry %d is %g",
+                    (int)(i / (size_t)L->nx), (int)(i % (size_t)L->nx), sh->x0[i]);
+      }
+    }
+  }
+  if (sh->value) {
+    const mjdiffMLPDef* def = mjdiff_mlpDef(sh->value);
+    if (def->nin != L->nobs || def->nout != 1) {
+      return fail(err, errsz, MJDIFF_ERR_ARGUMENT,
+                  "learner: the value network maps %d inputs to %d outputs; it needs %d "
+                  "observations to 1 value", def->nin, def->nout, L->nobs);
+    }
+    int np = mjdiff_mlpParamCount(sh->value);
+    for (int i = 0; i < L->nthread; i++) {
+      worker* w = L->workers + i;
+      if (w->vwork && w->vwork_net == sh->value && w->vwork_np == np) continue;
+      mjdiff_freeMLPWork(w->vwork);
+      w->vwork = NULL;
+      w->vwork_net = NULL;
+      mjdiffStatus st = mjdiff_makeMLPWork(sh->value, 1, &w->vwork, err, errsz);
+      if (st != MJDIFF_OK) return st;
+      w->vwork_net = sh->value;
+      w->vwork_np = np;
+    }
+  }
+  L->vscale = sh->value_scale != 0 ? sh->value_scale : 1;
+  return objective(L, net, seed, B, sh, J, grad, per_item, stats, err, errsz);
 }
 
 mjdiffStatus mjdiff_learnObjectiveMany(mjdiffLearner* L, const mjdiffMLP* const* nets, int nnet,

@@ -173,12 +173,18 @@ mjdiffLearner* makeLearner(Problem* p, int nthread) {
   return L;
 }
 
+// the objective checkGradient differentiates: the short one (mjdiff_learnObjectiveShort) while
+// g_short is set, else mjdiff_learnObjective
+const mjdiffLearnShort* g_short = nullptr;
+
 double objective(mjdiffLearner* L, const mjdiffMLP* net, int B, double* grad) {
   char err[1000] = "";
   double J = NAN;
-  EXPECT_EQ(mjdiff_learnObjective(L, net, 1234, B, &J, grad, nullptr, nullptr, err, sizeof(err)),
-            MJDIFF_OK)
-      << err;
+  mjdiffStatus st = g_short ? mjdiff_learnObjectiveShort(L, net, 1234, B, g_short, &J, grad,
+                                                         nullptr, nullptr, err, sizeof(err))
+                            : mjdiff_learnObjective(L, net, 1234, B, &J, grad, nullptr, nullptr,
+                                                    err, sizeof(err));
+  EXPECT_EQ(st, MJDIFF_OK) << err;
   return J;
 }
 
@@ -305,6 +311,89 @@ TEST(Learn, PolicyGradientRelativeGoalMatchesFiniteDifferences) {
     printf("%s with g - p(q) observed: worst relative error %.3g over 18 directions\n",
            which ? "push" : "pendulum", worst);
     EXPECT_LT(worst, which ? 1e-4 : 1e-5);
+  }
+}
+
+// SHAC's short objective: rollouts from given start states (moving, off the sampled set), a
+// discount and a value network's terminal estimate, whose state adjoint goes through the
+// observation (the relative goal's point Jacobian included). Its gradient against central
+// differences; its records (costs, observations, end states) reproduce J_b; with gamma 1, no
+// value and sampled starts it is mjdiff_learnObjective's J.
+TEST(Learn, ShortObjectiveWithValueMatchesFiniteDifferences) {
+  for (int which = 0; which < 2; which++) {
+    Problem p;
+    if (which == 0) setupPendulum(&p, 1); else setupPush(&p, 1);
+    ASSERT_NE(p.net, nullptr);
+    char err[1000] = "";
+    mjdiffMLPDef vdef;
+    mjdiff_defaultMLPDef(&vdef);
+    ASSERT_EQ(mjdiff_parseMLPSpec("mlp:8", &vdef, err, sizeof(err)), MJDIFF_OK) << err;
+    vdef.nin = mjdiff_mlpDef(p.net)->nin;
+    vdef.nout = 1;
+    mjdiffMLP* value = nullptr;
+    ASSERT_EQ(mjdiff_makeMLP(&vdef, &value, err, sizeof(err)), MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_initMLP(value, MJDIFF_INIT_XAVIER_UNIFORM, 3, 1.0, err, sizeof(err)), MJDIFF_OK);
+    mjdiffLearner* L = makeLearner(&p, 2);
+    ASSERT_NE(L, nullptr);
+    const int B = 3, T = p.opt.horizon;
+    int nx = (int)(p.m->nq + p.m->nv + p.m->na), nobs = vdef.nin;
+    std::vector<double> x0(B * nx), goal(B * 3);
+    mjdiffRng rng;
+    mjdiff_rngSeed(&rng, 5);
+    for (int b = 0; b < B; b++) {
+      mjdiff_learnSample(L, 777, b, x0.data() + b * nx, goal.data() + 3 * b);
+      for (int i = (int)p.m->nq; i < nx; i++) x0[b * nx + i] += 0.2 * (2 * mjdiff_rngUniform(&rng) - 1);
+    }
+    std::vector<double> xend(B * nx), obs(B * (T + 1) * nobs), cost(B * T), per(B);
+    mjdiffLearnShort sh = {x0.data(), goal.data(), value, 3.0, 0.97, xend.data(), obs.data(), cost.data()};
+    double J;
+    ASSERT_EQ(mjdiff_learnObjectiveShort(L, p.net, 1, B, &sh, &J, nullptr, per.data(), nullptr,
+                                         err, sizeof(err)),
+              MJDIFF_OK)
+        << err;
+    mjdiffMLPWork* vw = nullptr;
+    ASSERT_EQ(mjdiff_makeMLPWork(value, 1, &vw, err, sizeof(err)), MJDIFF_OK);
+    mjData* d = mj_makeData(p.m);
+    double mean = 0, vterm = 0;
+    for (int b = 0; b < B; b++) {
+      // o_0 is the observation of the given start; o_T that of the recorded end state
+      std::vector<double> o(nobs);
+      mjdiff_setState(p.m, d, x0.data() + b * nx);
+      mjdiff_learnObservation(L, d, goal.data() + 3 * b, o.data());
+      for (int i = 0; i < nobs; i++) EXPECT_NEAR(obs[b * (T + 1) * nobs + i], o[i], 1e-12) << which << " " << b;
+      mjdiff_setState(p.m, d, xend.data() + b * nx);
+      mjdiff_learnObservation(L, d, goal.data() + 3 * b, o.data());
+      for (int i = 0; i < nobs; i++) EXPECT_NEAR(obs[(b * (T + 1) + T) * nobs + i], o[i], 1e-12);
+      double v, Jb = 0;
+      ASSERT_EQ(mjdiff_mlpForward(value, vw, o.data(), 1, &v, err, sizeof(err)), MJDIFF_OK);
+      for (int t = 0; t < T; t++) Jb += std::pow(0.97, t) * cost[b * T + t] / T;
+      Jb += std::pow(0.97, T) * 3.0 * v / T;
+      vterm += std::fabs(std::pow(0.97, T) * 3.0 * v / T);
+      EXPECT_NEAR(per[b], Jb, 1e-12 * std::fmax(1, std::fabs(Jb))) << which << " " << b;
+      mean += per[b] / B;
+    }
+    EXPECT_NEAR(J, mean, 1e-12 * std::fmax(1, std::fabs(J)));
+    EXPECT_GT(vterm, 1e-3 * std::fabs(J)) << "the value term must matter";
+    mj_deleteData(d);
+    mjdiff_freeMLPWork(vw);
+    // gamma 1, no value, sampled starts: the plain objective
+    mjdiffLearnShort plain = {nullptr, nullptr, nullptr, 0, 1.0, nullptr, nullptr, nullptr};
+    double Js, Jp;
+    ASSERT_EQ(mjdiff_learnObjectiveShort(L, p.net, 1234, 4, &plain, &Js, nullptr, nullptr, nullptr, err, sizeof(err)), MJDIFF_OK);
+    ASSERT_EQ(mjdiff_learnObjective(L, p.net, 1234, 4, &Jp, nullptr, nullptr, nullptr, err, sizeof(err)), MJDIFF_OK);
+    EXPECT_NEAR(Js, Jp, 1e-12 * std::fabs(Jp));
+    mjdiff_freeLearner(L);
+    // the gradient (records off) against central differences
+    sh.x_end = nullptr;
+    sh.obs = nullptr;
+    sh.cost = nullptr;
+    g_short = &sh;
+    double worst = checkGradient(&p, B, 2, 1e-6);
+    g_short = nullptr;
+    printf("%s, short objective with a value network: worst relative error %.3g over 18 directions\n",
+           which ? "push" : "pendulum", worst);
+    EXPECT_LT(worst, which ? 1e-4 : 1e-5);
+    mjdiff_freeMLP(value);
   }
 }
 

@@ -125,6 +125,37 @@ mjdiffStatus mjdiff_learnObjective(mjdiffLearner* L, const mjdiffMLP* net, uint6
                                    double* J, double* grad, double* per_item,
                                    mjdiffLearnStats* stats, char* err, int errsz);
 
+// Short-horizon objective with a learned terminal value (SHAC: Xu et al., "Accelerated Policy
+// Learning with Parallel Differentiable Simulation", ICLR 2022). Rollouts of the learner's T
+// steps start from given states (the end states of the previous call, so that T can be short
+// while episodes stay long), and the cost beyond T is a value network's estimate:
+//   J_b = (1/T) [ sum_{t<T} gamma^t l(x_t, u_t) + gamma^T V(x_T) ],  V(x) = value_scale MLP_V(o(x))
+// with o(x) the policy's observation (same goal). Its gradient in the policy weights adds, at
+// x_T, dJ/dx_T = (gamma^T / T) value_scale T_x' MLP_V'(o) (the observation's state adjoint as
+// in the policy VJP, e's point Jacobian included); V's own weights get no gradient (the critic is
+// fitted by regression on the recorded costs, outside). Without a value network the terminal
+// term is the task's l_T(x_T) with weight gamma^T (gamma 1: mjdiff_learnObjective's J).
+typedef struct mjdiffLearnShort_ {
+  const double* x0;            // B x (nq+nv+na) start states; NULL: drawn as the objective's
+  const double* goal;          // B x 3 goals with x0 (nullable: zero, or without a goal term)
+  const mjdiffMLP* value;      // V's network: nobs inputs, 1 output; nullable
+  double value_scale;          // V = value_scale * MLP_V(o) (e.g. 1 / (1 - gamma)); 0: 1
+  double gamma;                // discount per step, in (0, 1]
+  double* x_end;               // out, nullable: B x (nq+nv+na), the states x_T
+  double* obs;                 // out, nullable: B x (T+1) x nobs, the observations of x_0 .. x_T
+  double* cost;                // out, nullable: B x T, the step costs l(x_t, u_t), unscaled
+} mjdiffLearnShort;
+
+// The objective above for B rollouts of net and, with grad non-NULL, its gradient in the
+// weights (mean over the rollouts that did not fail). per_item (B): each J_b, NaN for a rollout
+// left out (skip_failed; its rows of x_end, obs and cost are then undefined). The first call
+// with a value network of an architecture makes its per-thread workspaces (later calls allocate
+// nothing). Deterministic at any thread count. Nullable: grad, per_item, stats, err.
+mjdiffStatus mjdiff_learnObjectiveShort(mjdiffLearner* L, const mjdiffMLP* net, uint64_t seed,
+                                        int B, const mjdiffLearnShort* sh, double* J,
+                                        double* grad, double* per_item, mjdiffLearnStats* stats,
+                                        char* err, int errsz);
+
 // The same objective for nnet networks of the same architecture (one batch of B rollouts each,
 // the same starts and goals for every network): J[k] for nets[k]. Derivative-free searches
 // evaluate their perturbations with it. Nullable: stats (summed), err.
