@@ -2,10 +2,10 @@
 # Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 #
 # End-to-end test of mjdiff-learn on models/reacher.xml (short runs):
-#   1. apg, es and ppo each train 3 iterations: one line per iteration on stderr (cost, success,
+#   1. apg, es, ppo and shac each train 3 iterations: one line per iteration on stderr (cost, success,
 #      grad, steps, wall), a CSV with a header and 4 rows, an .npz the eval command loads, and
 #      success lines for both plants;
-#   2. the same seed gives the same CSV costs at 1 and 2 threads (apg);
+#   2. the same seed gives the same CSV costs and weights at 1 and 2 threads (apg, shac);
 #   3. SIGINT during a long run: exit 130 and the weights file written;
 #   4. bad input: a malformed --net spec (exit 2, names the spec), weights of the wrong shape
 #      (exit 1, names the file and the sizes), a task with an unknown term or joint (exit 1, names
@@ -31,8 +31,8 @@ cd "$TMP" || fail "cannot enter $TMP"
 GOAL="--goal 0:0.05,0.15:0.05,0.15:0.01,0.01"
 COMMON="--iters 3 --batch 4 --eval-batch 4 --eval-every 1 --seconds 0.3 --net mlp:16,16"
 
-for method in apg es ppo; do
-  run "$LEARN" policy "$M" "$T" $GOAL $COMMON --method $method --es-dirs 2 --out "$method"
+for method in apg es ppo shac; do
+  run "$LEARN" policy "$M" "$T" $GOAL $COMMON --method $method --es-dirs 2 --short 8 --out "$method"
   [[ $RC == 0 ]] || fail "$method: exit $RC: $ERR"
   n=$(grep -c '^iter [1-9].*cost .* success .* grad .* steps .* wall ' "$TMP/err")
   [[ $n == 3 ]] || fail "$method: $n progress lines, expected 3: $ERR"
@@ -54,6 +54,16 @@ run "$LEARN" policy "$M" "$T" $GOAL $COMMON --threads 2 --out t2
 [[ $RC == 0 ]] || fail "threads 2: exit $RC: $ERR"
 diff <(cut -d, -f1-3,5-9 t1.csv) <(cut -d, -f1-3,5-9 t2.csv) > /dev/null || fail "1 and 2 threads differ"
 cmp -s t1.npz t2.npz || fail "weights differ at 1 and 2 threads"
+SHAC="--method shac --short 8 --iters 4"
+run "$LEARN" policy "$M" "$T" $GOAL $COMMON $SHAC --threads 1 --out s1
+[[ $RC == 0 ]] || fail "shac threads 1: exit $RC: $ERR"
+grep -q '^iter 4: critic loss [0-9]' "$TMP/err" || fail "shac: no critic loss line: $ERR"
+run "$LEARN" policy "$M" "$T" $GOAL $COMMON $SHAC --threads 2 --out s2
+[[ $RC == 0 ]] || fail "shac threads 2: exit $RC: $ERR"
+diff <(cut -d, -f1-3,5-9 s1.csv) <(cut -d, -f1-3,5-9 s2.csv) > /dev/null || fail "shac: 1 and 2 threads differ"
+cmp -s s1.npz s2.npz || fail "shac: weights differ at 1 and 2 threads"
+# 4 iterations of 4 rollouts of 8 steps
+grep -q '^shac,4,128,' s1.csv || fail "shac: simulated steps: $(tail -n 1 s1.csv)"
 
 # SIGINT: last weights, exit 130
 "$LEARN" policy "$M" "$T" $GOAL --iters 100000 --batch 4 --eval-every 1000 --out intr > /dev/null 2> intr.err &

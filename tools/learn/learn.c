@@ -14,6 +14,9 @@
 //        g = 1/(2 N sigma) sum_k (J(theta + sigma e_k) - J(theta - sigma e_k)) e_k, e_k ~ N(0, I),
 //        every perturbation on the same batch of starts (common random numbers), Adam on g
 //   ppo  proximal policy optimisation (tools/learn/ppo.c)
+//   shac analytic policy gradients through short rollouts (--short T steps) that continue one
+//        another over episodes of the rollout length, a learned value as the terminal cost
+//        (tools/learn/shac.c)
 // Iteration k uses the batch seed (seed, k); every method counts the forward steps it simulates.
 // Success rate and cost on the curve come from a fixed evaluation set (seed + 1, --eval-batch
 // rollouts, reach term off), apart from the budget. Output: one line per iteration on stderr;
@@ -38,6 +41,7 @@
 #include "plant.h"
 #include "policyargs.h"
 #include "ppo.h"
+#include "shac.h"
 #include "recording.h"
 #include "toolutil.h"
 
@@ -48,7 +52,11 @@ static void usage(FILE* f) {
           "usage: " TOOL " policy MODEL.xml TASK [options]   train a policy\n"
           "       " TOOL " eval MODEL.xml TASK WEIGHTS.npz [options]   closed loop on both plants\n"
           "options:\n"
-          "  --method apg|es|ppo    analytic policy gradients (default), evolution strategies, PPO\n"
+          "  --method apg|es|ppo|shac  analytic policy gradients (default), evolution strategies,\n"
+          "                         PPO, short-horizon gradients with a learned value (SHAC)\n"
+          "  --short T              shac: steps of a short rollout (default 32)\n"
+          "  --gamma G              shac: discount per step (default 0.99)\n"
+          "  --critic-lr LR         shac: the critic's Adam rate (default 1e-3)"
           "  --net SPEC             policy network (nn/ spec: mlp:W1,W2[:ACT] or linear; default mlp:64,64)\n"
           "  --init WEIGHTS.npz     start from these weights (shape must match)\n"
           "  --iters N              iterations (default 200)\n"
@@ -81,7 +89,7 @@ static void usage(FILE* f) {
           "exit: 0 ok, 1 runtime error, 2 usage, 130 interrupted (weights saved)\n");
 }
 
-enum { M_APG = 0, M_ES, M_PPO };
+enum { M_APG = 0, M_ES, M_PPO, M_SHAC };
 
 typedef struct args_ {
   int eval_only;
@@ -90,8 +98,8 @@ typedef struct args_ {
   const char* weights;         // eval, --init
   int method;
   const char* net;
-  long iters, batch, threads, eval_batch, eval_every, es_dirs;
-  double budget, seconds, lr, clip, es_sigma;
+  long iters, batch, threads, eval_batch, eval_every, es_dirs, short_steps;
+  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr;
   unsigned long long seed;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
   int skip_failed;
@@ -116,6 +124,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->es_dirs = 8;
   a->clip = 1;
   a->es_sigma = 0.02;
+  a->short_steps = 32;
+  a->gamma = 0.99;
+  a->critic_lr = 1e-3;
   a->seed = 1;
   a->out = "learn";
   a->record_n = 4;
@@ -146,7 +157,14 @@ static void parseArgs(int argc, char** argv, args* a) {
       if (!strcmp(v, "apg")) a->method = M_APG;
       else if (!strcmp(v, "es")) a->method = M_ES;
       else if (!strcmp(v, "ppo")) a->method = M_PPO;
-      else tool_usageError(TOOL, "--method must be apg, es or ppo, got '%s'", v);
+      else if (!strcmp(v, "shac")) a->method = M_SHAC;
+      else tool_usageError(TOOL, "--method must be apg, es, ppo or shac, got '%s'", v);
+    } else if (!strcmp(o, "--short")) {
+      a->short_steps = tool_intOption(TOOL, argc, argv, &i, 1, 100000, "an integer in 1..100000");
+    } else if (!strcmp(o, "--gamma")) {
+      a->gamma = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO | TOOL_OPEN_HI, "in (0, 1)");
+    } else if (!strcmp(o, "--critic-lr")) {
+      a->critic_lr = tool_doubleOption(TOOL, argc, argv, &i, 0, 10, TOOL_OPEN_LO, "in (0, 10]");
     } else if (!strcmp(o, "--net")) {
       a->net = tool_optionValue(TOOL, argc, argv, &i);
     } else if (!strcmp(o, "--init")) {
@@ -208,7 +226,9 @@ static void parseArgs(int argc, char** argv, args* a) {
   if ((a->plant || a->record) && !a->eval_only) tool_usageError(TOOL, "--plant and --record need eval");
   if (a->record && !a->plant) tool_usageError(TOOL, "--record needs --plant FILE");
   if (!a->lr_set) a->lr = a->method == M_ES ? 1e-2 : a->method == M_PPO ? 3e-4 : 3e-3;
-  if (!a->tag) a->tag = a->method == M_APG ? "apg" : a->method == M_ES ? "es" : "ppo";
+  if (!a->tag) {
+    a->tag = a->method == M_APG ? "apg" : a->method == M_ES ? "es" : a->method == M_PPO ? "ppo" : "shac";
+  }
 }
 
 //---------------------------------- setup ---------------------------------------------------------
@@ -222,6 +242,7 @@ typedef struct problem_ {
   mjdiffLearner* L;
   mjdiffLearnOptions opt;
   double seconds;
+  int episode;                 // steps of an episode (the rollout length; shac's episodes)
 } problem;
 
 static void freeProblem(problem* p) {
@@ -257,6 +278,9 @@ static int setupProblem(const args* a, problem* p) {
   tool_policyLearnOptions(&a->pol, p->native, &p->opt);
   p->opt.horizon = (int)lround(p->seconds / p->m->opt.timestep);
   if (p->opt.horizon < 1) p->opt.horizon = 1;
+  // shac: short rollouts; the rollout length above is the episode's (and the evaluation's)
+  p->episode = p->opt.horizon;
+  if (a->method == M_SHAC) p->opt.horizon = (int)a->short_steps;
   p->opt.skip_failed = a->skip_failed;
   mjdiffMLPDef def;
   mjdiff_defaultMLPDef(&def);
@@ -426,6 +450,22 @@ static int train(problem* p, const args* a) {
       return TOOL_EXIT_RUNTIME;
     }
   }
+  shacState* shac = NULL;
+  if (a->method == M_SHAC) {
+    shacOptions so;
+    shac_defaultOptions(&so);
+    so.batch = (int)a->batch;
+    so.horizon = p->opt.horizon;
+    so.episode = p->episode;
+    so.gamma = a->gamma;
+    so.critic_lr = a->critic_lr;
+    so.seed = a->seed;
+    shac = shac_make(p->L, p->m, p->net, &so, msg, sizeof(msg));
+    if (!shac) {
+      fprintf(stderr, TOOL ": error: shac: %s\n", msg);
+      return TOOL_EXIT_RUNTIME;
+    }
+  }
   if (!grad) tool_outOfMemory(TOOL);
 
   char path[1024];
@@ -462,6 +502,7 @@ static int train(problem* p, const args* a) {
     memset(&st, 0, sizeof(st));
     double J = NAN, gnorm = NAN;
     mjdiffStatus rc = MJDIFF_OK;
+    double vloss = NAN;
     if (a->method == M_APG) {
       if (a->reach) mjdiff_reachApply(p->s, &a->reach_sched, (int)it - 1, NULL, 0);
       rc = mjdiff_learnObjective(p->L, p->net, seed, (int)a->batch, &J, grad, NULL, &st, msg,
@@ -522,6 +563,14 @@ static int train(problem* p, const args* a) {
         gnorm = info.grad_norm;
         if (rc != MJDIFF_OK) snprintf(msg, sizeof(msg), "non-finite search direction");
       }
+    } else if (a->method == M_SHAC) {
+      rc = shac_iteration(shac, p->net, seed, grad, &J, &vloss, &st, msg, sizeof(msg));
+      if (rc == MJDIFF_OK) {
+        mjdiffAdamInfo info;
+        rc = mjdiff_adamStep(adam, theta, grad, &info);
+        gnorm = info.grad_norm;
+        if (rc != MJDIFF_OK) snprintf(msg, sizeof(msg), "non-finite gradient");
+      }
     } else {
       rc = ppo_iteration(ppo, seed, &st, &gnorm, msg, sizeof(msg));
       J = st.cost;
@@ -543,6 +592,7 @@ static int train(problem* p, const args* a) {
     }
     curveRow(a, it, steps, wall, J, succ, gnorm, ecost, esucc);
     if (st.failed > 0) fprintf(stderr, "iter %ld: %d rollouts diverged, left out\n", it, st.failed);
+    if (!isnan(vloss)) fprintf(stderr, "iter %ld: critic loss %.3g\n", it, vloss);
     if (isnan(ecost)) {
       fprintf(stderr, "iter %ld: cost %.4g success %.2f grad %.3g steps %ld wall %.1f s\n", it, J,
               succ, gnorm, steps, wall);
@@ -562,6 +612,7 @@ static int train(problem* p, const args* a) {
   free(Jk);
   free(grad);
   ppo_free(ppo);
+  shac_free(shac);
   mjdiff_freeAdam(adam);
   return code;
 }
