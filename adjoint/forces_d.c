@@ -41,6 +41,13 @@
 // Actuators (hinge/slide joint or fixed-tendon transmission: constant moment G, length G q):
 //   force = clamp(gain(L, V) in + bias(L, V)), in = clamp(ctrl) or act
 //   df = G' (force_L G dq + force_V G dv + force_in din)
+// Site transmission (no reference site; MuJoCo's length 0): a wrench at the site, the gear in the
+// site's frame R at p: W_u = [tau + p x f; f] (about the origin), f = R g_f, tau = R g_t, so
+// moment = J_b' W_u and velocity V = W_u . V_b (V_b = J_b v). With F = force(in, V):
+//   f_act = F J_b' W_u;  df = J_b' (F dW_u + W_u force_V dV) + (dJ_b' F W_u) + J_b' W_u force_in din
+//   dW_u/dq_k = [a_k x tau + dp_k x f + p x (a_k x f); a_k x f]   (a_k, dp_k: column k of the
+//   site body's angular and point (at p) Jacobians: R and p move with the body)
+//   dV/dq_k = dW_u/dq_k . V_b + W_u . dV_b/dq_k,   dV/dv = moment'
 // Spatial tendons (springs, dampers, limits, friction loss, equalities, actuator transmissions with
 // moment gear J(q)): the same laws on the tendon length, through tendon_d.c, which adds the
 // derivative of J(q)' F in q (the length's Hessian). Its failure (an inside wrap without a
@@ -750,10 +757,62 @@ static void passiveDeriv(const mjModel* m, const mjData* d, mjtNum* row, mjtNum*
   }
 }
 
-// actuator forces through constant moments (hinge/slide joints, fixed tendons)
-static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNum* DfDv,
-                          mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa, mjtNum* DadotDu,
-                          mjtNum* tf) {
+// site transmission i (no reference site) with force F and force_V fV: its q- and v-derivatives
+// through the wrench (see the top); sc->cdof0, sc->dV ready; sc->J1, sc->Y are scratch
+static void siteActuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, int i, mjtNum F,
+                              mjtNum fV, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv, site = m->actuator_trnid[2 * i], b = m->site_bodyid[site];
+  if (b == 0) return;  // a world site: constant (zero) moment
+  const mjtNum* gear = m->actuator_gear + 6 * i;
+  const mjtNum* R = d->site_xmat + 9 * site;
+  const mjtNum* p = d->site_xpos + 3 * site;
+  mjtNum f[3], tau[3], pf[3], Wu[6], V[6];
+  mju_rotVecMat(f, gear, R);
+  mju_rotVecMat(tau, gear + 3, R);
+  mju_cross(pf, p, f);
+  for (int r = 0; r < 3; r++) {
+    Wu[r] = tau[r] + pf[r];
+    Wu[3 + r] = f[r];
+  }
+  spatial_bodyVel(m, d, b, V);
+  setAllColumns(m, sc);
+  spatial_bodyJacobian(m, sc->cdof0, b, sc->J1);
+  const mjtNum* dVb = sc->dV + 6 * nv * b;
+  mjtNum* dWq = sc->Y;
+  mjtNum* dWv = sc->Y + 6 * nv;
+  mju_zero(sc->Y, 12 * nv);
+  for (int k = 0; k < nv; k++) {
+    mjtNum a[3] = {sc->J1[k], sc->J1[nv + k], sc->J1[2 * nv + k]}, dp[3];
+    spatial_pointJacobianCol(sc->J1, nv, k, p, dp);
+    mjtNum af[3], at[3], t1[3], t2[3], dW[6];
+    mju_cross(af, a, f);
+    mju_cross(at, a, tau);
+    mju_cross(t1, dp, f);
+    mju_cross(t2, p, af);
+    for (int r = 0; r < 3; r++) {
+      dW[r] = at[r] + t1[r] + t2[r];
+      dW[3 + r] = af[r];
+    }
+    mjtNum dvel = 0, mom = 0;
+    for (int r = 0; r < 6; r++) {
+      dvel += dW[r] * V[r] + Wu[r] * dVb[nv * r + k];
+      mom += Wu[r] * sc->J1[nv * r + k];
+    }
+    for (int r = 0; r < 6; r++) {
+      dWq[nv * r + k] = F * dW[r] + Wu[r] * fV * dvel;
+      dWv[nv * r + k] = Wu[r] * fV * mom;
+    }
+  }
+  mjtNum W[6];
+  mju_scl(W, Wu, F, 6);
+  addWrenchDeriv(m, sc, 0, b, W, dWq, fV != 0 ? dWv : NULL, DfDq, DfDv);
+}
+
+// actuator forces through constant moments (hinge/slide joints, fixed tendons), spatial tendons
+// (tendon_d.c, through tf) and sites (siteActuatorDeriv)
+static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum* DfDq,
+                          mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
+                          mjtNum* DadotDu, mjtNum* tf) {
   int nv = m->nv, nu = m->nu, na = m->na;
   if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
@@ -804,10 +863,14 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, mjtNum* DfDq, mjtNu
                     gear * gear * fV, tf);
     }
 
+    // site: the q- and v-blocks through the wrench
+    int site = m->actuator_trntype[i] == mjTRN_SITE;
+    if (site) siteActuatorDeriv(m, d, sc, i, d->actuator_force[i], fV, DfDq, DfDv);
+
     // df = moment' (fL moment dq + fV moment dv + fin din)
     for (int r = 0; r < nv; r++) {
       if (moment[r] == 0) continue;
-      for (int c = 0; c < nv && !spatial; c++) {
+      for (int c = 0; c < nv && !spatial && !site; c++) {
         if (moment[c] == 0) continue;
         DfDq[nv * r + c] += moment[r] * fL * moment[c];
         DfDv[nv * r + c] += moment[r] * fV * moment[c];
@@ -891,7 +954,7 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   if (parts & MJDIFF_FORCES_OTHER) {
     passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
     mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
-    actuatorDeriv(m, d, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+    actuatorDeriv(m, d, &sc, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
   }
 
   // smooth forces (plugin/smooth.c), under the same flags

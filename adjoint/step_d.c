@@ -472,10 +472,18 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
       ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
     } else if (trn == mjTRN_TENDON) {
       ok = 1;  // fixed and spatial tendons (tendon_d.c)
+    } else if (trn == mjTRN_SITE) {
+      // a wrench at the site (forces_d.c); a reference site (MuJoCo 3) is not differentiated
+      if (m->actuator_trnid[2 * i + 1] >= 0) {
+        return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                            "actuator %d ('%s'): a site transmission with a reference site has "
+                            "no derivative yet", i, name);
+      }
+      ok = 1;
     }
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): only hinge/slide joint and tendon "
+                          "actuator %d ('%s'): only hinge/slide joint, tendon and site "
                           "transmissions have derivatives",
                           i, name);
     }

@@ -227,6 +227,44 @@ const char* kSphereFloor = R"(
   </worldbody>
 </mujoco>)";
 
+// site transmissions: a floating quadrotor-like body with four thrusters (force along the site's
+// z, a yaw torque; one through a first-order filter), and a site on a two-hinge arm driven by a
+// general actuator whose bias depends on the site's velocity (force_V), all wrenches turning
+// with the bodies; feet on the floor for contacts
+const char* kSiteActuators = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_contact_stiffness" data="3000"/></custom>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body name="drone" pos="0 0 0.3" euler="0.2 -0.1 0.3">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.02" mass="0.5"/>
+      <geom type="sphere" pos="0 0 -0.05" size="0.03" mass="0.05"/>
+      <site name="r1" pos="0.1 0.1 0.02" euler="0.1 0 0"/>
+      <site name="r2" pos="-0.1 0.1 0.02"/>
+      <site name="r3" pos="-0.1 -0.1 0.02" euler="0 0.2 0"/>
+      <site name="r4" pos="0.1 -0.1 0.02"/>
+    </body>
+    <body name="arm" pos="1 0 0.5">
+      <joint name="h1" type="hinge" axis="0 0 1" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.3" contype="0" conaffinity="0"/>
+      <body pos="0.3 0 0">
+        <joint name="h2" type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0.1" size="0.02" mass="0.2" contype="0" conaffinity="0"/>
+        <site name="tip" pos="0.2 0 0.1" euler="0.3 0.2 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor site="r1" gear="0 0 1 0 0 0.02" ctrlrange="0 4" ctrllimited="true"/>
+    <motor site="r2" gear="0 0 1 0 0 -0.02" ctrlrange="0 4" ctrllimited="true"/>
+    <motor site="r4" gear="0.1 0 1 0 0 -0.02" ctrlrange="0 4" ctrllimited="true"/>
+    <general site="tip" gear="0.3 0.5 1 0.1 0 0.05" biastype="affine" biasprm="0 0 -0.8" ctrlrange="-1 1" ctrllimited="true"/>
+    <general site="r3" gear="0 0 1 0 0 0.02" dyntype="filter" dynprm="0.05" ctrlrange="0 4" ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+
 // every smooth force but contacts: connect, weld, joint and tendon equalities, joint, ball and
 // tendon limits, dof and tendon friction loss, springs, and an applied body wrench
 const char* kConstraints = R"(
@@ -302,6 +340,16 @@ TEST(StepDeriv, FloatingRK4) {
   checkModel(xml.c_str(), nullptr, 20, 1e-6, 50);
 }
 
+TEST(StepDeriv, SiteTransmissionsEuler) {
+  checkModel(kSiteActuators, nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDeriv, SiteTransmissionsRK4) {
+  std::string xml = kSiteActuators;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+}
+
 TEST(StepDeriv, SphereOnFloorWithContact) {
   checkModel(kSphereFloor, nullptr, 20, 1e-6, 100, true);
 }
@@ -325,6 +373,10 @@ TEST(StepDerivImplicit, RK4ModelGetsImplicitEuler) {
   std::string xml = kConstraints;
   xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
   checkModel(withImplicit(xml).c_str(), nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDerivImplicit, SiteTransmissions) {
+  checkModel(withImplicit(kSiteActuators).c_str(), nullptr, 20, 1e-6, 40);
 }
 
 TEST(StepDerivImplicit, SphereOnFloorWithContact) {

@@ -5,7 +5,12 @@
 //
 //   state k = 0 .. N-1: from the initial state (keyframe 0, else qpos0), S + 7k smooth steps under
 //     random controls (new every 20 steps), then qvel += U(-0.15, 0.15), act += U(-0.05, 0.05),
-//     new random controls kept inside ctrlrange (5% .. 95% of the range)
+//     new random controls kept inside ctrlrange (5% .. 95% of the range). A run that runs away
+//     (|qvel| > 1000) is a divergence of the smooth step unless the actuators' work accounts for
+//     the mechanical energy gained (gain <= 2 W, W = sum_k h qfrc_actuator . qvel_{k+1}), or
+//     MuJoCo's native step from the smooth run's state 10 steps earlier, same controls, runs
+//     away too (a free-flying body under random thrusts spins up until Euler itself diverges):
+//     then the state is taken halfway instead
 //   x (+) dx: qpos (+) dq = mj_integratePos(qpos, dq, 1), qvel + dv, act + da;  u + du
 //   F(e)[:, c] = (step(x (+) e e_c) (-) step(x (-) e e_c)) / 2e   (tangent difference,
 //     mj_differentiatePos; e = eps for state columns, eps_ctrl for control columns, shrunk to
@@ -225,24 +230,83 @@ static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
 // initial state, then perturbed velocities and activations and new controls inside ctrlrange;
 // returns the steps done, -1 with why filled if a step failed or the run ran away (a state there
 // says nothing about the derivatives: the forward itself diverged)
+// mechanical energy at d's state: 1/2 v' M v - sum_b m_b g . x_b (native kinematics and mass
+// matrix on d; the state is not changed)
+static double mechanicalEnergy(const mjModel* m, mjData* d) {
+  mj_kinematics(m, d);
+  mj_comPos(m, d);
+  mj_crb(m, d);
+  mjtNum* Mv = (mjtNum*)malloc(sizeof(mjtNum) * (size_t)(m->nv + 1));
+  if (!Mv) return NAN;
+  mj_mulM(m, d, Mv, d->qvel);
+  double e = 0.5 * mju_dot(Mv, d->qvel, m->nv);
+  free(Mv);
+  for (int b = 1; b < m->nbody; b++) e -= m->body_mass[b] * mju_dot3(m->opt.gravity, d->xipos + 3 * b);
+  return e;
+}
+
+#define RING 10  // smooth states kept for the native replay of a runaway
+
+// 1 if MuJoCo's native step, from state x (getState layout: the controls included) with those
+// controls held, runs away or warns of instability within nstep steps
+static int nativeRunsAway(const mjModel* m, const mjtNum* x, int nstep) {
+  mjData* dn = mj_makeData(m);
+  if (!dn) return 0;
+  setState(m, dn, x);
+  char err[256];
+  int w0 = tool_badWarnings(dn), bad = 0;
+  for (int k = 0; k < nstep && !bad; k++) {
+    mj_step(m, dn);
+    bad = tool_badWarnings(dn) != w0 || tool_ranAway(m, dn, err, sizeof(err));
+  }
+  mj_deleteData(dn);
+  return bad;
+}
+
 static int randomState(const mjModel* m, mjData* d, const mjdiffModel* s, uint64_t* rng,
                        int nstep, char* why, int whysz) {
+  uint64_t rng0 = *rng;
   tool_resetState(m, d);
+  double e0 = mechanicalEnergy(m, d), work = 0;
+  int nx = m->nq + m->nv + m->na + m->nu + 1;
+  mjtNum* ring = (mjtNum*)malloc(sizeof(mjtNum) * (size_t)nx * RING);
+  if (!ring) {
+    snprintf(why, (size_t)whysz, "out of memory");
+    return -1;
+  }
   char err[512];
   int done = 0;
   for (; done < nstep; done++) {
     if (done % 20 == 0) tool_randomCtrl(m, d->ctrl, rng);
+    getState(m, d, ring + (size_t)nx * (done % RING));
     if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
       snprintf(why, (size_t)whysz, "the smooth step failed at t = %.4g s (step %d): %s", d->time,
                done, err);
+      free(ring);
       return -1;
     }
+    // the actuators' work: the step's forces over its new velocities
+    work += m->opt.timestep * mju_dot(d->qfrc_actuator, d->qvel, m->nv);
     if (tool_ranAway(m, d, err, sizeof(err))) {
+      // not the smooth model's doing if the actuators' work accounts for the energy gained (a
+      // free-flying body under random thrusts spins up), or if MuJoCo's native step, from the
+      // smooth run's state RING steps earlier under the same controls, runs away too (Euler on a
+      // body spinning at tens of radians per step diverges in either)
+      double gain = mechanicalEnergy(m, d) - e0;
+      int first = done + 1 > RING ? done + 1 - RING : 0;
+      int native = nativeRunsAway(m, ring + (size_t)nx * (first % RING), 4 * RING);
+      free(ring);
+      if (done >= 2 && (gain <= 2 * work || native)) {
+        *rng = rng0;
+        return randomState(m, d, s, rng, done / 2, why, whysz);
+      }
       snprintf(why, (size_t)whysz, "the smooth step %s (step %d): the forward diverges at the "
-               "model's timestep", err, done + 1);
+               "model's timestep (energy gained %.3g J, the actuators' work %.3g J; MuJoCo's "
+               "native step from step %d does not run away)", err, done + 1, gain, work, first);
       return -1;
     }
   }
+  free(ring);
   for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.3 * (tool_uniform(rng) - 0.5);
   for (int i = 0; i < m->na; i++) d->act[i] += 0.1 * (tool_uniform(rng) - 0.5);
   tool_randomCtrl(m, d->ctrl, rng);
