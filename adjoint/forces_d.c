@@ -48,6 +48,20 @@
 //   dW_u/dq_k = [a_k x tau + dp_k x f + p x (a_k x f); a_k x f]   (a_k, dp_k: column k of the
 //   site body's angular and point (at p) Jacobians: R and p move with the body)
 //   dV/dq_k = dW_u/dq_k . V_b + W_u . dV_b/dq_k,   dV/dv = moment'
+// Muscles (MuJoCo's mju_muscleGain, mju_muscleBias, mju_muscleDynamics; prm = gainprm):
+//   F0 = prm[2], or prm[3] / acc0 if negative;  L0 = (lr1 - lr0) / (range1 - range0)
+//   l = range0 + (len - lr0) / L0,  w = vel / (L0 vmax)
+//   gain = -F0 FL(l) FV(w),  bias = -F0 fpmax FP(l);  d/dlen = d/dl / L0,  d/dvel = d/dw / (L0 vmax)
+//   FL: piecewise quadratic (x^2/2 rising from lmin to a = (lmin+1)/2, 1 - x^2/2 to 1 and on to
+//   b = (1+lmax)/2, x^2/2 falling to lmax), FL' = +-x / (piece width); below lmin MuJoCo 2.2 takes
+//   the second piece's formula, 3.x zero
+//   FV: 0 (w <= -1), (w+1)^2, fvmax - (y-w)^2/y (w <= y = fvmax-1), fvmax;  FV' = 2(w+1), 2(y-w)/y
+//   FP: 0 (l <= 1), x^2/2 (x = (l-1)/(b-1)), 1/2 + (l-b)/(b-1);  FP' = x/(b-1), 1/(b-1)
+//   adot = (c - a) / tau,  c = clip(u, 0, 1),  a_c = clip(a, 0, 1)
+//   tau_act = t_a (1/2 + 3/2 a_c), tau_deact = t_d / (1/2 + 3/2 a_c)
+//   tau = tau_act if c - a > 0 else tau_deact (3.x with smoothing width s > 0:
+//   tau = tau_deact + (tau_act - tau_deact) S((c - a)/s + 1/2), S the quintic smoothstep)
+//   d adot = (dc - da) / tau - (c - a) dtau / tau^2
 // Spatial tendons (springs, dampers, limits, friction loss, equalities, actuator transmissions with
 // moment gear J(q)): the same laws on the tendon length, through tendon_d.c, which adds the
 // derivative of J(q)' F in q (the length's Hessian). Its failure (an inside wrap without a
@@ -808,6 +822,127 @@ static void siteActuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, in
   addWrenchDeriv(m, sc, 0, b, W, dWq, fV != 0 ? dWv : NULL, DfDq, DfDv);
 }
 
+// the muscle length curve FL(l) and its slope (see the top; MuJoCo 2.2 and 3.x differ below lmin)
+static mjtNum muscleFL(mjtNum l, mjtNum lmin, mjtNum lmax, mjtNum* dFL) {
+  mjtNum a = 0.5 * (lmin + 1), b = 0.5 * (1 + lmax), w, x;
+  *dFL = 0;
+#if MJDIFF_MUJOCO_3
+  if (!(lmin <= l && l <= lmax)) return 0;
+  int rising = l <= a;
+#else
+  if (l > lmax) return 0;
+  int rising = l >= lmin && l <= a;
+#endif
+  if (rising) {
+    w = mju_max(mjMINVAL, a - lmin);
+    x = (l - lmin) / w;
+    *dFL = x / w;
+    return 0.5 * x * x;
+  } else if (l <= 1) {
+    w = mju_max(mjMINVAL, 1 - a);
+    x = (1 - l) / w;
+    *dFL = x / w;
+    return 1 - 0.5 * x * x;
+  } else if (l <= b) {
+    w = mju_max(mjMINVAL, b - 1);
+    x = (l - 1) / w;
+    *dFL = -x / w;
+    return 1 - 0.5 * x * x;
+  }
+  w = mju_max(mjMINVAL, lmax - b);
+  x = (lmax - l) / w;
+  *dFL = -x / w;
+  return 0.5 * x * x;
+}
+
+// muscle gain and bias of actuator i at its length and velocity, with their partials in length
+// (gL, bL) and velocity (gV)
+static void muscleForce(const mjModel* m, const mjData* d, int i, mjtNum* g, mjtNum* gL,
+                        mjtNum* gV, mjtNum* bias, mjtNum* bL) {
+  const mjtNum* lr = m->actuator_lengthrange + 2 * i;
+  mjtNum acc0 = m->actuator_acc0[i], len = d->actuator_length[i], vel = d->actuator_velocity[i];
+  if (g) {
+    const mjtNum* prm = m->actuator_gainprm + mjNGAIN * i;
+    mjtNum F0 = prm[2] < 0 ? prm[3] / mju_max(mjMINVAL, acc0) : prm[2];
+    mjtNum L0 = mju_max(mjMINVAL, (lr[1] - lr[0]) / mju_max(mjMINVAL, prm[1] - prm[0]));
+    mjtNum l = prm[0] + (len - lr[0]) / L0, vs = mju_max(mjMINVAL, L0 * prm[6]);
+    mjtNum w = vel / vs, y = prm[8] - 1, dFL, FV, dFV;
+    mjtNum FL = muscleFL(l, prm[4], prm[5], &dFL);
+    if (w <= -1) {
+      FV = dFV = 0;
+    } else if (w <= 0) {
+      FV = (w + 1) * (w + 1);
+      dFV = 2 * (w + 1);
+    } else if (w <= y) {
+      FV = prm[8] - (y - w) * (y - w) / mju_max(mjMINVAL, y);
+      dFV = 2 * (y - w) / mju_max(mjMINVAL, y);
+    } else {
+      FV = prm[8];
+      dFV = 0;
+    }
+    *g = -F0 * FL * FV;
+    *gL = -F0 * dFL * FV / L0;
+    *gV = -F0 * FL * dFV / vs;
+  }
+  if (bias) {
+    const mjtNum* prm = m->actuator_biasprm + mjNBIAS * i;
+    mjtNum F0 = prm[2] < 0 ? prm[3] / mju_max(mjMINVAL, acc0) : prm[2];
+    mjtNum L0 = mju_max(mjMINVAL, (lr[1] - lr[0]) / mju_max(mjMINVAL, prm[1] - prm[0]));
+    mjtNum l = prm[0] + (len - lr[0]) / L0, b = 0.5 * (1 + prm[5]);
+    mjtNum wb = mju_max(mjMINVAL, b - 1);
+    if (l <= 1) {
+      *bias = *bL = 0;
+    } else if (l <= b) {
+      mjtNum x = (l - 1) / wb;
+      *bias = -F0 * prm[7] * 0.5 * x * x;
+      *bL = -F0 * prm[7] * x / wb / L0;
+    } else {
+      *bias = -F0 * prm[7] * (0.5 + (l - b) / wb);
+      *bL = -F0 * prm[7] / wb / L0;
+    }
+  }
+}
+
+// muscle activation dynamics: d adot / du (u the control after the range clamp) and d adot / da
+static void muscleDynamics(const mjModel* m, int i, mjtNum u, mjtNum act, mjtNum* du,
+                           mjtNum* da) {
+  const mjtNum* prm = m->actuator_dynprm + mjNDYN * i;
+  mjtNum c = mju_clip(u, 0, 1), dc = u > 0 && u < 1 ? 1 : 0;
+  mjtNum ac = mju_clip(act, 0, 1), dac = act > 0 && act < 1 ? 1 : 0;
+  mjtNum k = 0.5 + 1.5 * ac;
+  mjtNum ta = prm[0] * k, dta = prm[0] * 1.5 * dac;
+  mjtNum td = prm[1] / k, dtd = -prm[1] * 1.5 * dac / (k * k);
+  mjtNum e = c - act, tau, tau_u = 0, tau_a;
+#if MJDIFF_MUJOCO_3
+  mjtNum width = prm[2];
+#else
+  mjtNum width = 0;
+#endif
+  if (width < mjMINVAL) {
+    tau = e > 0 ? ta : td;
+    tau_a = e > 0 ? dta : dtd;
+  } else {
+    mjtNum x = e / width + 0.5, S, dS;
+    if (x <= 0 || x >= 1) {
+      S = x <= 0 ? 0 : 1;
+      dS = 0;
+    } else {
+      S = x * x * x * (3 * x * (2 * x - 5) + 10);
+      dS = 30 * x * x * (x - 1) * (x - 1);
+    }
+    tau = td + (ta - td) * S;
+    tau_u = (ta - td) * dS * dc / width;
+    tau_a = dtd + (dta - dtd) * S - (ta - td) * dS / width;
+  }
+  if (tau < mjMINVAL) {  // MuJoCo divides by mjMINVAL there: no slope in tau
+    *du = dc / mjMINVAL;
+    *da = -1 / mjMINVAL;
+    return;
+  }
+  *du = dc / tau - e * tau_u / (tau * tau);
+  *da = -1 / tau - e * tau_a / (tau * tau);
+}
+
 // actuator forces through constant moments (hinge/slide joints, fixed tendons), spatial tendons
 // (tendon_d.c, through tf) and sites (siteActuatorDeriv)
 static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum* DfDq,
@@ -840,11 +975,17 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum
       g += gain[1] * d->actuator_length[i] + gain[2] * d->actuator_velocity[i];
       gL = gain[1];
       gV = gain[2];
+    } else if (m->actuator_gaintype[i] == mjGAIN_MUSCLE) {
+      muscleForce(m, d, i, &g, &gL, &gV, NULL, NULL);
     }
     mjtNum fL = gL * in, fV = gV * in, fin = g;
     if (m->actuator_biastype[i] == mjBIAS_AFFINE) {
       fL += bias[1];
       fV += bias[2];
+    } else if (m->actuator_biastype[i] == mjBIAS_MUSCLE) {
+      mjtNum b, bL;
+      muscleForce(m, d, i, NULL, NULL, NULL, &b, &bL);
+      fL += bL;
     }
 
     // clamped force: derivative 0 outside the range
@@ -890,6 +1031,15 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum
         mjtNum tau = mju_max(mjMINVAL, m->actuator_dynprm[mjNDYN * i]);
         DadotDu[nu * ia + i] = dctrl / tau;
         DadotDa[na * ia + ia] = -1 / tau;
+      } else if (m->actuator_dyntype[i] == mjDYN_MUSCLE) {
+        mjtNum u = mju_clip(d->ctrl[i], clamp && m->actuator_ctrllimited[i] ?
+                                          m->actuator_ctrlrange[2 * i] : -mjMAXVAL,
+                            clamp && m->actuator_ctrllimited[i] ?
+                                          m->actuator_ctrlrange[2 * i + 1] : mjMAXVAL);
+        mjtNum du, da;
+        muscleDynamics(m, i, u, d->act[ia], &du, &da);
+        DadotDu[nu * ia + i] = dctrl * du;
+        DadotDa[na * ia + ia] = da;
       }
     }
   }

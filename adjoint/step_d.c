@@ -455,16 +455,16 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     name = name ? name : "";
     int dyn = m->actuator_dyntype[i], gain = m->actuator_gaintype[i],
         bias = m->actuator_biastype[i], trn = m->actuator_trntype[i];
-    if (dyn != mjDYN_NONE && dyn != mjDYN_INTEGRATOR && dyn != mjDYN_FILTER) {
+    if (dyn != mjDYN_NONE && dyn != mjDYN_INTEGRATOR && dyn != mjDYN_FILTER &&
+        dyn != mjDYN_MUSCLE) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
                           "actuator %d ('%s'): dynamics type %d has no derivative (none, "
-                          "integrator and filter do)", i, name, dyn);
+                          "integrator, filter and muscle do)", i, name, dyn);
     }
-    if ((gain != mjGAIN_FIXED && gain != mjGAIN_AFFINE) ||
-        (bias != mjBIAS_NONE && bias != mjBIAS_AFFINE)) {
+    if ((gain != mjGAIN_FIXED && gain != mjGAIN_AFFINE && gain != mjGAIN_MUSCLE) ||
+        (bias != mjBIAS_NONE && bias != mjBIAS_AFFINE && bias != mjBIAS_MUSCLE)) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): muscle or user gain/bias has no derivative", i,
-                          name);
+                          "actuator %d ('%s'): a user gain/bias has no derivative", i, name);
     }
     int id = m->actuator_trnid[2 * i];
     int ok = 0;

@@ -122,6 +122,11 @@ static size_t stackNeed(const mjModel* m) {
   return 6 * nv * nv + 12 * nv + (size_t)m->nq + 200 + mjdiff_forceDerivativeStack(m);
 }
 
+// the implicit step's need holds the force derivative's, the deepest user of the stack
+size_t mjdiff_stackNeed(const mjModel* m) {
+  return m ? stackNeed(m) : 0;
+}
+
 // the smooth forces' Jacobians at the state in d; a derivative that is unavailable fails the step
 // by name (a contact whose geometry Jacobian cannot reproduce it, a tendon), rather than leaving
 // its terms out of the Newton matrix

@@ -265,6 +265,42 @@ const char* kSiteActuators = R"(
   </actuator>
 </mujoco>)";
 
+// muscles (MuJoCo's length-velocity gain, passive bias and activation dynamics): on a spatial
+// tendon over a two-hinge arm (biceps-like, wrapping a cylinder at the elbow), a triceps on a
+// fixed tendon, and one on the shoulder joint with a tight length range, so that its length
+// crosses the curves' pieces
+const char* kMuscles = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <site name="s0" pos="-0.05 0 0.05"/>
+    <body name="upper">
+      <joint name="shoulder" type="hinge" axis="0 1 0" limited="true" range="-1.5 1.5" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+      <site name="s1" pos="0.1 0 0.04"/>
+      <geom name="elbow_wrap" type="cylinder" pos="0.3 0 0" zaxis="0 1 0" size="0.03 0.02" contype="0" conaffinity="0" rgba="0 0 1 0.2"/>
+      <site name="side" pos="0.3 0 0.06"/>
+      <body name="fore" pos="0.3 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0" limited="true" range="-2 0.2" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.025" mass="0.6"/>
+        <site name="s2" pos="0.08 0 0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <spatial name="biceps">
+      <site site="s0"/><site site="s1"/><geom geom="elbow_wrap" sidesite="side"/><site site="s2"/>
+    </spatial>
+    <fixed name="triceps"><joint joint="elbow" coef="0.02"/><joint joint="shoulder" coef="-0.01"/></fixed>
+  </tendon>
+  <actuator>
+    <muscle name="bic" tendon="biceps" force="40"/>
+    <muscle name="tri" tendon="triceps" force="30"/>
+    <muscle name="sh" joint="shoulder" force="20" lengthrange="-1.6 1.6" range="0.7 1.3" lmin="0.6" lmax="1.4"/>
+  </actuator>
+</mujoco>)";
+
 // every smooth force but contacts: connect, weld, joint and tendon equalities, joint, ball and
 // tendon limits, dof and tendon friction loss, springs, and an applied body wrench
 const char* kConstraints = R"(
@@ -350,6 +386,26 @@ TEST(StepDeriv, SiteTransmissionsRK4) {
   checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
 }
 
+TEST(StepDeriv, MusclesEuler) {
+  checkModel(kMuscles, nullptr, 20, 1e-6, 40);
+}
+
+#if mjVERSION_HEADER >= 3000000
+// MuJoCo 3's smoothed switch between the activation and deactivation time constants
+TEST(StepDeriv, MusclesSmoothedTimescale) {
+  std::string xml = kMuscles;
+  std::string tri = "<muscle name=\"tri\" tendon=\"triceps\" force=\"30\"";
+  xml.replace(xml.find(tri), tri.size(), tri + " tausmooth=\"0.2\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+}
+#endif
+
+TEST(StepDeriv, MusclesRK4) {
+  std::string xml = kMuscles;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+}
+
 TEST(StepDeriv, SphereOnFloorWithContact) {
   checkModel(kSphereFloor, nullptr, 20, 1e-6, 100, true);
 }
@@ -377,6 +433,10 @@ TEST(StepDerivImplicit, RK4ModelGetsImplicitEuler) {
 
 TEST(StepDerivImplicit, SiteTransmissions) {
   checkModel(withImplicit(kSiteActuators).c_str(), nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDerivImplicit, Muscles) {
+  checkModel(withImplicit(kMuscles).c_str(), nullptr, 20, 1e-6, 40);
 }
 
 TEST(StepDerivImplicit, SphereOnFloorWithContact) {

@@ -120,6 +120,10 @@ mjModel* tool_loadModel(const char* path, char* err, int errsz) {
     m = mj_loadXML(path, NULL, msg, sizeof(msg));
   }
   if (!m) snprintf(err, (size_t)errsz, "%s: %s", path, msg);
+#if MJDIFF_MUJOCO_2_2
+  // MuJoCo 2.2: every mjData made from m has room for the smooth model and its derivatives
+  if (m) m->nstack += (int)mjdiff_stackNeed(m);
+#endif
   return m;
 }
 

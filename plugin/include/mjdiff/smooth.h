@@ -132,6 +132,13 @@ MJDIFF_API int mjdiff_wantsSmooth(const mjModel* m);
 MJDIFF_API mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt,
                                          mjdiffModel** out, char* err, int errsz);
 
+// Numbers of mjData stack (mjtNum) the smooth model's steps (explicit and implicit) and the step
+// derivatives take beyond MuJoCo's own forward pass. On MuJoCo 2.2 an mjData's stack is fixed at
+// mj_makeData by m->nstack: raise m->nstack by this much before making the mjData you differentiate
+// with (the calls otherwise fail, naming the stack). On MuJoCo 3 the arena is shared with the
+// contacts and grows by mjModel's memory size; the figure is the same.
+MJDIFF_API size_t mjdiff_stackNeed(const mjModel* m);
+
 // Copy a smooth model (its parameters and per-geom values) for m, a copy of the mjModel src was
 // made for (mj_copyModel), not attached.
 // Nullable: err.
