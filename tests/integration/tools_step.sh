@@ -109,12 +109,20 @@ cat >"$TMP/muscle.xml" <<'EOF'
 </mujoco>
 EOF
 run "$CHECK" --states 5 "$TMP/muscle.xml"
-[[ $RC -eq 1 ]] || fail "mjdiff-check on a muscle actuator: exit $RC, expected 1; $ERR"
-grep -q "MJDIFF_ERR_UNSUPPORTED" <<<"$ERR" || fail "muscle: no MJDIFF_ERR_UNSUPPORTED: $ERR"
-grep -q "'biceps'" <<<"$ERR" || fail "muscle: the message does not name the actuator: $ERR"
+[[ $RC -eq 0 ]] || fail "mjdiff-check on a muscle actuator: exit $RC, expected 0; $ERR"
+grep -q "result: PASS" <<<"$OUT" || fail "muscle: no PASS line: $OUT"
+note "mjdiff-check on a muscle actuator: ok"
+
+# a user gain (MuJoCo's callback) has no derivative: refused by name
+sed -e 's|<muscle name="biceps" joint="elbow"/>|<general name="biceps" joint="elbow" gaintype="user"/>|' \
+    "$TMP/muscle.xml" >"$TMP/user.xml"
+run "$CHECK" --states 5 "$TMP/user.xml"
+[[ $RC -eq 1 ]] || fail "mjdiff-check on a user-gain actuator: exit $RC, expected 1; $ERR"
+grep -q "MJDIFF_ERR_UNSUPPORTED" <<<"$ERR" || fail "user gain: no MJDIFF_ERR_UNSUPPORTED: $ERR"
+grep -q "'biceps'" <<<"$ERR" || fail "user gain: the message does not name the actuator: $ERR"
 grep -q "has no derivative" <<<"$ERR" ||
-  fail "muscle: the message does not name the missing derivative: $ERR"
-note "mjdiff-check on a muscle actuator: exit 1, $ERR"
+  fail "user gain: the message does not name the missing derivative: $ERR"
+note "mjdiff-check on a user-gain actuator: exit 1, $ERR"
 
 sed -e 's|<worldbody>|<option integrator="implicit"/>\n  <worldbody>|' \
     -e 's|type="ellipsoid" size="0.1 0.15 0.2"|type="sphere" size="0.1"|' \
