@@ -48,6 +48,19 @@
 //   dW_u/dq_k = [a_k x tau + dp_k x f + p x (a_k x f); a_k x f]   (a_k, dp_k: column k of the
 //   site body's angular and point (at p) Jacobians: R and p move with the body)
 //   dV/dq_k = dW_u/dq_k . V_b + W_u . dV_b/dq_k,   dV/dv = moment'
+// Slider-crank (mj_transmission): a = the slider site's z axis, v = p_crank - p_slider, r the
+// crank length, c = a . v, det = c^2 + r^2 - v . v:
+//   L = g (c - sqrt(det))  (det > 0; else L = g c),  moment M_k = g (L_a . Ja_k + L_v . Jv_k)
+//   Ja_k = w_k x a (the slider body's dofs), Jv_k = J_crank(p_c)_k - J_slider(p_s)_k
+//   s = sqrt(det), u = 1 - c/s:  L_a = u v,  L_v = u a + v / s
+//   u_a = v (c^2 - s^2) / s^3,  u_v = -a / s + c (c a - v) / s^3
+//   L_aa = v u_a',  L_av = u I + v u_v' (= L_va'),  L_vv = a u_v' + I / s - v (c a - v)' / s^3
+//   (det <= 0: L_a = v, L_v = a, L_av = I, the rest 0)
+//   H_kl = dM_k/dq_l = g [Ja_k' L_aa Ja_l + Ja_k' L_av Jv_l + Jv_k' L_va Ja_l + Jv_k' L_vv Jv_l
+//          + L_a . dJa_k/dq_l + L_v . dJv_k/dq_l]
+//   dJa_k/dq_l = [l moves k] (w_l x w_k) x a + w_k x Ja_l;  for a point x of body B,
+//   dJ_B(x)_k/dq_l = [l moves k] (cdof0_l x cdof0_k) at x + w_k x J_B(x)_l
+//   qfrc = M F(L, V), V = M . qvel:  df/dq = F H + M (F_L M + F_V qvel' H)',  df/dv = M F_V M'
 // Muscles (MuJoCo's mju_muscleGain, mju_muscleBias, mju_muscleDynamics; prm = gainprm):
 //   F0 = prm[2], or prm[3] / acc0 if negative;  L0 = (lr1 - lr0) / (range1 - range0)
 //   l = range0 + (len - lr0) / L0,  w = vel / (L0 vmax)
@@ -822,6 +835,145 @@ static void siteActuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, in
   addWrenchDeriv(m, sc, 0, b, W, dWq, fV != 0 ? dWv : NULL, DfDq, DfDv);
 }
 
+// slider-crank transmission i with force F and partials fL, fV: its q- and v-derivatives (see the
+// top); sc->cdof0 ready, sc->J1, sc->J2 and sc->Y are scratch (Y: Ja, Jps, Jpc, M, qvel' H); H
+// (nv x nv) on d's stack
+static void sliderCrankDeriv(const mjModel* m, mjData* d, scratch* sc, int i, mjtNum F,
+                             mjtNum fL, mjtNum fV, mjtNum* DfDq, mjtNum* DfDv) {
+  int nv = m->nv;
+  int crank = m->actuator_trnid[2 * i], slider = m->actuator_trnid[2 * i + 1];
+  int bc = m->site_bodyid[crank], bs = m->site_bodyid[slider];
+  mjtNum g = m->actuator_gear[6 * i], r = m->actuator_cranklength[i];
+  const mjtNum* ps = d->site_xpos + 3 * slider;
+  const mjtNum* pc = d->site_xpos + 3 * crank;
+  const mjtNum* R = d->site_xmat + 9 * slider;
+  mjtNum a[3] = {R[2], R[5], R[8]}, v[3];
+  mju_sub3(v, pc, ps);
+  mjtNum c = mju_dot3(a, v), det = c * c + r * r - mju_dot3(v, v);
+  mjtNum La[3], Lv[3], Laa[9] = {0}, Lav[9] = {0}, Lvv[9] = {0};
+  if (det > 0) {
+    mjtNum sd = sqrt(det), s3 = sd * sd * sd, u = 1 - c / sd, ua[3], uv[3], w[3];
+    for (int k = 0; k < 3; k++) {
+      La[k] = u * v[k];
+      Lv[k] = u * a[k] + v[k] / sd;
+      ua[k] = v[k] * (c * c - det) / s3;
+      w[k] = (c * a[k] - v[k]) / s3;
+      uv[k] = -a[k] / sd + c * w[k];
+    }
+    for (int p = 0; p < 3; p++) {
+      for (int q = 0; q < 3; q++) {
+        Laa[3 * p + q] = v[p] * ua[q];
+        Lav[3 * p + q] = (p == q ? u : 0) + v[p] * uv[q];
+        Lvv[3 * p + q] = a[p] * uv[q] + (p == q ? 1 / sd : 0) - v[p] * w[q];
+      }
+    }
+  } else {
+    mju_copy3(La, v);
+    mju_copy3(Lv, a);
+    Lav[0] = Lav[4] = Lav[8] = 1;
+  }
+
+  // Jacobians: Ja, Jps, Jpc (3 x nv each) from the body Jacobians J1 (slider), J2 (crank)
+  spatial_bodyJacobian(m, sc->cdof0, bs, sc->J1);
+  spatial_bodyJacobian(m, sc->cdof0, bc, sc->J2);
+  mjtNum* Ja = sc->Y;
+  mjtNum* Jps = Ja + 3 * nv;
+  mjtNum* Jpc = Jps + 3 * nv;
+  mjtNum* M = Jpc + 3 * nv;      // nv
+  mjtNum* Vh = M + nv;           // nv: qvel' H
+  for (int k = 0; k < nv; k++) {
+    mjtNum wk[3] = {sc->J1[k], sc->J1[nv + k], sc->J1[2 * nv + k]}, t[3], q1[3], q2[3];
+    mju_cross(t, wk, a);
+    spatial_pointJacobianCol(sc->J1, nv, k, ps, q1);
+    spatial_pointJacobianCol(sc->J2, nv, k, pc, q2);
+    for (int r3 = 0; r3 < 3; r3++) {
+      Ja[nv * r3 + k] = t[r3];
+      Jps[nv * r3 + k] = q1[r3];
+      Jpc[nv * r3 + k] = q2[r3];
+    }
+    mjtNum m0 = 0;
+    for (int r3 = 0; r3 < 3; r3++) m0 += La[r3] * t[r3] + Lv[r3] * (q2[r3] - q1[r3]);
+    M[k] = g * m0;
+  }
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* H = compat_stackAllocNum(d, nv * nv);
+  int* list = (int*)compat_stackAllocNum(d, nv / 2 + 1);
+  mju_zero(H, nv * nv);
+  for (int k = 0; k < nv; k++) {
+    mjtNum Jak[3], Jvk[3];
+    for (int r3 = 0; r3 < 3; r3++) {
+      Jak[r3] = Ja[nv * r3 + k];
+      Jvk[r3] = Jpc[nv * r3 + k] - Jps[nv * r3 + k];
+    }
+    if (mju_isZero(Jak, 3) && mju_isZero(Jvk, 3)) continue;
+    // first-order part: Ja_k' L_aa Ja_l + Ja_k' L_av Jv_l + Jv_k' L_va Ja_l + Jv_k' L_vv Jv_l
+    mjtNum pa[3], pv[3];  // row vectors Ja_k' L_aa + Jv_k' L_va, Ja_k' L_av + Jv_k' L_vv
+    for (int q = 0; q < 3; q++) {
+      pa[q] = pv[q] = 0;
+      for (int p = 0; p < 3; p++) {
+        pa[q] += Jak[p] * Laa[3 * p + q] + Jvk[p] * Lav[3 * q + p];
+        pv[q] += Jak[p] * Lav[3 * p + q] + Jvk[p] * Lvv[3 * p + q];
+      }
+    }
+    // w_k, and whether dof k lies on the slider's and the crank's chains
+    mjtNum wsk[3] = {sc->J1[k], sc->J1[nv + k], sc->J1[2 * nv + k]};
+    mjtNum wck[3] = {sc->J2[k], sc->J2[nv + k], sc->J2[2 * nv + k]};
+    int ins = 0, inc = 0;
+    for (int r6 = 0; r6 < 6; r6++) {
+      ins = ins || sc->J1[nv * r6 + k] != 0;
+      inc = inc || sc->J2[nv * r6 + k] != 0;
+    }
+    for (int l = 0; l < nv; l++) {
+      mjtNum h = 0, Jal[3], Jpsl[3], Jpcl[3], t[3];
+      for (int r3 = 0; r3 < 3; r3++) {
+        Jal[r3] = Ja[nv * r3 + l];
+        Jpsl[r3] = Jps[nv * r3 + l];
+        Jpcl[r3] = Jpc[nv * r3 + l];
+        h += pa[r3] * Jal[r3] + pv[r3] * (Jpcl[r3] - Jpsl[r3]);
+      }
+      // the Jacobians' own motion: w_k x Ja_l, w_k x J(x)_l
+      mju_cross(t, wsk, Jal);
+      h += mju_dot3(La, t);
+      mju_cross(t, wck, Jpcl);
+      h += mju_dot3(Lv, t);
+      mju_cross(t, wsk, Jpsl);
+      h -= mju_dot3(Lv, t);
+      H[nv * k + l] = h;
+    }
+    // [l moves k]: (w_l x w_k) x a on the slider, (cdof0_l x cdof0_k) at x on each point
+    int n = spatial_movers(m, k, list);
+    for (int e = 0; e < n; e++) {
+      int l = list[e];
+      mjtNum cm[6], t[3], pt[3];
+      spatial_crossMotion(cm, sc->cdof0 + 6 * l, sc->cdof0 + 6 * k);
+      mjtNum h = 0;
+      if (ins) {
+        mju_cross(t, cm, a);
+        h += mju_dot3(La, t);
+        spatial_pointMotion(pt, cm, ps);
+        h -= mju_dot3(Lv, pt);
+      }
+      if (inc) {
+        spatial_pointMotion(pt, cm, pc);
+        h += mju_dot3(Lv, pt);
+      }
+      H[nv * k + l] += h;
+    }
+    for (int l = 0; l < nv; l++) H[nv * k + l] *= g;
+  }
+  for (int l = 0; l < nv; l++) {
+    Vh[l] = 0;
+    for (int j = 0; j < nv; j++) Vh[l] += d->qvel[j] * H[nv * j + l];
+  }
+  for (int k = 0; k < nv; k++) {
+    for (int l = 0; l < nv; l++) {
+      DfDq[nv * k + l] += F * H[nv * k + l] + M[k] * (fL * M[l] + fV * Vh[l]);
+      DfDv[nv * k + l] += M[k] * fV * M[l];
+    }
+  }
+  compat_stackFree(d, mark);
+}
+
 // the muscle length curve FL(l) and its slope (see the top; MuJoCo 2.2 and 3.x differ below lmin)
 static mjtNum muscleFL(mjtNum l, mjtNum lmin, mjtNum lmax, mjtNum* dFL) {
   mjtNum a = 0.5 * (lmin + 1), b = 0.5 * (1 + lmax), w, x;
@@ -1004,9 +1156,13 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum
                     gear * gear * fV, tf);
     }
 
-    // site: the q- and v-blocks through the wrench
+    // site: the q- and v-blocks through the wrench; slider-crank through its moment's derivative
     int site = m->actuator_trntype[i] == mjTRN_SITE;
     if (site) siteActuatorDeriv(m, d, sc, i, d->actuator_force[i], fV, DfDq, DfDv);
+    if (m->actuator_trntype[i] == mjTRN_SLIDERCRANK) {
+      sliderCrankDeriv(m, (mjData*)d, sc, i, d->actuator_force[i], fL, fV, DfDq, DfDv);
+      site = 1;  // its q- and v-blocks are done
+    }
 
     // df = moment' (fL moment dq + fV moment dv + fin din)
     for (int r = 0; r < nv; r++) {
@@ -1067,7 +1223,9 @@ size_t mjdiff_forceDerivativeStack(const mjModel* m) {
   }
   size_t tendon = 4 * nv + nhess * nv * nv + 26 * nv + nv * nv / 8 + nv / 2 + 8;
   size_t fluid = 36 * nv + 6 * nbody + 8;
-  return own + (tendon > fluid ? tendon : fluid);
+  size_t crank = nv * nv + nv / 2 + 4;  // a slider-crank's moment derivative
+  size_t callee = tendon > fluid ? tendon : fluid;
+  return own + (callee > crank ? callee : crank);
 }
 
 int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel* s, int parts,

@@ -472,6 +472,8 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
       ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
     } else if (trn == mjTRN_TENDON) {
       ok = 1;  // fixed and spatial tendons (tendon_d.c)
+    } else if (trn == mjTRN_SLIDERCRANK) {
+      ok = 1;  // its moment's derivative (forces_d.c)
     } else if (trn == mjTRN_SITE) {
       // a wrench at the site (forces_d.c); a reference site (MuJoCo 3) is not differentiated
       if (m->actuator_trnid[2 * i + 1] >= 0) {
@@ -483,8 +485,8 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     }
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): only hinge/slide joint, tendon and site "
-                          "transmissions have derivatives",
+                          "actuator %d ('%s'): only hinge/slide joint, tendon, site and "
+                          "slider-crank transmissions have derivatives",
                           i, name);
     }
   }

@@ -301,6 +301,40 @@ const char* kMuscles = R"(
   </actuator>
 </mujoco>)";
 
+// slider-crank transmissions: MuJoCo's sample layout (slider on the world, on a child: its axis
+// turns with the joint; a crank too short, det <= 0) on ball and hinge joints, with position and
+// velocity feedback (force_L, force_V), so the moment's derivative enters through every term
+const char* kSliderCrank = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <site name="s0" pos="0 -0.1 0" zaxis="1 0.5 0.2"/>
+    <body name="a">
+      <joint name="ball" type="ball" damping="0.1"/>
+      <geom type="capsule" size="0.01" fromto="0 0 0 0.2 0 0" mass="0.2"/>
+      <site name="c0" pos="0.1 0 0"/>
+      <site name="c1" pos="0.2 0 0.01"/>
+      <body name="b" pos="0.15 0 0">
+        <joint name="h" type="hinge" axis="0 0.3 1" damping="0.1"/>
+        <geom type="capsule" size="0.01" fromto="0 -0.15 0 0 0 0" mass="0.1"/>
+        <site name="s1" pos="0.02 -0.1 0.01" zaxis="1 2 0.3"/>
+      </body>
+    </body>
+    <site name="s2" pos="0 0.1 0" zaxis="1 0.2 0"/>
+    <body name="c" pos="0 0.2 0">
+      <joint name="h2" type="hinge" axis="0 0 1" damping="0.1"/>
+      <geom type="capsule" size="0.01" fromto="0 0 0 0.15 0 0" mass="0.1"/>
+      <site name="c2" pos="0.1 0 0"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general cranksite="c0" slidersite="s0" cranklength="0.08" gear="1.5" biastype="affine" biasprm="0 -20 -0.5" gainprm="20"/>
+    <general cranksite="c1" slidersite="s1" cranklength="0.06" biastype="affine" biasprm="0 -10 -0.3" gainprm="10"/>
+    <position cranksite="c2" slidersite="s2" cranklength="0.05" kp="5"/>
+  </actuator>
+</mujoco>)";
+
 // every smooth force but contacts: connect, weld, joint and tendon equalities, joint, ball and
 // tendon limits, dof and tendon friction loss, springs, and an applied body wrench
 const char* kConstraints = R"(
@@ -406,6 +440,16 @@ TEST(StepDeriv, MusclesRK4) {
   checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
 }
 
+TEST(StepDeriv, SliderCrankEuler) {
+  checkModel(kSliderCrank, nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDeriv, SliderCrankRK4) {
+  std::string xml = kSliderCrank;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+}
+
 TEST(StepDeriv, SphereOnFloorWithContact) {
   checkModel(kSphereFloor, nullptr, 20, 1e-6, 100, true);
 }
@@ -437,6 +481,10 @@ TEST(StepDerivImplicit, SiteTransmissions) {
 
 TEST(StepDerivImplicit, Muscles) {
   checkModel(withImplicit(kMuscles).c_str(), nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDerivImplicit, SliderCrank) {
+  checkModel(withImplicit(kSliderCrank).c_str(), nullptr, 20, 1e-6, 40);
 }
 
 TEST(StepDerivImplicit, SphereOnFloorWithContact) {
