@@ -147,6 +147,7 @@ struct worker_ {
   const mjdiffMLP* vwork_net;  // the network it was made for, and its weight count
   int vwork_np;
   int item;                    // the rollout in flight (its rows of the short call's records)
+  int explore;                 // 1: this rollout adds the options' action noise (training)
   char err[512];
   int fail_item;
   int netfail;                 // the network's forward or VJP failed in a callback
@@ -385,11 +386,23 @@ void mjdiff_learnControls(const mjdiffLearner* L, const double* y, double* ctrl)
   }
 }
 
+// y += action_noise eps_t for a training rollout: eps_t from the item's seed and the step t
+// (d->time / h; items start at time 0), so that the backward pass sees the forward's noise
+static void addNoise(const worker* w, const mjModel* m, const mjData* d, double* y) {
+  const mjdiffLearner* L = w->L;
+  if (!w->explore || L->opt.action_noise <= 0) return;
+  uint64_t t = (uint64_t)llround(d->time / m->opt.timestep);
+  mjdiffRng rng;
+  mjdiff_rngSeed(&rng, splitmix(mjdiff_learnItemSeed(L->seed, w->item) ^ (0xACu + (t << 8))));
+  for (int i = 0; i < L->nu; i++) y[i] += L->opt.action_noise * mjdiff_rngNormal(&rng);
+}
+
 // u = c + r tanh(y) (limited), y (unlimited); from the observation of d
-static int policyControls(worker* w, const mjData* d, double* ctrl) {
+static int policyControls(worker* w, const mjModel* m, const mjData* d, double* ctrl) {
   mjdiffLearner* L = w->L;
   observation(L, w->dk, d, w->goal, w->obs);
   if (mjdiff_mlpForward(w->net, w->work, w->obs, 1, w->y, NULL, 0) != MJDIFF_OK) return 0;
+  addNoise(w, m, d, w->y);
   mjdiff_learnControls(L, w->y, ctrl);
   return 1;
 }
@@ -399,7 +412,7 @@ static void policyAct(const mjModel* m, const mjData* d, const mjtNum* theta, vo
   (void)m;
   (void)theta;
   worker* w = (worker*)user;
-  if (!policyControls(w, d, ctrl)) {
+  if (!policyControls(w, m, d, ctrl)) {
     mju_zero(ctrl, (int)m->nu);
     w->netfail = 1;  // the caller reports it after the rollout (the callback cannot)
   }
@@ -426,9 +439,13 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
     w->netfail = 1;
     return;
   }
+  // the squashing's slope at the noisy y (the noise itself does not depend on the weights)
+  double* yn = w->ay;
+  mju_copy(yn, w->y, L->nu);
+  addNoise(w, m, d, yn);
   for (int i = 0; i < L->nu; i++) {
     if (L->half[i] > 0) {
-      double th = tanh(w->y[i]);
+      double th = tanh(yn[i]);
       w->ay[i] = adj_ctrl[i] * L->half[i] * (1 - th * th);
     } else {
       w->ay[i] = adj_ctrl[i];
@@ -697,6 +714,7 @@ static void* workerMain(void* arg) {
     int k = j / L->B, b = j % L->B;
     w->net = L->nets[k];
     w->item = b;
+    w->explore = L->plant < 0 && !L->logstd;  // the objectives' rollouts, not evaluation or PPO's
     mjdiffStatus st;
     if (L->logstd) {
       st = sampleItem(w, b, L->success + j);
@@ -711,12 +729,16 @@ static void* workerMain(void* arg) {
     L->status[j] = st;
     if (st != MJDIFF_OK) {
       w->fail_item = j;
-      if (!L->opt.skip_failed) return NULL;
+      if (!L->opt.skip_failed) {
+        w->explore = 0;
+        return NULL;
+      }
       L->costs[j] = NAN;
       L->success[j] = 0;
       if (L->want_grad) memset(L->grad_rows + (size_t)j * (size_t)L->nparam, 0, sizeof(double) * (size_t)L->nparam);
     }
   }
+  w->explore = 0;
   return NULL;
 }
 

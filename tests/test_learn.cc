@@ -397,6 +397,31 @@ TEST(Learn, ShortObjectiveWithValueMatchesFiniteDifferences) {
   }
 }
 
+// training rollouts with action noise (the same draws in the forward and backward passes): the
+// gradient of the noisy objective against its central differences; the noise changes J
+TEST(Learn, PolicyGradientWithActionNoiseMatchesFiniteDifferences) {
+  for (int which = 0; which < 2; which++) {
+    Problem p;
+    if (which == 0) setupPendulum(&p, 1); else setupPush(&p);
+    ASSERT_NE(p.net, nullptr);
+    std::vector<double> g(mjdiff_mlpParamCount(p.net));
+    mjdiffLearner* L0 = makeLearner(&p, 2);
+    double J0 = objective(L0, p.net, 3, g.data());
+    mjdiff_freeLearner(L0);
+    p.opt.action_noise = 0.3;
+    mjdiffLearner* L1 = makeLearner(&p, 2);
+    double J1 = objective(L1, p.net, 3, g.data());
+    double J1b = objective(L1, p.net, 3, g.data());
+    mjdiff_freeLearner(L1);
+    EXPECT_NE(J0, J1) << "the noise must change the rollouts";
+    EXPECT_EQ(J1, J1b) << "the noise is a function of the seed";
+    double worst = checkGradient(&p, 3, 2, 1e-6);
+    printf("%s with action noise 0.3: worst relative error %.3g over 18 directions\n",
+           which ? "push" : "pendulum", worst);
+    EXPECT_LT(worst, which ? 1e-4 : 1e-5);
+  }
+}
+
 TEST(Learn, ForwardOnlyObjectiveEqualsGradientPath) {
   for (int which = 0; which < 2; which++) {
     Problem p;

@@ -56,7 +56,9 @@ static void usage(FILE* f) {
           "                         PPO, short-horizon gradients with a learned value (SHAC)\n"
           "  --short T              shac: steps of a short rollout (default 32)\n"
           "  --gamma G              shac: discount per step (default 0.99)\n"
-          "  --critic-lr LR         shac: the critic's Adam rate (default 1e-3)"
+          "  --critic-lr LR         shac: the critic's Adam rate (default 1e-3)\n"
+          "  --action-noise S       apg, shac (and es): Gaussian noise of std S on the network's\n"
+          "                         output before the squashing in training rollouts (default 0)"
           "  --net SPEC             policy network (nn/ spec: mlp:W1,W2[:ACT] or linear; default mlp:64,64)\n"
           "  --init WEIGHTS.npz     start from these weights (shape must match)\n"
           "  --iters N              iterations (default 200)\n"
@@ -99,7 +101,7 @@ typedef struct args_ {
   int method;
   const char* net;
   long iters, batch, threads, eval_batch, eval_every, es_dirs, short_steps;
-  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr;
+  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr, action_noise;
   unsigned long long seed;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
   int skip_failed;
@@ -163,6 +165,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->short_steps = tool_intOption(TOOL, argc, argv, &i, 1, 100000, "an integer in 1..100000");
     } else if (!strcmp(o, "--gamma")) {
       a->gamma = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO | TOOL_OPEN_HI, "in (0, 1)");
+    } else if (!strcmp(o, "--action-noise")) {
+      a->action_noise = tool_doubleOption(TOOL, argc, argv, &i, 0, 100, 0, "in [0, 100]");
     } else if (!strcmp(o, "--critic-lr")) {
       a->critic_lr = tool_doubleOption(TOOL, argc, argv, &i, 0, 10, TOOL_OPEN_LO, "in (0, 10]");
     } else if (!strcmp(o, "--net")) {
@@ -282,6 +286,7 @@ static int setupProblem(const args* a, problem* p) {
   p->episode = p->opt.horizon;
   if (a->method == M_SHAC) p->opt.horizon = (int)a->short_steps;
   p->opt.skip_failed = a->skip_failed;
+  p->opt.action_noise = a->action_noise;
   mjdiffMLPDef def;
   mjdiff_defaultMLPDef(&def);
   def.nin = mjdiff_learnObsSize(p->m, &p->opt);

@@ -63,6 +63,13 @@ typedef struct mjdiffLearnOptions_ {
   double goal_lo[3];           // goal box (m); lo <= hi
   double goal_hi[3];
   int goal_relative;           // 1: the observation also holds e = g - p(q) (default 0)
+  double action_noise;         // the objectives' rollouts (mjdiff_learnObjective, -Many, -Short,
+                               // with or without a gradient) act with u = c + r tanh(y +
+                               // action_noise eps_t), eps_t ~ N(0, I) drawn from the item's seed
+                               // and the step (the same in the forward and the backward pass):
+                               // the objective averaged over nearby trajectories, whose gradient
+                               // reaches states the deterministic policy does not visit.
+                               // mjdiff_learnEvaluate and PPO's sampling never add it (default 0)
   int skip_failed;             // 1: a rollout whose smooth step fails (diverges) is left out of
                                // the batch's mean and gradient and counted in stats->failed,
                                // instead of failing the call (default 0); all failing still fails
