@@ -48,9 +48,16 @@ void mjdiff_defaultLearnOptions(mjdiffLearnOptions* opt) {
   opt->goal_term = -1;
 }
 
+// 1 if joint j is observed as (cos q, sin q): a hinge without a range, with trig_hinges
+static int trigHinge(const mjModel* m, const mjdiffLearnOptions* opt, int j) {
+  return opt && opt->trig_hinges && m->jnt_type[j] == mjJNT_HINGE && !m->jnt_limited[j];
+}
+
 int mjdiff_learnObsSize(const mjModel* m, const mjdiffLearnOptions* opt) {
-  int goal = opt && opt->goal_term >= 0;
-  return (int)(m->nq + m->nv + m->na) + (goal ? 3 : 0) + (goal && opt->goal_relative ? 3 : 0);
+  int goal = opt && opt->goal_term >= 0, ntrig = 0;
+  for (int j = 0; j < m->njnt; j++) ntrig += trigHinge(m, opt, j);
+  return (int)(m->nq + m->nv + m->na) + ntrig + (goal ? 3 : 0) +
+         (goal && opt->goal_relative ? 3 : 0);
 }
 
 static uint64_t splitmix(uint64_t x) {
@@ -92,6 +99,8 @@ struct mjdiffLearner_ {
   const mjModel* native;
   mjdiffLearnOptions opt;
   int nobs, nu, nx, ndx, nparam;
+  int nqo;                     // the observation's qpos part: nq + the trig hinges
+  unsigned char* trigq;        // nq: 1 at the qpos of a hinge observed as (cos, sin)
   double* ctr;                 // nu: ctrlrange centre and half-width (0: unlimited)
   double* half;
   double* key_qpos;            // nq: start qpos (keyframe or qpos0)
@@ -167,6 +176,7 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
     freeWorkerPolicy(w);
   }
   free(L->workers);
+  free(L->trigq);
   free(L->ctr);
   free(L->key_qpos);
   free(L->grad_rows);
@@ -256,8 +266,12 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
     return fail(err, errsz, MJDIFF_ERR_VALUE,
                         "learner: the network maps %d inputs to %d outputs; the policy needs %d "
                         "observations (qpos %d, qvel %d, act %d, goal %d) to %d controls",
-                        def->nin, def->nout, nobs, (int)m->nq, (int)m->nv, (int)m->na,
-                        opt->goal_term >= 0 ? 3 : 0, (int)m->nu);
+                        def->nin, def->nout, nobs,
+                        nobs - (int)(m->nv + m->na) -
+                            (opt->goal_term >= 0 ? 3 + 3 * (opt->goal_relative != 0) : 0),
+                        (int)m->nv, (int)m->na,
+                        opt->goal_term >= 0 ? 3 + 3 * (opt->goal_relative != 0) : 0,
+                        (int)m->nu);
   }
   if (native && (native->nq != m->nq || native->nv != m->nv || native->nu != m->nu ||
                  native->na != m->na)) {
@@ -273,6 +287,18 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
   L->nobs = nobs;
   L->nu = (int)m->nu;
   L->nx = (int)(m->nq + m->nv + m->na);
+  L->nqo = (int)m->nq;
+  L->trigq = (unsigned char*)calloc((size_t)m->nq + 1, 1);
+  if (!L->trigq) {
+    free(L);
+    return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+  }
+  for (int j = 0; j < m->njnt; j++) {
+    if (trigHinge(m, opt, j)) {
+      L->trigq[m->jnt_qposadr[j]] = 1;
+      L->nqo++;
+    }
+  }
   L->ndx = (int)(2 * m->nv + m->na);
   L->nparam = mjdiff_mlpParamCount(net);
   L->obj_type = mjOBJ_UNKNOWN;
@@ -364,14 +390,23 @@ static void objectPosition(const mjdiffLearner* L, mjData* dk, const mjData* d, 
 static void observation(const mjdiffLearner* L, mjData* dk, const mjData* d, const double* goal,
                         double* obs) {
   const mjModel* m = L->m;
-  mju_copy(obs, d->qpos, (int)m->nq);
-  mju_copy(obs + m->nq, d->qvel, (int)m->nv);
-  if (m->na) mju_copy(obs + m->nq + m->nv, d->act, (int)m->na);
-  if (L->opt.goal_term >= 0) mju_copy3(obs + L->nx, goal);
+  int o = 0;
+  for (int i = 0; i < m->nq; i++) {
+    if (L->trigq[i]) {
+      obs[o++] = cos(d->qpos[i]);
+      obs[o++] = sin(d->qpos[i]);
+    } else {
+      obs[o++] = d->qpos[i];
+    }
+  }
+  mju_copy(obs + o, d->qvel, (int)m->nv);
+  if (m->na) mju_copy(obs + o + m->nv, d->act, (int)m->na);
+  int g0 = L->nqo + (int)(m->nv + m->na);
+  if (L->opt.goal_term >= 0) mju_copy3(obs + g0, goal);
   if (L->obj_id >= 0) {
     double p[3];
     objectPosition(L, dk, d, p);
-    mju_sub3(obs + L->nx + 3, goal, p);
+    mju_sub3(obs + g0 + 3, goal, p);
   }
 }
 
@@ -463,14 +498,24 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
 static void obsAdjoint(worker* w, const mjModel* m, const mjData* d, const double* ao,
                        mjtNum* adj_x) {
   mjdiffLearner* L = w->L;
-  // state part of a_o, state layout -> tangent layout at x (d's qpos)
-  mju_copy(w->gstate, ao, L->nx);
+  // state part of a_o (the trig hinges' pairs folded: a_q = -sin q a_cos + cos q a_sin), state
+  // layout -> tangent layout at x (d's qpos)
+  int o = 0;
+  for (int i = 0; i < m->nq; i++) {
+    if (L->trigq[i]) {
+      w->gstate[i] = -sin(d->qpos[i]) * ao[o] + cos(d->qpos[i]) * ao[o + 1];
+      o += 2;
+    } else {
+      w->gstate[i] = ao[o++];
+    }
+  }
+  mju_copy(w->gstate + m->nq, ao + o, (int)(m->nv + m->na));
   mjdiff_getState(m, d, w->x0);
   mjdiff_stateGradToTangent(m, w->x0, w->gstate, w->gtan);
   mju_addTo(adj_x, w->gtan, L->ndx);
   // e = g - p(q): a_dq -= J_p' a_e (dk holds the kinematics at d's qpos from observation())
   if (L->obj_id >= 0) {
-    const double* ae = ao + L->nx + 3;
+    const double* ae = ao + L->nqo + m->nv + m->na + 3;
     int body = L->obj_type == mjOBJ_SITE ? m->site_bodyid[L->obj_id] : L->obj_id;
     const double* pt = L->obj_type == mjOBJ_SITE ? w->dk->site_xpos + 3 * L->obj_id
                                                  : w->dk->xpos + 3 * L->obj_id;

@@ -397,6 +397,58 @@ TEST(Learn, ShortObjectiveWithValueMatchesFiniteDifferences) {
   }
 }
 
+// trig_hinges: the pendulum on a hinge without a range, observed as (cos q, sin q); the policy
+// gradient through that observation (and the relative goal) against central differences
+TEST(Learn, PolicyGradientTrigHingeMatchesFiniteDifferences) {
+  std::string xml = kPendulumXml;
+  xml.replace(xml.find("type=\"ball\""), 11, "type=\"hinge\" axis=\"0 1 0\"");
+  Problem p;
+  double lo[3] = {-0.1, -0.1, 0.55}, hi[3] = {0.2, 0.1, 0.65};
+  p.m = loadXml(xml.c_str());
+  ASSERT_NE(p.m, nullptr);
+  char err[1000] = "";
+  ASSERT_EQ(mjdiff_makeModel(p.m, nullptr, &p.s, err, sizeof(err)), MJDIFF_OK) << err;
+  p.task = readTaskText(p.m, kPendulumTask);
+  mjdiff_defaultLearnOptions(&p.opt);
+  p.opt.horizon = 40;
+  p.opt.key = -1;
+  p.opt.start_noise = 0.5;
+  p.opt.vel_noise = 0.5;
+  p.opt.goal_term = 0;
+  p.opt.goal_relative = 1;
+  p.opt.trig_hinges = 1;
+  for (int k = 0; k < 3; k++) {
+    p.opt.goal_lo[k] = lo[k];
+    p.opt.goal_hi[k] = hi[k];
+  }
+  // slide (1) + hinge as cos, sin (2) + qvel (2) + goal (3) + goal - bob (3)
+  EXPECT_EQ(mjdiff_learnObsSize(p.m, &p.opt), 11);
+  mjdiffMLPDef def;
+  mjdiff_defaultMLPDef(&def);
+  ASSERT_EQ(mjdiff_parseMLPSpec("mlp:8,6", &def, err, sizeof(err)), MJDIFF_OK) << err;
+  def.nin = mjdiff_learnObsSize(p.m, &p.opt);
+  def.nout = (int)p.m->nu;
+  ASSERT_EQ(mjdiff_makeMLP(&def, &p.net, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_initMLP(p.net, MJDIFF_INIT_XAVIER_UNIFORM, 7, 1.0, err, sizeof(err)), MJDIFF_OK);
+  // the observation: cos and sin of the hinge angle in place of it
+  mjdiffLearner* L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  mjData* d = mj_makeData(p.m);
+  d->qpos[0] = 0.1;
+  d->qpos[1] = 2.5;
+  std::vector<double> obs(11), g = {0.1, 0, 0.6};
+  mjdiff_learnObservation(L, d, g.data(), obs.data());
+  EXPECT_EQ(obs[0], 0.1);
+  EXPECT_NEAR(obs[1], std::cos(2.5), 1e-15);
+  EXPECT_NEAR(obs[2], std::sin(2.5), 1e-15);
+  EXPECT_EQ(obs[5], 0.1);  // the goal after qvel
+  mj_deleteData(d);
+  mjdiff_freeLearner(L);
+  double worst = checkGradient(&p, 3, 2, 1e-6);
+  printf("pendulum on an unlimited hinge, (cos, sin) observed: worst relative error %.3g\n", worst);
+  EXPECT_LT(worst, 1e-5);
+}
+
 // training rollouts with action noise (the same draws in the forward and backward passes): the
 // gradient of the noisy objective against its central differences; the noise changes J
 TEST(Learn, PolicyGradientWithActionNoiseMatchesFiniteDifferences) {

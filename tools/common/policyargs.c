@@ -25,6 +25,8 @@ int tool_policyOption(const char* tool, int argc, char** argv, int* i, toolPolic
     pa->have_goal = 1;
   } else if (!strcmp(o, "--no-relative")) {
     pa->no_relative = 1;
+  } else if (!strcmp(o, "--trig")) {
+    pa->trig = 1;
   } else if (!strcmp(o, "--key")) {
     pa->key = tool_intOption(tool, argc, argv, i, -1, 1000000, "an integer >= -1");
   } else if (!strcmp(o, "--start-noise")) {
@@ -43,6 +45,7 @@ void tool_policyLearnOptions(const toolPolicyArgs* pa, const mjModel* m, mjdiffL
   opt->key = m->nkey ? (int)pa->key : (pa->key > 0 ? (int)pa->key : -1);
   opt->start_noise = pa->start_noise;
   opt->vel_noise = pa->vel_noise;
+  opt->trig_hinges = pa->trig;
   if (pa->have_goal) {
     opt->goal_term = pa->goal_term;
     opt->goal_relative = !pa->no_relative;

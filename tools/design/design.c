@@ -112,6 +112,7 @@ static void usage(void) {
       "                       seed 1)\n"
       "  --goal T:X0,X1:Y0,Y1:Z0,Z1  as mjdiff-learn: the goal box of task term T\n"
       "  --no-relative        as mjdiff-learn: the policy observes the goal only\n"
+      "  --trig               as mjdiff-learn: unlimited hinges observed as (cos q, sin q)\n"
       "  --start-noise A      as mjdiff-learn (default 0.05; N > 1 only)\n"
       "  --vel-noise A        as mjdiff-learn (default 0; N > 1 only)\n"
       "  --key N              as mjdiff-learn (default 0)\n"

@@ -71,6 +71,7 @@ static void usage(FILE* f) {
           "  --goal T:X0,X1:Y0,Y1:Z0,Z1  randomise the fixed target point of task term T in this box\n"
           "  --skip-failed          leave rollouts whose smooth step diverges out of the batch (counted)\n"
           "  --no-relative          observe the goal only, not also goal - object position\n"
+          "  --trig                 observe each hinge without a range as (cos q, sin q)\n"
           "  --key N                start keyframe, -1 qpos0 (default 0; qpos0 without keys)\n"
           "  --start-noise A        hinge/slide qpos noise U(-A, A) (default 0.05)\n"
           "  --vel-noise A          hinge/slide qvel noise (default 0)\n"
@@ -328,7 +329,9 @@ static int setupProblem(const args* a, problem* p) {
     double* sd = (double*)malloc(sizeof(double) * (size_t)nobs);
     if (!sd) tool_outOfMemory(TOOL);
     memcpy(sd, mjdiff_mlpStd(p->net), sizeof(double) * (size_t)nobs);
-    for (int i = (int)p->m->nq; i < (int)(p->m->nq + p->m->nv); i++) sd[i] = sd[i] > 1 ? sd[i] : 1;
+    int q0 = nobs - (int)(p->m->nv + p->m->na) -
+             (p->opt.goal_term >= 0 ? 3 + 3 * (p->opt.goal_relative != 0) : 0);  // qvel's start
+    for (int i = q0; i < q0 + (int)p->m->nv; i++) sd[i] = sd[i] > 1 ? sd[i] : 1;
     mjdiff_setMLPNormalization(p->net, mjdiff_mlpMean(p->net), sd, NULL, 0);
     free(sd);
     mj_deleteData(d);

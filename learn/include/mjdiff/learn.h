@@ -7,7 +7,8 @@
 // mjdiff_learn. Like the rest of the library it never prints or exits.
 //
 // Observation and action (nobs = nq + nv + na + ngoal inputs, nu outputs):
-//   o = (qpos, qvel, act, g, e)     g: the goal, the fixed target point of one position term of
+//   o = (qpos, qvel, act, g, e)     (trig_hinges: an unlimited hinge's q as cos q, sin q)
+//                                   g: the goal, the fixed target point of one position term of
 //                                   the task (3 numbers) when the learner randomises one; else none
 //                                   e = g - p(q): the goal relative to that term's object (3; with
 //                                   goal_relative), p its position (forward kinematics)
@@ -63,6 +64,9 @@ typedef struct mjdiffLearnOptions_ {
   double goal_lo[3];           // goal box (m); lo <= hi
   double goal_hi[3];
   int goal_relative;           // 1: the observation also holds e = g - p(q) (default 0)
+  int trig_hinges;             // 1: each hinge without a range is observed as (cos q, sin q) in
+                               // place of q (a pole that turns over looks the same after a turn;
+                               // its state adjoint: a_q = -sin q a_cos + cos q a_sin) (default 0)
   double action_noise;         // the objectives' rollouts (mjdiff_learnObjective, -Many, -Short,
                                // with or without a gradient) act with u = c + r tanh(y +
                                // action_noise eps_t), eps_t ~ N(0, I) drawn from the item's seed
@@ -105,7 +109,9 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
                                 char* err, int errsz);
 void mjdiff_freeLearner(mjdiffLearner* L);
 
-// Size of the policy's input: nq + nv + na, + 3 with a goal, + 3 more with goal_relative.
+// Size of the policy's input: nq + nv + na, + 1 per unlimited hinge with trig_hinges, + 3 with a
+// goal, + 3 more with goal_relative. The layout: the qpos part (nq, + the trig hinges' second
+// entries in place), qvel, act, g, e.
 int mjdiff_learnObsSize(const mjModel* m, const mjdiffLearnOptions* opt);
 
 // The generator seed of rollout b of a batch drawn with seed (splitmix64 of both).
