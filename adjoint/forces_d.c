@@ -11,6 +11,8 @@
 //   dV_b/dq: column k = sum_{j in chain(b), k moves j} (cdof0_k x cdof0_j) v_j
 //   point p fixed to b: velocity v0_b + w_b x p, Jacobian J_p = J_lin - [p]x J_ang
 //
+// Applied forces at a body's com (xfrc_applied; MuJoCo 3's gravity compensation, the constant
+// force -gravcomp m g): W = [tau + xipos x f; f], dW/dq = [J_p(xipos) x f; 0] per column.
 // Forces through wrenches (contacts, connect, weld): a wrench W = [T + p x F; F] about the origin
 // acting on body b contributes  f = J_b' W, so
 //   df = (dJ_b' W) + J_b' dW,   (dJ_b' W)_jk = (cdof0_k x cdof0_j) . Wsub_body(j)  for k moves j
@@ -1411,10 +1413,13 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
     }
   }
 
-  // xfrc_applied: W = [tau + xipos x f; f] on each body, xipos a material point
+  // xfrc_applied: W = [tau + xipos x f; f] on each body, xipos a material point; MuJoCo 3's
+  // gravity compensation adds the constant force -gravcomp m g there
   for (int b = 1; b < nbody && (parts & MJDIFF_FORCES_OTHER); b++) {
-    const mjtNum* x = d->xfrc_applied + 6 * b;
-    if (mju_isZero((mjtNum*)x, 6)) continue;
+    mjtNum x[6], gc = compat_gravcomp(m, b);
+    mju_copy(x, d->xfrc_applied + 6 * b, 6);
+    if (gc != 0) mju_addToScl3(x, m->opt.gravity, -gc * m->body_mass[b]);
+    if (mju_isZero(x, 6)) continue;
     mjtNum W[6], t[3];
     mju_cross(t, d->xipos + 3 * b, x);
     for (int i = 0; i < 3; i++) {

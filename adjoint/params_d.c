@@ -18,6 +18,9 @@
 //   ipos_k    dI = [m (2 r.d E - d r' - r d'), m d, 0],  d = xmat e_k = d xipos
 //             and xfrc_applied (f, tau) acts at xipos:  dr += J_b' [d x f; 0]
 // Gravity: d a_b / d g_k = (0; -e_k) for every body:  dr = sum_b J_b' I_b (0; e_k).
+// Gravity compensation (MuJoCo 3, body b with factor c): f = -c m g at xipos, so
+//   mass: dr += J_b' [r x (-c g); -c g];  gravity_k: dr += J_b' [r x (-c m e_k); -c m e_k];
+//   ipos_k: dr += J_b' [d x f; 0]  (r = xipos - o_b, d as for ipos)
 // Dof damping: f = -b v, plus Euler's implicit term:  dr_j = -v_j - hdamp acc_j.
 // Armature: ID_j += arm_j acc_j:  dr_j = -acc_j.
 // Friction loss (smooth law, floss > 0): f = -floss rho(v / v_f), rho(u) = u / sqrt(1 + u^2):
@@ -379,13 +382,25 @@ static void inertialChange(const mjModel* m, const mjData* d, int b, const mjtNu
   mju_addTo(f, t, 6);
   addChain(m, d, b, f, -1, col);
 
-  // the applied wrench acts at the moving com: d(xipos x f) = dx x f
+  // the applied wrench and the gravity compensation act at the moving com: d(xipos x f) = dx x f
   if (dx) {
-    const mjtNum* x = d->xfrc_applied + 6 * b;
-    mjtNum W[6] = {0};
+    mjtNum x[3], W[6] = {0}, gc = compat_gravcomp(m, b);
+    mju_copy3(x, d->xfrc_applied + 6 * b);
+    if (gc != 0) mju_addToScl3(x, m->opt.gravity, -gc * m->body_mass[b]);
     mju_cross(W, dx, x);
     if (!mju_isZero(W, 3)) addChain(m, d, b, W, 1, col);
   }
+}
+
+// the gravity compensation force of body b (MuJoCo 3) changed by df at its com: col += J_b' [r x
+// df; df], r = xipos - o_b
+static void gravcompChange(const mjModel* m, const mjData* d, int b, const mjtNum df[3],
+                           mjtNum* col) {
+  mjtNum r[3], W[6];
+  mju_sub3(r, d->xipos + 3 * b, d->subtree_com + 3 * m->body_rootid[b]);
+  mju_cross(W, r, df);
+  mju_copy3(W + 3, df);
+  addChain(m, d, b, W, 1, col);
 }
 
 // inertial parameter of body b: col -= J_b' (dI a_b + v_b x* dI v_b) (+ the xfrc_applied term)
@@ -427,6 +442,14 @@ static void inertiaColumn(const mjModel* m, const mjData* d, const paramEntry* e
   }
 
   inertialChange(m, d, b, dI, e->kind == PK_BODY_IPOS ? dl : NULL, cacc, col);
+
+  // mass: the gravity compensation -gravcomp m g grows with it
+  mjtNum gc = compat_gravcomp(m, b);
+  if (e->kind == PK_BODY_MASS && gc != 0) {
+    mjtNum df[3];
+    mju_scl3(df, m->opt.gravity, -gc);
+    gravcompChange(m, d, b, df, col);
+  }
 }
 
 // gravity component k: col = sum_b J_b' I_b (0; e_k)
@@ -437,6 +460,15 @@ static void gravityColumn(const mjModel* m, const mjData* d, int k, mjtNum* wren
   mju_zero(wrench, 6 * m->nbody);
   for (int b = 1; b < m->nbody; b++) spatial_mulInert(wrench + 6 * b, d->cinert + 10 * b, a);
   wrenchToCol(m, d, wrench, col);
+
+  // the gravity compensation -gravcomp m g of each body
+  for (int b = 1; b < m->nbody; b++) {
+    mjtNum gc = compat_gravcomp(m, b);
+    if (gc == 0) continue;
+    mjtNum df[3] = {0, 0, 0};
+    df[k] = -gc * m->body_mass[b];
+    gravcompChange(m, d, b, df, col);
+  }
 }
 
 // body accelerations a_b (nbody x 6) of mj_rne with acceleration acc, world (0; -g)

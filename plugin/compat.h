@@ -139,6 +139,24 @@ static inline int compat_passiveOff(const mjModel* m) {
 }
 #endif
 
+// MuJoCo 3's gravity compensation of body b (mj_gravcomp: the force -gravcomp m g at xipos, in
+// qfrc_passive, or in qfrc_actuator for joints with actuatorgravcomp: the same sum, as actuator
+// force limits are refused): the factor gravcomp, 0 where it is off (2.2: always; passive forces
+// off, gravity disabled or zero)
+static inline mjtNum compat_gravcomp(const mjModel* m, int b) {
+#if MJDIFF_MUJOCO_3
+  if (!m->flg_gravcomp || (m->opt.disableflags & mjDSBL_GRAVITY) ||
+      mju_norm3(m->opt.gravity) == 0 || compat_passiveOff(m)) {
+    return 0;
+  }
+  return m->body_gravcomp[b];
+#else
+  (void)m;
+  (void)b;
+  return 0;
+#endif
+}
+
 // the flags that turn every passive force off
 #if MJDIFF_MUJOCO_3
 #define COMPAT_DSBL_PASSIVE_ALL (mjDSBL_SPRING | mjDSBL_DAMPER)
@@ -609,12 +627,6 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
       return "a tendon with armature";
     }
   }
-  for (int j = 0; j < m->njnt; j++) {
-    if (m->jnt_actgravcomp[j]) {
-      *id = j;
-      return "a joint with actuator gravity compensation";
-    }
-  }
   for (int i = 0; i < m->ntendon; i++) {
     if (m->tendon_lengthspring[2 * i] != m->tendon_lengthspring[2 * i + 1] &&
         m->tendon_stiffness[i] != 0) {
@@ -647,12 +659,6 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     if (m->actuator_outadr[i] != i || m->actuator_outnum[i] != 1) {
       *id = i;
       return "an actuator with more than one force output";
-    }
-  }
-  for (int b = 0; b < m->nbody; b++) {
-    if (m->body_gravcomp[b] != 0) {
-      *id = b;
-      return "a body with gravity compensation (gravcomp)";
     }
   }
 #else

@@ -351,6 +351,32 @@ TEST(ParamDeriv, MixedJointsActuatorsEqualities) {
               12, 60, 1e-6);
 }
 
+#if mjVERSION_HEADER >= 3000000
+// MuJoCo 3's gravity compensation (-gravcomp m g at the com): the masses, com offsets and gravity
+// act through it too
+TEST(ParamDeriv, GravityCompensation) {
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.002" gravity="0.5 -1 -9.81"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1" gravcomp="1">
+      <joint name="ball" type="ball" damping="0.2"/>
+      <inertial pos="0.15 0.02 0" mass="1" diaginertia="0.01 0.01 0.002"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0.05 0" size="0.03"/>
+      <body name="b" pos="0.3 0.05 0" gravcomp="0.6">
+        <joint name="h" type="hinge" axis="0 1 0.2" damping="0.1" actuatorgravcomp="true"/>
+        <inertial pos="0.12 0 -0.02" mass="0.7" diaginertia="0.005 0.005 0.001"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 -0.05" size="0.025"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="h" gear="1" ctrlrange="-1 1" ctrllimited="true"/></actuator>
+</mujoco>)";
+  checkParams(xml, nullptr, {"body:*:mass", "body:*:ipos", "option:gravity"}, 12, 40, 1e-6);
+}
+#endif
+
 // spatial tendons (sphere wrap with a side site, cylinder wrap, a pulley): their stiffness,
 // damping, friction loss, and the gear, gain and bias of actuators on them
 TEST(ParamDeriv, SpatialTendons) {

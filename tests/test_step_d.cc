@@ -434,6 +434,36 @@ TEST(StepDeriv, MusclesSmoothedTimescale) {
 }
 #endif
 
+#if mjVERSION_HEADER >= 3000000
+// MuJoCo 3's gravity compensation: full (1), partial (0.6) and through the actuators
+// (actuatorgravcomp) on a ball-and-hinge arm under a tilted gravity, a floating body at 0.5
+const char* kGravcomp = R"(
+<mujoco>
+  <option timestep="0.002" gravity="0.5 -1 -9.81"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1" gravcomp="1">
+      <joint name="ball" type="ball" damping="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0.05 0" size="0.03" mass="1"/>
+      <body name="b" pos="0.3 0.05 0" gravcomp="0.6">
+        <joint name="h" type="hinge" axis="0 1 0.2" damping="0.1" actuatorgravcomp="true"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 -0.05" size="0.025" mass="0.7"/>
+      </body>
+    </body>
+    <body name="f" pos="1 0 1" gravcomp="0.5">
+      <freejoint/>
+      <geom type="box" size="0.05 0.08 0.03" pos="0.02 0 0" mass="0.4"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="h" gear="1" ctrlrange="-1 1" ctrllimited="true"/></actuator>
+</mujoco>)";
+
+TEST(StepDeriv, GravityCompensation) {
+  checkModel(kGravcomp, nullptr, 20, 1e-6, 40);
+}
+
+#endif
+
 TEST(StepDeriv, MusclesRK4) {
   std::string xml = kMuscles;
   xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
@@ -486,6 +516,12 @@ TEST(StepDerivImplicit, Muscles) {
 TEST(StepDerivImplicit, SliderCrank) {
   checkModel(withImplicit(kSliderCrank).c_str(), nullptr, 20, 1e-6, 40);
 }
+
+#if mjVERSION_HEADER >= 3000000
+TEST(StepDerivImplicit, GravityCompensation) {
+  checkModel(withImplicit(kGravcomp).c_str(), nullptr, 20, 1e-6, 40);
+}
+#endif
 
 TEST(StepDerivImplicit, SphereOnFloorWithContact) {
   checkModel(withImplicit(kSphereFloor).c_str(), nullptr, 20, 1e-6, 100, true);
