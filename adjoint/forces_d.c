@@ -40,6 +40,8 @@
 // Scalar forces act on one coordinate x (joint qpos, tendon length) with its velocity:
 //   limits, friction loss (smooth.c), joint/tendon equality, joint/tendon springs and dampers:
 //   df = f_x dx + f_v dv along the coordinate's (constant) Jacobian.
+// MuJoCo 3's joint actuator force limits clip qfrc_actuator at a joint's first dof: where the
+// clip is active the row has no actuator terms (their sum is constant there).
 // Actuators (hinge/slide joint or fixed-tendon transmission: constant moment G, length G q):
 //   force = clamp(gain(L, V) in + bias(L, V)), in = clamp(ctrl) or act
 //   df = G' (force_L G dq + force_V G dv + force_in din)
@@ -1215,7 +1217,8 @@ int mjdiff_forceDerivative(const mjModel* mu, mjData* d, const mjdiffModel* s, m
 size_t mjdiff_forceDerivativeStack(const mjModel* m) {
   size_t nv = (size_t)m->nv, nbody = (size_t)m->nbody;
   // this function's scratch: cdof0, dV, Wsub, J1, J2, Y, cols, all, tendon forces
-  size_t own = 50 * nv + 6 * nv * nbody + 6 * nbody + nv + 3 * (size_t)m->ntendon + 4;
+  size_t own = 50 * nv + 6 * nv * nbody + 6 * nbody + nv + 3 * (size_t)m->ntendon + 4 +
+               (nv / 2 + 2) + 2 * nv * nv;  // clipped actuator dofs and their kept rows
   // the deepest callee: a spatial tendon's force derivative (a dense Hessian per tendon: two for
   // an equality between two tendons, J, vH) with mjdiff_tendonDerivative's scratch inside it; the
   // fluid derivative's is smaller
@@ -1264,7 +1267,23 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   if (parts & MJDIFF_FORCES_OTHER) {
     passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
     mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
+    // MuJoCo 3's joint actuator force limits: a clipped dof keeps its rows as they were before
+    // the actuators (passive, fluid), with no control or activation derivative
+    int* clip = (int*)compat_stackAllocNum(d, nv / 2 + 1);
+    int nclip = compat_clippedActuatorDofs(m, d, clip);
+    mjtNum* keep = nclip ? compat_stackAllocNum(d, 2 * nclip * nv) : NULL;
+    for (int c = 0; c < nclip; c++) {
+      mju_copy(keep + 2 * c * nv, DfDq + (size_t)nv * clip[c], nv);
+      mju_copy(keep + (2 * c + 1) * nv, DfDv + (size_t)nv * clip[c], nv);
+    }
     actuatorDeriv(m, d, &sc, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+    for (int c = 0; c < nclip; c++) {
+      int r = clip[c];
+      mju_copy(DfDq + (size_t)nv * r, keep + 2 * c * nv, nv);
+      mju_copy(DfDv + (size_t)nv * r, keep + (2 * c + 1) * nv, nv);
+      if (na && DfDa) mju_zero(DfDa + (size_t)na * r, na);
+      if (nu && DfDu) mju_zero(DfDu + (size_t)nu * r, nu);
+    }
   }
 
   // smooth forces (plugin/smooth.c), under the same flags

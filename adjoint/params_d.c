@@ -1152,6 +1152,8 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
   // a body's compile-map Jacobian (10 x np), then translationForces' subtree forces (3 nbody)
   mjtNum* Jd = compat_stackAllocNum(d, 10 * np + 3 * nbody);
   mjtNum* done = compat_stackAllocNum(d, np);     // 1: a geometry column formed here
+  int* clip = (int*)compat_stackAllocNum(d, nv / 2 + 1);  // dofs of clipped actuator force (3.x)
+  int nclip = compat_clippedActuatorDofs(m, d, clip);
   int geomContacts = d->ncon > 0 && !DISABLED(m, mjDSBL_CONSTRAINT | mjDSBL_CONTACT) &&
                      !compat_passiveOff(m);
   contactPartial* cps = NULL;
@@ -1205,6 +1207,8 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
       case PK_ACT_BIASPRM:
       case PK_ACT_DYNPRM:
         actuatorColumn(m, d, e, col, adot);
+        // MuJoCo 3's joint actuator force limits: no actuator term where the clip is active
+        for (int c = 0; c < nclip; c++) col[clip[c]] = 0;
         break;
       default:
         scalarColumn(m, d, s, e, acc, hdamp, col);

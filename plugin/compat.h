@@ -543,6 +543,35 @@ static inline void compat_addActuatorForce(const mjModel* m, const mjData* d, in
 #endif
 }
 
+// MuJoCo 3's joint actuator force limits (jnt_actfrclimited: qfrc_actuator at the joint's first
+// dof clipped to jnt_actfrcrange after moment' force): the dofs where the clip is active (the
+// unclipped sum strictly outside the range) written to dofs; returns their number. There every
+// actuator term of qfrc_actuator has zero derivative. 2.2: none.
+static inline int compat_clippedActuatorDofs(const mjModel* m, const mjData* d, int* dofs) {
+  int n = 0;
+#if MJDIFF_MUJOCO_3
+  if (m->opt.disableflags & mjDSBL_ACTUATION) return 0;
+  for (int j = 0; j < m->njnt; j++) {
+    if (!m->jnt_actfrclimited[j]) continue;
+    int r = m->jnt_dofadr[j];
+    mjtNum sum = 0;
+    for (int i = 0; i < m->nu; i++) {
+      int adr = d->moment_rowadr[i], nnz = d->moment_rownnz[i];
+      for (int k = 0; k < nnz; k++) {
+        if (d->moment_colind[adr + k] == r) sum += d->actuator_moment[adr + k] * d->actuator_force[i];
+      }
+    }
+    const mjtNum* range = m->jnt_actfrcrange + 2 * j;
+    if (sum < range[0] || sum > range[1]) dofs[n++] = r;
+  }
+#else
+  (void)m;
+  (void)d;
+  (void)dofs;
+#endif
+  return n;
+}
+
 // a dense row buffer for compat_actuatorMoment: on 3.x nv numbers on the C stack (a VLA), on 2.2
 // none (the rows are read in place)
 #if MJDIFF_MUJOCO_3
@@ -639,9 +668,9 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     }
   }
   for (int j = 0; j < m->njnt; j++) {
-    if (m->jnt_actfrclimited[j]) {
+    if (m->jnt_actfrclimited[j] && m->jnt_actgravcomp[j]) {
       *id = j;
-      return "a joint with actuator force limits (actuatorfrcrange)";
+      return "a joint with both actuator force limits (actuatorfrcrange) and actuatorgravcomp";
     }
   }
   for (int i = 0; i < m->nu; i++) {

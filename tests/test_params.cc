@@ -375,6 +375,31 @@ TEST(ParamDeriv, GravityCompensation) {
 </mujoco>)";
   checkParams(xml, nullptr, {"body:*:mass", "body:*:ipos", "option:gravity"}, 12, 40, 1e-6);
 }
+
+// MuJoCo 3's joint actuator force limits: the actuators' parameter columns vanish on a clipped dof
+TEST(ParamDeriv, ActuatorForceRange) {
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="h" type="hinge" axis="0 1 0" damping="0.1" actuatorfrcrange="-0.4 0.3"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="s" type="slide" axis="1 0 0.2" damping="0.5" actuatorfrcrange="-1 1"/>
+        <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m1" joint="h" gear="1" ctrlrange="-1 1" ctrllimited="true"/>
+    <motor name="m2" joint="h" gear="0.5" ctrlrange="-1 1" ctrllimited="true"/>
+    <position name="p" joint="s" kp="20" ctrlrange="-0.2 0.2" ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+  checkParams(xml, nullptr, {"actuator:*:gear", "actuator:*:gainprm", "actuator:*:biasprm"}, 12, 40, 1e-6);
+}
 #endif
 
 // spatial tendons (sphere wrap with a side site, cylinder wrap, a pulley): their stiffness,

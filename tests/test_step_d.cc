@@ -458,6 +458,38 @@ const char* kGravcomp = R"(
   <actuator><motor joint="h" gear="1" ctrlrange="-1 1" ctrllimited="true"/></actuator>
 </mujoco>)";
 
+// MuJoCo 3's joint actuator force limits (actuatorfrcrange): two motors on one hinge whose sum is
+// clipped at most states, a position servo on a slide clipped some of the time; gravity
+// compensation (passive) below them
+const char* kActuatorForceRange = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="h" type="hinge" axis="0 1 0" damping="0.1" actuatorfrcrange="-0.4 0.3"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <body name="b" pos="0.3 0 0" gravcomp="0.5">
+        <joint name="s" type="slide" axis="1 0 0.2" damping="0.5" actuatorfrcrange="-1 1"/>
+        <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
+        <body name="c" pos="0.1 0 0">
+          <joint name="ball" type="ball" damping="0.05" actuatorfrcrange="-0.05 0.05"/>
+          <geom type="capsule" fromto="0 0 0 0.2 0 0.05" size="0.02" mass="0.2"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="h" gear="1" ctrlrange="-1 1" ctrllimited="true"/>
+    <motor joint="h" gear="0.5" ctrlrange="-1 1" ctrllimited="true"/>
+    <position joint="s" kp="20" ctrlrange="-0.2 0.2" ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+
+TEST(StepDeriv, ActuatorForceRange) {
+  checkModel(kActuatorForceRange, nullptr, 20, 1e-6, 40);
+}
+
 TEST(StepDeriv, GravityCompensation) {
   checkModel(kGravcomp, nullptr, 20, 1e-6, 40);
 }
@@ -520,6 +552,10 @@ TEST(StepDerivImplicit, SliderCrank) {
 #if mjVERSION_HEADER >= 3000000
 TEST(StepDerivImplicit, GravityCompensation) {
   checkModel(withImplicit(kGravcomp).c_str(), nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDerivImplicit, ActuatorForceRange) {
+  checkModel(withImplicit(kActuatorForceRange).c_str(), nullptr, 20, 1e-6, 40);
 }
 #endif
 
