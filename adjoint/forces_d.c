@@ -540,10 +540,12 @@ static void bodyEqualityDeriv(const mjModel* m, const mjData* d, const mjdiffMod
   mjtNum k, c, kr, cr;
   mjdiff_eqParams(s, i, 0, &k, &c);
   mjdiff_eqParams(s, i, 1, &kr, &cr);
-  int b[2] = {m->eq_obj1id[i], m->eq_obj2id[i]};
-  const mjtNum *anchor[2], *relpose;
-  mjtNum ts;
-  compat_eqAnchors(m, i, anchor, &relpose, &ts);
+  compatEq eq;
+  compat_eqGeometry(m, i, &eq);
+  int b[2] = {eq.b[0], eq.b[1]};
+  const mjtNum* anchor[2] = {eq.anchor[0], eq.anchor[1]};
+  const mjtNum* relpose = eq.weld ? eq.relpose : NULL;
+  mjtNum ts = eq.torquescale;
   mjtNum* dWq = sc->Y;
   mjtNum* dWv = sc->Y + 6 * nv;
   mjtNum* Jp = sc->Y + 12 * nv;    // 2 x (3 x nv) point Jacobians

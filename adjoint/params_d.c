@@ -744,7 +744,7 @@ static int translatable(const mjModel* m, const mjdiffParams* p, int body) {
   }
   for (int i = 0; i < m->neq; i++) {
     if ((m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD) &&
-        (inSubtree(m, m->eq_obj1id[i], body) || inSubtree(m, m->eq_obj2id[i], body))) {
+        (inSubtree(m, compat_eqBody(m, i, 0), body) || inSubtree(m, compat_eqBody(m, i, 1), body))) {
       return 0;
     }
   }

@@ -502,7 +502,7 @@ static inline int compat_eulerImplicit(const mjModel* m) {
 // 2.2 and 3.x (body semantics): connect anchors at eq_data[0..2] (body1) and [3..5] (body2); weld
 // anchors [3..5] on body1 and [0..2] on body2, relative pose quaternion [6..9], torquescale [10].
 // 2.2: eq_active in the model; 3.x: d->eq_active (m->eq_active0 its initial value), and site
-// semantics (eq_objtype mjOBJ_SITE; refused by compat_unsupported).
+// semantics (eq_objtype mjOBJ_SITE: compat_eqGeometry turns them into body semantics).
 
 static inline int compat_eqActive(const mjModel* m, const mjData* d, int i) {
 #if MJDIFF_MUJOCO_3
@@ -514,16 +514,53 @@ static inline int compat_eqActive(const mjModel* m, const mjData* d, int i) {
 #endif
 }
 
-// anchors of a connect or weld in the frames of obj1 and obj2; weld relative pose and torquescale
-// (NULL for a connect)
-static inline void compat_eqAnchors(const mjModel* m, int i, const mjtNum* anchor[2],
-                                    const mjtNum** relpose, mjtNum* torquescale) {
+// a connect or weld in body semantics: its bodies, the anchors in their frames, the weld's
+// relative pose (q_b1 relpose = q_b2 at rest) and torquescale
+typedef struct compatEq_ {
+  int b[2];
+  mjtNum anchor[2][3];
+  mjtNum relpose[4];
+  mjtNum torquescale;
+  int weld;
+} compatEq;
+
+// body j (0, 1) of connect or weld i: obj1/obj2, or (3.x site semantics) the site's body
+static inline int compat_eqBody(const mjModel* m, int i, int j) {
+  int obj = j ? m->eq_obj2id[i] : m->eq_obj1id[i];
+#if MJDIFF_MUJOCO_3
+  if (m->eq_objtype[i] == mjOBJ_SITE) return m->site_bodyid[obj];
+#endif
+  return obj;
+}
+
+// connect or weld i as body semantics. Site semantics (3.x, eq_objtype mjOBJ_SITE): the anchors
+// are the sites (their positions in their bodies' frames) and the weld holds the two site frames
+// together, q_b1 q_s1 = q_b2 q_s2, i.e. relpose = q_s1 q_s2^-1
+static inline void compat_eqGeometry(const mjModel* m, int i, compatEq* e) {
   const mjtNum* data = m->eq_data + mjNEQDATA * i;
-  int weld = m->eq_type[i] == mjEQ_WELD;
-  anchor[0] = weld ? data + 3 : data;
-  anchor[1] = weld ? data : data + 3;
-  *relpose = weld ? data + 6 : NULL;
-  *torquescale = weld ? data[10] : 0;
+  e->weld = m->eq_type[i] == mjEQ_WELD;
+  e->b[0] = compat_eqBody(m, i, 0);
+  e->b[1] = compat_eqBody(m, i, 1);
+  e->torquescale = e->weld ? data[10] : 0;
+#if MJDIFF_MUJOCO_3
+  if (m->eq_objtype[i] == mjOBJ_SITE) {
+    int s1 = m->eq_obj1id[i], s2 = m->eq_obj2id[i];
+    mju_copy3(e->anchor[0], m->site_pos + 3 * s1);
+    mju_copy3(e->anchor[1], m->site_pos + 3 * s2);
+    mjtNum inv[4];
+    mju_negQuat(inv, m->site_quat + 4 * s2);
+    mju_mulQuat(e->relpose, m->site_quat + 4 * s1, inv);
+    return;
+  }
+#endif
+  mju_copy3(e->anchor[0], e->weld ? data + 3 : data);
+  mju_copy3(e->anchor[1], e->weld ? data : data + 3);
+  if (e->weld) {
+    mju_copy4(e->relpose, data + 6);
+  } else {
+    e->relpose[0] = 1;
+    e->relpose[1] = e->relpose[2] = e->relpose[3] = 0;
+  }
 }
 
 // ---------------------------------- actuator moments ----------------------------------------------
@@ -611,12 +648,6 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
   *id = -1;
 #if MJDIFF_MUJOCO_3
   if (m->nflex) return "flex (deformable) objects";
-  for (int i = 0; i < m->neq; i++) {
-    if (m->eq_objtype[i] == mjOBJ_SITE) {
-      *id = i;
-      return "an equality with site semantics";
-    }
-  }
   for (int i = 0; i < m->nv; i++) {
     for (int k = 0; k < mjNPOLY; k++) {
       if (m->dof_dampingpoly[mjNPOLY * i + k] != 0) {

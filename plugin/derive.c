@@ -152,13 +152,33 @@ static void limitValues(const mjModel* m, const mjdiffModel* s, const mjtNum* so
 
 void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
   int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
+  if (m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD) {
+    o1 = compat_eqBody(m, i, 0);  // the sites' bodies under 3.x site semantics
+    o2 = compat_eqBody(m, i, 1);
+  }
   *At = *Ar = 0;
   switch (m->eq_type[i]) {
     case mjEQ_CONNECT:
-    case mjEQ_WELD:
-      *At = m->body_invweight0[2 * o1] + m->body_invweight0[2 * o2];
-      *Ar = m->body_invweight0[2 * o1 + 1] + m->body_invweight0[2 * o2 + 1];
+    case mjEQ_WELD: {
+      // at each anchor: the body's translational invweight0 plus rho^2 its rotational one, rho
+      // the anchor's distance from the body's com (a force at the anchor turns the body: a
+      // connect at the tip of a slender link or the corner of a box moves several times more
+      // easily than the com)
+      compatEq eq;
+      compat_eqGeometry(m, i, &eq);
+      for (int j = 0; j < 2; j++) {
+        int b = eq.b[j];
+        if (b <= 0) continue;  // the world
+        mjtNum rho2 = 0;
+        for (int k = 0; k < 3; k++) {
+          mjtNum dk = eq.anchor[j][k] - m->body_ipos[3 * b + k];
+          rho2 += dk * dk;
+        }
+        *At += m->body_invweight0[2 * b] + rho2 * m->body_invweight0[2 * b + 1];
+        *Ar += m->body_invweight0[2 * b + 1];
+      }
       break;
+    }
     case mjEQ_JOINT:
       *At = m->dof_invweight0[m->jnt_dofadr[o1]] +
             (o2 >= 0 ? m->dof_invweight0[m->jnt_dofadr[o2]] : 0);

@@ -214,9 +214,9 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       mjdiff_eqInvweight(m, i, &At, &Ar);
       consider(w, h, k, c, At, MJDIFF_STAB_EQUALITY, i, -1);
       if (m->eq_type[i] == mjEQ_WELD) {
-        const mjtNum *anchor[2], *relpose;
-        mjtNum ts;
-        compat_eqAnchors(m, i, anchor, &relpose, &ts);
+        compatEq eq;
+        compat_eqGeometry(m, i, &eq);
+        mjtNum ts = eq.torquescale;
         mjdiff_eqParams(s, i, 1, &k, &c);
         consider(w, h, ts * k, ts * c, Ar, MJDIFF_STAB_EQUALITY, i, -1);
       }

@@ -231,6 +231,42 @@ TEST(Defaults, DrivenMotionIsNotDivergence) {
   }
 }
 
+// A connect's derived law counts the lever of its anchors: at the tip of a slender ball-jointed
+// link and off the corner of a free box the anchors move far more easily than the bodies' coms
+// (invweight0_t + rho^2 invweight0_r at each anchor, as for a contact at a geom's surface). With
+// the com values alone (inverse inertia 4.2 against 28) the law, critically damped as MuJoCo's
+// solref asks, was past the explicit step's bound and the pair diverged within 0.034 s.
+TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
+  Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="ball" type="ball" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+    </body>
+    <body name="f" pos="0.355 0.002 0.99">
+      <freejoint/>
+      <geom type="box" size="0.05 0.04 0.03" mass="0.3"/>
+    </body>
+  </worldbody>
+  <equality><connect body1="a" body2="f" anchor="0.3 0 0"/></equality>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  for (int i = 0; i < m->nv; i++) d->qvel[i] = 0.5 * std::sin(1.7 * i + 1);
+  char err[2000] = "";
+  for (int k = 0; k < 1000; k++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << k << ": " << err;
+  }
+  double v2 = 0;
+  for (int i = 0; i < m->nv; i++) v2 += d->qvel[i] * d->qvel[i];
+  EXPECT_LT(v2, 50) << "the pair gained energy";
+}
+
 // The explicit step's derived joint-limit laws hold at every configuration: their inverse inertia
 // is the largest (M^-1)_ii over sampled configurations, not MuJoCo's qpos0 value (the humanoid's
 // hip_x reaches 9.7x it). The humanoid under random full-range controls, 300 two-second runs from

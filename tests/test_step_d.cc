@@ -486,6 +486,82 @@ const char* kActuatorForceRange = R"(
   </actuator>
 </mujoco>)";
 
+// MuJoCo 3's site semantics for connect and weld (site1/site2): a ball-jointed link connected at a
+// site to a free body's site, and a free body welded to a link by two turned site frames
+const char* kSiteEqualities = R"(
+<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="ball" type="ball" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <site name="a_end" pos="0.3 0 0" euler="0.3 0.2 0.1"/>
+    </body>
+    <body name="f" pos="0.355 0.002 0.99" euler="0.2 0 0">
+      <freejoint/>
+      <geom type="box" size="0.05 0.04 0.03" mass="0.3"/>
+      <site name="f_s" pos="-0.05 0 0.01"/>
+    </body>
+    <body name="c" pos="0 0.5 1">
+      <joint name="h" type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.3"/>
+      <site name="c_end" pos="0.2 0 0" euler="0 0.4 0.2"/>
+    </body>
+    <body name="g" pos="0.2 0.5 0.98" euler="0 0.4 0.2">
+      <freejoint/>
+      <geom type="sphere" size="0.04" mass="0.2"/>
+      <site name="g_s" pos="0 0 0.02" euler="0.25 0 0"/>
+    </body>
+  </worldbody>
+  <equality>
+    <connect site1="a_end" site2="f_s"/>
+    <weld site1="c_end" site2="g_s" torquescale="0.5"/>
+  </equality>
+</mujoco>)";
+
+TEST(StepDeriv, SiteEqualities) {
+  checkModel(kSiteEqualities, nullptr, 20, 1e-6, 40);
+}
+
+// the welded site frames come together: from the mismatched start the smooth weld pulls the two
+// sites' positions and orientations into agreement (gravity off, 2 s)
+TEST(StepDeriv, SiteWeldHoldsTheSiteFrames) {
+  std::string xml = kSiteEqualities;
+  xml.replace(xml.find("<option timestep=\"0.002\"/>"), 26, "<option timestep=\"0.002\" gravity=\"0 0 0\"/>");
+  testutil::StepSim sim(xml.c_str(), nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  char err[500];
+  auto gap = [&](int s1, int s2, double* rot) {
+    mjtNum q1[4], q2[4], dq[4], inv[4], v[3];
+    mju_mat2Quat(q1, d->site_xmat + 9 * s1);
+    mju_mat2Quat(q2, d->site_xmat + 9 * s2);
+    mju_negQuat(inv, q2);
+    mju_mulQuat(dq, q1, inv);
+    mju_quat2Vel(v, dq, 1);
+    *rot = mju_norm3(v);
+    return mju_dist3(d->site_xpos + 3 * s1, d->site_xpos + 3 * s2);
+  };
+  int c_end = mj_name2id(m, mjOBJ_SITE, "c_end"), g_s = mj_name2id(m, mjOBJ_SITE, "g_s");
+  int a_end = mj_name2id(m, mjOBJ_SITE, "a_end"), f_s = mj_name2id(m, mjOBJ_SITE, "f_s");
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  double rot0, rotc;
+  double pos0 = gap(c_end, g_s, &rot0), con0 = gap(a_end, f_s, &rotc);
+  for (int k = 0; k < 1000; k++) ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  double rot1, rotc1;
+  double pos1 = gap(c_end, g_s, &rot1), con1 = gap(a_end, f_s, &rotc1);
+  printf("site weld: position gap %.3g -> %.3g m, rotation %.3g -> %.3g rad; site connect %.3g -> %.3g m\n",
+         pos0, pos1, rot0, rot1, con0, con1);
+  EXPECT_GT(rot0, 0.2);
+  EXPECT_LT(pos1, 0.05 * pos0);
+  EXPECT_LT(rot1, 0.05 * rot0);
+  EXPECT_LT(con1, 0.05 * con0);
+}
+
 TEST(StepDeriv, ActuatorForceRange) {
   checkModel(kActuatorForceRange, nullptr, 20, 1e-6, 40);
 }
