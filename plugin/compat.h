@@ -648,6 +648,18 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
   *id = -1;
 #if MJDIFF_MUJOCO_3
   if (m->nflex) return "flex (deformable) objects";
+  if (m->opt.enableflags & mjENBL_SLEEP) {
+    return "sleeping bodies (<flag sleep=\"enable\"/>: the smooth model steps every body; "
+           "disable the flag)";
+  }
+  for (int g = 0; m->flg_surfacevel && g < m->ngeom; g++) {
+    for (int k = 0; k < 6; k++) {
+      if (m->geom_surfacevel[6 * g + k] != 0) {
+        *id = g;
+        return "a geom with a surface velocity (surfacevel: conveyor belts, treadmills)";
+      }
+    }
+  }
   for (int i = 0; i < m->nv; i++) {
     for (int k = 0; k < mjNPOLY; k++) {
       if (m->dof_dampingpoly[mjNPOLY * i + k] != 0) {

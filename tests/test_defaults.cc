@@ -267,6 +267,44 @@ TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
   EXPECT_LT(v2, 50) << "the pair gained energy";
 }
 
+// A model that starts at rest with a constraint pulled apart (a connect 30 cm off) releases the
+// stored energy in the first steps: a jump from rest, not a divergence (the hundredfold-gain rule
+// applies to bodies already moving); it settles with the anchors together
+TEST(Defaults, ViolatedConstraintAtRestIsNotDivergence) {
+  Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="ball" type="ball" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+    </body>
+    <body name="f" pos="0.3 0 1">
+      <freejoint/>
+      <geom type="box" size="0.05 0.04 0.03" mass="0.3"/>
+    </body>
+  </worldbody>
+  <equality><connect body1="a" body2="f" anchor="0.3 0 0"/></equality>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  d->qpos[4 + 2] -= 0.3;  // the free body 30 cm down: the connect 30 cm apart, at rest
+  char err[2000] = "";
+  for (int k = 0; k < 1000; k++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << k << ": " << err;
+  }
+  mjtNum p1[3], p2[3], a[3] = {0.3, 0, 0};
+  mj_kinematics(m, d);
+  mju_rotVecMat(p1, a, d->xmat + 9 * 1);
+  mju_addTo3(p1, d->xpos + 3 * 1);
+  mju_rotVecMat(p2, m->eq_data + 3, d->xmat + 9 * 2);
+  mju_addTo3(p2, d->xpos + 3 * 2);
+  EXPECT_LT(mju_dist3(p1, p2), 1e-3) << "the anchors came together";
+}
+
 // The explicit step's derived joint-limit laws hold at every configuration: their inverse inertia
 // is the largest (M^-1)_ii over sampled configurations, not MuJoCo's qpos0 value (the humanoid's
 // hip_x reaches 9.7x it). The humanoid under random full-range controls, 300 two-second runs from

@@ -120,9 +120,12 @@ mjModel* tool_loadModel(const char* path, char* err, int errsz) {
     m = mj_loadXML(path, NULL, msg, sizeof(msg));
   }
   if (!m) snprintf(err, (size_t)errsz, "%s: %s", path, msg);
+  // every mjData made from m has room for the smooth model and its derivatives: MuJoCo 2.2's
+  // stack (nstack numbers), 3.x's arena (narena bytes, shared with contacts and constraints)
 #if MJDIFF_MUJOCO_2_2
-  // MuJoCo 2.2: every mjData made from m has room for the smooth model and its derivatives
   if (m) m->nstack += (int)mjdiff_stackNeed(m);
+#else
+  if (m) m->narena += mjdiff_stackNeed(m) * sizeof(mjtNum);
 #endif
   return m;
 }

@@ -63,8 +63,9 @@ int tool_interrupted(void);
 // the flag itself, for loops that poll it (nonzero after Ctrl-C)
 volatile int* tool_interruptFlag(void);
 
-// load an MJCF or MJB model; NULL with a message naming the file on failure. On MuJoCo 2.2 its
-// nstack is raised by mjdiff_stackNeed, so that its mjData have room for the derivatives.
+// load an MJCF or MJB model; NULL with a message naming the file on failure. Its stack (2.2:
+// nstack; 3.x: narena) is raised by mjdiff_stackNeed, so that its mjData have room for the
+// derivatives.
 mjModel* tool_loadModel(const char* path, char* err, int errsz);
 
 // the whole file at path as a NUL-terminated malloc'd string (*size its length without the NUL),

@@ -133,10 +133,11 @@ MJDIFF_API mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* 
                                          mjdiffModel** out, char* err, int errsz);
 
 // Numbers of mjData stack (mjtNum) the smooth model's steps (explicit and implicit) and the step
-// derivatives take beyond MuJoCo's own forward pass. On MuJoCo 2.2 an mjData's stack is fixed at
-// mj_makeData by m->nstack: raise m->nstack by this much before making the mjData you differentiate
-// with (the calls otherwise fail, naming the stack). On MuJoCo 3 the arena is shared with the
-// contacts and grows by mjModel's memory size; the figure is the same.
+// derivatives take beyond MuJoCo's own forward pass. An mjData's stack is sized at mj_makeData:
+// on MuJoCo 2.2 by m->nstack (numbers), on MuJoCo 3 by m->narena (bytes, shared with the contacts
+// and constraint rows). Raise it by this much before making the mjData you differentiate with
+// (m->nstack += need, or m->narena += need * sizeof(mjtNum)); the calls otherwise fail, naming
+// the stack (or MuJoCo 3 reports its own stack overflow).
 MJDIFF_API size_t mjdiff_stackNeed(const mjModel* m);
 
 // Copy a smooth model (its parameters and per-geom values) for m, a copy of the mjModel src was
