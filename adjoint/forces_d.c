@@ -41,7 +41,7 @@
 //   limits, friction loss (smooth.c), joint/tendon equality, joint/tendon springs and dampers:
 //   df = f_x dx + f_v dv along the coordinate's (constant) Jacobian.
 // MuJoCo 3's joint actuator force limits clip qfrc_actuator at a joint's first dof: where the
-// clip is active the row has no actuator terms (their sum is constant there).
+// clip is active the row has no actuator terms of any transmission (their sum is constant there).
 // Actuators (hinge/slide joint or fixed-tendon transmission: constant moment G, length G q):
 //   force = clamp(gain(L, V) in + bias(L, V)), in = clamp(ctrl) or act
 //   df = G' (force_L G dq + force_V G dv + force_in din)
@@ -749,6 +749,20 @@ static void spatialTendon(int t, mjtNum f, mjtNum fx, mjtNum fv, mjtNum* tf) {
   tf[3 * t + 2] += fv;
 }
 
+// the spatial tendons' terms of the summed scalar forces tf (F, F_L, F_V per tendon): d(J' F)/dq
+// and dv, one Hessian per tendon (tendon_d.c); the first failure as -1 - ncon - t, else 0
+static int tendonTerms(const mjModel* m, mjData* d, const mjtNum* tf, mjtNum* DfDq, mjtNum* DfDv) {
+  int status = 0;
+  for (int t = 0; t < m->ntendon; t++) {
+    if (tf[3 * t] == 0 && tf[3 * t + 1] == 0 && tf[3 * t + 2] == 0) continue;
+    if (mjdiff_tendonForceDerivative(m, d, 1, &t, tf + 3 * t, tf + 3 * t + 1, DfDq, DfDv) &&
+        !status) {
+      status = -1 - d->ncon - t;
+    }
+  }
+  return status;
+}
+
 //---------------------------------- MuJoCo passive forces and actuators --------------------------
 
 // joint springs and dof dampers (tendon springs and dampers through fixed tendons)
@@ -1220,7 +1234,9 @@ size_t mjdiff_forceDerivativeStack(const mjModel* m) {
   size_t nv = (size_t)m->nv, nbody = (size_t)m->nbody;
   // this function's scratch: cdof0, dV, Wsub, J1, J2, Y, cols, all, tendon forces
   size_t own = 50 * nv + 6 * nv * nbody + 6 * nbody + nv + 3 * (size_t)m->ntendon + 4 +
-               (nv / 2 + 2) + 2 * nv * nv;  // clipped actuator dofs and their kept rows
+               // clipped actuator dofs (3.x): their list, the actuators' own matrices, the
+               // wrenches set aside and the actuators' tendon forces
+               (nv / 2 + 2) + 2 * nv * nv + 6 * nbody + 3 * (size_t)m->ntendon + 4;
   // the deepest callee: a spatial tendon's force derivative (a dense Hessian per tendon: two for
   // an equality between two tendons, J, vH) with mjdiff_tendonDerivative's scratch inside it; the
   // fluid derivative's is smaller
@@ -1269,22 +1285,37 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   if (parts & MJDIFF_FORCES_OTHER) {
     passiveDeriv(m, d, sc.J2, DfDq, DfDv, tf);
     mjdiff_fluidDerivative(m, d, DfDq, DfDv);  // fluid forces (fluid_d.c)
-    // MuJoCo 3's joint actuator force limits: a clipped dof keeps its rows as they were before
-    // the actuators (passive, fluid), with no control or activation derivative
+    // MuJoCo 3's joint actuator force limits: where a clip is active the dof's qfrc_actuator is
+    // constant. The actuators' terms then go to matrices of their own first, complete (a site's
+    // wrench Jacobian term, a spatial tendon's length Hessian), and enter without those rows.
     int* clip = (int*)compat_stackAllocNum(d, nv / 2 + 1);
     int nclip = compat_clippedActuatorDofs(m, d, clip);
-    mjtNum* keep = nclip ? compat_stackAllocNum(d, 2 * nclip * nv) : NULL;
-    for (int c = 0; c < nclip; c++) {
-      mju_copy(keep + 2 * c * nv, DfDq + (size_t)nv * clip[c], nv);
-      mju_copy(keep + (2 * c + 1) * nv, DfDv + (size_t)nv * clip[c], nv);
-    }
-    actuatorDeriv(m, d, &sc, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
-    for (int c = 0; c < nclip; c++) {
-      int r = clip[c];
-      mju_copy(DfDq + (size_t)nv * r, keep + 2 * c * nv, nv);
-      mju_copy(DfDv + (size_t)nv * r, keep + (2 * c + 1) * nv, nv);
-      if (na && DfDa) mju_zero(DfDa + (size_t)na * r, na);
-      if (nu && DfDu) mju_zero(DfDu + (size_t)nu * r, nu);
+    if (!nclip) {
+      actuatorDeriv(m, d, &sc, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+    } else {
+      mjtNum* Aq = compat_stackAllocNum(d, nv * nv);
+      mjtNum* Av = compat_stackAllocNum(d, nv * nv);
+      mjtNum* Wkeep = compat_stackAllocNum(d, 6 * nbody);
+      mjtNum* ta = compat_stackAllocNum(d, 3 * m->ntendon + 1);
+      mju_zero(Aq, nv * nv);
+      mju_zero(Av, nv * nv);
+      mju_zero(ta, 3 * m->ntendon);
+      mju_copy(Wkeep, sc.Wsub, 6 * nbody);
+      mju_zero(sc.Wsub, 6 * nbody);
+      actuatorDeriv(m, d, &sc, Aq, Av, DfDa, DfDu, DadotDa, DadotDu, ta);
+      int st = tendonTerms(m, d, ta, Aq, Av);
+      if (st && !status) status = st;
+      spatial_addWrenchJacobianTerm(m, sc.cdof0, sc.Wsub, (int*)sc.J2, Aq);
+      mju_copy(sc.Wsub, Wkeep, 6 * nbody);
+      for (int c = 0; c < nclip; c++) {
+        int r = clip[c];
+        mju_zero(Aq + (size_t)nv * r, nv);
+        mju_zero(Av + (size_t)nv * r, nv);
+        if (na && DfDa) mju_zero(DfDa + (size_t)na * r, na);
+        if (nu && DfDu) mju_zero(DfDu + (size_t)nu * r, nu);
+      }
+      mju_addTo(DfDq, Aq, nv * nv);
+      mju_addTo(DfDv, Av, nv * nv);
     }
   }
 
@@ -1461,13 +1492,8 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   }
 
   // spatial tendons: d(J' F)/dq, dv of the summed scalar forces, one Hessian per tendon
-  for (int t = 0; t < m->ntendon; t++) {
-    if (tf[3 * t] == 0 && tf[3 * t + 1] == 0 && tf[3 * t + 2] == 0) continue;
-    if (mjdiff_tendonForceDerivative(m, d, 1, &t, tf + 3 * t, tf + 3 * t + 1, DfDq, DfDv) &&
-        !status) {
-      status = -1 - d->ncon - t;
-    }
-  }
+  int st = tendonTerms(m, d, tf, DfDq, DfDv);
+  if (st && !status) status = st;
 
   spatial_addWrenchJacobianTerm(m, sc.cdof0, sc.Wsub, (int*)sc.J2, DfDq);
   compat_stackFree(d, mark);

@@ -566,6 +566,38 @@ TEST(StepDeriv, ActuatorForceRange) {
   checkModel(kActuatorForceRange, nullptr, 20, 1e-6, 40);
 }
 
+// the clipped dofs' rows hold no actuator term of any transmission: a site thruster and a spatial
+// tendon actuator act through the clipped hinge too (their derivative has parts beyond the
+// moment: the body Jacobian's motion, the tendon length's Hessian)
+const char* kActuatorForceRangeMixed = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <site name="anchor" pos="0.2 0 1.3"/>
+    <body name="a" pos="0 0 1">
+      <joint name="h" type="hinge" axis="0 1 0" damping="0.1" actuatorfrcrange="-0.2 0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <site name="mid" pos="0.15 0 0.03"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="s" type="slide" axis="1 0 0.2" damping="0.5"/>
+        <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
+        <site name="thrust" pos="0.05 0 0.02" zaxis="0.2 0 1"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon><spatial name="rope"><site site="anchor"/><site site="mid"/><site site="thrust"/></spatial></tendon>
+  <actuator>
+    <motor joint="h" gear="0.5" ctrlrange="-1 1" ctrllimited="true"/>
+    <motor site="thrust" gear="0 0 2 0 0 0.1" ctrlrange="0 1" ctrllimited="true"/>
+    <general tendon="rope" gainprm="3" biastype="affine" biasprm="0 -5 -0.5" ctrlrange="-1 0" ctrllimited="true"/>
+  </actuator>
+</mujoco>)";
+
+TEST(StepDeriv, ActuatorForceRangeWithSiteAndTendon) {
+  checkModel(kActuatorForceRangeMixed, nullptr, 20, 1e-6, 40);
+}
+
 TEST(StepDeriv, GravityCompensation) {
   checkModel(kGravcomp, nullptr, 20, 1e-6, 40);
 }
