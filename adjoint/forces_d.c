@@ -1176,18 +1176,21 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum
                     gear * gear * fV, tf);
     }
 
-    // site: the q- and v-blocks through the wrench; slider-crank through its moment's derivative
-    int site = m->actuator_trntype[i] == mjTRN_SITE;
-    if (site) siteActuatorDeriv(m, d, sc, i, d->actuator_force[i], fV, DfDq, DfDv);
-    if (m->actuator_trntype[i] == mjTRN_SLIDERCRANK) {
+    // a moment that moves with q: the q- and v-blocks of its own (site: through the wrench;
+    // slider-crank: through the moment's derivative; spatial tendon: tendon_d.c above)
+    int trn = m->actuator_trntype[i], moving = spatial;
+    if (trn == mjTRN_SITE) {
+      siteActuatorDeriv(m, d, sc, i, d->actuator_force[i], fV, DfDq, DfDv);
+      moving = 1;
+    } else if (trn == mjTRN_SLIDERCRANK) {
       sliderCrankDeriv(m, (mjData*)d, sc, i, d->actuator_force[i], fL, fV, DfDq, DfDv);
-      site = 1;  // its q- and v-blocks are done
+      moving = 1;
     }
 
     // df = moment' (fL moment dq + fV moment dv + fin din)
     for (int r = 0; r < nv; r++) {
       if (moment[r] == 0) continue;
-      for (int c = 0; c < nv && !spatial && !site; c++) {
+      for (int c = 0; c < nv && !moving; c++) {
         if (moment[c] == 0) continue;
         DfDq[nv * r + c] += moment[r] * fL * moment[c];
         DfDv[nv * r + c] += moment[r] * fV * moment[c];
@@ -1468,9 +1471,9 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
   // xfrc_applied: W = [tau + xipos x f; f] on each body, xipos a material point; MuJoCo 3's
   // gravity compensation adds the constant force -gravcomp m g there
   for (int b = 1; b < nbody && (parts & MJDIFF_FORCES_OTHER); b++) {
-    mjtNum x[6], gc = compat_gravcomp(m, b);
-    mju_copy(x, d->xfrc_applied + 6 * b, 6);
-    if (gc != 0) mju_addToScl3(x, m->opt.gravity, -gc * m->body_mass[b]);
+    mjtNum x[6];
+    compat_comForce(m, d, b, x);
+    mju_copy3(x + 3, d->xfrc_applied + 6 * b + 3);
     if (mju_isZero(x, 6)) continue;
     mjtNum W[6], t[3];
     mju_cross(t, d->xipos + 3 * b, x);

@@ -384,9 +384,8 @@ static void inertialChange(const mjModel* m, const mjData* d, int b, const mjtNu
 
   // the applied wrench and the gravity compensation act at the moving com: d(xipos x f) = dx x f
   if (dx) {
-    mjtNum x[3], W[6] = {0}, gc = compat_gravcomp(m, b);
-    mju_copy3(x, d->xfrc_applied + 6 * b);
-    if (gc != 0) mju_addToScl3(x, m->opt.gravity, -gc * m->body_mass[b]);
+    mjtNum x[3], W[6] = {0};
+    compat_comForce(m, d, b, x);
     mju_cross(W, dx, x);
     if (!mju_isZero(W, 3)) addChain(m, d, b, W, 1, col);
   }

@@ -474,13 +474,12 @@ static void policyVJP(const mjModel* m, const mjData* d, const mjtNum* theta, vo
     w->netfail = 1;
     return;
   }
-  // the squashing's slope at the noisy y (the noise itself does not depend on the weights)
-  double* yn = w->ay;
-  mju_copy(yn, w->y, L->nu);
-  addNoise(w, m, d, yn);
+  // the squashing's slope at the noisy y, as the forward pass used it (the noise itself does not
+  // depend on the weights)
+  addNoise(w, m, d, w->y);
   for (int i = 0; i < L->nu; i++) {
     if (L->half[i] > 0) {
-      double th = tanh(yn[i]);
+      double th = tanh(w->y[i]);
       w->ay[i] = adj_ctrl[i] * L->half[i] * (1 - th * th);
     } else {
       w->ay[i] = adj_ctrl[i];
@@ -774,10 +773,7 @@ static void* workerMain(void* arg) {
     L->status[j] = st;
     if (st != MJDIFF_OK) {
       w->fail_item = j;
-      if (!L->opt.skip_failed) {
-        w->explore = 0;
-        return NULL;
-      }
+      if (!L->opt.skip_failed) break;
       L->costs[j] = NAN;
       L->success[j] = 0;
       if (L->want_grad) memset(L->grad_rows + (size_t)j * (size_t)L->nparam, 0, sizeof(double) * (size_t)L->nparam);

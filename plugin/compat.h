@@ -157,6 +157,14 @@ static inline mjtNum compat_gravcomp(const mjModel* m, int b) {
 #endif
 }
 
+// the force applied at body b's com: xfrc_applied's force part, plus MuJoCo 3's gravity
+// compensation -gravcomp m g
+static inline void compat_comForce(const mjModel* m, const mjData* d, int b, mjtNum f[3]) {
+  mju_copy3(f, d->xfrc_applied + 6 * b);
+  mjtNum gc = compat_gravcomp(m, b);
+  if (gc != 0) mju_addToScl3(f, m->opt.gravity, -gc * m->body_mass[b]);
+}
+
 // the flags that turn every passive force off
 #if MJDIFF_MUJOCO_3
 #define COMPAT_DSBL_PASSIVE_ALL (mjDSBL_SPRING | mjDSBL_DAMPER)

@@ -151,11 +151,7 @@ static void limitValues(const mjModel* m, const mjdiffModel* s, const mjtNum* so
 }
 
 void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
-  int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];
-  if (m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD) {
-    o1 = compat_eqBody(m, i, 0);  // the sites' bodies under 3.x site semantics
-    o2 = compat_eqBody(m, i, 1);
-  }
+  int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];  // joints or tendons
   *At = *Ar = 0;
   switch (m->eq_type[i]) {
     case mjEQ_CONNECT:

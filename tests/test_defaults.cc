@@ -231,13 +231,10 @@ TEST(Defaults, DrivenMotionIsNotDivergence) {
   }
 }
 
-// A connect's derived law counts the lever of its anchors: at the tip of a slender ball-jointed
-// link and off the corner of a free box the anchors move far more easily than the bodies' coms
-// (invweight0_t + rho^2 invweight0_r at each anchor, as for a contact at a geom's surface). With
-// the com values alone (inverse inertia 4.2 against 28) the law, critically damped as MuJoCo's
-// solref asks, was past the explicit step's bound and the pair diverged within 0.034 s.
-TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
-  Sim sim(R"(
+// a slender ball-jointed link connected at its tip to a free box whose com is at box_pos (no
+// gravity): the two connect tests below
+std::string linkBoxConnect(const char* box_pos) {
+  std::string xml = R"(
 <mujoco>
   <option timestep="0.002" gravity="0 0 0"/>
   <custom><numeric name="mjdiff_enable" data="1"/></custom>
@@ -247,13 +244,24 @@ TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
       <joint name="ball" type="ball" damping="0.1"/>
       <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
     </body>
-    <body name="f" pos="0.355 0.002 0.99">
+    <body name="f" pos="BOX_POS">
       <freejoint/>
       <geom type="box" size="0.05 0.04 0.03" mass="0.3"/>
     </body>
   </worldbody>
   <equality><connect body1="a" body2="f" anchor="0.3 0 0"/></equality>
-</mujoco>)");
+</mujoco>)";
+  xml.replace(xml.find("BOX_POS"), 7, box_pos);
+  return xml;
+}
+
+// A connect's derived law counts the lever of its anchors: at the tip of a slender ball-jointed
+// link and off the corner of a free box the anchors move far more easily than the bodies' coms
+// (invweight0_t + rho^2 invweight0_r at each anchor, as for a contact at a geom's surface). With
+// the com values alone (inverse inertia 4.2 against 28) the law, critically damped as MuJoCo's
+// solref asks, was past the explicit step's bound and the pair diverged within 0.034 s.
+TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
+  Sim sim(linkBoxConnect("0.355 0.002 0.99").c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
@@ -271,23 +279,7 @@ TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
 // stored energy in the first steps: a jump from rest, not a divergence (the hundredfold-gain rule
 // applies to bodies already moving); it settles with the anchors together
 TEST(Defaults, ViolatedConstraintAtRestIsNotDivergence) {
-  Sim sim(R"(
-<mujoco>
-  <option timestep="0.002" gravity="0 0 0"/>
-  <custom><numeric name="mjdiff_enable" data="1"/></custom>
-  <default><geom contype="0" conaffinity="0"/></default>
-  <worldbody>
-    <body name="a" pos="0 0 1">
-      <joint name="ball" type="ball" damping="0.1"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
-    </body>
-    <body name="f" pos="0.3 0 1">
-      <freejoint/>
-      <geom type="box" size="0.05 0.04 0.03" mass="0.3"/>
-    </body>
-  </worldbody>
-  <equality><connect body1="a" body2="f" anchor="0.3 0 0"/></equality>
-</mujoco>)");
+  Sim sim(linkBoxConnect("0.3 0 1").c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;

@@ -234,10 +234,6 @@ static void setState(const mjModel* m, mjData* d, const mjtNum* x) {
   d->time = x[m->nq + m->nv + m->na + m->nu];
 }
 
-// a random state near a simulated trajectory: nstep smooth steps under random controls from the
-// initial state, then perturbed velocities and activations and new controls inside ctrlrange;
-// returns the steps done, -1 with why filled if a step failed or the run ran away (a state there
-// says nothing about the derivatives: the forward itself diverged)
 // mechanical energy at d's state: 1/2 v' M v - sum_b m_b g . x_b (native kinematics and mass
 // matrix on d; the state is not changed)
 static double mechanicalEnergy(const mjModel* m, mjData* d) {
@@ -271,6 +267,10 @@ static int nativeRunsAway(const mjModel* m, const mjtNum* x, int nstep) {
   return bad;
 }
 
+// a random state near a simulated trajectory: nstep smooth steps under random controls from the
+// initial state, then perturbed velocities and activations and new controls inside ctrlrange;
+// returns the steps done, -1 with why filled if a step failed or the run ran away (a state there
+// says nothing about the derivatives: the forward itself diverged)
 static int randomState(const mjModel* m, mjData* d, const mjdiffModel* s, uint64_t* rng,
                        int nstep, char* why, int whysz) {
   uint64_t rng0 = *rng;
