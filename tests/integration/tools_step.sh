@@ -3,6 +3,8 @@
 #
 # Smoke test of the step-derivative tools:
 #   1. mjdiff-check --states 5 on models/arm_box.xml passes (exit 0) and its --json is valid;
+#      with --columns 12 (of its 33) each state draws 8 + 8 + 7 columns (the q, v and ctrl
+#      groups' minimum of 8, ctrl has 7), and the JSON counts them;
 #   2. mjdiff-check on a tilted ellipsoid dropped off-centre onto a flat height field (exact prism
 #      contacts, convex.c / convex_d.c; the shared-edge kink is test_convex's
 #      GeomOverSharedPrismEdge) passes (exit 0) with contacts at every state; on a model the step derivatives do not cover (a muscle actuator)
@@ -68,6 +70,18 @@ for key in ("version", "model", "args", "metrics", "series"):
     assert key in j, key
 assert set(j["metrics"]["worst"]) == {"A_qq", "A_qv", "A_vq", "A_vv", "B_q", "B_v"}
 assert len(j["series"]) == 2
+EOF
+run "$CHECK" --states 2 --quiet --json --columns 12 "$SOURCE_DIR/models/arm_box.xml"
+[[ $RC -eq 0 ]] || fail "mjdiff-check --columns 12 arm_box.xml: exit $RC; stderr: $ERR"
+python3 - "$TMP/out" <<'EOF' || fail "mjdiff-check --columns 12: unexpected content: $OUT"
+import json, sys
+j = json.load(open(sys.argv[1]))
+mt = j["metrics"]
+assert j["args"]["columns"] == 12 and mt["columns"] == 33, (j["args"], mt["columns"])
+# 13 q, 13 v, 7 ctrl columns: shares 5, 5, 3 -> at least 8 of each: 8 + 8 + 7 = 23 per state
+assert mt["columns_drawn"] == 2 * 23, mt["columns_drawn"]
+assert 0 < mt["columns_compared"] <= mt["columns_drawn"]
+assert all(s["columns"] == 23 for s in j["series"]), [s["columns"] for s in j["series"]]
 EOF
 note "mjdiff-check arm_box.xml: ok"
 

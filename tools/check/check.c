@@ -15,13 +15,23 @@
 //   F(e)[:, c] = (step(x (+) e e_c) (-) step(x (-) e e_c)) / 2e   (tangent difference,
 //     mj_differentiatePos; e = eps for state columns, eps_ctrl for control columns, shrunk to
 //     stay inside ctrlrange)
-//   Richardson:  F1 = (4 F(e) - F(2e)) / 3,  F2 = (4 F(2e) - F(4e)) / 3   (eps^2 term cancels)
+//   Richardson:  F1 = (4 F(e) - F(2e)) / 3 (compared),  F2 = (4 F(2e) - F(4e)) / 3,  F0 the same
+//     over (e/2, e)   (the eps^2 term cancels)
 //   block error  err_b(X, Y) = max |X - Y| over block b / max(floor, max |Y| over block b)
-//   a state is skipped when max_b err_b(F1, F2) > tol: the finite differences disagree with
-//     themselves (a piece boundary of a force law within 4 eps), and another is drawn in its
-//     place (up to --draws x N in all: with hundreds of contacts one is often near a boundary)
-//   pass: every compared block within tol, and at least --min-compared x N states compared
-//   otherwise  e_b = err_b([A B], F1);  result: worst e_b over compared states, per block
+//   columns: all of [A B] when it has at most --columns (400) of them; otherwise that many drawn
+//     at random per state (each group -- q, v, act, ctrl columns -- gets its share, at least 8),
+//     and the errors below run over the drawn columns only
+//   a column is unreliable when its FD disagree with themselves, max over the blocks b it lies in
+//     of max_r max(|F0 - F1|, |F1 - F2|) / max(floor, max |F1| over b) > tol, F0 = (4 F(e/2) -
+//     F(e)) / 3 (a piece boundary of a force law within 4 eps of the column's perturbation: with
+//     hundreds of contacts one is almost always near a boundary somewhere, but only the columns
+//     of the bodies it touches see it; F1 and F2 alone agree by chance for a kink near 1.78 e,
+//     the third estimate catches that); it is not compared. A state with fewer than --min-columns (half) of its columns reliable is
+//     skipped, and another is drawn in its place (up to --draws x N in all)
+//   pass: every compared block within tol, every block compared at some state, and at least
+//     --min-compared x N states compared
+//   otherwise  e_b = err_b([A B], F1) over the reliable columns;  result: worst e_b over compared
+//     states, per block
 //   adjoint consistency at each state (random l, dx, du):
 //     |l . JVP(dx, du) - VJP(l) . (dx, du)| / max(1, |l . JVP|), JVP against A dx + B du and VJP
 //     against A' l, B' l (max abs error / max(1, max abs value))
@@ -54,6 +64,8 @@ typedef struct args_ {
   double tol_adj;
   double min_compared;
   long draws;                  // at most draws * states states are drawn (skipped ones replaced)
+  long columns;                // columns of [A B] compared per state (all if there are fewer)
+  double min_columns;          // smallest fraction of a state's columns that must be reliable
   int json;
   int quiet;
   const char* out;
@@ -89,6 +101,12 @@ static void usage(void) {
       "                    new one, up to D x N states drawn in all (default 3)\n"
       "  --min-compared P  smallest accepted fraction of the N states that are compared\n"
       "                    (default 0.8; at least one state must be compared)\n"
+      "  --columns C       columns of [A B] compared per state: all of them if there are at\n"
+      "                    most C, else C drawn at random per state, every group (q, v, act,\n"
+      "                    ctrl columns) in proportion and at least 8 of each (default 400)\n"
+      "  --min-columns P   a column whose finite differences disagree with themselves is not\n"
+      "                    compared; a state with less than this fraction of its columns\n"
+      "                    compared is skipped (default 0.5)\n"
       "  --quiet           no per-state progress lines on stderr\n"
       "  --json            print the result as JSON on stdout instead of the table\n"
       "  --out FILE        also write the result as JSON to FILE (default: none)\n"
@@ -114,6 +132,8 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->tol_adj = 1e-10;
   a->min_compared = 0.8;
   a->draws = 3;
+  a->columns = 400;
+  a->min_columns = 0.5;
   int positional = 0;
   for (int i = 1; i < argc; i++) {
     const char* o = argv[i];
@@ -144,6 +164,11 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->draws = tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in [1, 1000]");
     } else if (!positional && !strcmp(o, "--min-compared")) {
       a->min_compared = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, 0, "a number in [0, 1]");
+    } else if (!positional && !strcmp(o, "--columns")) {
+      a->columns = tool_intOption(TOOL, argc, argv, &i, 1, 100000000, "an integer in [1, 1e8]");
+    } else if (!positional && !strcmp(o, "--min-columns")) {
+      a->min_columns =
+          tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "a number in (0, 1]");
     } else if (!positional && !strcmp(o, "--quiet")) {
       a->quiet = 1;
     } else if (!positional && !strcmp(o, "--json")) {
@@ -187,21 +212,27 @@ static int makeBlocks(const mjModel* m, block* b) {
   return n;
 }
 
-// err[i] = max |X - Y| / max(floor, max |Y|) over block i; returns the worst, *worst its index
-static double blockErrors(const block* b, int nb, int ncol, const mjtNum* X, const mjtNum* Y,
-                          double floor, double* err, int* worst) {
+// X, Y: ndx x K, column j of [A B]'s column cols[j]. err[i] = max |X - Y| over block i's columns
+// among cols with ok[j] (ok NULL: all) / max(floor, max |Y| over all its drawn columns), -1
+// where block i has none compared;
+// returns the worst, *worst its index
+static double blockErrors(const block* b, int nb, int K, const int* cols, const int* ok,
+                          const mjtNum* X, const mjtNum* Y, double floor, double* err, int* worst) {
   double w = 0;
   if (worst) *worst = 0;
   for (int i = 0; i < nb; i++) {
     double e = 0, scale = floor;
-    for (int r = b[i].r0; r < b[i].r1; r++) {
-      for (int c = b[i].c0; c < b[i].c1; c++) {
-        e = fmax(e, fabs(X[ncol * r + c] - Y[ncol * r + c]));
-        scale = fmax(scale, fabs(Y[ncol * r + c]));
-      }
+    int n = 0;
+    for (int j = 0; j < K; j++) {
+      if (cols[j] < b[i].c0 || cols[j] >= b[i].c1) continue;
+      // the scale over every drawn column of the block, as reliableColumns judges them
+      for (int r = b[i].r0; r < b[i].r1; r++) scale = fmax(scale, fabs(Y[K * r + j]));
+      if (ok && !ok[j]) continue;
+      n++;
+      for (int r = b[i].r0; r < b[i].r1; r++) e = fmax(e, fabs(X[K * r + j] - Y[K * r + j]));
     }
     // a NaN anywhere is the worst possible error
-    double rel = isfinite(e) ? e / scale : INFINITY;
+    double rel = !n ? -1 : isfinite(e) ? e / scale : INFINITY;
     if (err) err[i] = rel;
     if (rel > w) {
       w = rel;
@@ -209,6 +240,114 @@ static double blockErrors(const block* b, int nb, int ncol, const mjtNum* X, con
     }
   }
   return w;
+}
+
+// the entry (row, column of [A B]) of block bl with the largest |X - Y| among the columns with ok
+static void worstEntry(const block* bl, int K, const int* cols, const int* ok, const mjtNum* X,
+                       const mjtNum* Y, int* row, int* col) {
+  double e = -1;
+  *row = *col = -1;
+  for (int j = 0; j < K; j++) {
+    if (cols[j] < bl->c0 || cols[j] >= bl->c1 || (ok && !ok[j])) continue;
+    for (int r = bl->r0; r < bl->r1; r++) {
+      double x = fabs(X[K * r + j] - Y[K * r + j]);
+      if (!(x <= e)) {
+        e = isfinite(x) ? x : INFINITY;
+        *row = r;
+        *col = cols[j];
+      }
+    }
+  }
+}
+
+// "dv[3] (joint knee)": index i of the tangent state [dq dv dact] or, past it, of the controls
+static void nameIndex(const mjModel* m, int i, char* buf, int n) {
+  int nv = m->nv, ndx = 2 * nv + m->na;
+  const char* part = i < nv ? "dq" : i < 2 * nv ? "dv" : i < ndx ? "act" : "u";
+  int k = i < nv ? i : i < 2 * nv ? i - nv : i < ndx ? i - 2 * nv : i - ndx;
+  const char* name = NULL;
+  if (i < 2 * nv) {
+    name = mj_id2name(m, mjOBJ_JOINT, m->dof_jntid[k]);
+  } else if (i >= ndx) {
+    name = mj_id2name(m, mjOBJ_ACTUATOR, k);
+  }
+  snprintf(buf, (size_t)n, "%s[%d]%s%s%s", part, k, name ? " (" : "", name ? name : "",
+           name ? ")" : "");
+}
+
+// ok[j] = 1 where column j's three extrapolations F0, F1, F2 (ndx x K) agree: max over the blocks
+// b that hold column cols[j] of max_r max(|F0 - F1|, |F1 - F2|) / max(floor, max |F1| over b's
+// drawn columns) is at most tol; returns the number of reliable columns, *noise and
+// *noise_block the largest disagreement and its block
+static int reliableColumns(const block* b, int nb, int K, const int* cols, const mjtNum* F0,
+                           const mjtNum* F1, const mjtNum* F2, double floor, double tol, int* ok,
+                           double* noise, int* noise_block) {
+  *noise = 0;
+  *noise_block = 0;
+  for (int j = 0; j < K; j++) ok[j] = 1;
+  for (int i = 0; i < nb; i++) {
+    double scale = floor;
+    for (int j = 0; j < K; j++) {
+      if (cols[j] < b[i].c0 || cols[j] >= b[i].c1) continue;
+      for (int r = b[i].r0; r < b[i].r1; r++) scale = fmax(scale, fabs(F1[K * r + j]));
+    }
+    for (int j = 0; j < K; j++) {
+      if (cols[j] < b[i].c0 || cols[j] >= b[i].c1) continue;
+      double e = 0;
+      for (int r = b[i].r0; r < b[i].r1; r++) {
+        e = fmax(e, fmax(fabs(F0[K * r + j] - F1[K * r + j]), fabs(F1[K * r + j] - F2[K * r + j])));
+      }
+      double rel = isfinite(e) ? e / scale : INFINITY;
+      if (!(rel <= tol)) ok[j] = 0;
+      if (!(rel <= *noise)) {
+        *noise = rel;
+        *noise_block = i;
+      }
+    }
+  }
+  int n = 0;
+  for (int j = 0; j < K; j++) n += ok[j];
+  return n;
+}
+
+// the columns of [A B] compared at one state, in increasing order: all ncol of them if K >=
+// ncol, else K drawn without replacement, each group (q, v, act, ctrl columns) in proportion
+// to its size and at least min(8, its size); returns the number drawn (K, or a little more
+// where the minimum of a small group rounds up)
+static int drawColumns(const mjModel* m, int K, uint64_t* rng, int* cols, int* pool) {
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  if (K >= ncol) {
+    for (int c = 0; c < ncol; c++) cols[c] = c;
+    return ncol;
+  }
+  const int g0[4] = {0, nv, 2 * nv, ndx}, g1[4] = {nv, 2 * nv, ndx, ncol};
+  int n = 0;
+  for (int g = 0; g < 4; g++) {
+    int size = g1[g] - g0[g];
+    if (!size) continue;
+    int want = (int)((double)K * size / ncol + 0.5);
+    want = want < 8 ? 8 : want;
+    want = want > size ? size : want;
+    // partial Fisher-Yates over the group's columns
+    for (int i = 0; i < size; i++) pool[i] = g0[g] + i;
+    for (int i = 0; i < want; i++) {
+      int k = i + (int)(tool_uniform(rng) * (size - i));
+      k = k >= size ? size - 1 : k;
+      int t = pool[i];
+      pool[i] = pool[k];
+      pool[k] = t;
+    }
+    // sorted insertion keeps cols increasing (want is small against size only when K is)
+    for (int i = 0; i < want; i++) {
+      int c = pool[i], p = n++;
+      while (p > 0 && cols[p - 1] > c) {
+        cols[p] = cols[p - 1];
+        p--;
+      }
+      cols[p] = c;
+    }
+  }
+  return n;
 }
 
 //---------------------------------- states --------------------------------------------------------
@@ -357,13 +496,14 @@ static int stepFrom(const mjModel* m, mjData* d, const mjdiffModel* s, const mjt
   return 1;
 }
 
-// centered finite-difference [A B] (ndx x (ndx + nu)) with steps scale * (eps, epsu); 0 if a
-// step failed
+// centered finite differences of [A B]'s columns cols[0..K-1] (ndx x K) with steps scale *
+// (eps, epsu); 0 if a step failed
 static int fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* state,
-                      double eps, double scale, fdwork* w, mjtNum* J) {
-  int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+                      double eps, double scale, fdwork* w, int K, const int* cols, mjtNum* J) {
+  int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na;
   int ok = 1;
-  for (int c = 0; c < ncol && ok; c++) {
+  for (int j = 0; j < K && ok; j++) {
+    int c = cols[j];
     mju_zero(w->dx, ndx);
     mju_zero(w->du, nu);
     double e = scale * (c < ndx ? eps : w->epsu[c - ndx]);
@@ -381,7 +521,7 @@ static int fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s, const m
     mj_differentiatePos(m, w->col, 2 * e, w->minus, w->plus);
     for (int i = 0; i < nv + na; i++)
       w->col[nv + i] = (w->plus[nq + i] - w->minus[nq + i]) / (2 * e);
-    for (int r = 0; r < ndx; r++) J[ncol * r + c] = w->col[r];
+    for (int r = 0; r < ndx; r++) J[(size_t)K * r + j] = w->col[r];
   }
   setState(m, d, state);
   return ok;
@@ -392,12 +532,15 @@ static int fdJacobian(const mjModel* m, mjData* d, const mjdiffModel* s, const m
 typedef struct staterec_ {
   int steps;        // smooth steps simulated before the state
   int ncon;         // contacts at the state (smooth forward pass)
-  int skipped;      // finite differences disagree with themselves
+  int skipped;      // finite differences disagree with themselves at too many columns
+  int columns;      // columns of [A B] drawn
+  int reliable;     // of them, with finite differences that agree with themselves (compared)
   int fd_failed;    // a perturbed step failed (state not compared)
   double fd_noise;  // max_b err_b(F1, F2)
   int noise_block;
-  double err[NBLOCK];  // err_b([A B], F1), when compared
+  double err[NBLOCK];  // err_b([A B], F1), when compared (-1: no column of the block compared)
   int worst_block;
+  int worst_row, worst_col;  // the worst entry of [A B] in worst_block
   double adj_err;     // VJP/JVP consistency
   int state_changed;  // a derivative call changed the state
 } staterec;
@@ -411,6 +554,9 @@ typedef struct result_ {
   int compared, skipped, fd_failed, contacts, contacts_compared, state_changed;
   double worst[NBLOCK];
   int worst_state[NBLOCK];
+  long block_columns[NBLOCK];  // columns of each block compared over all states
+  long columns, reliable;      // columns drawn and compared over the compared states
+  int ncol;                    // columns of [A B]
   double adj_worst;
   int adj_worst_state;
   staterec* rec;
@@ -427,22 +573,23 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
   fprintf(f,
           ",\"args\":{\"states\":%ld,\"seed\":%ld,\"steps\":%ld,\"eps\":%g,\"eps_ctrl\":%g,"
           "\"tol\":%g,\"floor\":%g,\"tol_adj\":%g,\"min_compared\":%g,\"draws\":%ld,"
-          "\"mujoco_version\":%d},",
+          "\"columns\":%ld,\"min_columns\":%g,\"mujoco_version\":%d},",
           a->states, a->seed, a->steps, a->eps, a->eps_ctrl, a->tol, a->floor, a->tol_adj,
-          a->min_compared, a->draws, mj_version());
+          a->min_compared, a->draws, a->columns, a->min_columns, mj_version());
   fprintf(f, "\"status\":");
   tool_jsonString(f, status);
   fprintf(f,
           ",\"metrics\":{\"nq\":%d,\"nv\":%d,\"na\":%d,\"nu\":%d,\"integrator\":\"%s\","
           "\"timestep_s\":%g,\"states\":%d,\"compared\":%d,\"skipped_fd_disagree\":%d,"
           "\"skipped_fd_step_failed\":%d,\"with_contacts\":%d,\"compared_with_contacts\":%d,"
-          "\"state_changed\":%d,\"worst\":{",
+          "\"state_changed\":%d,\"columns\":%d,\"columns_drawn\":%ld,"
+          "\"columns_compared\":%ld,\"worst\":{",
           r->nq, r->nv, r->na, r->nu, tool_integratorName(r->integrator), r->timestep, r->nstate,
           r->compared, r->skipped, r->fd_failed, r->contacts, r->contacts_compared,
-          r->state_changed);
+          r->state_changed, r->ncol, r->columns, r->reliable);
   for (int b = 0; b < r->nb; b++) {
     fprintf(f, "%s\"%s\":", b ? "," : "", r->blocks[b].name);
-    if (r->compared) {
+    if (r->block_columns[b]) {
       tool_jsonNumber(f, r->worst[b]);
     } else {
       fprintf(f, "null");
@@ -451,7 +598,7 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
   fprintf(f, "},\"worst_state\":{");
   for (int b = 0; b < r->nb; b++) {
     fprintf(f, "%s\"%s\":%d", b ? "," : "", r->blocks[b].name,
-            r->compared ? r->worst_state[b] : -1);
+            r->block_columns[b] ? r->worst_state[b] : -1);
   }
   fprintf(f, "},\"vjp_jvp_max_error\":");
   tool_jsonNumber(f, r->nstate ? r->adj_worst : NAN);
@@ -473,11 +620,12 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
       fputc('{', f);
       for (int b = 0; b < r->nb; b++) {
         fprintf(f, "%s\"%s\":", b ? "," : "", r->blocks[b].name);
-        tool_jsonNumber(f, s->err[b]);
+        tool_jsonNumber(f, s->err[b] < 0 ? NAN : s->err[b]);
       }
       fputc('}', f);
     }
-    fprintf(f, ",\"vjp_jvp_error\":");
+    fprintf(f, ",\"columns\":%d,\"columns_compared\":%d,\"vjp_jvp_error\":", s->columns,
+            s->reliable);
     tool_jsonNumber(f, s->adj_err);
     fprintf(f, ",\"state_changed\":%s}", s->state_changed ? "true" : "false");
   }
@@ -495,7 +643,14 @@ static void printTable(FILE* f, const args* a, const result* r) {
   if (r->fd_failed) fprintf(f, ", %d (a perturbed step failed)\n", r->fd_failed);
   fprintf(f, "contacts: %d of %d states, %d of %d compared states\n", r->contacts, r->nstate,
           r->contacts_compared, r->compared);
-  fprintf(f, "FD: centered, Richardson over (e, 2e), e = %g (states), %g (controls)\n\n", a->eps,
+  if (r->compared && r->reliable < (long)r->ncol * r->compared) {
+    fprintf(f,
+            "columns: %ld compared of %ld drawn over the compared states (%d each: %s; a column "
+            "whose finite differences disagree with themselves is not compared)\n",
+            r->reliable, r->columns, r->ncol,
+            r->columns < (long)r->ncol * r->compared ? "a random subset per state" : "all");
+  }
+  fprintf(f, "FD: centered, Richardson over (e, 2e) (checked against (e/2, e), (2e, 4e)), e = %g (states), %g (controls)\n\n", a->eps,
           a->eps_ctrl);
   fprintf(f, "%-6s %9s %14s %7s %6s  %s\n", "block", "size", "worst rel.err", "state", "ncon",
           "status");
@@ -503,8 +658,9 @@ static void printTable(FILE* f, const args* a, const result* r) {
     const block* bl = r->blocks + b;
     char size[32];
     snprintf(size, sizeof(size), "%dx%d", bl->r1 - bl->r0, bl->c1 - bl->c0);
-    if (!r->compared) {
-      fprintf(f, "%-6s %9s %14s %7s %6s  %s\n", bl->name, size, "-", "-", "-", "not compared");
+    if (!r->block_columns[b]) {
+      fprintf(f, "%-6s %9s %14s %7s %6s  %s\n", bl->name, size, "-", "-", "-",
+              r->compared ? "FAIL (no column compared)" : "not compared");
       continue;
     }
     int k = r->worst_state[b];
@@ -522,11 +678,12 @@ static void printTable(FILE* f, const args* a, const result* r) {
 
 //---------------------------------- the check -----------------------------------------------------
 
-// adjoint consistency at the state in d; *changed set if a call changed the state; returns the
-// error, or -1 with err filled on a failed call
+// adjoint consistency at the state in d against the analytic A (ndx x ndx) and B (ndx x nu);
+// *changed set if a call changed the state; returns the error, or -1 with err filled on a
+// failed call
 static double adjointCheck(const mjModel* m, mjData* d, const mjdiffModel* s, mjdiffStepDeriv* w,
-                           const mjtNum* J, uint64_t* rng, const mjtNum* state, mjtNum* after,
-                           int* changed, char* err, int errsz) {
+                           const mjtNum* A, const mjtNum* B, uint64_t* rng, const mjtNum* state,
+                           mjtNum* after, int* changed, char* err, int errsz) {
   int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu, ns = stateSize(m);
   size_t n = (size_t)(3 * ndx + 3 * ncol + 2);
   mjtNum* buf = calloc(n, sizeof(mjtNum));
@@ -551,9 +708,11 @@ static double adjointCheck(const mjModel* m, mjData* d, const mjdiffModel* s, mj
   double lhs = mju_dot(l, jv, ndx), rhs = mju_dot(lx, v, ncol);
   e = fabs(lhs - rhs) / fmax(1, fabs(lhs));
 
-  // JVP against [A B] v, VJP against [A B]' l
-  mju_mulMatVec(jvRef, J, v, ndx, ncol);
-  mju_mulMatTVec(lxRef, J, l, ndx, ncol);
+  // JVP against A v_x + B v_u, VJP against (A' l, B' l)
+  mju_mulMatVec(jvRef, A, v, ndx, ndx);
+  for (int i = 0; i < ndx && nu; i++) jvRef[i] += mju_dot(B + (size_t)nu * i, v + ndx, nu);
+  mju_mulMatTVec(lxRef, A, l, ndx, ndx);
+  if (nu) mju_mulMatTVec(lxRef + ndx, B, l, ndx, nu);
   double diff = 0, scale = 1;
   for (int i = 0; i < ndx; i++) {
     diff = fmax(diff, fabs(jv[i] - jvRef[i]));
@@ -578,23 +737,30 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
                   result* r) {
   int nq = m->nq, nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
   int ns = stateSize(m);
-  size_t nJ = (size_t)ndx * (size_t)ncol;
-  size_t total = 7 * nJ + (size_t)ndx * ndx + (size_t)ndx * nu + 2 * (size_t)ns + 2 * (size_t)ndx +
+  // columns drawn per state: K, or a few more where a small group's minimum rounds up
+  int K = a->columns >= ncol ? ncol : (int)a->columns + 32;
+  K = K > ncol ? ncol : K;
+  size_t nJ = (size_t)ndx * (size_t)K;
+  size_t total = 8 * nJ + (size_t)ndx * ndx + (size_t)ndx * nu + 2 * (size_t)ns + 2 * (size_t)ndx +
                  2 * (size_t)nu + 2 * (size_t)(nq + nv + na) + 16;
   mjtNum* buf = calloc(total, sizeof(mjtNum));
+  int* ibuf = calloc((size_t)(2 * K + ncol), sizeof(int));
   mjData* d = mj_makeData(m);
   long maxdraw = a->states * a->draws;
   r->rec = calloc((size_t)maxdraw, sizeof(staterec));
-  if (!buf || !d || !r->rec) {
+  r->ncol = ncol;
+  if (!buf || !ibuf || !d || !r->rec) {
     r->status = TOOL_EXIT_RUNTIME;
     snprintf(r->message, sizeof(r->message), "out of memory");
     free(buf);
+    free(ibuf);
     if (d) mj_deleteData(d);
     return;
   }
   mjtNum *J = buf, *Fa = J + nJ, *Fb = Fa + nJ, *Fc = Fb + nJ, *F1 = Fc + nJ, *F2 = F1 + nJ;
-  mjtNum *A = F2 + nJ, *B = A + (size_t)ndx * ndx, *state = B + (size_t)ndx * nu + 1;
+  mjtNum *Fh = F2 + nJ, *F0 = Fh + nJ, *A = F0 + nJ, *B = A + (size_t)ndx * ndx, *state = B + (size_t)ndx * nu + 1;
   mjtNum* after = state + ns;
+  int *cols = ibuf, *ok = cols + K, *pool = ok + K;
   fdwork fw;
   fw.dx = after + ns;
   fw.du = fw.dx + ndx;
@@ -625,15 +791,19 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
     getState(m, d, after);
     if (memcmp(state, after, sizeof(mjtNum) * (size_t)ns)) rec->state_changed = 1;
     rec->ncon = d->ncon;
+    int nc = drawColumns(m, (int)(a->columns < ncol ? a->columns : ncol), &rng, cols, pool);
+    rec->columns = nc;
     for (int i = 0; i < ndx; i++) {
-      mju_copy(J + (size_t)ncol * i, A + (size_t)ndx * i, ndx);
-      mju_copy(J + (size_t)ncol * i + ndx, B + (size_t)nu * i, nu);
+      for (int j = 0; j < nc; j++) {
+        int c = cols[j];
+        J[(size_t)nc * i + j] = c < ndx ? A[(size_t)ndx * i + c] : B[(size_t)nu * i + c - ndx];
+      }
     }
 
     // VJP and JVP against each other and [A B]
     setState(m, d, state);
     rec->adj_err =
-        adjointCheck(m, d, s, w, J, &rng, state, after, &rec->state_changed, err, sizeof(err));
+        adjointCheck(m, d, s, w, A, B, &rng, state, after, &rec->state_changed, err, sizeof(err));
     if (rec->adj_err < 0) {
       r->status = TOOL_EXIT_RUNTIME;
       snprintf(r->message, sizeof(r->message), "mjdiff_stepJVP/VJP failed at state %d: %s", k, err);
@@ -651,10 +821,11 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
       }
     }
 
-    // Richardson-extrapolated centered differences at (e, 2e) and (2e, 4e)
-    int ok = fdJacobian(m, d, s, state, a->eps, 1, &fw, Fa) &&
-             fdJacobian(m, d, s, state, a->eps, 2, &fw, Fb) &&
-             fdJacobian(m, d, s, state, a->eps, 4, &fw, Fc);
+    // Richardson-extrapolated centered differences at (e/2, e), (e, 2e) and (2e, 4e)
+    int fdok = fdJacobian(m, d, s, state, a->eps, 0.5, &fw, nc, cols, Fh) &&
+               fdJacobian(m, d, s, state, a->eps, 1, &fw, nc, cols, Fa) &&
+               fdJacobian(m, d, s, state, a->eps, 2, &fw, nc, cols, Fb) &&
+               fdJacobian(m, d, s, state, a->eps, 4, &fw, nc, cols, Fc);
     r->nstate = k + 1;
     r->contacts += rec->ncon > 0;
     r->state_changed += rec->state_changed;
@@ -662,7 +833,7 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
       r->adj_worst = rec->adj_err;
       r->adj_worst_state = k;
     }
-    if (!ok) {
+    if (!fdok) {
       rec->fd_failed = 1;
       rec->fd_noise = NAN;
       r->fd_failed++;
@@ -672,41 +843,62 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
       }
       continue;
     }
-    for (size_t i = 0; i < nJ; i++) {
+    size_t nF = (size_t)ndx * nc;
+    for (size_t i = 0; i < nF; i++) {
+      F0[i] = (4 * Fh[i] - Fa[i]) / 3;
       F1[i] = (4 * Fa[i] - Fb[i]) / 3;
       F2[i] = (4 * Fb[i] - Fc[i]) / 3;
     }
-    rec->fd_noise = blockErrors(r->blocks, r->nb, ncol, F1, F2, a->floor, NULL, &rec->noise_block);
-    if (rec->fd_noise > a->tol) {
+    rec->reliable = reliableColumns(r->blocks, r->nb, nc, cols, F0, F1, F2, a->floor, a->tol, ok,
+                                    &rec->fd_noise, &rec->noise_block);
+    if (nc > 0 && (rec->reliable < a->min_columns * nc - 1e-9 || !rec->reliable)) {
       rec->skipped = 1;
       r->skipped++;
       if (!a->quiet) {
         fprintf(stderr,
-                "state %4d/%-4ld  steps %6d  ncon %4d  skipped: finite differences disagree by "
-                "%.2e in %s\n",
-                k + 1, a->states, rec->steps, rec->ncon, rec->fd_noise,
+                "state %4d/%-4ld  steps %6d  ncon %4d  skipped: finite differences disagree at "
+                "%d of %d columns (worst %.2e in %s)\n",
+                k + 1, a->states, rec->steps, rec->ncon, nc - rec->reliable, nc, rec->fd_noise,
                 r->blocks[rec->noise_block].name);
       }
       continue;
     }
-    double e = blockErrors(r->blocks, r->nb, ncol, J, F1, a->floor, rec->err, &rec->worst_block);
+    double e =
+        blockErrors(r->blocks, r->nb, nc, cols, ok, J, F1, a->floor, rec->err, &rec->worst_block);
+    worstEntry(r->blocks + rec->worst_block, nc, cols, ok, J, F1, &rec->worst_row, &rec->worst_col);
     for (int b = 0; b < r->nb; b++) {
-      if (!r->compared || rec->err[b] > r->worst[b]) {
+      if (rec->err[b] < 0) continue;  // no column of the block compared here
+      int first = r->block_columns[b] == 0;
+      for (int j = 0; j < nc; j++) {
+        r->block_columns[b] += ok[j] && cols[j] >= r->blocks[b].c0 && cols[j] < r->blocks[b].c1;
+      }
+      if (first || rec->err[b] > r->worst[b]) {
         r->worst[b] = rec->err[b];
         r->worst_state[b] = k;
       }
     }
     r->compared++;
+    r->columns += nc;
+    r->reliable += rec->reliable;
     r->contacts_compared += rec->ncon > 0;
     if (!a->quiet) {
+      char cmp[64] = "", at[300] = "", rn[128], cn[128];
+      if (rec->reliable < ncol) snprintf(cmp, sizeof(cmp), "  columns %d/%d", rec->reliable, ncol);
+      if (e > a->tol && rec->worst_row >= 0) {
+        nameIndex(m, rec->worst_row, rn, sizeof(rn));
+        nameIndex(m, rec->worst_col, cn, sizeof(cn));
+        snprintf(at, sizeof(at), "  at %s / %s", rn, cn);
+      }
       fprintf(stderr,
-              "state %4d/%-4ld  steps %6d  ncon %4d  worst %.2e in %-4s  fd self %.1e  adj %.1e\n",
+              "state %4d/%-4ld  steps %6d  ncon %4d  worst %.2e in %-4s  fd self %.1e  adj "
+              "%.1e%s%s\n",
               k + 1, a->states, rec->steps, rec->ncon, e, r->blocks[rec->worst_block].name,
-              rec->fd_noise, rec->adj_err);
+              rec->fd_noise, rec->adj_err, cmp, at);
     }
   }
   mj_deleteData(d);
   free(buf);
+  free(ibuf);
 }
 
 // the verdict: status and message
@@ -720,7 +912,8 @@ static void judge(const args* a, result* r) {
   }
   int worst = -1;
   for (int b = 0; b < r->nb; b++) {
-    if (r->compared && !(r->worst[b] <= a->tol) && (worst < 0 || r->worst[b] > r->worst[worst])) {
+    if (r->block_columns[b] && !(r->worst[b] <= a->tol) &&
+        (worst < 0 || r->worst[b] > r->worst[worst])) {
       worst = b;
     }
   }
@@ -732,10 +925,18 @@ static void judge(const args* a, result* r) {
                   "block %s: worst relative error %.3e > tol %g (state %d, ncon %d)",
                   r->blocks[worst].name, r->worst[worst], a->tol, k, r->rec[k].ncon);
     for (int b = 0; b < r->nb && n < N; b++) {
-      if (b != worst && r->worst[b] > a->tol) {
+      if (b != worst && r->block_columns[b] && r->worst[b] > a->tol) {
         n += snprintf(r->message + n, (size_t)(N - n), "; block %s: %.3e", r->blocks[b].name,
                       r->worst[b]);
       }
+    }
+  }
+  for (int b = 0; b < r->nb && r->compared && n < N; b++) {
+    if (!r->block_columns[b]) {
+      n += snprintf(r->message + n, (size_t)(N - n),
+                    "%sblock %s: no column compared (its finite differences disagree with "
+                    "themselves at every compared state)",
+                    n ? "; " : "", r->blocks[b].name);
     }
   }
   if (n < N && r->nstate && !(r->adj_worst <= a->tol_adj)) {
