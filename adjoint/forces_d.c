@@ -417,25 +417,18 @@ int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
   return on || fr != 0;
 }
 
-// returns 0, or -1 if the contact's geometry Jacobian is unavailable; Gin: the contact's geometry
-// Jacobian computed with its pair's run (gstatus its status), NULL: computed here
-static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
-                        const mjContact* con, const mjtNum* Gin, int gstatus, mjtNum* DfDq,
-                        mjtNum* DfDv) {
+// the wrench of a force F and torque T (world frame, on body2, the opposite on body1) at contact
+// con's point p, where F, T depend on the contact's y = (dist, n, v, w) by DF, DT (3 x 10), and its
+// q- and v-derivatives through y, p and the bodies' motion (G: the contact's geometry Jacobian, w:
+// the relative angular velocity); returns 0, or -1 if G is unavailable (gstatus)
+static int contactWrenchDeriv(const mjModel* m, const mjData* d, scratch* sc, const mjContact* con,
+                              const mjtNum* G, int gstatus, const mjtNum F[3], const mjtNum T[3],
+                              const mjtNum DF[30], const mjtNum DT[30], const mjtNum w[3],
+                              mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv;
   int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   const mjtNum* p = con->pos;
-  mjtNum F[3], T[3], DF[30], DT[30], w[3];
-  if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) return 0;
-
-  // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
-  mjtNum Gown[7 * 12];
-  const mjtNum* G = Gin;
-  if (!G) {
-    gstatus = mjdiff_contactGeomJacobian(m, d, con, Gown);
-    G = Gown;
-  }
   if (gstatus) return -1;
   contactKinematics(m, d, sc, con, g, b, G, w);
   const int* cols = sc->cols;
@@ -479,6 +472,24 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
   }
   addWrenchDeriv(m, sc, b[0], b[1], W, dWq, dWv, DfDq, DfDv);
   return 0;
+}
+
+// returns 0, or -1 if the contact's geometry Jacobian is unavailable; Gin: the contact's geometry
+// Jacobian computed with its pair's run (gstatus its status), NULL: computed here
+static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s, scratch* sc,
+                        const mjContact* con, const mjtNum* Gin, int gstatus, mjtNum* DfDq,
+                        mjtNum* DfDv) {
+  mjtNum F[3], T[3], DF[30], DT[30], w[3];
+  if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) return 0;
+
+  // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
+  mjtNum Gown[7 * 12];
+  const mjtNum* G = Gin;
+  if (!G) {
+    gstatus = mjdiff_contactGeomJacobian(m, d, con, Gown);
+    G = Gown;
+  }
+  return contactWrenchDeriv(m, d, sc, con, G, gstatus, F, T, DF, DT, w, DfDq, DfDv);
 }
 
 int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffModel* s,
@@ -1117,11 +1128,39 @@ static void muscleDynamics(const mjModel* m, int i, mjtNum u, mjtNum act, mjtNum
 
 // actuator forces through constant moments (hinge/slide joints, fixed tendons), spatial tendons
 // (tendon_d.c, through tf) and sites (siteActuatorDeriv)
-static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum* DfDq,
-                          mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
-                          mjtNum* DadotDu, mjtNum* tf) {
-  int nv = m->nv, nu = m->nu, na = m->na;
-  if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return;
+// A body transmission (adhesion; plugin/smooth.c, mjdiff_bodyTransmissions): the actuator force
+// a pulls each of the N counted contacts' bodies together, F = -(a / N) n_c on body2 at p_c (the
+// opposite on body1): a contact wrench whose force depends on y only through the normal,
+// dF/dn = -(a / N) I. N is piecewise constant (zero derivative; the force jumps as a contact
+// enters or leaves MuJoCo's margin). Its q-derivative moves with the contact's point and frame
+// (the geometry Jacobian) and the bodies' Jacobians; the v-block has none (the actuator's
+// velocity terms are refused: step_d.c). Returns 0, or -1 - c if contact c's geometry Jacobian
+// is unavailable (the force derivative's status for a contact).
+static int bodyActuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, int i, mjtNum a,
+                             mjtNum* DfDq, mjtNum* DfDv) {
+  int b = m->actuator_trnid[2 * i], n = 0;
+  for (int c = 0; c < d->ncon; c++) n += mjdiff_adhesionCounts(m, d->contact + c, b);
+  if (!n || a == 0) return 0;
+  for (int c = 0; c < d->ncon; c++) {
+    const mjContact* con = d->contact + c;
+    if (!mjdiff_adhesionCounts(m, con, b)) continue;
+    mjtNum F[3], T[3] = {0, 0, 0}, DF[30] = {0}, DT[30] = {0}, v[3], w[3], G[7 * 12];
+    int bb[2] = {m->geom_bodyid[compat_contactGeom1(con)], m->geom_bodyid[compat_contactGeom2(con)]};
+    contactVel(m, d, bb, con->pos, v, w);
+    mju_scl3(F, con->frame, -a / n);
+    for (int r = 0; r < 3; r++) DF[10 * r + 1 + r] = -a / n;
+    int gst = mjdiff_contactGeomJacobian(m, d, con, G);
+    if (contactWrenchDeriv(m, d, sc, con, G, gst, F, T, DF, DT, w, DfDq, DfDv)) return -1 - c;
+  }
+  return 0;
+}
+
+// returns 0, or the status of a body transmission's contact (bodyActuatorDeriv)
+static int actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum* DfDq,
+                         mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
+                         mjtNum* DadotDu, mjtNum* tf) {
+  int nv = m->nv, nu = m->nu, na = m->na, status = 0;
+  if (nu == 0 || DISABLED(m, mjDSBL_ACTUATION)) return 0;
   int clamp = !DISABLED(m, mjDSBL_CLAMPCTRL);
   COMPAT_MOMENT_BUF(mbuf, nv);
   for (int i = 0; i < nu; i++) {
@@ -1185,6 +1224,10 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum
     } else if (trn == mjTRN_SLIDERCRANK) {
       sliderCrankDeriv(m, (mjData*)d, sc, i, d->actuator_force[i], fL, fV, DfDq, DfDv);
       moving = 1;
+    } else if (trn == mjTRN_BODY) {
+      int st = bodyActuatorDeriv(m, d, sc, i, d->actuator_force[i], DfDq, DfDv);
+      if (st && !status) status = st;
+      moving = 1;
     }
 
     // df = moment' (fL moment dq + fV moment dv + fin din)
@@ -1222,6 +1265,7 @@ static void actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum
       }
     }
   }
+  return status;
 }
 
 //---------------------------------- all forces ---------------------------------------------------
@@ -1294,7 +1338,8 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
     int* clip = (int*)compat_stackAllocNum(d, nv / 2 + 1);
     int nclip = compat_clippedActuatorDofs(m, d, clip);
     if (!nclip) {
-      actuatorDeriv(m, d, &sc, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+      int st = actuatorDeriv(m, d, &sc, DfDq, DfDv, DfDa, DfDu, DadotDa, DadotDu, tf);
+      if (st && !status) status = st;
     } else {
       mjtNum* Aq = compat_stackAllocNum(d, nv * nv);
       mjtNum* Av = compat_stackAllocNum(d, nv * nv);
@@ -1305,8 +1350,9 @@ int mjdiff_forceDerivativeParts(const mjModel* mu, mjData* d, const mjdiffModel*
       mju_zero(ta, 3 * m->ntendon);
       mju_copy(Wkeep, sc.Wsub, 6 * nbody);
       mju_zero(sc.Wsub, 6 * nbody);
-      actuatorDeriv(m, d, &sc, Aq, Av, DfDa, DfDu, DadotDa, DadotDu, ta);
-      int st = tendonTerms(m, d, ta, Aq, Av);
+      int st = actuatorDeriv(m, d, &sc, Aq, Av, DfDa, DfDu, DadotDa, DadotDu, ta);
+      if (st && !status) status = st;
+      st = tendonTerms(m, d, ta, Aq, Av);
       if (st && !status) status = st;
       spatial_addWrenchJacobianTerm(m, sc.cdof0, sc.Wsub, (int*)sc.J2, Aq);
       mju_copy(sc.Wsub, Wkeep, 6 * nbody);

@@ -482,11 +482,24 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
                             "no derivative yet", i, name);
       }
       ok = 1;
+    } else if (trn == mjTRN_BODY) {
+      // adhesion: contact wrenches along the counted contacts' normals (forces_d.c); the moment
+      // moves with q, and a force that depends on the actuator's velocity (moment . qvel) would
+      // need that motion's velocity terms too
+      const mjtNum* gp = m->actuator_gainprm + mjNGAIN * i;
+      const mjtNum* bp = m->actuator_biasprm + mjNBIAS * i;
+      if (gain == mjGAIN_MUSCLE || bias == mjBIAS_MUSCLE ||
+          (gain == mjGAIN_AFFINE && gp[2] != 0) || (bias == mjBIAS_AFFINE && bp[2] != 0)) {
+        return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                            "actuator %d ('%s'): a body transmission (adhesion) whose force "
+                            "depends on its velocity or is a muscle's has no derivative", i, name);
+      }
+      ok = 1;
     }
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): only hinge/slide joint, tendon, site and "
-                          "slider-crank transmissions have derivatives",
+                          "actuator %d ('%s'): only hinge/slide joint, tendon, site, "
+                          "slider-crank and body transmissions have derivatives",
                           i, name);
     }
   }

@@ -638,6 +638,37 @@ static inline const mjtNum* compat_actuatorMoment(const mjModel* m, const mjData
 #endif
 }
 
+// set row i of the actuator moment to the dense row (nv x 1); 0 if 3.x's sparse storage
+// (m->nJmom numbers) cannot hold it. 3.x packs the rows one after the other (rowadr[i + 1] =
+// rowadr[i] + rownnz[i]): the rows after i move by the change of row i's nonzeros.
+static inline int compat_setActuatorMoment(const mjModel* m, mjData* d, int i, const mjtNum* row) {
+#if MJDIFF_MUJOCO_3
+  int nv = (int)m->nv, nout = (int)m->nu, nnz = 0;
+  for (int c = 0; c < nv; c++) nnz += row[c] != 0;
+  int adr = d->moment_rowadr[i], old = d->moment_rownnz[i];
+  int end = d->moment_rowadr[nout - 1] + d->moment_rownnz[nout - 1];  // used numbers
+  if (end - old + nnz > (int)m->nJmom) return 0;
+  int tail = end - (adr + old);
+  if (nnz != old && tail > 0) {
+    memmove(d->actuator_moment + adr + nnz, d->actuator_moment + adr + old,
+            sizeof(mjtNum) * (size_t)tail);
+    memmove(d->moment_colind + adr + nnz, d->moment_colind + adr + old, sizeof(int) * (size_t)tail);
+  }
+  for (int k = i + 1; k < nout; k++) d->moment_rowadr[k] += nnz - old;
+  d->moment_rownnz[i] = nnz;
+  for (int c = 0, k = 0; c < nv; c++) {
+    if (row[c] == 0) continue;
+    d->actuator_moment[adr + k] = row[c];
+    d->moment_colind[adr + k] = c;
+    k++;
+  }
+  return 1;
+#else
+  mju_copy(d->actuator_moment + (size_t)m->nv * i, row, m->nv);
+  return 1;
+#endif
+}
+
 // ---------------------------------- tendon spring -------------------------------------------------
 // 2.2: tendon_lengthspring (ntendon x 1). 3.x: a range (ntendon x 2), no force inside it; ranges
 // with lo < hi are refused (compat_unsupported), so the rest length is the first entry.

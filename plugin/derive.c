@@ -252,6 +252,64 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
   mj_deleteData(d);
 }
 
+// Equalities in a network (MuJoCo's composites: a cloth's particles held by dozens of tendon
+// equalities, a soft box's by hundreds of joint equalities): each element's law is capped on
+// its own inverse inertia, but elements that share bodies add up. With G = J M^-1 J' over the
+// equality rows at qpos0 (J MuJoCo's own efc_J of the equalities, contacts and limits off) and
+// each element's stiffness K_i = omega_i^2 / G_ii, Gershgorin's bound on the coupled
+// spring-damper's rates is
+//   lambda_max(K^1/2 G K^1/2) <= max_i omega_i^2 s_i,   s_i = sum_j |G_ij| / sqrt(G_ii G_jj)
+// (s_i = 1 for an element that shares no dof with another; 2 for a link of a chain of equal
+// masses, whose alternating mode runs at sqrt(2) omega), and the same for the damping's rate
+// 2 zeta omega_i s_i. Scaling element i's K by min(1, cap^2 / (s_i omega_i^2)) and C by
+// min(1, cap / (s_i omega_i)) (cap: the single element's capped omega) keeps each row's sum
+// where a lone element at the cap would be. factor[2i], factor[2i+1]: the scales of K and C of
+// equality i, 1 where no rows were made. Explicit step only (the implicit step needs no cap).
+static void eqNetwork(const mjModel* m, const mjdiffModel* s, mjtNum* factor) {
+  for (int i = 0; i < 2 * m->neq; i++) factor[i] = 1;
+  if (mjdiff_implicit(s) || m->neq < 2 || m->nv == 0 || !(m->opt.timestep > 0)) return;
+  mjModel view = *m;
+  compat_viewWithoutPlugins(&view);
+  view.opt.jacobian = mjJAC_DENSE;
+  view.opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
+  mjData* d = mj_makeData(&view);
+  if (!d) return;
+  mj_fwdPosition(&view, d);
+  int n = d->nefc, nv = m->nv;
+  mjtNum* Y = n > 1 ? (mjtNum*)mju_malloc(sizeof(mjtNum) * ((size_t)n * nv + n)) : NULL;
+  if (!Y) {
+    mj_deleteData(d);
+    return;
+  }
+  mjtNum* diag = Y + (size_t)n * nv;
+  mj_solveM(&view, d, Y, d->efc_J, n);  // Y = J M^-1, row by row
+  for (int r = 0; r < n; r++) diag[r] = mju_dot(d->efc_J + (size_t)nv * r, Y + (size_t)nv * r, nv);
+  for (int r = 0; r < n; r++) {
+    int i = d->efc_id[r];
+    if (d->efc_type[r] != mjCNSTR_EQUALITY || i < 0 || i >= m->neq || !(diag[r] > mjMINVAL)) {
+      continue;
+    }
+    mjtNum sum = 0;
+    for (int q = 0; q < n; q++) {
+      if (d->efc_type[q] != mjCNSTR_EQUALITY || !(diag[q] > mjMINVAL)) continue;
+      mjtNum g = mju_dot(d->efc_J + (size_t)nv * r, Y + (size_t)nv * q, nv);
+      sum += mju_abs(g) / sqrt(diag[r] * diag[q]);
+    }
+    // the element's own law and the cap it was held to
+    mjtNum omega2, zomega2, w, kref, bref, dbar;
+    law(m, s, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
+    reference(m, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &kref, &bref, &dbar);
+    mjtNum zeta = kref > 0 ? bref / (2 * sqrt(kref)) : 1;
+    mjtNum cap = BETA * 2 * (sqrt(zeta * zeta + 1) - zeta) / m->opt.timestep;
+    mjtNum omega = sqrt(omega2);
+    if (!(sum > 1) || !(omega > 0)) continue;
+    factor[2 * i] = mju_min(factor[2 * i], mju_min(1, cap * cap / (sum * omega2)));
+    factor[2 * i + 1] = mju_min(factor[2 * i + 1], mju_min(1, cap / (sum * omega)));
+  }
+  mju_free(Y);
+  mj_deleteData(d);
+}
+
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   // geoms, against an immovable partner
   for (int g = 0; g < m->ngeom; g++) {
@@ -290,15 +348,22 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
     s->ten_lossspeed[t] = lossSpeed(m, s, m->tendon_frictionloss[t], m->tendon_invweight0[t]);
   }
 
-  // equalities: translation, rotation
+  // equalities: translation, rotation, scaled down where they form a network
+  mjtNum* net = m->neq > 0 ? (mjtNum*)mju_malloc(sizeof(mjtNum) * 2 * m->neq) : NULL;
+  if (net) eqNetwork(m, s, net);
   for (int i = 0; i < m->neq; i++) {
     mjtNum* p = s->eq_law + 4 * i;
     mjtNum omega2, zomega2, w, At, Ar;
     law(m, s, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
     mjdiff_eqInvweight(m, i, &At, &Ar);
+    if (net) {
+      omega2 *= net[2 * i];
+      zomega2 *= net[2 * i + 1];
+    }
     scaleLaw(omega2, zomega2, At, p, p + 1);
     scaleLaw(omega2, zomega2, Ar > 0 ? Ar : At, p + 2, p + 3);
   }
+  mju_free(net);
 }
 
 mjtNum mjdiff_stableTimestep(mjtNum k, mjtNum c, mjtNum invw) {

@@ -70,8 +70,15 @@ void mjdiff_limitParams(const mjdiffModel* s, int tendon, int j, mjtNum p[EP_COU
 // friction-loss regularisation speed of dof j (tendon 0) or tendon j (tendon 1)
 mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);
 
+// body transmissions (adhesion): 1 if contact con counts towards body b's moment (it touches b
+// within MuJoCo's own margin of the pair); the moments of every body transmission recomputed from
+// d's contacts, with their actuator velocities (smooth.c; mjdiff_collide calls it last)
+int mjdiff_adhesionCounts(const mjModel* m, const mjContact* con, int b);
+void mjdiff_bodyTransmissions(const mjModel* m, mjData* d);
+
 // equality i's penalty stiffness k and damping c for its translation (rot 0) or rotation (rot 1)
-void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c);
+// (exported for tests/test_defaults.cc)
+MJDIFF_API void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k, mjtNum* c);
 
 // nonzero if mjdiff_step integrates the smooth forces implicitly (opt.integrator)
 int mjdiff_implicit(const mjdiffModel* s);

@@ -236,6 +236,11 @@ static void dropBeyondMargin(const mjModel* m, mjData* d, const mjtNum* M) {
     int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
     int keep = g1 < 0 || g2 < 0 || mjdiff_pairIndex(m, g1, g2) >= 0 ||
                con->dist <= mju_max(M[g1], M[g2]);
+    // a contact MuJoCo's own list would hold for a body transmission's count (no force here)
+    for (int a = 0; a < m->nu && !keep; a++) {
+      keep = m->actuator_trntype[a] == mjTRN_BODY &&
+             mjdiff_adhesionCounts(m, con, m->actuator_trnid[2 * a]);
+    }
     if (keep && n != i) d->contact[n] = *con;
     n += keep;
   }
@@ -266,7 +271,11 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
 
   // MuJoCo's own detection on a view with the activation margins (3.x sums a pair's two margins:
   // compat_pairMargins, dropBeyondMargin)
-  int drop = compat_pairMargins(geom_margin, m->ngeom);
+  // (with body transmissions (adhesion) 3.x keeps the sums, so that the contacts MuJoCo's own
+  // margins would report, which count towards the moment, are detected; dropBeyondMargin keeps them)
+  int adhesion = 0;
+  for (int a = 0; a < m->nu; a++) adhesion = adhesion || m->actuator_trntype[a] == mjTRN_BODY;
+  int drop = adhesion ? COMPAT_MARGIN_SUM : compat_pairMargins(geom_margin, m->ngeom);
   mjModel view = *m;
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
@@ -280,6 +289,63 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   // exact geometry for the pairs MuJoCo collides with MPR (convex.c)
   mjdiff_convexContacts(m, d);
 
+  compat_stackFree(d, mark);
+
+  // the moments MuJoCo builds from the contacts (adhesion), from these contacts
+  mjdiff_bodyTransmissions(m, d);
+}
+
+//---------------------------------- body transmissions (adhesion) --------------------------------
+
+// MuJoCo's moment of a body transmission (mj_transmission, mjTRN_BODY: adhesion actuators), the
+// average over the contacts of body b of the contact normal's Jacobian, negated:
+//   moment_i = -(1/N) sum_c n_c' (J_p(b2_c, p_c) - J_p(b1_c, p_c))
+// over the N contacts in MuJoCo's list that touch b (in the gap or not; the pyramid's rows
+// average to the normal's). MuJoCo computes it in mj_transmission, before the smooth model's
+// contacts exist; mjdiff_bodyTransmissions recomputes it from them, counting a contact where
+// MuJoCo's own detection would have reported it: within the pair's margin (an MJCF <pair>'s, else
+// the geoms' margins combined as the host does). qfrc_actuator = moment' force then pulls each
+// contact's bodies together at p_c along n_c with force / N. N changes as contacts come and go
+// (MuJoCo's rule): the force jumps there.
+
+int mjdiff_adhesionCounts(const mjModel* m, const mjContact* con, int b) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  if (g1 < 0 || g2 < 0) return 0;
+  if (m->geom_bodyid[g1] != b && m->geom_bodyid[g2] != b) return 0;
+  int pair = mjdiff_pairIndex(m, g1, g2);
+  mjtNum margin = pair >= 0 ? m->pair_margin[pair]
+                            : compat_pairCombine(m->geom_margin[g1], m->geom_margin[g2]);
+  return con->dist < margin;
+}
+
+void mjdiff_bodyTransmissions(const mjModel* m, mjData* d) {
+  int nv = m->nv, any = 0;
+  for (int i = 0; i < m->nu; i++) any = any || m->actuator_trntype[i] == mjTRN_BODY;
+  if (!any || nv == 0) return;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* row = compat_stackAllocNum(d, 7 * nv);
+  mjtNum *j1 = row + nv, *j2 = j1 + 3 * nv;
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_trntype[i] != mjTRN_BODY) continue;
+    int b = m->actuator_trnid[2 * i], n = 0;
+    mju_zero(row, nv);
+    for (int c = 0; c < d->ncon; c++) {
+      const mjContact* con = d->contact + c;
+      if (!mjdiff_adhesionCounts(m, con, b)) continue;
+      n++;
+      int b1 = m->geom_bodyid[compat_contactGeom1(con)];
+      int b2 = m->geom_bodyid[compat_contactGeom2(con)];
+      mj_jac(m, d, j1, NULL, con->pos, b1);
+      mj_jac(m, d, j2, NULL, con->pos, b2);
+      for (int k = 0; k < nv; k++) {
+        row[k] += con->frame[0] * (j2[k] - j1[k]) + con->frame[1] * (j2[nv + k] - j1[nv + k]) +
+                  con->frame[2] * (j2[2 * nv + k] - j1[2 * nv + k]);
+      }
+    }
+    if (n) mju_scl(row, row, -1.0 / n, nv);
+    compat_setActuatorMoment(m, d, i, row);
+    d->actuator_velocity[i] = mju_dot(row, d->qvel, nv);
+  }
   compat_stackFree(d, mark);
 }
 

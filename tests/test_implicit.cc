@@ -383,49 +383,16 @@ TEST(Implicit, HumanoidRandomControls) {
   EXPECT_LE(failed, 9);
 }
 
-// A pinned grid like MuJoCo's hammock sample (which 3.x no longer loads): 8 x 8 particles of three
-// slide dofs each, the corners fixed, neighbours joined by spatial tendons held at their length by
-// tendon equalities (180 dofs, 112 tendons). The force derivative's spatial-tendon Hessians need
-// d's stack on top of the implicit step's own arrays; before the step counted them, a stack sized
-// to what the step asked for left them out (the call's status ignored), the Newton matrix lost the
-// tendons' stiffness and Newton crept linearly (the hammock: 100 iterations at step 0 and a
-// failure). Here the stack is exactly what the step says it needs (from its own refusal), and
-// Newton must converge quadratically.
-namespace {
-std::string pinnedGridXml() {
-  const int n = 8;
-  const double sp = 0.1;
-  std::string bodies, tendons, eqs;
-  auto name = [](int i, int j) { return "p" + std::to_string(i) + "_" + std::to_string(j); };
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < n; j++) {
-      bool pin = (i == 0 || i == n - 1) && (j == 0 || j == n - 1);
-      bodies += "<body name='" + name(i, j) + "' pos='" + std::to_string(i * sp) + " " +
-                std::to_string(j * sp) + " 1'>";
-      if (!pin) {
-        bodies += "<joint type='slide' axis='1 0 0' damping='0.1'/><joint type='slide' axis='0 1 0' "
-                  "damping='0.1'/><joint type='slide' axis='0 0 1' damping='0.1'/>";
-      }
-      bodies += "<geom type='sphere' size='0.02' mass='0.05' contype='0' conaffinity='0'/>"
-                "<site name='" + name(i, j) + "'/></body>";
-      for (int k = 0; k < 2; k++) {
-        int i2 = i + (k == 0), j2 = j + (k == 1);
-        if (i2 >= n || j2 >= n) continue;
-        std::string t = "t" + name(i, j) + "_" + std::to_string(k);
-        tendons += "<spatial name='" + t + "'><site site='" + name(i, j) + "'/><site site='" +
-                   name(i2, j2) + "'/></spatial>";
-        eqs += "<tendon tendon1='" + t + "' solref='0.01 1'/>";
-      }
-    }
-  }
-  return "<mujoco><option timestep='0.005'/><worldbody>" + bodies + "</worldbody><tendon>" +
-         tendons + "</tendon><equality>" + eqs + "</equality></mujoco>";
-}
-}  // namespace
-
+// A pinned grid like MuJoCo's hammock sample (testutil::pinnedGridXml: 180 dofs, 112 tendons held
+// by tendon equalities). The force derivative's spatial-tendon Hessians need d's stack on top of
+// the implicit step's own arrays; before the step counted them, a stack sized to what the step
+// asked for left them out (the call's status ignored), the Newton matrix lost the tendons'
+// stiffness and Newton crept linearly (the hammock: 100 iterations at step 0 and a failure).
+// Here the stack is exactly what the step says it needs (from its own refusal), and Newton must
+// converge quadratically.
 TEST(Implicit, PinnedGridNewtonHasTheTendonTerms) {
   char err[1000];
-  mjModel* m = shim_loadString(pinnedGridXml().c_str(), err, sizeof(err));
+  mjModel* m = shim_loadString(testutil::pinnedGridXml().c_str(), err, sizeof(err));
   ASSERT_NE(m, nullptr) << err;
   ASSERT_EQ(m->nv, 180);
 

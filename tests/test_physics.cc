@@ -1316,6 +1316,57 @@ TEST(Physics, RK4MatchesEuler) {
 // corner is off by 25%. The site is 5 mm larger than the box: the box rests 0.03 mm above the
 // plane (x < w), its contact points halfway, outside the box, and MuJoCo 2.2.2's ray from them runs
 // away from the box, so a site of exactly the box's size reads 0 (documented in smooth.h).
+// A body transmission's moment (adhesion) is MuJoCo's: the average of the counted contacts'
+// normal Jacobians, negated (plugin/smooth.c, mjdiff_bodyTransmissions). MuJoCo computes it from
+// its own contact list before the smooth model's contacts exist (it was zero: adhesion did
+// nothing); recomputed from the smooth contacts, it must equal mj_forward's at the same state,
+// where both lists agree (the box resting on the floor, the pad pressed on it; then 200 steps
+// of random controls on the native step), and be non-zero there.
+TEST(Physics, BodyTransmissionMomentIsMuJoCos) {
+  testutil::Sim sim(testutil::kAdhesion);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* native = mj_makeData(m);
+  mjData* d = sim.sim.d;
+  unsigned long long rng = 7;
+  int nv = m->nv, compared = 0;
+  for (int k = 0; k < 400; k++) {
+    if (k % 20 == 0) {
+      for (int i = 0; i < m->nu; i++) {
+        const mjtNum* r = m->actuator_ctrlrange + 2 * i;
+        native->ctrl[i] = r[0] + (r[1] - r[0]) * testutil::uniform(&rng);
+      }
+      native->ctrl[3] = -0.8;  // the pad presses on the box
+    }
+    mj_step(m, native);
+    if (k < 200 || k % 20 != 0) continue;
+    mj_forward(m, native);
+    mju_copy(d->qpos, native->qpos, m->nq);
+    mju_copy(d->qvel, native->qvel, nv);
+    mju_copy(d->ctrl, native->ctrl, m->nu);
+    char err[1000];
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    for (int i = 0; i < 2; i++) {  // the two adhesion actuators
+      ASSERT_EQ(m->actuator_trntype[i], mjTRN_BODY);
+      COMPAT_MOMENT_BUF(bn, nv);
+      COMPAT_MOMENT_BUF(bs, nv);
+      const mjtNum* mn = compat_actuatorMoment(m, native, i, bn);
+      const mjtNum* ms = compat_actuatorMoment(m, d, i, bs);
+      double size = 0, diff = 0;
+      for (int c = 0; c < nv; c++) {
+        size = std::max(size, std::fabs(mn[c]));
+        diff = std::max(diff, std::fabs(mn[c] - ms[c]));
+      }
+      EXPECT_GT(size, 0.1) << "step " << k << ", actuator " << i << ": no counted contact";
+      EXPECT_LT(diff, 1e-12 * std::max(1.0, size)) << "step " << k << ", actuator " << i;
+      EXPECT_NEAR(d->actuator_force[i], native->actuator_force[i], 1e-12);
+      compared++;
+    }
+  }
+  EXPECT_EQ(compared, 20);
+  mj_deleteData(native);
+}
+
 TEST(Physics, TouchRestingBoxWeight) {
   const double mass = 1.3;
   Sim sim(Format(R"(

@@ -64,6 +64,81 @@ inline constexpr const char* kSpatialArm = R"(    <body name="a" pos="0 0 1">
     </body>
 )";
 
+// A pinned grid like MuJoCo's hammock and grid2pin samples: n x n particles (mass kg, sphere
+// radius 0.02, dof damping damping) of three slide dofs each, spacing m apart at height 1, the four
+// corners fixed (twoPins: the two corners of the edge j = 0, as grid2pin), neighbours joined by
+// spatial tendons held at their length by tendon equalities (solref 0.01 1) at timestep 0.005;
+// contacts: the particles collide with each other (else with nothing). The default (n = 8):
+// 180 dofs, 112 tendons; tendon "tp<i>_<j>_0" joins (i, j) to (i + 1, j), "_1" to (i, j + 1).
+inline std::string pinnedGridXml(int n = 8, double sp = 0.1, bool twoPins = false,
+                                 bool contacts = false, double mass = 0.05, double damping = 0.1) {
+  std::string bodies, tendons, eqs;
+  std::string dmp = "' damping='" + std::to_string(damping) + "'/>";
+  auto name = [](int i, int j) { return "p" + std::to_string(i) + "_" + std::to_string(j); };
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      bool pin = (i == 0 || i == n - 1) && (j == 0 || (!twoPins && j == n - 1));
+      bodies += "<body name='" + name(i, j) + "' pos='" + std::to_string(i * sp) + " " +
+                std::to_string(j * sp) + " 1'>";
+      if (!pin) {
+        for (const char* axis : {"1 0 0", "0 1 0", "0 0 1"}) {
+          bodies += std::string("<joint type='slide' axis='") + axis + dmp;
+        }
+      }
+      bodies += "<geom type='sphere' size='0.02' mass='" + std::to_string(mass) + "' contype='" +
+                (contacts ? "1' conaffinity='1'/>" : "0' conaffinity='0'/>") + "<site name='" +
+                name(i, j) + "'/></body>";
+      for (int k = 0; k < 2; k++) {
+        int i2 = i + (k == 0), j2 = j + (k == 1);
+        if (i2 >= n || j2 >= n) continue;
+        std::string t = "t" + name(i, j) + "_" + std::to_string(k);
+        tendons += "<spatial name='" + t + "'><site site='" + name(i, j) + "'/><site site='" +
+                   name(i2, j2) + "'/></spatial>";
+        eqs += "<tendon tendon1='" + t + "' solref='0.01 1'/>";
+      }
+    }
+  }
+  return "<mujoco><option timestep='0.005'/><worldbody>" + bodies + "</worldbody><tendon>" +
+         tendons + "</tendon><equality>" + eqs + "</equality></mujoco>";
+}
+
+// body transmissions (adhesion actuators, as MuJoCo's active_adhesion sample): a box on the floor
+// and a pad on a hinged arm, each with an adhesion actuator; the geoms' margins make the
+// contacts count before they touch (MuJoCo's list within the margin). The moment moves with the
+// contacts' points and normals and the bodies (forces_d.c, bodyActuatorDeriv). Friction speed
+// 0.1 m/s: the box pulled onto the floor by 20 N under the derived speed's steep law left
+// the finite differences of half the RK4 and implicit states disagreeing by 1e-5..1e-4
+inline constexpr const char* kAdhesion = R"(
+<mujoco>
+  <compiler angle="radian" autolimits="true"/>
+  <option timestep="0.002"/>
+  <custom>
+    <numeric name="mjdiff_friction_speed" data="0.1"/>
+    <numeric name="mjdiff_contact_width" data="0.005"/>
+  </custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="box" pos="0 0 0.05">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="0.5" margin="0.01"/>
+    </body>
+    <body name="arm" pos="0.12 0 0.2">
+      <joint name="h" type="hinge" axis="0 1 0" damping="0.5"/>
+      <geom type="capsule" fromto="0 0 0 -0.08 0 0" size="0.01" mass="0.2" contype="0" conaffinity="0"/>
+      <body name="pad" pos="-0.08 0 0">
+        <joint name="s" type="slide" axis="0 0 1" damping="2"/>
+        <geom type="sphere" size="0.04" mass="0.1" margin="0.01"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <adhesion body="box" ctrlrange="0 1" gain="20"/>
+    <adhesion body="pad" ctrlrange="0 1" gain="5"/>
+    <motor joint="h" ctrlrange="-1 1" gear="0.5"/>
+    <motor joint="s" ctrlrange="-1 1" gear="2"/>
+  </actuator>
+</mujoco>)";
+
 // a model loaded from xml (if not NULL) or the file path, with its data and smooth model
 // (shim_open); ok false and the message in sim.err on failure; closed on scope exit
 struct Sim {
