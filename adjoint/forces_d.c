@@ -1155,6 +1155,24 @@ static int bodyActuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, int
   return 0;
 }
 
+// A ball joint's actuator (mjTRN_JOINT): MuJoCo's length = gear . r, r = log(q) the axis-angle
+// vector of the joint's quaternion (mju_quat2Vel), moment = gear on the joint's three dofs. A
+// tangent step dq moves q to q exp(dq) (mj_integratePos: the local frame), and
+//   d log(q exp(dq)) / d dq = J_r^-1(r) = I + [r]x / 2 + c [r]x^2,
+//   c = 1/theta^2 - (1 + cos theta) / (2 theta sin theta)   (-> 1/12 as theta -> 0),
+// so dlength/d dq = gear' J_r^-1(r), and its transpose lg = (I - [r]x / 2 + c [r]x^2) gear
+static void ballLengthGradient(const mjtNum quat[4], const mjtNum gear[3], mjtNum lg[3]) {
+  mjtNum r[3];
+  mju_quat2Vel(r, quat, 1);
+  mjtNum theta = mju_norm3(r);
+  mjtNum c = theta < 1e-4 ? 1.0 / 12 + theta * theta / 720
+                          : 1 / (theta * theta) - (1 + cos(theta)) / (2 * theta * sin(theta));
+  mjtNum rg[3], rrg[3];
+  mju_cross(rg, r, gear);
+  mju_cross(rrg, r, rg);
+  for (int k = 0; k < 3; k++) lg[k] = gear[k] - 0.5 * rg[k] + c * rrg[k];
+}
+
 // returns 0, or the status of a body transmission's contact (bodyActuatorDeriv)
 static int actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum* DfDq,
                          mjtNum* DfDv, mjtNum* DfDa, mjtNum* DfDu, mjtNum* DadotDa,
@@ -1230,12 +1248,28 @@ static int actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum*
       moving = 1;
     }
 
-    // df = moment' (fL moment dq + fV moment dv + fin din)
+    // the length's gradient in the tangent dq: the moment for hinges, slides and fixed tendons;
+    // for a ball joint (length = gear . log(q), moment = gear) gear' J_r^-1(log q) on its dofs,
+    // lg = (I - [r]x / 2 + c [r]x^2) gear; a free joint's length is 0 (ballLengthGradient)
+    int ballDof = -1, freeJoint = 0;
+    mjtNum lg3[3] = {0, 0, 0};
+    if (trn == mjTRN_JOINT) {
+      int j = m->actuator_trnid[2 * i];
+      if (m->jnt_type[j] == mjJNT_BALL) {
+        ballDof = m->jnt_dofadr[j];
+        ballLengthGradient(d->qpos + m->jnt_qposadr[j], m->actuator_gear + 6 * i, lg3);
+      } else if (m->jnt_type[j] == mjJNT_FREE) {
+        freeJoint = 1;
+      }
+    }
+
+    // df = moment' (fL dlength + fV moment dv + fin din)
     for (int r = 0; r < nv; r++) {
       if (moment[r] == 0) continue;
       for (int c = 0; c < nv && !moving; c++) {
         if (moment[c] == 0) continue;
-        DfDq[nv * r + c] += moment[r] * fL * moment[c];
+        mjtNum lgc = freeJoint ? 0 : ballDof >= 0 ? lg3[c - ballDof] : moment[c];
+        DfDq[nv * r + c] += moment[r] * fL * lgc;
         DfDv[nv * r + c] += moment[r] * fV * moment[c];
       }
       if (stateful) {

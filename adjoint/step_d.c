@@ -469,7 +469,16 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     int id = m->actuator_trnid[2 * i];
     int ok = 0;
     if (trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) {
-      ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE;
+      // hinge, slide; ball and free joints with the gear in the joint's frame (a constant
+      // moment; forces_d.c, ballLengthGradient). jointinparent turns the gear with the joint
+      ok = m->jnt_type[id] == mjJNT_HINGE || m->jnt_type[id] == mjJNT_SLIDE ||
+           trn == mjTRN_JOINT;
+      if (!ok) {
+        return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                            "actuator %d ('%s'): a jointinparent transmission on a ball or free "
+                            "joint has no derivative (its moment turns with the joint; "
+                            "use joint=)", i, name);
+      }
     } else if (trn == mjTRN_TENDON) {
       ok = 1;  // fixed and spatial tendons (tendon_d.c)
     } else if (trn == mjTRN_SLIDERCRANK) {
@@ -498,8 +507,8 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
     }
     if (!ok) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                          "actuator %d ('%s'): only hinge/slide joint, tendon, site, "
-                          "slider-crank and body transmissions have derivatives",
+                          "actuator %d ('%s'): only joint, tendon, site, slider-crank and "
+                          "body transmissions have derivatives",
                           i, name);
     }
   }

@@ -691,6 +691,19 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     return "sleeping bodies (<flag sleep=\"enable\"/>: the smooth model steps every body; "
            "disable the flag)";
   }
+  // contact adhesion (3.x: geom and pair adhesion, a constant pull along adhesive contacts'
+  // normals in qfrc_passive, and tether rows in the gap): MuJoCo's passive stage would apply it
+  // on the smooth contacts, counted by the smooth model's wider margins, and it has no derivative
+  for (int g = 0; m->flg_adhesion && g < m->ngeom; g++) {
+    if (m->geom_adhesion[g] != 0) {
+      *id = g;
+      return "a geom with contact adhesion (adhesion=: the adhesion actuator, a body "
+             "transmission, is covered)";
+    }
+  }
+  for (int i = 0; m->flg_adhesion && i < m->npair; i++) {
+    if (m->pair_adhesion[i] != 0) return "an MJCF <pair> with contact adhesion (adhesion=)";
+  }
   for (int g = 0; m->flg_surfacevel && g < m->ngeom; g++) {
     for (int k = 0; k < 6; k++) {
       if (m->geom_surfacevel[6 * g + k] != 0) {

@@ -311,6 +311,7 @@ TEST(Mj3Features, CoveredOrRefusedByName) {
       {"site connect", "EQEXTRA", "><connect site1=\"s1\" site2=\"s2\"/></equality", nullptr},
       {"sleep", "OPTION", "><flag sleep=\"enable\"/></option", "sleeping bodies"},
       {"surfacevel", "GEOMEXTRA", "surfacevel=\"0.5 0 0 0 0 0\"", "surface velocity"},
+      {"geom adhesion", "GEOMEXTRA", "adhesion=\"2\"", "contact adhesion"},
       {"actearly", "ACTEXTRA", "actearly=\"true\" dyntype=\"filter\" dynprm=\"0.1\"", "actearly"},
       {"tendon actuatorfrcrange", "TENDONEXTRA", "actuatorfrclimited=\"true\" actuatorfrcrange=\"-1 1\"",
        "actuator force limits"},

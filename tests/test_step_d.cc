@@ -610,6 +610,54 @@ TEST(StepDeriv, MusclesRK4) {
   checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
 }
 
+// actuators on ball and free joints (gear in the joint's frame: a constant moment). A ball's
+// length is gear . log(q): its q-derivative needs J_r^-1(log q) (forces_d.c, ballLengthGradient;
+// with the moment in its place the error is 0.69 in A_vq); a free joint's length is 0
+const char* kBallFreeActuators = R"(
+<mujoco>
+  <compiler angle="radian" autolimits="true"/>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="p" pos="0 0 1">
+      <joint name="ball" type="ball" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0.1 -0.2" size="0.03" mass="0.5" contype="0" conaffinity="0"/>
+    </body>
+    <body name="f" pos="0.6 0 1">
+      <joint name="free" type="free" damping="0.2"/>
+      <geom type="box" size="0.1 0.15 0.06" mass="2" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general joint="ball" gear="1 0.5 -0.3" biastype="affine" biasprm="0 -2 -0.01" ctrlrange="-1 1"/>
+    <general joint="ball" gear="0 0.2 1" gainprm="0.5" ctrlrange="-1 1"/>
+    <general joint="free" gear="0 0 20 0.05 0 0.02" biastype="affine" biasprm="0 -1 -0.2" ctrlrange="-1 1"/>
+  </actuator>
+</mujoco>)";
+
+TEST(StepDeriv, BallFreeActuatorsEuler) {
+  checkModel(kBallFreeActuators, nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDeriv, BallFreeActuatorsRK4) {
+  std::string xml = kBallFreeActuators;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 60);
+}
+
+// jointinparent on a ball joint turns its gear with the joint: refused by name
+TEST(StepDeriv, BallJointInParentRefusedByName) {
+  std::string xml = kBallFreeActuators;
+  xml.replace(xml.find("<general joint=\"ball\" gear=\"0 0.2 1\""), 22, "<general jointinparent=\"ball\"");
+  testutil::Sim sim(xml.c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjdiffStepDeriv* w = nullptr;
+  char err[1000] = "";
+  EXPECT_EQ(mjdiff_makeStepDeriv(sim.sim.m, sim.sim.s, nullptr, &w, err, sizeof(err)),
+            MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(err).find("jointinparent"), std::string::npos) << err;
+  mjdiff_freeStepDeriv(w);
+}
+
 // body transmissions (adhesion actuators, as MuJoCo's active_adhesion sample): testutil::kAdhesion
 using testutil::kAdhesion;
 
@@ -667,6 +715,10 @@ TEST(StepDerivImplicit, Muscles) {
 
 TEST(StepDerivImplicit, SliderCrank) {
   checkModel(withImplicit(kSliderCrank).c_str(), nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDerivImplicit, BallFreeActuators) {
+  checkModel(withImplicit(kBallFreeActuators).c_str(), nullptr, 20, 1e-6, 60);
 }
 
 TEST(StepDerivImplicit, BodyTransmissions) {
