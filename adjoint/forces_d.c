@@ -1267,10 +1267,12 @@ static int actuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, mjtNum*
     for (int r = 0; r < nv; r++) {
       if (moment[r] == 0) continue;
       for (int c = 0; c < nv && !moving; c++) {
-        if (moment[c] == 0) continue;
-        mjtNum lgc = freeJoint ? 0 : ballDof >= 0 ? lg3[c - ballDof] : moment[c];
-        DfDq[nv * r + c] += moment[r] * fL * lgc;
-        DfDv[nv * r + c] += moment[r] * fV * moment[c];
+        if (moment[c] != 0) DfDv[nv * r + c] += moment[r] * fV * moment[c];
+        // the length's gradient: on a ball's dofs also where the gear is zero
+        mjtNum lgc = freeJoint                                      ? 0
+                     : ballDof >= 0                                 ? (c >= ballDof && c < ballDof + 3 ? lg3[c - ballDof] : 0)
+                                                                    : moment[c];
+        if (lgc != 0) DfDq[nv * r + c] += moment[r] * fL * lgc;
       }
       if (stateful) {
         DfDa[na * r + ia] += moment[r] * fin;

@@ -219,6 +219,19 @@ static inline mjtNum compat_pairCombine(mjtNum a, mjtNum b) {
 #endif
 }
 
+// the distance within which MuJoCo's own detection reports a contact of geoms g1, g2 (pair: the
+// <pair> index or -1), with opt.o_margin under the override flag: 2.2 the margin (the larger
+// geom value); 3.x margin plus gap (the sums), the gap's contacts marked excluded but reported
+static inline mjtNum compat_nativeReportMargin(const mjModel* m, int g1, int g2, int pair) {
+  mjtNum margin = pair >= 0 ? m->pair_margin[pair]
+                            : compat_pairCombine(m->geom_margin[g1], m->geom_margin[g2]);
+  if (m->opt.enableflags & mjENBL_OVERRIDE) margin = m->opt.o_margin;
+#if MJDIFF_MUJOCO_3
+  margin += pair >= 0 ? m->pair_gap[pair] : m->geom_gap[g1] + m->geom_gap[g2];
+#endif
+  return margin;
+}
+
 // the per-geom margins M (n geoms) to give the engine so that a dynamic pair is detected within
 // max(M_1, M_2), 2.2's rule: unchanged on 2.2; on 3.x (sums) M/2 when all are equal (exact), else
 // unchanged (sum >= max) and 1 returned: the caller drops the pair's contacts beyond max(M_1, M_2)

@@ -259,8 +259,10 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
 // each element's stiffness K_i = omega_i^2 / G_ii, Gershgorin's bound on the coupled
 // spring-damper's rates is
 //   lambda_max(K^1/2 G K^1/2) <= max_i omega_i^2 s_i,   s_i = sum_j |G_ij| / sqrt(G_ii G_jj)
-// (s_i = 1 for an element that shares no dof with another; 2 for a link of a chain of equal
-// masses, whose alternating mode runs at sqrt(2) omega), and the same for the damping's rate
+// over row i and the other elements' rows (a connect's or weld's own rows are one spring, whose
+// law already holds on its own: s_i = 1 for an element that shares no dof with another; 2 for
+// a link of a chain of equal masses, whose alternating mode runs at sqrt(2) omega), and the
+// same for the damping's rate
 // 2 zeta omega_i s_i. Scaling element i's K by min(1, cap^2 / (s_i omega_i^2)) and C by
 // min(1, cap / (s_i omega_i)) (cap: the single element's capped omega) keeps each row's sum
 // where a lone element at the cap would be. factor[2i], factor[2i+1]: the scales of K and C of
@@ -289,9 +291,11 @@ static void eqNetwork(const mjModel* m, const mjdiffModel* s, mjtNum* factor) {
     if (d->efc_type[r] != mjCNSTR_EQUALITY || i < 0 || i >= m->neq || !(diag[r] > mjMINVAL)) {
       continue;
     }
+    // the element's own other rows (a connect's three, a weld's six) are the same spring
     mjtNum sum = 0;
     for (int q = 0; q < n; q++) {
       if (d->efc_type[q] != mjCNSTR_EQUALITY || !(diag[q] > mjMINVAL)) continue;
+      if (q != r && d->efc_id[q] == i) continue;
       mjtNum g = mju_dot(d->efc_J + (size_t)nv * r, Y + (size_t)nv * q, nv);
       sum += mju_abs(g) / sqrt(diag[r] * diag[q]);
     }

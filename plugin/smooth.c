@@ -303,8 +303,10 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
 // over the N contacts in MuJoCo's list that touch b (in the gap or not; the pyramid's rows
 // average to the normal's). MuJoCo computes it in mj_transmission, before the smooth model's
 // contacts exist; mjdiff_bodyTransmissions recomputes it from them, counting a contact where
-// MuJoCo's own detection would have reported it: within the pair's margin (an MJCF <pair>'s, else
-// the geoms' margins combined as the host does). qfrc_actuator = moment' force then pulls each
+// MuJoCo's own detection would have reported it (compat_nativeReportMargin: 2.2 within the
+// margin, 3.x within margin plus gap; an MJCF <pair>'s own, else the geoms' combined as the host
+// does; o_margin under the override flag) between bodies that are not both welded to the world
+// (MuJoCo marks those excluded, with no dofs). qfrc_actuator = moment' force then pulls each
 // contact's bodies together at p_c along n_c with force / N. N changes as contacts come and go
 // (MuJoCo's rule): the force jumps there.
 
@@ -312,10 +314,10 @@ int mjdiff_adhesionCounts(const mjModel* m, const mjContact* con, int b) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0) return 0;
   if (m->geom_bodyid[g1] != b && m->geom_bodyid[g2] != b) return 0;
-  int pair = mjdiff_pairIndex(m, g1, g2);
-  mjtNum margin = pair >= 0 ? m->pair_margin[pair]
-                            : compat_pairCombine(m->geom_margin[g1], m->geom_margin[g2]);
-  return con->dist < margin;
+  // MuJoCo counts every contact it reports (excluded in the gap or not) whose bodies have dofs
+  int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+  if (m->body_weldid[b1] == 0 && m->body_weldid[b2] == 0) return 0;
+  return con->dist < compat_nativeReportMargin(m, g1, g2, mjdiff_pairIndex(m, g1, g2));
 }
 
 void mjdiff_bodyTransmissions(const mjModel* m, mjData* d) {
@@ -343,6 +345,7 @@ void mjdiff_bodyTransmissions(const mjModel* m, mjData* d) {
       }
     }
     if (n) mju_scl(row, row, -1.0 / n, nv);
+    // 3.x's storage holds nv numbers for each body transmission (m->nJmom), so the row fits
     compat_setActuatorMoment(m, d, i, row);
     d->actuator_velocity[i] = mju_dot(row, d->qvel, nv);
   }

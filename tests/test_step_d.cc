@@ -612,7 +612,9 @@ TEST(StepDeriv, MusclesRK4) {
 
 // actuators on ball and free joints (gear in the joint's frame: a constant moment). A ball's
 // length is gear . log(q): its q-derivative needs J_r^-1(log q) (forces_d.c, ballLengthGradient;
-// with the moment in its place the error is 0.69 in A_vq); a free joint's length is 0
+// with the moment in its place the error is 0.69 in A_vq); a free joint's length is 0. The
+// position servo's gear (1 0 0) has zeros where the length's gradient does not (those columns
+// were once skipped: A_vq error 1.0)
 const char* kBallFreeActuators = R"(
 <mujoco>
   <compiler angle="radian" autolimits="true"/>
@@ -630,6 +632,7 @@ const char* kBallFreeActuators = R"(
   <actuator>
     <general joint="ball" gear="1 0.5 -0.3" biastype="affine" biasprm="0 -2 -0.01" ctrlrange="-1 1"/>
     <general joint="ball" gear="0 0.2 1" gainprm="0.5" ctrlrange="-1 1"/>
+    <general joint="ball" gear="1 0 0" gainprm="1" biastype="affine" biasprm="0 -1 -0.005" ctrlrange="-1 1"/>
     <general joint="free" gear="0 0 20 0.05 0 0.02" biastype="affine" biasprm="0 -1 -0.2" ctrlrange="-1 1"/>
   </actuator>
 </mujoco>)";

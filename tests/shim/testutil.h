@@ -104,7 +104,8 @@ inline std::string pinnedGridXml(int n = 8, double sp = 0.1, bool twoPins = fals
 
 // body transmissions (adhesion actuators, as MuJoCo's active_adhesion sample): a box on the floor
 // and a pad on a hinged arm, each with an adhesion actuator; the geoms' margins make the
-// contacts count before they touch (MuJoCo's list within the margin). The moment moves with the
+// contacts count before they touch (MuJoCo's list within the margin; the pad's gap adds 4 mm on
+// MuJoCo 3, which reports the gap's contacts excluded but counts them). The moment moves with the
 // contacts' points and normals and the bodies (forces_d.c, bodyActuatorDeriv). Friction speed
 // 0.1 m/s: the box pulled onto the floor by 20 N under the derived speed's steep law left
 // the finite differences of half the RK4 and implicit states disagreeing by 1e-5..1e-4
@@ -127,7 +128,7 @@ inline constexpr const char* kAdhesion = R"(
       <geom type="capsule" fromto="0 0 0 -0.08 0 0" size="0.01" mass="0.2" contype="0" conaffinity="0"/>
       <body name="pad" pos="-0.08 0 0">
         <joint name="s" type="slide" axis="0 0 1" damping="2"/>
-        <geom type="sphere" size="0.04" mass="0.1" margin="0.01"/>
+        <geom type="sphere" size="0.04" mass="0.1" margin="0.01" gap="0.004"/>
       </body>
     </body>
   </worldbody>

@@ -17,12 +17,13 @@
 //     stay inside ctrlrange)
 //   Richardson:  F1 = (4 F(e) - F(2e)) / 3 (compared),  F2 = (4 F(2e) - F(4e)) / 3,  F0 the same
 //     over (e/2, e)   (the eps^2 term cancels)
-//   block error  err_b(X, Y) = max |X - Y| over block b / max(floor, max |Y| over block b)
+//   block error  err_b(X, Y) = max |X - Y| over block b / max(floor, max |J| over block b), J the
+//     analytic [A B] (a kink's large finite differences cannot raise the scale and hide errors)
 //   columns: all of [A B] when it has at most --columns (400) of them; otherwise that many drawn
 //     at random per state (each group -- q, v, act, ctrl columns -- gets its share, at least 8),
 //     and the errors below run over the drawn columns only
 //   a column is unreliable when its FD disagree with themselves, max over the blocks b it lies in
-//     of max_r max(|F0 - F1|, |F1 - F2|) / max(floor, max |F1| over b) > tol, F0 = (4 F(e/2) -
+//     of max_r max(|F0 - F1|, |F1 - F2|) / max(floor, max |J| over b) > tol, F0 = (4 F(e/2) -
 //     F(e)) / 3 (a piece boundary of a force law within 4 eps of the column's perturbation: with
 //     hundreds of contacts one is almost always near a boundary somewhere, but only the columns
 //     of the bodies it touches see it; F1 and F2 alone agree by chance for a kink near 1.78 e,
@@ -212,9 +213,9 @@ static int makeBlocks(const mjModel* m, block* b) {
   return n;
 }
 
-// X, Y: ndx x K, column j of [A B]'s column cols[j]. err[i] = max |X - Y| over block i's columns
-// among cols with ok[j] (ok NULL: all) / max(floor, max |Y| over all its drawn columns), -1
-// where block i has none compared;
+// X (analytic), Y: ndx x K, column j of [A B]'s column cols[j]. err[i] = max |X - Y| over block
+// i's columns among cols with ok[j] (ok NULL: all) / max(floor, max |X| over all its drawn
+// columns), -1 where block i has none compared;
 // returns the worst, *worst its index
 static double blockErrors(const block* b, int nb, int K, const int* cols, const int* ok,
                           const mjtNum* X, const mjtNum* Y, double floor, double* err, int* worst) {
@@ -225,8 +226,9 @@ static double blockErrors(const block* b, int nb, int K, const int* cols, const 
     int n = 0;
     for (int j = 0; j < K; j++) {
       if (cols[j] < b[i].c0 || cols[j] >= b[i].c1) continue;
-      // the scale over every drawn column of the block, as reliableColumns judges them
-      for (int r = b[i].r0; r < b[i].r1; r++) scale = fmax(scale, fabs(Y[K * r + j]));
+      // the scale: the analytic entries of every drawn column of the block (X), as
+      // reliableColumns judges them
+      for (int r = b[i].r0; r < b[i].r1; r++) scale = fmax(scale, fabs(X[K * r + j]));
       if (ok && !ok[j]) continue;
       n++;
       for (int r = b[i].r0; r < b[i].r1; r++) e = fmax(e, fabs(X[K * r + j] - Y[K * r + j]));
@@ -276,12 +278,12 @@ static void nameIndex(const mjModel* m, int i, char* buf, int n) {
 }
 
 // ok[j] = 1 where column j's three extrapolations F0, F1, F2 (ndx x K) agree: max over the blocks
-// b that hold column cols[j] of max_r max(|F0 - F1|, |F1 - F2|) / max(floor, max |F1| over b's
-// drawn columns) is at most tol; returns the number of reliable columns, *noise and
-// *noise_block the largest disagreement and its block
-static int reliableColumns(const block* b, int nb, int K, const int* cols, const mjtNum* F0,
-                           const mjtNum* F1, const mjtNum* F2, double floor, double tol, int* ok,
-                           double* noise, int* noise_block) {
+// b that hold column cols[j] of max_r max(|F0 - F1|, |F1 - F2|) / max(floor, max |J| over b's
+// drawn columns) is at most tol (J the analytic columns); returns the number of reliable
+// columns, *noise and *noise_block the largest disagreement and its block
+static int reliableColumns(const block* b, int nb, int K, const int* cols, const mjtNum* J,
+                           const mjtNum* F0, const mjtNum* F1, const mjtNum* F2, double floor,
+                           double tol, int* ok, double* noise, int* noise_block) {
   *noise = 0;
   *noise_block = 0;
   for (int j = 0; j < K; j++) ok[j] = 1;
@@ -289,7 +291,7 @@ static int reliableColumns(const block* b, int nb, int K, const int* cols, const
     double scale = floor;
     for (int j = 0; j < K; j++) {
       if (cols[j] < b[i].c0 || cols[j] >= b[i].c1) continue;
-      for (int r = b[i].r0; r < b[i].r1; r++) scale = fmax(scale, fabs(F1[K * r + j]));
+      for (int r = b[i].r0; r < b[i].r1; r++) scale = fmax(scale, fabs(J[K * r + j]));
     }
     for (int j = 0; j < K; j++) {
       if (cols[j] < b[i].c0 || cols[j] >= b[i].c1) continue;
@@ -849,8 +851,8 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
       F1[i] = (4 * Fa[i] - Fb[i]) / 3;
       F2[i] = (4 * Fb[i] - Fc[i]) / 3;
     }
-    rec->reliable = reliableColumns(r->blocks, r->nb, nc, cols, F0, F1, F2, a->floor, a->tol, ok,
-                                    &rec->fd_noise, &rec->noise_block);
+    rec->reliable = reliableColumns(r->blocks, r->nb, nc, cols, J, F0, F1, F2, a->floor, a->tol,
+                                    ok, &rec->fd_noise, &rec->noise_block);
     if (nc > 0 && (rec->reliable < a->min_columns * nc - 1e-9 || !rec->reliable)) {
       rec->skipped = 1;
       r->skipped++;

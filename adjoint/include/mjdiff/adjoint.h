@@ -44,11 +44,12 @@ typedef struct mjdiffStepDeriv_ mjdiffStepDeriv;
 typedef struct mjdiffParams_ mjdiffParams;
 
 // Make the workspace (the only allocation). Fails with MJDIFF_ERR_UNSUPPORTED naming the feature
-// if the model holds something the derivatives do not cover: an integrator other than Euler or
-// RK4; muscle or user actuator dynamics, gain or bias; actuator transmissions other than
-// hinge/slide joints and tendons; contacts between geom types without a geometry Jacobian
-// (ellipsoid, mesh, hfield, cylinder except against a plane); anisotropic pair friction. With p,
-// the derivatives also cover those model parameters (p must outlive the workspace).
+// if the model holds something the derivatives do not cover, naming it: an integrator other than
+// Euler, RK4 or the implicit smooth step; user actuator dynamics, gain or bias; a jointinparent
+// transmission on a ball or free joint, a site transmission with a reference site (3.x), a body
+// transmission whose force depends on its velocity; anisotropic pair friction (the README's
+// "The step adjoint" lists the rest). With p, the derivatives also cover those model parameters
+// (p must outlive the workspace).
 // Nullable: p, err.
 MJDIFF_API mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s,
                                              const mjdiffParams* p, mjdiffStepDeriv** out,

@@ -203,7 +203,8 @@ MJDIFF_API void mjdiff_addForces(const mjModel* m, mjData* d, const mjdiffModel*
 // and d->ncon. m is the model as its user configured it (not the view with hard constraints off):
 // nothing is detected when it disables contacts, constraints or passive forces. Body
 // transmissions (adhesion actuators), whose moment MuJoCo builds from its own contact list, get
-// their moments and actuator velocities from these contacts. Needs mj_kinematics done.
+// their moments and actuator velocities from these contacts. Needs mj_kinematics done (and
+// mj_comPos where the model has body transmissions: their moments use the point Jacobians).
 MJDIFF_API void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s);
 
 // Smooth force of contact i (0 <= i < d->ncon) at the state of the last forward pass.
