@@ -4,7 +4,10 @@
 # A tiny run of scripts/sim2real.sh (2 rounds, few iterations) on the reacher and its plant file:
 # exit 0; every stage's output exists (weights, recordings, sysid report, calibrated model,
 # predictions); rounds.csv has a header and 2 rows of 8 finite numbers; the plant-file eval
-# rejects a plant naming an unknown parameter (exit 1, names the file and line).
+# rejects a plant naming an unknown parameter (exit 1, names the file and line). Then one tiny
+# round on the contact task (--model pusher): its row of 8 numbers, the fitted puck friction
+# (a name with a component index) read back against the plant's truth; an unknown --model is a
+# usage error (exit 2).
 # Usage (ctest): bash sim2real_loop.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -37,4 +40,15 @@ printf 'scale body:nosuch:mass 2\n' > "$TMP/bad.plant"
 rc=$?
 [[ $rc -eq 1 ]] || fail "bad plant: exit $rc, expected 1"
 grep -q "bad.plant:1" "$TMP/err" || { cat "$TMP/err" >&2; fail "bad plant: message does not name the file and line"; }
+# the contact task: one tiny round
+MJDIFF_BIN=$BUILD_DIR/tools bash "$SOURCE_DIR/scripts/sim2real.sh" --model pusher --rounds 1 --iters 3 --fine-iters 2 --out "$TMP/push" > "$TMP/log" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] || { cat "$TMP/log" >&2; fail "sim2real.sh --model pusher exit $rc"; }
+rows=$(awk -F, 'NR > 1 { for (i = 1; i <= 8; i++) if ($i !~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) bad = 1; if (NF != 8) bad = 1; n++ } END { print bad ? -1 : n }' "$TMP/push/rounds.csv")
+[[ $rows -eq 1 ]] || { cat "$TMP/push/rounds.csv" >&2; fail "pusher rounds.csv: expected 1 row of 8 numbers, got '$rows'"; }
+grep -q "geom:puck:friction\[0\]" "$TMP/push/sysid-1.json" || fail "pusher: the puck's friction was not fitted"
+MJDIFF_BIN=$BUILD_DIR/tools bash "$SOURCE_DIR/scripts/sim2real.sh" --model nosuch --out "$TMP/x" > /dev/null 2> "$TMP/err"
+rc=$?
+[[ $rc -eq 2 ]] || fail "--model nosuch: exit $rc, expected 2"
+grep -q "unknown model 'nosuch'" "$TMP/err" || { cat "$TMP/err" >&2; fail "--model nosuch: no message naming it"; }
 note "ok"
