@@ -840,6 +840,25 @@ static inline int compat_pluginInstances(const mjModel* m, const char* name, int
   return n;
 }
 
+// the first plugin instance of m that is not the smooth model's own (its name in *name), or -1:
+// MuJoCo runs such a plugin's forces, contact geometry (SDF) or sensors in the smooth model's
+// forward pass, and no derivative covers them. 2.2: none.
+static inline int compat_foreignPlugin(const mjModel* m, const char** name) {
+  *name = NULL;
+#if MJDIFF_MUJOCO_3
+  for (int i = 0; i < m->nplugin; i++) {
+    const mjpPlugin* p = mjp_getPluginAtSlot(m->plugin[i]);
+    if (!p || !p->name || strcmp(p->name, COMPAT_PLUGIN_NAME)) {
+      *name = p && p->name ? p->name : "(unregistered)";
+      return i;
+    }
+  }
+#else
+  (void)m;
+#endif
+  return -1;
+}
+
 // the value of config key in plugin instance i, or NULL when the instance does not set it
 static inline const char* compat_pluginConfig(const mjModel* m, int i, const char* key) {
 #if MJDIFF_MUJOCO_3

@@ -504,6 +504,14 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
                         "the model uses %s (element %d), which the smooth model does not cover",
                         feature, id);
   }
+  const char* plugin = NULL;
+  int instance = compat_foreignPlugin(m, &plugin);
+  if (instance >= 0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "the model uses MuJoCo engine plugin '%s' (instance %d), whose forces, "
+                        "contact geometry or sensors the smooth model and its derivatives do not "
+                        "cover", plugin, instance);
+  }
   for (int i = 0; i < m->neq; i++) {
     if (m->eq_type[i] != mjEQ_CONNECT && m->eq_type[i] != mjEQ_WELD &&
         m->eq_type[i] != mjEQ_JOINT && m->eq_type[i] != mjEQ_TENDON) {

@@ -354,4 +354,41 @@ TEST(Mj3Features, CoveredOrRefusedByName) {
   }
 }
 
+// A model with another engine plugin (here a passive one registered by the test, adding a force
+// the derivatives cannot see) is refused by name: MuJoCo would run it in the smooth model's
+// forward pass (before, MuJoCo's elasticity, SDF and PID samples would have stepped with forces
+// and contacts no derivative covers)
+void dummyCompute(const mjModel* m, mjData* d, int, int) {
+  if (m->nv > 0) d->qfrc_passive[0] += 1;
+}
+int dummyNstate(const mjModel*, int) { return 0; }
+int dummyInit(const mjModel*, mjData*, int) { return 0; }
+
+TEST(Mj3Features, ForeignPluginRefusedByName) {
+  LoadPlugin();
+  if (mjp_getPlugin("mjdiff.test.push", nullptr) == nullptr) {
+    mjpPlugin p;
+    mjp_defaultPlugin(&p);
+    p.name = "mjdiff.test.push";
+    p.capabilityflags = mjPLUGIN_PASSIVE;
+    p.nstate = dummyNstate;
+    p.init = dummyInit;
+    p.compute = dummyCompute;
+    mjp_registerPlugin(&p);
+  }
+  std::string xml = R"(<mujoco>
+  <extension><plugin plugin="mjdiff.test.push"><instance name="push"/></plugin></extension>
+  <worldbody><body><joint type="slide"/><geom size="0.1" mass="1"/></body></worldbody>
+</mujoco>)";
+  std::string err;
+  ModelPtr m = Load(xml, &err);
+  ASSERT_TRUE(m) << err;
+  ASSERT_EQ(m->nplugin, 1);
+  mjdiffModel* s = nullptr;
+  char msg[1000] = "";
+  EXPECT_EQ(mjdiff_makeModel(m.get(), nullptr, &s, msg, sizeof(msg)), MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(msg).find("engine plugin 'mjdiff.test.push'"), std::string::npos) << msg;
+  mjdiff_freeModel(s);
+}
+
 }  // namespace
