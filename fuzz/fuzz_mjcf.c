@@ -2,8 +2,9 @@
 //
 // Fuzz target: the MJCF's mjdiff_* numerics. Each input line "NAME V1 V2 ..." becomes
 // <numeric name="mjdiff_NAME" data="V1 V2 ..."/> in the <custom> of a small model with every
-// element the smooth model reads (a free box on a plane, a hinge with a range and friction loss,
-// a limited tendon, a connect equality, touch and position sensors); the lines "timestep X" and
+// element the smooth model reads (a free box on a plane with an adhesion actuator (a body
+// transmission) and a free-joint actuator, a hinge with a range and friction loss, a limited
+// tendon, a joint equality, touch and position sensors); the lines "timestep X" and
 // "integrator NAME" set the model's options. The model is compiled (tool_loadXMLText), then
 // mjdiff_makeModel must either refuse it with a message or give a smooth model that steps (or
 // fails a step with a message), differentiates (stepVJP) and reports its stability. Never a
@@ -37,7 +38,7 @@ static const char* kBody =
     "    <site name=\"anchor\" pos=\"0 0 1.5\"/>\n"
     "    <body name=\"box\" pos=\"0.5 0 0.2\">\n"
     "      <freejoint name=\"free\"/>\n"
-    "      <geom name=\"box\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"1\"/>\n"
+    "      <geom name=\"box\" type=\"box\" size=\"0.1 0.1 0.1\" mass=\"1\" margin=\"0.01\"/>\n"
     "      <site name=\"touch\" type=\"box\" size=\"0.11 0.11 0.11\"/>\n"
     "    </body>\n"
     "    <body name=\"link\" pos=\"0 0 1\">\n"
@@ -57,7 +58,9 @@ static const char* kBody =
     "    </spatial>\n"
     "  </tendon>\n"
     "  <equality><joint name=\"eq\" joint1=\"slide\"/></equality>\n"
-    "  <actuator><motor name=\"m\" joint=\"hinge\"/></actuator>\n"
+    "  <actuator><motor name=\"m\" joint=\"hinge\"/>\n"
+    "    <adhesion name=\"stick\" body=\"box\" ctrlrange=\"0 1\" gain=\"5\"/>\n"
+    "    <general name=\"lift\" joint=\"free\" gear=\"0 0 1 0.1 0 0\"/></actuator>\n"
     "  <sensor><touch name=\"touch\" site=\"touch\"/><jointpos name=\"q\" "
     "joint=\"hinge\"/></sensor>\n"
     "</mujoco>\n";
@@ -70,6 +73,18 @@ int LLVMFuzzerInitialize(int* argc, char*** argv) {
   (void)argc;
   (void)argv;
   mju_user_warning = quiet;
+  // the model itself must compile: else every input would be refused and the target fuzz nothing
+  // (its adhesion element once carried an attribute MuJoCo 2.2.2 rejects)
+  static char xml[2 * MAX_TEXT];
+  snprintf(xml, sizeof(xml), kHead, "0.005", "Euler");
+  strncat(xml, kBody, sizeof(xml) - strlen(xml) - 1);
+  char err[1000] = "";
+  mjModel* m = tool_loadXMLText("fuzz.xml", xml, (long)strlen(xml), err, sizeof(err));
+  if (!m) {
+    fprintf(stderr, "fuzz_mjcf: the target's own model does not compile: %s\n", err);
+    abort();
+  }
+  mj_deleteModel(m);
   return 0;
 }
 
@@ -161,7 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   mjData* d = mj_makeData(m);
   d->qvel[0] = 0.3;
-  d->ctrl[0] = 0.5;
+  for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.5;  // the adhesion pulls: its derivative runs
   for (int k = 0; k < 20; k++) {
     err[0] = 0;
     if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
