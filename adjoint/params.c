@@ -263,11 +263,9 @@ static const char* notApplicable(const mjModel* m, const fieldInfo* f, int id) {
       if (PK_IS_DESIGN(f->pk) && f->pk != PK_SITE_POS) {
         // the geometry moves the contacts an adhesion actuator pulls along (forces_d.c,
         // bodyActuatorDeriv); the parameter columns do not carry that motion
-        for (int i = 0; i < m->nu; i++) {
-          if (m->actuator_trntype[i] == mjTRN_BODY) {
-            return "geometry parameters of a model with a body transmission (adhesion actuator) "
-                   "have no derivative: the contacts it pulls along move with them";
-          }
+        if (mjdiff_hasBodyTransmission(m)) {
+          return "geometry parameters of a model with a body transmission (adhesion actuator) "
+                 "have no derivative: the contacts it pulls along move with them";
         }
       }
       return PK_IS_DESIGN(f->pk) ? mjdiff_designNotApplicable(m, f->pk, id) : NULL;

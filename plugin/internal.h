@@ -70,9 +70,11 @@ void mjdiff_limitParams(const mjdiffModel* s, int tendon, int j, mjtNum p[EP_COU
 // friction-loss regularisation speed of dof j (tendon 0) or tendon j (tendon 1)
 mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);
 
-// body transmissions (adhesion): 1 if contact con counts towards body b's moment (it touches b
-// within MuJoCo's own margin of the pair); the moments of every body transmission recomputed from
-// d's contacts, with their actuator velocities (smooth.c; mjdiff_collide calls it last)
+// body transmissions (adhesion, smooth.c): 1 if m has one; 1 if contact con counts towards body
+// b's moment (it touches b within MuJoCo's own margin of the pair); the moments of every body
+// transmission recomputed from d's contacts, with their actuator velocities (mjdiff_collide
+// calls it last)
+int mjdiff_hasBodyTransmission(const mjModel* m);
 int mjdiff_adhesionCounts(const mjModel* m, const mjContact* con, int b);
 void mjdiff_bodyTransmissions(const mjModel* m, mjData* d);
 

@@ -229,7 +229,7 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 // contacts of dynamic pairs beyond max(M_g1, M_g2) removed from d->contact (order kept): where
 // MuJoCo 3 detected them within M_g1 + M_g2, so that both hosts keep 2.2's set (the dropped ones
 // are beyond the contact width: no force)
-static void dropBeyondMargin(const mjModel* m, mjData* d, const mjtNum* M) {
+static void dropBeyondMargin(const mjModel* m, mjData* d, const mjtNum* M, int adhesion) {
   int n = 0;
   for (int i = 0; i < d->ncon; i++) {
     const mjContact* con = d->contact + i;
@@ -237,7 +237,7 @@ static void dropBeyondMargin(const mjModel* m, mjData* d, const mjtNum* M) {
     int keep = g1 < 0 || g2 < 0 || mjdiff_pairIndex(m, g1, g2) >= 0 ||
                con->dist <= mju_max(M[g1], M[g2]);
     // a contact MuJoCo's own list would hold for a body transmission's count (no force here)
-    for (int a = 0; a < m->nu && !keep; a++) {
+    for (int a = 0; adhesion && a < m->nu && !keep; a++) {
       keep = m->actuator_trntype[a] == mjTRN_BODY &&
              mjdiff_adhesionCounts(m, con, m->actuator_trnid[2 * a]);
     }
@@ -273,15 +273,14 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   // compat_pairMargins, dropBeyondMargin)
   // (with body transmissions (adhesion) 3.x keeps the sums, so that the contacts MuJoCo's own
   // margins would report, which count towards the moment, are detected; dropBeyondMargin keeps them)
-  int adhesion = 0;
-  for (int a = 0; a < m->nu; a++) adhesion = adhesion || m->actuator_trntype[a] == mjTRN_BODY;
+  int adhesion = mjdiff_hasBodyTransmission(m);
   int drop = adhesion ? COMPAT_MARGIN_SUM : compat_pairMargins(geom_margin, m->ngeom);
   mjModel view = *m;
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
   compat_viewBodyMargins(&view, geom_margin, compat_stackAllocNum(d, m->nbody));
   mj_collision(&view, d);
-  if (drop) dropBeyondMargin(m, d, geom_margin);
+  if (drop) dropBeyondMargin(m, d, geom_margin, adhesion);
 
   // box-box face contacts: the full depth (the engine reports half of it; boxbox.c)
   mjdiff_boxBoxDepth(m, d);
@@ -292,7 +291,7 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   compat_stackFree(d, mark);
 
   // the moments MuJoCo builds from the contacts (adhesion), from these contacts
-  mjdiff_bodyTransmissions(m, d);
+  if (adhesion) mjdiff_bodyTransmissions(m, d);
 }
 
 //---------------------------------- body transmissions (adhesion) --------------------------------
@@ -310,6 +309,13 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
 // contact's bodies together at p_c along n_c with force / N. N changes as contacts come and go
 // (MuJoCo's rule): the force jumps there.
 
+int mjdiff_hasBodyTransmission(const mjModel* m) {
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_trntype[i] == mjTRN_BODY) return 1;
+  }
+  return 0;
+}
+
 int mjdiff_adhesionCounts(const mjModel* m, const mjContact* con, int b) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (g1 < 0 || g2 < 0) return 0;
@@ -321,9 +327,8 @@ int mjdiff_adhesionCounts(const mjModel* m, const mjContact* con, int b) {
 }
 
 void mjdiff_bodyTransmissions(const mjModel* m, mjData* d) {
-  int nv = m->nv, any = 0;
-  for (int i = 0; i < m->nu; i++) any = any || m->actuator_trntype[i] == mjTRN_BODY;
-  if (!any || nv == 0) return;
+  int nv = m->nv;
+  if (nv == 0 || !mjdiff_hasBodyTransmission(m)) return;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* row = compat_stackAllocNum(d, 7 * nv);
   mjtNum *j1 = row + nv, *j2 = j1 + 3 * nv;
