@@ -77,6 +77,12 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
   return worstErr;
 }
 
+// the model xml (timestep 0.002) integrated by RK4
+std::string withRK4(std::string xml) {
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
+  return xml;
+}
+
 // compare at nsample random states; returns the worst error, counts compared and contact samples
 void checkModel(const char* xml, const char* path, int nsample, double tol, int nwarm,
                 bool needContacts = false) {
@@ -391,9 +397,7 @@ TEST(StepDeriv, ConstraintsEuler) {
 }
 
 TEST(StepDeriv, ConstraintsRK4) {
-  std::string xml = kConstraints;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(xml.c_str(), nullptr, 20, 1e-6, 60);
+  checkModel(withRK4(kConstraints).c_str(), nullptr, 20, 1e-6, 60);
 }
 
 TEST(StepDeriv, PendulumEuler) {
@@ -405,9 +409,7 @@ TEST(StepDeriv, FloatingBallJointsEuler) {
 }
 
 TEST(StepDeriv, FloatingRK4) {
-  std::string xml = kFloating;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(xml.c_str(), nullptr, 20, 1e-6, 50);
+  checkModel(withRK4(kFloating).c_str(), nullptr, 20, 1e-6, 50);
 }
 
 TEST(StepDeriv, SiteTransmissionsEuler) {
@@ -415,9 +417,7 @@ TEST(StepDeriv, SiteTransmissionsEuler) {
 }
 
 TEST(StepDeriv, SiteTransmissionsRK4) {
-  std::string xml = kSiteActuators;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+  checkModel(withRK4(kSiteActuators).c_str(), nullptr, 20, 1e-6, 40);
 }
 
 TEST(StepDeriv, MusclesEuler) {
@@ -605,9 +605,7 @@ TEST(StepDeriv, GravityCompensation) {
 #endif
 
 TEST(StepDeriv, MusclesRK4) {
-  std::string xml = kMuscles;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+  checkModel(withRK4(kMuscles).c_str(), nullptr, 20, 1e-6, 40);
 }
 
 // actuators on ball and free joints (gear in the joint's frame: a constant moment). A ball's
@@ -642,9 +640,7 @@ TEST(StepDeriv, BallFreeActuatorsEuler) {
 }
 
 TEST(StepDeriv, BallFreeActuatorsRK4) {
-  std::string xml = kBallFreeActuators;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(xml.c_str(), nullptr, 20, 1e-6, 60);
+  checkModel(withRK4(kBallFreeActuators).c_str(), nullptr, 20, 1e-6, 60);
 }
 
 // jointinparent on a ball joint turns its gear with the joint: refused by name
@@ -678,9 +674,7 @@ TEST(StepDeriv, SliderCrankEuler) {
 }
 
 TEST(StepDeriv, SliderCrankRK4) {
-  std::string xml = kSliderCrank;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(xml.c_str(), nullptr, 20, 1e-6, 40);
+  checkModel(withRK4(kSliderCrank).c_str(), nullptr, 20, 1e-6, 40);
 }
 
 TEST(StepDeriv, SphereOnFloorWithContact) {
@@ -703,9 +697,7 @@ TEST(StepDerivImplicit, FloatingBallJoints) {
 
 // an RK4 model under the implicit step: backward Euler on the smooth forces, Euler on the rest
 TEST(StepDerivImplicit, RK4ModelGetsImplicitEuler) {
-  std::string xml = kConstraints;
-  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
-  checkModel(withImplicit(xml).c_str(), nullptr, 20, 1e-6, 60);
+  checkModel(withImplicit(withRK4(kConstraints)).c_str(), nullptr, 20, 1e-6, 60);
 }
 
 TEST(StepDerivImplicit, SiteTransmissions) {
