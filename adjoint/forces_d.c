@@ -410,7 +410,7 @@ int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mjtNum v[3];
   contactVel(m, d, b, con->pos, v, w);
 
-  mjtNum At, Ar, h = m->opt.timestep;
+  mjtNum At, Ar, h = mjdiff_timestep(m, s);
   mjdiff_contactInvweight(s, g[0], g[1], &At, &Ar);
   int on = contactLaw(con, prm, h * At, h * Ar, v, w, F, T, DF, DT);
   if (fr != 0) reachLaw(con->frame, fr, dfr, F, DF);

@@ -273,7 +273,7 @@ static int contactPartials(const mjModel* m, const mjData* d, const mjdiffModel*
   // friction on a tangential quantity a (n components from a0) with speed sp and friction mu
   // (one per component): row r of D (force or torque), z column of the speed and of mu
   // (the effective speed se = sp + hA mu_0 fn of each kind, law.h, moves with fn and mu_0)
-  mjtNum At, Ar, h = m->opt.timestep;
+  mjtNum At, Ar, h = mjdiff_timestep(m, s);
   mjdiff_contactInvweight(s, g1, g2, &At, &Ar);
   struct {
     int on, n, row, zs, zmu;

@@ -36,6 +36,15 @@
 // VJP: nu = N^-T (h mu) in place of H^-1 (h mu); JVP: dacc = N^-1 X t. Sensors read the forward
 // pass at X (explicit acc, H = M) as before. The converged step is checked against finite
 // differences; Newton's own tolerance (implicit_tol) bounds how far the two can differ.
+//
+// Substeps (mjdiff_substepCount n > 1, explicit step): x' = F_{n-1}(.. F_0(x_0, u, p) ..), each
+// F_k the step above at h/n from x_k, with u, p (and qfrc_applied) held. By the chain rule, with
+// [A_k B_k P_k] the substep's Jacobian at x_k:
+//   A = A_{n-1} .. A_0,   [B P] = sum_k A_{n-1} .. A_{k+1} [B_k P_k]
+//   forward:  T_1 = [A_0 B_0 P_0],  T_{k+1} = A_k T_k + [0 B_k P_k]          (the Jacobian, JVP)
+//   adjoint:  l_n = l,  l_k = A_k' l_{k+1},  adj_[u p] = sum_k [B_k P_k]' l_{k+1},  adj_x = l_0
+//   applied force f held over the step: adj_f = sum_k (adjoint of f in F_k at l_{k+1})
+// The x_k are walked again from x_0 (bit for bit mjdiff_step's). Sensors read x_0 only.
 
 #include <math.h>
 #include <stdlib.h>
@@ -101,6 +110,12 @@ struct mjdiffStepDeriv_ {
   mjdiffSensorParamScratch* sensp;  // the readings' direct parameter columns (sensor_p.c), or NULL
   mjtNum* Qs;                  // (nsensordata x np) with sensp: those columns
   int badSensorParam;          // 1 if they could not be evaluated in this call
+  // substeps (mjdiff_substepCount > 1): the products chained over the substeps
+  int nsub;                    // most substeps this workspace holds (the model's at make time)
+  mjtNum* subState;            // (nsub x (nq + nv + na + 1)) the substeps' start states
+  mjtNum* chain;               // (ndx x (ndx + nu + np)) x 2: the chained [A B P] and scratch
+  mjtNum* subIn;               // (ndx + nu + np) x 3: the running input, output, sum
+  mjtNum* qfrcSum;             // (nv) the applied force's adjoint summed over the substeps
 };
 
 // how the step's acceleration derivative is solved: H = M (MuJoCo's factor), M + h B (w->H),
@@ -237,7 +252,7 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   if (implicit) {
     compat_massCopy(m, d, w->H);
     for (int i = 0; i < nv; i++) {
-      *compat_massDiag(m, w->H, i) += m->opt.timestep * m->dof_damping[i];
+      *compat_massDiag(m, w->H, i) += mjdiff_timestep(m, w->s) * m->dof_damping[i];
     }
     factorLDL(m, w->H);
     mju_copy(acc, d->qfrc_smooth, nv);
@@ -264,7 +279,7 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   // Euler switches to the implicit form as soon as one grows: the derivative from above)
   if (np) {
     int bad = mjdiff_paramDerivativeWith(w->design, mu, d, w->s, w->p, MJDIFF_FORCES_ALL, acc,
-                                         euler ? m->opt.timestep : 0, w->DrDp, w->DadotDp);
+                                         euler ? mjdiff_timestep(m, w->s) : 0, w->DrDp, w->DadotDp);
     if (bad && w->badContact < 0) w->badContact = -1 - bad;
     for (int r = 0; r < nv; r++) {
       mju_copy(w->X + (size_t)ncol * r + ndx + nu, w->DrDp + (size_t)np * r, np);
@@ -317,7 +332,7 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
                                   int errsz) {
   int nq = m->nq, nv = w->nv, na = w->na, nu = w->nu, np = w->np, ndx = w->ndx;
   int ncol = ndx + w->nin;
-  mjtNum h = m->opt.timestep, *acc = w->acc;
+  mjtNum h = mjdiff_timestep(m, w->s), *acc = w->acc;
   mjModel view;
   const mjModel* mu = mjdiff_userModel(m, w->s, &view);
   mjtNum hdamp = hasDamping(m) ? h : 0;
@@ -560,7 +575,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   if (st != MJDIFF_OK) return st;
 
   int nv = m->nv, na = m->na, nu = m->nu, np = p ? mjdiff_paramCount(p) : 0;
-  int ndx = 2 * nv + na, ncol = ndx + nu + np;
+  int ndx = 2 * nv + na, ncol = ndx + nu + np, nsub = mjdiff_substepCount(s);
   size_t n = 0;
   size_t sizes[] = {
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * na, (size_t)nv * nu, (size_t)na * na,
@@ -570,6 +585,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
     (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
+    (size_t)nsub * (m->nq + nv + na + 1), (size_t)(nsub > 1 ? 2 * ndx * ncol : 0),
+    (size_t)(3 * ncol), (size_t)nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -583,7 +600,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
                      &w->DrDp, &w->DadotDp, &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
                      &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
-                     &w->N, &w->piv, &w->vnext, &w->vhint, &w->qfrcAdj};
+                     &w->N, &w->piv, &w->vnext, &w->vhint, &w->qfrcAdj,
+                     &w->subState, &w->chain, &w->subIn, &w->qfrcSum};
   mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = next;
@@ -598,6 +616,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   w->np = np;
   w->nin = nu + np;
   w->ndx = ndx;
+  w->nsub = nsub;
   w->bytes = sizeof(mjdiffStepDeriv) + n * sizeof(mjtNum);
   int fail = 0;
   if ((p && p->design && !(w->design = mjdiff_makeDesignScratch(m, p))) ||
@@ -652,26 +671,26 @@ void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x) {
 }
 
 // 1 if activation i is clipped after a' = a + h adot
-static int clipped(const mjModel* m, const mjData* d, const mjtNum* adot, int i) {
+static int clipped(const mjModel* m, const mjData* d, mjtNum h, const mjtNum* adot, int i) {
   int iu = i + m->nu - m->na;
   if (!m->actuator_actlimited[iu]) return 0;
-  mjtNum a = d->act[i] + m->opt.timestep * adot[i];
+  mjtNum a = d->act[i] + h * adot[i];
   const mjtNum* range = m->actuator_actrange + 2 * iu;
   return a < range[0] || a > range[1];
 }
 
 // rows of clipped activations after a' = a + h adot: zero
-static void clipActivationRows(const mjModel* m, const mjData* d, const mjtNum* adot, mjtNum* rows,
-                               int ncol) {
+static void clipActivationRows(const mjModel* m, const mjData* d, mjtNum h, const mjtNum* adot,
+                               mjtNum* rows, int ncol) {
   for (int i = 0; i < m->na; i++) {
-    if (clipped(m, d, adot, i)) mju_zero(rows + ncol * i, ncol);
+    if (clipped(m, d, h, adot, i)) mju_zero(rows + ncol * i, ncol);
   }
 }
 
 // AB = [A B] for Euler or the implicit step at the state in d, after eulerDeriv (mode)
 static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int mode) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, w->s);
   mjtNum* acc = w->acc;
   solveAll(m, d, w, mode);
 
@@ -701,7 +720,7 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int m
     for (int c = 0; c < ncol; c++) Da[ncol * r + c] = h * w->Dadot[ncol * r + c];
     Da[ncol * r + 2 * nv + r] += 1;
   }
-  clipActivationRows(m, d, d->act_dot, Da, ncol);
+  clipActivationRows(m, d, h, d->act_dot, Da, ncol);
 }
 
 // Euler VJP without forming [A B]: out (ndx + nu) = [A B]' lam, lam = (lq, lv, la)
@@ -713,7 +732,7 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int m
 static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit,
                      const mjtNum* lam, mjtNum* out) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, w->s);
   mjtNum* acc = w->acc;
   mjtNum* delta = w->RhsT;       // nv
   mjtNum* psi = w->RhsT + nv;    // nv
@@ -731,7 +750,7 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
   w->qfrcOk = 1;
   for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
   for (int i = 0; i < na; i++) {
-    if (clipped(m, d, d->act_dot, i)) continue;
+    if (clipped(m, d, h, d->act_dot, i)) continue;
     out[2 * nv + i] += lam[2 * nv + i];
     mju_addToScl(out, w->Dadot + (size_t)ncol * i, h * lam[2 * nv + i], ncol);
   }
@@ -742,7 +761,7 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
 static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit,
                      const mjtNum* t, mjtNum* out) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, w->s);
   mjtNum* acc = w->acc;
   mjtNum* delta = w->RhsT;
   mjtNum* dacc = w->RhsT + nv;
@@ -756,7 +775,7 @@ static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
   }
   integrateJacobian(m, delta, t, ddelta, 1, out);
   for (int i = 0; i < na; i++) {
-    out[2 * nv + i] = clipped(m, d, d->act_dot, i) ? 0 :
+    out[2 * nv + i] = clipped(m, d, h, d->act_dot, i) ? 0 :
                       t[2 * nv + i] + h * mju_dot(w->Dadot + (size_t)ncol * i, t, ncol);
   }
 }
@@ -767,7 +786,7 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
   static const mjtNum A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
   static const mjtNum B[4] = {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6};
   int nq = m->nq, nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, w->s);
   size_t blk = (size_t)ndx * ncol;
   mjtNum* DX[4];  // DX_i / D[X_0 u] in X_i's tangent space
   mjtNum* DK[4];  // DK_i: (v_i, acc_i, adot_i) rows
@@ -855,7 +874,7 @@ static mjdiffStatus rk4Jacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
     for (int r = 0; r < nv; r++) delta[r] = h * dX[r];
     integrateJacobian(m, delta, I, Y, ncol, D);
     mjdiff_loadState(m, d, X0);
-    clipActivationRows(m, d, dX + 2 * nv, D + (size_t)ncol * 2 * nv, ncol);
+    clipActivationRows(m, d, h, dX + 2 * nv, D + (size_t)ncol * 2 * nv, ncol);
   }
 
   // leave d's derived quantities from the forward pass at the state it came with
@@ -960,6 +979,97 @@ static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjt
   }
 }
 
+static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
+                                char* err, int errsz);
+
+// the products of a step of n substeps x_{k+1} = F_k(x_k, u, p), k = 0 .. n-1 (header): the
+// substeps' start states are walked again (mjdiff_substep, bit for bit mjdiff_step's), then
+//   Jacobian  T_1 = [A_0 B_0], T_{k+1} = A_k T_k + [0 B_k]
+//   VJP       lam_n = adj_next; lam_k = A_k' lam_{k+1}, adj_[u p] += B_k' lam_{k+1}; adj_x = lam_0
+//             (and the applied force's adjoint, held over the step, summed over k)
+//   JVP       t_0 = dx; t_{k+1} = A_k t_k + B_k [du dp]
+// d's state is restored bit for bit; after the Jacobian and the JVP its derived quantities are
+// those of the forward pass at x_0, as after a single step's
+static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                     mjdiffStepDeriv* w, product what, const mjtNum* in,
+                                     mjtNum* out, char* err, int errsz) {
+  int n = mjdiff_substepCount(s), ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv;
+  int sz = m->nq + nv + w->na + 1;
+  mjtNum* X = w->subState;
+  mjdiffStatus st = MJDIFF_OK;
+  mjdiff_saveState(m, d, X);
+  for (int k = 1; k < n && st == MJDIFF_OK; k++) {
+    st = mjdiff_substep(m, d, s, err, errsz);
+    mjdiff_saveState(m, d, X + (size_t)sz * k);
+  }
+  mjdiff_loadState(m, d, X);
+  if (st != MJDIFF_OK) return st;
+
+  mjtNum *run = w->subIn, *res = w->subIn + ncol, *sum = w->subIn + 2 * ncol;
+  if (what == PRODUCT_JACOBIAN) {
+    mjtNum *T = w->chain, *T2 = w->chain + (size_t)ndx * ncol;
+    for (int k = 0; k < n && st == MJDIFF_OK; k++) {
+      mjdiff_loadState(m, d, X + (size_t)sz * k);
+      st = evaluateOne(m, d, s, w, what, NULL, NULL, err, errsz);
+      if (st != MJDIFF_OK) break;
+      if (k == 0) {
+        mju_copy(T, w->AB, (size_t)ndx * ncol);
+        continue;
+      }
+      // T2 = A_k T + [0 B_k]
+      for (int r = 0; r < ndx; r++) {
+        const mjtNum* a = w->AB + (size_t)ncol * r;
+        mjtNum* row = T2 + (size_t)ncol * r;
+        mju_zero(row, ndx);
+        mju_copy(row + ndx, a + ndx, ncol - ndx);
+        for (int c = 0; c < ndx; c++) {
+          if (a[c] != 0) mju_addToScl(row, T + (size_t)ncol * c, a[c], ncol);
+        }
+      }
+      mjtNum* swap = T;
+      T = T2;
+      T2 = swap;
+    }
+    if (st == MJDIFF_OK) mju_copy(w->AB, T, (size_t)ndx * ncol);
+  } else if (what == PRODUCT_VJP) {
+    int ok = 1;
+    mju_copy(run, in, ndx);
+    mju_zero(sum, ncol);
+    mju_zero(w->qfrcSum, nv);
+    for (int k = n - 1; k >= 0 && st == MJDIFF_OK; k--) {
+      mjdiff_loadState(m, d, X + (size_t)sz * k);
+      st = evaluateOne(m, d, s, w, what, run, res, err, errsz);
+      if (st != MJDIFF_OK) break;
+      mju_copy(run, res, ndx);
+      mju_addTo(sum + ndx, res + ndx, ncol - ndx);
+      ok = ok && w->qfrcOk;
+      mju_addTo(w->qfrcSum, w->qfrcAdj, nv);
+    }
+    if (st == MJDIFF_OK) {
+      mju_copy(out, run, ndx);
+      mju_copy(out + ndx, sum + ndx, ncol - ndx);
+      mju_copy(w->qfrcAdj, w->qfrcSum, nv);
+      w->qfrcOk = ok;
+    }
+  } else {
+    mju_copy(run, in, ncol);
+    for (int k = 0; k < n && st == MJDIFF_OK; k++) {
+      mjdiff_loadState(m, d, X + (size_t)sz * k);
+      st = evaluateOne(m, d, s, w, what, run, res, err, errsz);
+      mju_copy(run, res, ndx);
+    }
+    if (st == MJDIFF_OK) mju_copy(out, run, ndx);
+  }
+  mjdiff_loadState(m, d, X);
+  if (what != PRODUCT_VJP && st == MJDIFF_OK) {
+    // the derived quantities of the forward pass at x_0 (the backward walk of the VJP ends there)
+    st = mjdiff_forward(m, d, s, err, errsz);
+    mjdiff_loadState(m, d, X);
+  }
+  return st;
+}
+
 // at the state in d: w->AB (Jacobian), or out = [A B]' in (VJP), or out = [A B] in (JVP); d's
 // state is restored bit for bit
 static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
@@ -986,7 +1096,24 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     }
   }
 
+  int nsub = mjdiff_substepCount(s);
+  if (nsub > 1 && (what == PRODUCT_JACOBIAN || what == PRODUCT_VJP || what == PRODUCT_JVP)) {
+    if (nsub > w->nsub) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                          "step-derivative workspace was made for %d substeps, the smooth model "
+                          "now takes %d: make it again", w->nsub, nsub);
+    }
+    return evaluateSubsteps(m, d, s, w, what, in, out, err, errsz);
+  }
+  return evaluateOne(m, d, s, w, what, in, out, err, errsz);
+}
+
+// evaluate's product for one (sub)step at the state in d
+static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
+                                char* err, int errsz) {
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
+  mjdiffStatus st = MJDIFF_OK;
   mjdiff_saveState(m, d, w->state);
   w->qfrcOk = 0;
   mju_zero(w->qfrcAdj, w->nv);  // readings without an acceleration stage: zero

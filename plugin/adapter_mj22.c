@@ -96,6 +96,7 @@ static int autoAttach(const mjModel* cm) {
   char err[512] = "";
   mjdiffModel* s = NULL;
   mjdiffStatus st = wants ? mjdiff_makeModel(m, NULL, &s, err, sizeof(err)) : MJDIFF_OK;
+  mjdiff_setSingleStep(s, 1);  // stepped by mj_step: no substeps
   if (gNentry >= MAXATTACHED) evictOwned();
   if (!addEntry(m, s, 1)) {
     mjdiff_freeModel(s);
@@ -156,6 +157,8 @@ mjdiffStatus mjdiff_attach(mjModel* m, mjdiffModel* s, char* err, int errsz) {
   } else if (!addEntry(m, s, 0)) {
     st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "too many attached models (at most %d)",
                       MAXATTACHED);
+  } else {
+    mjdiff_setSingleStep(s, 1);  // stepped by mj_step: no substeps (until detached)
   }
   pthread_mutex_unlock(&gLock);
   return st;
@@ -170,6 +173,7 @@ mjdiffModel* mjdiff_detach(mjModel* m) {
     if (s) {
       m->opt.disableflags = (m->opt.disableflags & ~COMPAT_DSBL_HARD) | s->hardflags;
       s->attached = NULL;
+      if (!gEntry[i].owned) mjdiff_setSingleStep(s, 0);
     }
     if (gEntry[i].owned) {
       mjdiff_freeModel(s);

@@ -71,6 +71,7 @@ static int init(const mjModel* m, mjData* d, int instance) {
     mju_warning("%s%s", strncmp(err, "plugin ", 7) ? COMPAT_PLUGIN_NAME ": " : "", err);
     return -1;
   }
+  mjdiff_setSingleStep(s, 1);  // stepped by mj_step: no substeps
   d->plugin_data[instance] = (uintptr_t)s;
   return 0;
 }

@@ -49,6 +49,16 @@
 //                      joint: sum of dof_invweight0; tendon: sum of tendon_invweight0
 // Explicit mjdiff_* values (model-wide or per geom) always win over derived ones.
 //
+// Substeps. The cap binds where omega_match h > beta 2 (sqrt(zeta^2 + 1) - zeta) = cap h, a ratio
+// r = omega_match h / (cap h) that does not depend on the mass (MuJoCo's default solref and
+// solimp: r = 1.11 at 2 ms, 2.8 at 5 ms; refsafe's tc >= 2h bounds it by 5.6 for dmax = 0.95). The
+// rest depth goes as omega^-2, so a capped law rests r^2 deeper than MuJoCo's firmness would. With
+// n substeps of h / n each (plugin/step.c) the cap is n times larger: the derived n is the smallest
+// with r / n <= 1 where r > 1.5 (1 otherwise; at most 8), r the largest over the contacts of
+// moving geoms that MuJoCo's filters let meet another geom, and MJCF <pair>s. Every law above
+// then uses h / n (MuJoCo's refsafe rule keeps the model's h). Not under the implicit step, nor
+// where MuJoCo's own mj_step integrates (the 2.2 adapter, the 3.x engine plugin): there n = 1.
+//
 // With the implicit smooth step (opt.integrator = MJDIFF_INT_IMPLICIT, plugin/implicit.c) the
 // backward-Euler step of the spring-damper is stable for every omega h (it scales each mode by
 // 1 / |1 - h lambda| < 1, lambda an eigenvalue of the spring-damper, Re lambda <= 0), so the cap goes: omega = omega_match, as firm
@@ -103,7 +113,7 @@ static void law(const mjModel* m, const mjdiffModel* s, const mjtNum* solref,
   reference(m, solref, solimp, &k, &b, &dbar);
   mjtNum zeta = k > 0 ? b / (2 * sqrt(k)) : 1;
   mjtNum omega = sqrt(mju_max(0, k) * dbar / (1 - dbar));
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, s);
   if (h > 0 && !mjdiff_implicit(s)) {
     omega = mju_min(omega, BETA * 2 * (sqrt(zeta * zeta + 1) - zeta) / h);
   }
@@ -123,13 +133,14 @@ static void scaleLaw(mjtNum omega2, mjtNum zomega2, mjtNum A, mjtNum* K, mjtNum*
 }
 
 static mjtNum frictionSpeed(const mjModel* m, const mjdiffModel* s, mjtNum mu) {
-  if (mjdiff_implicit(s)) return mju_max(1e-3, 0.1 * mju_norm3(m->opt.gravity) * m->opt.timestep);
-  return mju_max(0.02, 5 * mu * mju_norm3(m->opt.gravity) * m->opt.timestep);
+  mjtNum h = mjdiff_timestep(m, s);
+  if (mjdiff_implicit(s)) return mju_max(1e-3, 0.1 * mju_norm3(m->opt.gravity) * h);
+  return mju_max(0.02, 5 * mu * mju_norm3(m->opt.gravity) * h);
 }
 
 static mjtNum lossSpeed(const mjModel* m, const mjdiffModel* s, mjtNum floss, mjtNum A) {
   if (mjdiff_implicit(s)) return 1e-3;
-  return mju_max(0.01, 4 * m->opt.timestep * floss * A);
+  return mju_max(0.01, 4 * mjdiff_timestep(m, s) * floss * A);
 }
 
 // the contact values (GP_COUNT) of a solref/solimp on inverse inertia A with sliding friction mu
@@ -269,7 +280,7 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
 // equality i, 1 where no rows were made. Explicit step only (the implicit step needs no cap).
 static void eqNetwork(const mjModel* m, const mjdiffModel* s, mjtNum* factor) {
   for (int i = 0; i < 2 * m->neq; i++) factor[i] = 1;
-  if (mjdiff_implicit(s) || m->neq < 2 || m->nv == 0 || !(m->opt.timestep > 0)) return;
+  if (mjdiff_implicit(s) || m->neq < 2 || m->nv == 0 || !(mjdiff_timestep(m, s) > 0)) return;
   mjModel view = *m;
   compat_viewWithoutPlugins(&view);
   view.opt.jacobian = mjJAC_DENSE;
@@ -304,7 +315,7 @@ static void eqNetwork(const mjModel* m, const mjdiffModel* s, mjtNum* factor) {
     law(m, s, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
     reference(m, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &kref, &bref, &dbar);
     mjtNum zeta = kref > 0 ? bref / (2 * sqrt(kref)) : 1;
-    mjtNum cap = BETA * 2 * (sqrt(zeta * zeta + 1) - zeta) / m->opt.timestep;
+    mjtNum cap = BETA * 2 * (sqrt(zeta * zeta + 1) - zeta) / mjdiff_timestep(m, s);
     mjtNum omega = sqrt(omega2);
     if (!(sum > 1) || !(omega > 0)) continue;
     factor[2 * i] = mju_min(factor[2 * i], mju_min(1, cap * cap / (sum * omega2)));
@@ -314,7 +325,61 @@ static void eqNetwork(const mjModel* m, const mjdiffModel* s, mjtNum* factor) {
   mj_deleteData(d);
 }
 
+// omega_match h over the explicit step's cap of a solref/solimp: how many times firmer MuJoCo's own
+// law is than the explicit step at m's timestep allows (the cap does not depend on the mass)
+static mjtNum capRatio(const mjModel* m, const mjtNum* solref, const mjtNum* solimp) {
+  mjtNum k, b, dbar;
+  reference(m, solref, solimp, &k, &b, &dbar);
+  mjtNum zeta = k > 0 ? b / (2 * sqrt(k)) : 1;
+  mjtNum omega = sqrt(mju_max(0, k) * dbar / (1 - dbar));
+  return omega * m->opt.timestep / (BETA * 2 * (sqrt(zeta * zeta + 1) - zeta));
+}
+
+// s->nsub: the option where set; 1 under the implicit step or MuJoCo's own mj_step; else the
+// smallest n that brings the contacts' cap ratio (of every moving geom that MuJoCo's filters let
+// meet another, and every MJCF <pair>) to at most SUBSTEP_SLACK, at most SUBSTEP_MAX. The rest depth goes as
+// omega^-2: a ratio r left leaves the contacts r^2 times deeper than at MuJoCo's firmness.
+#define SUBSTEP_SLACK 1.5
+#define SUBSTEP_MAX 8
+// 1 if geom g, on a moving body, can meet some geom by MuJoCo's filters: another weld body,
+// contype/conaffinity compatible, not its parent or child (unless the filter is off or the parent
+// is the world)
+static int canCollide(const mjModel* m, int g) {
+  int b = m->body_weldid[m->geom_bodyid[g]];
+  if (b == 0 || !(m->geom_contype[g] || m->geom_conaffinity[g])) return 0;
+  int filter = !(m->opt.disableflags & mjDSBL_FILTERPARENT);
+  for (int o = 0; o < m->ngeom; o++) {
+    int bo = m->body_weldid[m->geom_bodyid[o]];
+    if (bo == b) continue;
+    if (!((m->geom_contype[g] & m->geom_conaffinity[o]) ||
+          (m->geom_contype[o] & m->geom_conaffinity[g]))) {
+      continue;
+    }
+    int pb = m->body_weldid[m->body_parentid[b]], po = m->body_weldid[m->body_parentid[bo]];
+    if (filter && ((pb == bo && bo != 0) || (po == b))) continue;
+    return 1;
+  }
+  return 0;
+}
+
+static int substepCount(const mjModel* m, const mjdiffModel* s) {
+  if (mjdiff_implicit(s) || s->single || !(m->opt.timestep > 0)) return 1;
+  if (s->opt.substeps != MJDIFF_DERIVED) return (int)s->opt.substeps;
+  mjtNum r = 0;
+  for (int g = 0; g < m->ngeom; g++) {
+    if (!canCollide(m, g)) continue;  // an immovable geom's law drops out of its pairs
+    r = mju_max(r, capRatio(m, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g));
+  }
+  for (int i = 0; i < m->npair; i++) {
+    r = mju_max(r, capRatio(m, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i));
+  }
+  if (!(r > SUBSTEP_SLACK)) return 1;
+  return r >= SUBSTEP_MAX ? SUBSTEP_MAX : (int)ceil(r);
+}
+
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
+  s->nsub = substepCount(m, s);
+
   // geoms, against an immovable partner
   for (int g = 0; g < m->ngeom; g++) {
     int b = m->geom_bodyid[g];

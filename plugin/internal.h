@@ -45,6 +45,9 @@ struct mjdiffModel_ {
   mjtNum* dof_lossspeed;       // dof friction-loss speed                   (nv x 1)
   mjtNum* ten_lossspeed;       // tendon friction-loss speed                (ntendon x 1)
   mjtNum* eq_law;              // equality: translation k, c; rotation k, c (neq x 4)
+  int nsub;                    // substeps per mjdiff_step (derive.c; mjdiff_substepCount)
+  int single;                  // 1: stepped by MuJoCo's own mj_step (attached, engine plugin):
+                               // no substeps
   const mjModel* attached;     // model the adapter attached this to (its hard flags are set)
   int hardflags;               // the attached model's own hard-constraint flags before attaching
 };
@@ -84,6 +87,22 @@ MJDIFF_API void mjdiff_eqParams(const mjdiffModel* s, int i, int rot, mjtNum* k,
 
 // nonzero if mjdiff_step integrates the smooth forces implicitly (opt.integrator)
 int mjdiff_implicit(const mjdiffModel* s);
+
+// the largest substeps value
+#define MJDIFF_MAX_SUBSTEPS 64
+
+// the timestep of one smooth substep: m's timestep / mjdiff_substepCount(s). Every law and
+// integration inside mjdiff_step and its derivatives uses it.
+mjtNum mjdiff_timestep(const mjModel* m, const mjdiffModel* s);
+
+// one smooth substep of mjdiff_timestep(m, s) from the state in d, no sensors, no input checks
+// (the step derivatives re-walk mjdiff_step's substeps with it); d's state restored on failure
+mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                            int errsz);
+
+// single = 1: s is stepped by MuJoCo's own mj_step (the 2.2 adapter, the 3.x engine plugin), one
+// step of the model's timestep: no substeps; derives s's values again if this changes
+MJDIFF_API void mjdiff_setSingleStep(mjdiffModel* s, int single);
 
 // fill the derived arrays of s from m (derive.c) for s's integrator; s's arrays are allocated
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s);

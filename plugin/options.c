@@ -40,6 +40,7 @@ static const paramInfo kParams[] = {
   {"integrator", offsetof(mjdiffOptions, integrator), 0, -1, "0 explicit, 1 implicit", 1},
   {"implicit_tol", offsetof(mjdiffOptions, implicit_tol), 1, -1, "m/s or rad/s", 0},
   {"implicit_maxiter", offsetof(mjdiffOptions, implicit_maxiter), 1, -1, "iterations", 0},
+  {"substeps", offsetof(mjdiffOptions, substeps), 1, -1, "steps", 1},
   {"reach_strength", offsetof(mjdiffOptions, reach_strength), 0, -1, "N", 0},
   {"reach_width", offsetof(mjdiffOptions, reach_width), 1, -1, "m", 0},
   {"reach_static", offsetof(mjdiffOptions, reach_static), 0, -1, "1 every pair, 0 moving only", 0},
@@ -79,6 +80,12 @@ static mjdiffStatus checkValue(const paramInfo* p, mjtNum value, char* err, int 
       (value != floor(value) || value < 1 || value > 1000)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "implicit_maxiter must be an integer in [1, 1000], got %g", value);
+  }
+  if (p->offset == offsetof(mjdiffOptions, substeps) &&
+      (value != floor(value) || value < 1 || value > MJDIFF_MAX_SUBSTEPS)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "substeps must be an integer in [1, %d], or -1 (derived), got %g",
+                        MJDIFF_MAX_SUBSTEPS, value);
   }
   if (p->offset == offsetof(mjdiffOptions, reach_static) && value != 0 && value != 1) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
@@ -143,6 +150,7 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->integrator = MJDIFF_DERIVED;
   opt->implicit_tol = 1e-10;
   opt->implicit_maxiter = 100;
+  opt->substeps = MJDIFF_DERIVED;
   opt->reach_strength = 0;
   opt->reach_width = 0.1;
   opt->reach_static = 1;
@@ -150,6 +158,14 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
 
 int mjdiff_implicit(const mjdiffModel* s) {
   return s->opt.integrator == MJDIFF_INT_IMPLICIT;
+}
+
+int mjdiff_substepCount(const mjdiffModel* s) {
+  return s && s->nsub > 1 ? s->nsub : 1;
+}
+
+mjtNum mjdiff_timestep(const mjModel* m, const mjdiffModel* s) {
+  return m->opt.timestep / mjdiff_substepCount(s);
 }
 
 mjdiffStatus mjdiff_validateOptions(const mjdiffOptions* opt, char* err, int errsz) {
@@ -296,7 +312,7 @@ static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInf
                         "unknown mjdiff parameter '%.*s' (known: contact_stiffness, "
                         "contact_damping, contact_width, friction_speed, spin_speed, "
                         "limit_stiffness, limit_damping, limit_width, frictionloss_speed, "
-                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, "
+                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, substeps, "
                         "reach_strength, reach_width, reach_static)",
                         (int)len, name);
   }
@@ -326,8 +342,9 @@ mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value, cha
   if (st != MJDIFF_OK) return st;
   st = checkValue(p, value, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (geom < 0 && p->offset == offsetof(mjdiffOptions, integrator)) {
-    // the derived values depend on the integrator: derive them again
+  if (geom < 0 && (p->offset == offsetof(mjdiffOptions, integrator) ||
+                   p->offset == offsetof(mjdiffOptions, substeps))) {
+    // the derived values depend on the integrator and the substeps: derive them again
     *optField(&s->opt, p) = value;
     mjdiff_deriveParams(s->m, s);
     for (int i = 0; i < NPARAM; i++) spreadGeomParam(s, kParams + i);
@@ -342,6 +359,13 @@ mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value, cha
     s->geom_set[GP_COUNT * geom + p->geom] = 1;
   }
   return MJDIFF_OK;
+}
+
+void mjdiff_setSingleStep(mjdiffModel* s, int single) {
+  if (!s || s->single == single) return;
+  s->single = single;
+  mjdiff_deriveParams(s->m, s);
+  for (int i = 0; i < NPARAM; i++) spreadGeomParam(s, kParams + i);
 }
 
 mjdiffStatus mjdiff_getParam(const mjdiffModel* s, const char* name, mjtNum* value, char* err,
@@ -643,6 +667,8 @@ mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* m, mjdiffMo
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory copying the smooth model");
   }
   s->opt = src->opt;
+  s->nsub = src->nsub;
+  s->single = src->single;
   size_t n = (size_t)GP_COUNT * (size_t)m->ngeom;
   memcpy(s->geom_param, src->geom_param, n * sizeof(mjtNum));
   memcpy(s->geom_set, src->geom_set, n);

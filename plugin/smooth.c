@@ -130,7 +130,7 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
   cf->force[0] = fn;
 
   // friction speeds under the load fn
-  mjtNum At, Ar, h = m->opt.timestep;
+  mjtNum At, Ar, h = mjdiff_timestep(m, s);
   mjdiff_contactInvweight(s, g1, g2, &At, &Ar);
 
   // sliding friction

@@ -107,7 +107,7 @@ static void consider(mjdiffStability* w, mjtNum h, mjtNum k, mjtNum c, mjtNum A,
 
 void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exact,
                       mjdiffStability* w) {
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, s);
   exactCtx xc = {m, d, NULL, NULL, NULL}, *ex = NULL;
   mjdiffStackMark mark = compat_stackMark(d);
   if (exact && m->nv > 0 && compat_stackSpace(d) > 8 * m->nv) {
@@ -259,10 +259,11 @@ int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* b
     default:
       return snprintf(buf, (size_t)bufsz, "no smooth force is near its stability limit");
   }
+  mjtNum h = w->hmax * w->ratio;  // the step it was judged at (a substep: mjdiff_timestep)
   return snprintf(buf, (size_t)bufsz,
                   "most unstable smooth force: %s, stiffness %.3g, damping %.3g, effective mass "
-                  "%.3g (%s); largest stable timestep about %.3g s, timestep %g s (ratio %.2f)",
+                  "%.3g (%s); largest stable timestep about %.3g s, %s %g s (ratio %.2f)",
                   what, w->stiffness, w->damping, w->mass,
                   w->exact ? "at this configuration" : "MuJoCo's invweight0", w->hmax,
-                  m->opt.timestep, w->ratio);
+                  h < m->opt.timestep ? "substep" : "timestep", h, w->ratio);
 }

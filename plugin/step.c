@@ -10,6 +10,9 @@
 //             X' = X_0 (+) h sum_i B_i F_i
 //   implicit  (opt.integrator = MJDIFF_INT_IMPLICIT, for Euler and RK4 models alike): backward
 //             Euler on the smooth forces, Newton-solved (implicit.c)
+//   substeps  (mjdiff_substepCount n > 1, explicit step) n of the steps above at h / n, controls
+//             and applied forces held; sensors read at the first (the step's start state, as
+//             mj_step's); time advanced by h exactly; on failure the start state restored
 //   sensors   MuJoCo's, but touch: s = sum of the smooth normal forces fn of the contacts its rule
 //             counts (mjdiff_smoothTouch), then MuJoCo's noise and cutoff
 
@@ -165,8 +168,8 @@ mjdiffStatus mjdiff_forward(const mjModel* m, mjData* d, const mjdiffModel* s, c
 }
 
 // act += h act_dot (clamped)
-static void advanceAct(const mjModel* m, mjData* d, const mjtNum* act_dot) {
-  mjtNum h = m->opt.timestep;
+static void advanceAct(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* act_dot) {
+  mjtNum h = mjdiff_timestep(m, s);
   for (int i = 0; i < m->na; i++) {
     d->act[i] += h * act_dot[i];
     int iu = i + m->nu - m->na;
@@ -178,10 +181,10 @@ static void advanceAct(const mjModel* m, mjData* d, const mjtNum* act_dot) {
 }
 
 // act += h act_dot (clamped), qvel += h qacc, qpos (+)= h vel, time += h
-static void advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* qacc,
-                    const mjtNum* vel) {
-  mjtNum h = m->opt.timestep;
-  advanceAct(m, d, act_dot);
+static void advance(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* act_dot,
+                    const mjtNum* qacc, const mjtNum* vel) {
+  mjtNum h = mjdiff_timestep(m, s);
+  advanceAct(m, d, s, act_dot);
   mju_addToScl(d->qvel, qacc, h, m->nv);
   mj_integratePos(m, d->qpos, vel, h);
   d->time += h;
@@ -190,7 +193,7 @@ static void advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mj
 // RK4 with the smooth forward at every stage; d's state is restored on failure
 static mjdiffStatus rk4(const mjModel* m, mjData* d, const mjdiffModel* s, char* err, int errsz) {
   int nq = m->nq, nv = m->nv, na = m->na;
-  mjtNum h = m->opt.timestep, time = d->time;
+  mjtNum h = mjdiff_timestep(m, s), time = d->time;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* dX = compat_stackAllocNum(d, 2 * nv + na);
   mjtNum *X[4], *F[4];
@@ -242,7 +245,7 @@ static mjdiffStatus rk4(const mjModel* m, mjData* d, const mjdiffModel* s, char*
       mju_addToScl(dX, X[j] + nq, kRK4B[j], nv);
       mju_addToScl(dX + nv, F[j], kRK4B[j], nv + na);
     }
-    advance(m, d, dX + 2 * nv, dX + nv, dX);
+    advance(m, d, s, dX + 2 * nv, dX + nv, dX);
   }
   compat_stackFree(d, mark);
   return st;
@@ -260,10 +263,10 @@ static mjtNum kinetic(const mjModel* m, const mjData* d, const mjtNum* v, mjtNum
 //   K(v0 + h M^-1 tau) - K(v0) = h v0' tau + h^2 tau' M^-1 tau / 2.
 // A gain they explain is driven motion, not divergence; a run-away velocity cannot hide behind
 // it (the work h vbar' tau at the run-away velocity would). tmp, sol: nv
-static mjtNum drivenGain(const mjModel* m, mjData* d, const mjtNum* v0, mjtNum* tmp,
-                         mjtNum* sol) {
+static mjtNum drivenGain(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* v0,
+                         mjtNum* tmp, mjtNum* sol) {
   int nv = m->nv;
-  mjtNum h = m->opt.timestep;
+  mjtNum h = mjdiff_timestep(m, s);
   mju_add(tmp, d->qfrc_actuator, d->qfrc_applied, nv);
   for (int b = 1; b < m->nbody; b++) {
     const mjtNum* f = d->xfrc_applied + 6 * b;
@@ -290,19 +293,12 @@ static void describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, c
   }
 }
 
-mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
-                         int errsz) {
-  if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
-  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
-  if (st != MJDIFF_OK) return st;
-  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
-    return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  }
-  st = checkInputs(m, d, err, errsz);
-  if (st != MJDIFF_OK) return st;
-
-  forwardCore(m, d, s, 0);
-  st = checkAcc(m, d, err, errsz);
+// one smooth (sub)step of mjdiff_timestep(m, s) from the state in d, sensors read unless
+// skipsensor; d's state is restored on failure
+static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor,
+                             char* err, int errsz) {
+  forwardCore(m, d, s, skipsensor);
+  mjdiffStatus st = checkAcc(m, d, err, errsz);
   if (st != MJDIFF_OK) {
     describeCulprit(m, d, s, err, errsz);
     return st;
@@ -327,14 +323,15 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
     mjtNum correction;
     st = mjdiff_implicitSolve(m, d, s, NULL, &iters, &correction, err, errsz);
     if (st == MJDIFF_OK) {
-      advanceAct(m, d, d->act_dot);
-      d->time += m->opt.timestep;
+      advanceAct(m, d, s, d->act_dot);
+      d->time += mjdiff_timestep(m, s);
     }
   } else if (m->opt.integrator == mjINT_RK4) {
     st = rk4(m, d, s, err, errsz);
   } else {
     mjModel view = *m;
     view.opt.disableflags |= COMPAT_DSBL_HARD;
+    view.opt.timestep = mjdiff_timestep(m, s);
     mj_Euler(&view, d);
   }
 
@@ -350,7 +347,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
       mjtNum K1 = kinetic(m, d, d->qvel, tmp);
       mjtNum floor = 0.5 * m->body_subtreemass[0];  // (1 m/s)^2 per kg
       if (K1 > 4 * K0 + floor && (!implicit || K1 > 100 * K0 + floor) &&
-          drivenGain(m, d, x0 + nq, tmp, sol) < 0.5 * (K1 - K0)) {
+          drivenGain(m, d, s, x0 + nq, tmp, sol) < 0.5 * (K1 - K0)) {
         mjModel user;
         mjdiffStability w;
         mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
@@ -375,6 +372,47 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
     describeCulprit(m, d, s, err, errsz);
   }
   if (st != MJDIFF_OK) {
+    mju_copy(d->qpos, x0, nq);
+    mju_copy(d->qvel, x0 + nq, nv);
+    mju_copy(d->act, x0 + nq + nv, na);
+    d->time = x0[nq + nv + na];
+  }
+  compat_stackFree(d, mark);
+  return st;
+}
+
+mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                            int errsz) {
+  return stepOnce(m, d, s, 1, err, errsz);
+}
+
+mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                         int errsz) {
+  if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
+  mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
+    return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  }
+  st = checkInputs(m, d, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  int n = mjdiff_substepCount(s);
+  if (n == 1) return stepOnce(m, d, s, 0, err, errsz);
+
+  // substeps: controls and applied forces held, sensors read at the start state (the first
+  // substep's forward pass), the time advanced by the model's timestep exactly; on failure the
+  // state before the step is restored
+  int nq = m->nq, nv = m->nv, na = m->na;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
+  mju_copy(x0, d->qpos, nq);
+  mju_copy(x0 + nq, d->qvel, nv);
+  mju_copy(x0 + nq + nv, d->act, na);
+  x0[nq + nv + na] = d->time;
+  for (int k = 0; k < n && st == MJDIFF_OK; k++) st = stepOnce(m, d, s, k > 0, err, errsz);
+  if (st == MJDIFF_OK) {
+    d->time = x0[nq + nv + na] + m->opt.timestep;
+  } else {
     mju_copy(d->qpos, x0, nq);
     mju_copy(d->qvel, x0 + nq, nv);
     mju_copy(d->act, x0 + nq + nv, na);

@@ -25,9 +25,12 @@ using testutil::Sim;
 
 // the derived omega^2 and 2 zeta omega of a standard solref / solimp at timestep h (the
 // documented formula, README "Defaults")
+// hs: the substep the explicit cap holds at (0: h); MuJoCo's refsafe rule (tc >= 2 h) is at the
+// model's timestep h
 void derivedLaw(double tc, double dr, double dmin, double dmax, double h, double* w2,
-                double* zw2) {
+                double* zw2, double hs = 0) {
   tc = std::max(tc, 2 * h);
+  if (hs > 0) h = hs;
   double k = 1 / (dmax * dmax * tc * tc * dr * dr), b = 2 / (dmax * tc);
   double dbar = 0.5 * (dmin + dmax), zeta = b / (2 * std::sqrt(k));
   double omega = std::min(std::sqrt(k * dbar / (1 - dbar)),
@@ -100,23 +103,27 @@ double ballInvweight(const mjModel* m) {
 }
 
 TEST(Defaults, ContactLawFromSolref) {
+  // n: the derived substeps, the smallest with omega_match (h / n) within 1.5x of the explicit
+  // cap 0.8 (sqrt(zeta^2 + 1) - zeta): omega_match h / cap = 1.11, 2.99, 2.23, 1.96 (zeta 2)
   struct Case {
     double h, tc, dr;
     const char* attrs;
     const char* pair;
+    int n;
   } cases[] = {
-      {0.002, 0.02, 1, "", ""},
-      {0.001, 0.005, 0.5, "solref='0.005 0.5'", ""},
-      {0.004, 0.02, 1, "", ""},                          // capped by the timestep
-      {0.002, 0.01, 2, "", "<contact><pair geom1='floor' geom2='ball' solref='0.01 2'/></contact>"},
+      {0.002, 0.02, 1, "", "", 1},
+      {0.001, 0.005, 0.5, "solref='0.005 0.5'", "", 3},
+      {0.004, 0.02, 1, "", "", 3},
+      {0.002, 0.01, 2, "", "<contact><pair geom1='floor' geom2='ball' solref='0.01 2'/></contact>", 2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string("h ") + std::to_string(c.h) + " " + c.attrs + c.pair);
     Sim sim(ballXml(c.h, c.attrs, c.pair).c_str());
     ASSERT_TRUE(sim.ok) << sim.sim.err;
     const mjModel* m = sim.sim.m;
+    EXPECT_EQ(mjdiff_substepCount(sim.sim.s), c.n);
     double w2, zw2, A = ballInvweight(m);
-    derivedLaw(c.tc, c.dr, 0.9, 0.95, c.h, &w2, &zw2);
+    derivedLaw(c.tc, c.dr, 0.9, 0.95, c.h, &w2, &zw2, c.h / mjdiff_substepCount(sim.sim.s));
     mjtNum k, cd, w;
     ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, 1, &k, nullptr, 0), MJDIFF_OK);
     ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_damping", 0, 1, &cd, nullptr, 0), MJDIFF_OK);
@@ -151,9 +158,11 @@ TEST(Defaults, SeriesRuleBetweenMovingGeoms) {
 </mujoco>)");
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
+  // b's solref 0.01 is 2.2x firmer than the explicit cap at 2 ms: three substeps
+  ASSERT_EQ(mjdiff_substepCount(sim.sim.s), 3);
   double w2a, zwa, w2b, zwb;
-  derivedLaw(0.02, 1, 0.9, 0.95, 0.002, &w2a, &zwa);
-  derivedLaw(0.01, 1, 0.9, 0.95, 0.002, &w2b, &zwb);
+  derivedLaw(0.02, 1, 0.9, 0.95, 0.002, &w2a, &zwa, 0.002 / 3);
+  derivedLaw(0.01, 1, 0.9, 0.95, 0.002, &w2b, &zwb, 0.002 / 3);
   double Aa = m->body_invweight0[2] + 0.1 * 0.1 * m->body_invweight0[3];
   double Ab = m->body_invweight0[4] + 0.05 * 0.05 * m->body_invweight0[5];
   double ka = w2a / Aa, kb = w2b / Ab;
@@ -476,33 +485,138 @@ TEST(Defaults, DivergenceIsCaughtAndNamed) {
 }
 
 // rest depth of a ball and of a box on a plane, derived values against MuJoCo's native step, at
-// 2 ms: no deeper than twice the native depth or 2 mm, whichever is larger (issue 10)
+// 2, 5 and 10 ms: no deeper than twice the native depth or 2 mm, whichever is larger (issue 10).
+// The derived substeps (1, 3 and 6) make it at 5 and 10 ms; a single explicit step there, held
+// to the stability cap, rests 3-8 times deeper and misses (the guard)
+double restDepth(const mjModel* m, mjData* d, const mjdiffModel* s, bool native, double seconds) {
+  mj_resetData(m, d);
+  char err[1000];
+  int n = (int)std::lround(seconds / m->opt.timestep);
+  for (int i = 0; i < n; i++) {
+    if (native) {
+      mj_step(m, d);
+    } else if (mjdiff_step(m, d, s, err, sizeof(err)) != MJDIFF_OK) {
+      ADD_FAILURE() << err;
+      return INFINITY;
+    }
+  }
+  if (!native && mjdiff_forward(m, d, s, err, sizeof(err)) != MJDIFF_OK) return INFINITY;
+  double deep = 0;
+  for (int i = 0; i < d->ncon; i++) deep = std::max(deep, -d->contact[i].dist);
+  return deep;
+}
+
 TEST(Defaults, RestDepthNearNative) {
   const char* shapes[] = {"type='sphere' size='0.1'", "type='box' size='0.1 0.1 0.1'"};
-  for (const char* shape : shapes) {
-    SCOPED_TRACE(shape);
-    std::string xml = ballXml(0.002);
-    size_t at = xml.find("type=\"sphere\" size=\"0.1\"");
-    ASSERT_NE(at, std::string::npos);
-    xml.replace(at, strlen("type=\"sphere\" size=\"0.1\""), shape);
-    Sim sim(xml.c_str());
-    ASSERT_TRUE(sim.ok) << sim.sim.err;
-    const mjModel* m = sim.sim.m;
-    mjData* d = sim.sim.d;
-    mjData* dn = mj_makeData(m);
-    char err[1000];
-    for (int i = 0; i < 1000; i++) {
-      ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
-      mj_step(m, dn);
+  struct Case {
+    double h;
+    int n;
+  } cases[] = {{0.002, 1}, {0.005, 3}, {0.01, 6}};
+  for (const Case& c : cases) {
+    for (const char* shape : shapes) {
+      SCOPED_TRACE(std::string(shape) + " h " + std::to_string(c.h));
+      std::string xml = ballXml(c.h);
+      size_t at = xml.find("type=\"sphere\" size=\"0.1\"");
+      ASSERT_NE(at, std::string::npos);
+      xml.replace(at, strlen("type=\"sphere\" size=\"0.1\""), shape);
+      Sim sim(xml.c_str());
+      ASSERT_TRUE(sim.ok) << sim.sim.err;
+      const mjModel* m = sim.sim.m;
+      mjData* dn = mj_makeData(m);
+      EXPECT_EQ(mjdiff_substepCount(sim.sim.s), c.n);
+      double deepn = restDepth(m, dn, nullptr, true, 2);
+      double deep = restDepth(m, sim.sim.d, sim.sim.s, false, 2);
+      mj_deleteData(dn);
+      EXPECT_GT(deepn, 0);
+      EXPECT_LE(deep, std::max(2 * deepn, 2e-3)) << "native " << deepn;
+      if (c.n > 1) {
+        char err[500];
+        ASSERT_EQ(mjdiff_setParam(sim.sim.s, "substeps", 1, err, sizeof(err)), MJDIFF_OK) << err;
+        double single = restDepth(m, sim.sim.d, sim.sim.s, false, 2);
+        EXPECT_GT(single, std::max(2 * deepn, 2e-3)) << "with " << c.n << " substeps " << deep;
+      }
     }
-    double deep = 0, deepn = 0;
-    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK);
-    for (int i = 0; i < d->ncon; i++) deep = std::max(deep, -d->contact[i].dist);
-    for (int i = 0; i < dn->ncon; i++) deepn = std::max(deepn, -dn->contact[i].dist);
-    mj_deleteData(dn);
-    EXPECT_GT(deepn, 0);
-    EXPECT_LE(deep, std::max(2 * deepn, 2e-3)) << "native " << deepn;
   }
+}
+
+// n substeps of timestep h are n smooth steps of h / n: the same derived values (MuJoCo's refsafe
+// rule, at h, does not bind here), the same state after 200 steps bit for bit, the readings of the
+// step's start state (as mj_step's), the time advanced by h exactly
+TEST(Substeps, AreStepsOfTheSubTimestep) {
+  const char* sensor = "<sensor><framepos objtype='body' objname='ball'/></sensor>";
+  // (0.003 / 2 is the double nearest 0.0015: ballXml's %g text gives the same timestep)
+  Sim big(ballXml(0.003, "", sensor).c_str());
+  Sim small(ballXml(0.0015, "", sensor).c_str());
+  ASSERT_TRUE(big.ok && small.ok) << big.sim.err << small.sim.err;
+  ASSERT_EQ(mjdiff_substepCount(big.sim.s), 2);  // omega_match h = 1.68 caps
+  ASSERT_EQ(mjdiff_substepCount(small.sim.s), 1);
+  mjtNum kb, ks;
+  ASSERT_EQ(mjdiff_getPairParam(big.sim.s, "contact_stiffness", 0, 1, &kb, nullptr, 0), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_getPairParam(small.sim.s, "contact_stiffness", 0, 1, &ks, nullptr, 0),
+            MJDIFF_OK);
+  EXPECT_NEAR(kb, ks, 1e-12 * ks);
+  mjData *db = big.sim.d, *ds = small.sim.d;
+  for (mjData* d : {db, ds}) {
+    d->qpos[2] = 0.3;
+    d->qvel[0] = 1;
+    d->qvel[4] = 5;
+  }
+  const mjModel *mb = big.sim.m, *ms = small.sim.m;
+  char err[1000];
+  double t = 0;
+  for (int k = 0; k < 200; k++) {
+    double z = db->qpos[2];
+    ASSERT_EQ(mjdiff_step(mb, db, big.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    EXPECT_EQ(db->sensordata[2], z) << "step " << k;
+    for (int i = 0; i < 2; i++) {
+      ASSERT_EQ(mjdiff_step(ms, ds, small.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    }
+    t += 0.003;
+    EXPECT_EQ(db->time, t);
+  }
+  // bit for bit: the same operations on the same numbers
+  for (int i = 0; i < mb->nq; i++) EXPECT_EQ(db->qpos[i], ds->qpos[i]) << "qpos " << i;
+  for (int i = 0; i < mb->nv; i++) EXPECT_EQ(db->qvel[i], ds->qvel[i]) << "qvel " << i;
+  EXPECT_LT(db->qpos[2], 0.1);  // it fell, and touched
+}
+
+// the option: validated, settable, 1 under the implicit step; attached to mj_step, none
+TEST(Substeps, OptionAndItsLimits) {
+  Sim sim(ballXml(0.005).c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjdiffModel* s = sim.sim.s;
+  char err[500];
+  EXPECT_EQ(mjdiff_substepCount(s), 3);
+  EXPECT_EQ(mjdiff_setParam(s, "substeps", 2.5, err, sizeof(err)), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("substeps must be an integer in [1, 64]"), std::string::npos)
+      << err;
+  EXPECT_EQ(mjdiff_setParam(s, "substeps", 65, err, sizeof(err)), MJDIFF_ERR_VALUE);
+  ASSERT_EQ(mjdiff_setParam(s, "substeps", 7, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_substepCount(s), 7);
+  ASSERT_EQ(mjdiff_setParam(s, "integrator", 1, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_substepCount(s), 1);
+  ASSERT_EQ(mjdiff_setParam(s, "integrator", 0, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_setParam(s, "substeps", -1, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_substepCount(s), 3);
+#if mjVERSION_HEADER < 3000000
+  // attached, MuJoCo's mj_step takes one step of the model's timestep: no substeps, until detached
+  ASSERT_EQ(mjdiff_attach(sim.sim.m, s, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_substepCount(s), 1);
+  mjdiff_detach(sim.sim.m);
+  EXPECT_EQ(mjdiff_substepCount(s), 3);
+#endif
+  // a workspace made for fewer substeps refuses by name
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_setParam(s, "substeps", 2, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_makeStepDeriv(sim.sim.m, s, nullptr, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_setParam(s, "substeps", 4, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> lam(2 * sim.sim.m->nv, 1.0), ax(2 * sim.sim.m->nv);
+  EXPECT_EQ(mjdiff_stepVJP(sim.sim.m, sim.sim.d, s, w, lam.data(), ax.data(), nullptr, nullptr,
+                           err, sizeof(err)),
+            MJDIFF_ERR_ARGUMENT);
+  EXPECT_NE(std::string(err).find("made for 2 substeps, the smooth model now takes 4"),
+            std::string::npos) << err;
+  mjdiff_freeStepDeriv(w);
 }
 
 }  // namespace

@@ -471,6 +471,18 @@ TEST(ParamDeriv, Contacts) {
   EXPECT_GT(r.withContact, 8);
 }
 
+// three substeps per step: the parameter columns chained over the substeps (P = A_k P + P_k)
+TEST(ParamDeriv, ContactsSubsteps) {
+  std::string xml =
+      testutil::withNumerics(kContacts, "<numeric name=\"mjdiff_substeps\" data=\"3\"/>");
+  CheckResult r = checkParams(
+      xml.c_str(), nullptr,
+      {"geom:*:friction", "geom:*:contact_stiffness", "geom:*:contact_damping", "body:*:mass",
+       "option:gravity"},
+      12, 100, 1e-6);
+  EXPECT_GT(r.withContact, 8);
+}
+
 // The ball's and box's centre of mass: MuJoCo 3 compiles those free bodies (centre of mass at the
 // body origin, principal axes along it) as simple, their mass-matrix rows reduced to the diagonal
 // in its CSR structure, which a centre-of-mass offset's coupling has no room in: 3.12 refuses

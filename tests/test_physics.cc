@@ -306,12 +306,13 @@ TEST(Physics, InclineStickDerivedSpeed) {
     if (cf.force[0] > 0) fn.push_back(cf.force[0]);
   }
   ASSERT_EQ(fn.size(), 4u);
-  double vs = std::max(0.02, 5 * p.mu * GravityOf(m) * m->opt.timestep);
+  double h = m->opt.timestep / mjdiff_substepCount(sim.s());  // the substep the law is at
+  double vs = std::max(0.02, 5 * p.mu * GravityOf(m) * h);
   double load = GravityOf(m) * std::sin(p.theta), lo = 0, hi = 1;
   for (int it = 0; it < 200; it++) {
     double v = 0.5 * (lo + hi), f = 0;
     for (double n : fn) {
-      double u = v / (vs + m->opt.timestep * A * p.mu * n);
+      double u = v / (vs + h * A * p.mu * n);
       f += p.mu * n * u / std::sqrt(1 + u * u);
     }
     (f > load ? hi : lo) = v;

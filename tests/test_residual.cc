@@ -49,7 +49,8 @@ mjdiffResidual* makeNet(const mjModel* m, unsigned long long seed, double gain) 
 //---------------------------------- one step: adj_qfrc ------------------------------------------
 
 // lambda' x'(qfrc_applied) by centred differences in direction e
-void checkStepForceAdjoint(const char* model, bool implicit, int warm, bool contacts) {
+void checkStepForceAdjoint(const char* model, bool implicit, int warm, bool contacts,
+                           int substeps = 0) {
   std::string path = shim_modelPath(model);
   testutil::Sim S(nullptr, path.c_str());
   ASSERT_TRUE(S.ok) << S.sim.err;
@@ -59,6 +60,9 @@ void checkStepForceAdjoint(const char* model, bool implicit, int warm, bool cont
   if (implicit) {
     ASSERT_EQ(mjdiff_setParam(S.sim.s, "integrator", 1, err, sizeof(err)), MJDIFF_OK) << err;
     ASSERT_EQ(mjdiff_setParam(S.sim.s, "implicit_tol", 1e-12, err, sizeof(err)), MJDIFF_OK);
+  }
+  if (substeps) {
+    ASSERT_EQ(mjdiff_setParam(S.sim.s, "substeps", substeps, err, sizeof(err)), MJDIFF_OK) << err;
   }
   if (m->nkey) mj_resetDataKeyframe(m, d, 0);
   unsigned long long seed = 3;
@@ -137,6 +141,11 @@ TEST(ForceAdjoint, StepReacher) {
 
 TEST(ForceAdjoint, StepHopperContacts) {
   checkStepForceAdjoint("hopper.xml", false, 40, true);
+}
+
+// held over three substeps: the adjoint summed over them
+TEST(ForceAdjoint, StepHopperSubsteps) {
+  checkStepForceAdjoint("hopper.xml", false, 40, true, 3);
 }
 
 TEST(ForceAdjoint, StepArmBoxImplicit) {

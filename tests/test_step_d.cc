@@ -681,6 +681,47 @@ TEST(StepDeriv, SphereOnFloorWithContact) {
   checkModel(kSphereFloor, nullptr, 20, 1e-6, 100, true);
 }
 
+// substeps (mjdiff_substeps n: n smooth steps of timestep / n per mjdiff_step): the Jacobians
+// chained over the substeps, against finite differences of the whole step
+std::string withSubsteps(const std::string& xml, int n) {
+  return testutil::withNumerics(
+      xml, "<numeric name=\"mjdiff_substeps\" data=\"" + std::to_string(n) + "\"/>");
+}
+
+TEST(StepDerivSubsteps, ConstraintsEuler) {
+  checkModel(withSubsteps(kConstraints, 3).c_str(), nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDerivSubsteps, ConstraintsRK4) {
+  checkModel(withSubsteps(withRK4(kConstraints), 2).c_str(), nullptr, 20, 1e-6, 60);
+}
+
+TEST(StepDerivSubsteps, SphereOnFloorWithContact) {
+  checkModel(withSubsteps(kSphereFloor, 4).c_str(), nullptr, 20, 1e-6, 100, true);
+}
+
+TEST(StepDerivSubsteps, Muscles) {
+  checkModel(withSubsteps(kMuscles, 3).c_str(), nullptr, 20, 1e-6, 40);
+}
+
+TEST(StepDerivSubsteps, BodyTransmissions) {
+  checkModel(withSubsteps(kAdhesion, 2).c_str(), nullptr, 20, 1e-6, 60, true);
+}
+
+// the derived substeps at a 5 ms step (MuJoCo's humanoid, 5 substeps, is in StepDerivModels)
+TEST(StepDerivSubsteps, DerivedAtFiveMilliseconds) {
+  std::string xml = kSphereFloor;
+  xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.005\"");
+  const std::string stiff = "<numeric name=\"mjdiff_contact_stiffness\" data=\"3000\"/>";
+  // derived stiffness and damping; a 1 cm width, so that the sphere rests where the law's third
+  // derivative (1 / w^2 in the ramp) leaves finite differences reliable
+  xml.replace(xml.find(stiff), stiff.size(), "<numeric name=\"mjdiff_contact_width\" data=\"0.01\"/>");
+  testutil::StepSim sim(xml.c_str(), nullptr);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  ASSERT_EQ(mjdiff_substepCount(sim.sim.s), 3);  // omega_match h = 2.8 caps
+  checkModel(xml.c_str(), nullptr, 20, 1e-6, 100, true);
+}
+
 // the implicit smooth step (opt.integrator = 1): derivatives by the implicit function theorem at
 // the converged Newton step, against finite differences of the same step
 std::string withImplicit(const std::string& xml) {

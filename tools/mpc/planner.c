@@ -286,7 +286,8 @@ typedef struct feedback_ {
 // Roll out controls ctrl (H x nu) from the start on worker w, or, with fb, the feedback law around
 // them. The running cost needs the kinematics at x_t: with Euler, the step's own forward pass
 // leaves them at x_t (MuJoCo integrates qpos, qvel and act only), so x_t is swapped back in for the
-// cost; otherwise (RK4, the implicit smooth step) an extra forward pass. Writes the controls used (uout) and states; returns J,
+// cost; otherwise (RK4, the implicit smooth step, substeps) an extra forward pass. Writes the
+// controls used (uout) and states; returns J,
 // INFINITY if a step fails. Nullable: fb, uout, states.
 static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const feedback* fb,
                       double* uout, double* states) {
@@ -298,7 +299,8 @@ static double rollout(const mpcPlanner* p, worker* w, const double* ctrl, const 
   // rollout's cost 3e-5 off the reference, the plan's 2.6%)
   mjtNum implicit = 0;
   mjdiff_getParam(p->s, "integrator", &implicit, NULL, 0);
-  int euler = m->opt.integrator == mjINT_EULER && implicit == 0;
+  // substeps leave them at the last substep's start
+  int euler = m->opt.integrator == mjINT_EULER && implicit == 0 && mjdiff_substepCount(p->s) == 1;
   loadStart(p, d);
   double J = 0;
   for (int t = 0; t < H; t++) {

@@ -72,6 +72,8 @@ typedef struct mjdiffOptions_ {
   mjtNum integrator;           // MJDIFF_INT_EXPLICIT, MJDIFF_INT_IMPLICIT, or MJDIFF_DERIVED
   mjtNum implicit_tol;         // implicit step: Newton stops at a velocity change <= tol (1 + |v'|)
   mjtNum implicit_maxiter;     // implicit step: most Newton iterations, an integer >= 1
+  mjtNum substeps;             // explicit step: smooth steps of timestep / n per mjdiff_step, an
+                               // integer in [1, 64], or MJDIFF_DERIVED (README, "Substeps")
 
   // long-range contact term for optimisation (plugin/reach.h; <mjdiff/reach.h> anneals it): a
   // repulsive normal force a S(dist / R) on every contact out to dist = R, S C2, 1 at dist <= 0
@@ -109,6 +111,14 @@ typedef struct mjdiffContactForce_ {
 // model (hard constraints off; collision with activation margins). Opaque; one per mjModel, shared
 // read-only by every thread stepping that model.
 typedef struct mjdiffModel_ mjdiffModel;
+
+// The number of smooth steps of timestep / n one mjdiff_step takes (controls, applied forces and
+// the model's timestep held; sensors read at the step's start state, as mj_step's): the option
+// substeps where set, 1 under the implicit step or while attached to MuJoCo's own mj_step (the 2.2
+// adapter, the MuJoCo 3 engine plugin), else derived: the smallest n that brings the explicit
+// step's stability cap to within 1.5x of MuJoCo's own contact firmness (at most 8; README,
+// "Substeps"). The derived values and the step derivatives use timestep / n.
+MJDIFF_API int mjdiff_substepCount(const mjdiffModel* s);
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
 // implicit_tol (1e-10), implicit_maxiter (100), reach_strength (0: off), reach_width (0.1 m) and reach_static
