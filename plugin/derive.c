@@ -55,7 +55,8 @@
 // rest depth goes as omega^-2, so a capped law rests r^2 deeper than MuJoCo's firmness would. With
 // n substeps of h / n each (plugin/step.c) the cap is n times larger: the derived n is the smallest
 // with r / n <= 1 where r > 1.5 (1 otherwise; at most 8), r the largest over the contacts of
-// moving geoms that MuJoCo's filters let meet another geom, and MJCF <pair>s. Every law above
+// moving geoms that MuJoCo's filters let meet another geom, and MJCF <pair>s, whose contact
+// stiffness is derived (an explicit stiffness, on the geom or model-wide, asks for none). Every law above
 // then uses h / n (MuJoCo's refsafe rule keeps the model's h). Not under the implicit step, nor
 // where MuJoCo's own mj_step integrates (the 2.2 adapter, the 3.x engine plugin): there n = 1.
 //
@@ -362,19 +363,31 @@ static int canCollide(const mjModel* m, int g) {
   return 0;
 }
 
+// 1 if geom g's contact stiffness is derived (neither set on the geom nor model-wide): only then
+// does its solref ask for substeps (an explicit stiffness is the user's, whatever the timestep)
+static int derivedStiffness(const mjdiffModel* s, int g) {
+  return s->opt.contact_stiffness == MJDIFF_DERIVED && !s->geom_set[GP_COUNT * g + GP_STIFFNESS];
+}
+
 static int substepCount(const mjModel* m, const mjdiffModel* s) {
   if (mjdiff_implicit(s) || s->single || !(m->opt.timestep > 0)) return 1;
   if (s->opt.substeps != MJDIFF_DERIVED) return (int)s->opt.substeps;
   mjtNum r = 0;
   for (int g = 0; g < m->ngeom; g++) {
-    if (!canCollide(m, g)) continue;  // an immovable geom's law drops out of its pairs
+    if (!canCollide(m, g) || !derivedStiffness(s, g)) continue;  // an immovable geom's law drops
+                                                                 // out of its pairs
     r = mju_max(r, capRatio(m, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g));
   }
   for (int i = 0; i < m->npair; i++) {
+    if (!derivedStiffness(s, m->pair_geom1[i]) && !derivedStiffness(s, m->pair_geom2[i])) continue;
     r = mju_max(r, capRatio(m, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i));
   }
   if (!(r > SUBSTEP_SLACK)) return 1;
   return r >= SUBSTEP_MAX ? SUBSTEP_MAX : (int)ceil(r);
+}
+
+int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s) {
+  return substepCount(m, s) != s->nsub;
 }
 
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {

@@ -104,6 +104,10 @@ mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, c
 // step of the model's timestep: no substeps; derives s's values again if this changes
 MJDIFF_API void mjdiff_setSingleStep(mjdiffModel* s, int single);
 
+// nonzero if the substeps s's values were derived with are not those its options and explicit
+// contact stiffnesses now ask for (derive.c)
+int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s);
+
 // fill the derived arrays of s from m (derive.c) for s's integrator; s's arrays are allocated
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s);
 

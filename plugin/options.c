@@ -645,6 +645,12 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
 
   st = readCustom(s, m, err, errsz);
   if (st == MJDIFF_OK) st = readPluginConfig(s, m, err, errsz);
+  if (st == MJDIFF_OK && mjdiff_substepsStale(m, s)) {
+    // the derived substeps count only derived contact stiffnesses, which the MJCF's values (read
+    // just now) may have made explicit: derive again (explicit values stay as set)
+    mjdiff_deriveParams(m, s);
+    for (int i = 0; i < NPARAM; i++) spreadGeomParam(s, kParams + i);
+  }
   if (st == MJDIFF_OK) {
     st = mjdiff_checkSupported(m, &s->opt, err, errsz);
   }

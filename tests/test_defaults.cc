@@ -580,6 +580,31 @@ TEST(Substeps, AreStepsOfTheSubTimestep) {
   EXPECT_LT(db->qpos[2], 0.1);  // it fell, and touched
 }
 
+// substeps are derived for derived contact stiffnesses only: an explicit stiffness in the MJCF
+// (model-wide, or on the moving geom) asks for none; an explicit damping alone, or a stiffness on
+// the immovable floor only, leaves them
+TEST(Substeps, ExplicitStiffnessAsksForNone) {
+  struct Case {
+    const char* numeric;
+    int n;
+  } cases[] = {{"mjdiff_contact_stiffness", 1},
+               {"mjdiff_contact_stiffness:ball", 1},
+               {"mjdiff_contact_stiffness:floor", 3},
+               {"mjdiff_contact_damping", 3}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.numeric);
+    std::string extra = std::string("<custom><numeric name='") + c.numeric + "' data='2e4'/></custom>";
+    Sim sim(ballXml(0.005, "", extra).c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    EXPECT_EQ(mjdiff_substepCount(sim.sim.s), c.n);
+    mjtNum k;
+    ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, 1, &k, nullptr, 0), MJDIFF_OK);
+    if (c.n == 1) {
+      EXPECT_EQ(k, 2e4);
+    }
+  }
+}
+
 // the option: validated, settable, 1 under the implicit step; attached to mj_step, none
 TEST(Substeps, OptionAndItsLimits) {
   Sim sim(ballXml(0.005).c_str());

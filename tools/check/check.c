@@ -550,6 +550,7 @@ typedef struct staterec_ {
 typedef struct result_ {
   int nv, nu, na, nq, integrator;
   double timestep;
+  int implicit, substeps;  // the smooth step: implicit (mjdiff_integrator 1), substeps per step
   int nb;
   block blocks[NBLOCK];
   int nstate;  // states done
@@ -582,11 +583,12 @@ static void printJson(FILE* f, const args* a, const result* r, const char* statu
   tool_jsonString(f, status);
   fprintf(f,
           ",\"metrics\":{\"nq\":%d,\"nv\":%d,\"na\":%d,\"nu\":%d,\"integrator\":\"%s\","
-          "\"timestep_s\":%g,\"states\":%d,\"compared\":%d,\"skipped_fd_disagree\":%d,"
+          "\"timestep_s\":%g,\"smooth_implicit\":%s,\"substeps\":%d,\"states\":%d,\"compared\":%d,\"skipped_fd_disagree\":%d,"
           "\"skipped_fd_step_failed\":%d,\"with_contacts\":%d,\"compared_with_contacts\":%d,"
           "\"state_changed\":%d,\"columns\":%d,\"columns_drawn\":%ld,"
           "\"columns_compared\":%ld,\"worst\":{",
-          r->nq, r->nv, r->na, r->nu, tool_integratorName(r->integrator), r->timestep, r->nstate,
+          r->nq, r->nv, r->na, r->nu, tool_integratorName(r->integrator), r->timestep,
+          r->implicit ? "true" : "false", r->substeps, r->nstate,
           r->compared, r->skipped, r->fd_failed, r->contacts, r->contacts_compared,
           r->state_changed, r->ncol, r->columns, r->reliable);
   for (int b = 0; b < r->nb; b++) {
@@ -638,6 +640,12 @@ static void printTable(FILE* f, const args* a, const result* r) {
   fprintf(f, TOOL " %s: %s\n", mjdiff_versionString(), a->model);
   fprintf(f, "model: nq %d, nv %d, na %d, nu %d, %s, timestep %g s\n", r->nq, r->nv, r->na, r->nu,
           tool_integratorName(r->integrator), r->timestep);
+  if (r->implicit) {
+    fprintf(f, "smooth step: implicit (backward Euler on the smooth forces)\n");
+  } else {
+    fprintf(f, "smooth step: explicit, %d substep%s of %g s\n", r->substeps,
+            r->substeps == 1 ? "" : "s", r->timestep / (r->substeps > 0 ? r->substeps : 1));
+  }
   fprintf(f,
           "states: %d, compared %d, skipped %d (finite differences disagree with themselves: a "
           "force law's piece boundary in reach)%s",
@@ -1001,6 +1009,8 @@ int main(int argc, char** argv) {
       snprintf(r.message, sizeof(r.message), "%s: smooth model rejected: %s (%s)", a.model, err,
                mjdiff_statusName(st));
     } else {
+      r.implicit = mjdiff_getOptions(s)->integrator == MJDIFF_INT_IMPLICIT;
+      r.substeps = mjdiff_substepCount(s);
       st = mjdiff_makeStepDeriv(m, s, NULL, &w, err, sizeof(err));
       if (st != MJDIFF_OK) {
         r.status = TOOL_EXIT_RUNTIME;

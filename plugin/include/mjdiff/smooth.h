@@ -115,9 +115,11 @@ typedef struct mjdiffModel_ mjdiffModel;
 // The number of smooth steps of timestep / n one mjdiff_step takes (controls, applied forces and
 // the model's timestep held; sensors read at the step's start state, as mj_step's): the option
 // substeps where set, 1 under the implicit step or while attached to MuJoCo's own mj_step (the 2.2
-// adapter, the MuJoCo 3 engine plugin), else derived: the smallest n that brings the explicit
-// step's stability cap to within 1.5x of MuJoCo's own contact firmness (at most 8; README,
-// "Substeps"). The derived values and the step derivatives use timestep / n.
+// adapter, the MuJoCo 3 engine plugin), else derived from the geoms whose contact stiffness is
+// derived (not set in the MJCF, on the geom or model-wide): 1 where the explicit step's stability
+// cap is within 1.5x of MuJoCo's own contact firmness, else the smallest n that reaches it (at most
+// 8; README, "Substeps"). Fixed when the model is made (or its integrator or substeps are set).
+// The derived values and the step derivatives use timestep / n.
 MJDIFF_API int mjdiff_substepCount(const mjdiffModel* s);
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
