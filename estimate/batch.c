@@ -147,19 +147,19 @@ static mjdiffStatus evaluate(batch* b, const mjtNum* x0, const mjtNum* p, int ja
         b->e[my] = e;
         // J row = (C_sd Phi | C_sd Psi + Q_sd) / sigma
         mjtNum* Jr = b->J + (size_t)my * nz;
-        mjdiff_estGemm(0, 0, 1, nz, n, 1 / b->rstd[i], b->C + (size_t)sd * n, b->Phi, 0, Jr);
+        mjdiff_gemm(0, 0, 1, nz, n, 1 / b->rstd[i], b->C + (size_t)sd * n, b->Phi, 0, Jr);
         for (int j = 0; j < np; j++) Jr[n + j] += b->Q[(size_t)sd * np + j] / b->rstd[i];
       }
       my++;
     }
     if (jac && my) {
-      mjdiff_estGemm(1, 0, nz, nz, my, 1, b->J, b->J, 1, b->H);
-      mjdiff_estGemm(1, 0, nz, 1, my, 1, b->J, b->e, 1, b->g);
+      mjdiff_gemm(1, 0, nz, nz, my, 1, b->J, b->J, 1, b->H);
+      mjdiff_gemm(1, 0, nz, 1, my, 1, b->J, b->e, 1, b->g);
     }
     if (t == b->T) break;
     if (jac) {
       // (Phi | Psi) <- A (Phi | Psi) + (0 | P)
-      mjdiff_estGemm(0, 0, n, nz, n, 1, b->A, b->Phi, 0, b->Tmp);
+      mjdiff_gemm(0, 0, n, nz, n, 1, b->A, b->Phi, 0, b->Tmp);
       for (int i = 0; i < n; i++) {
         for (int j = 0; j < np; j++) b->Tmp[(size_t)i * nz + n + j] += b->P[(size_t)i * np + j];
       }
@@ -375,8 +375,8 @@ mjdiffStatus mjdiff_batchEstimate(mjModel* m, mjdiffModel* s, const mjdiffBatchE
       for (int i = 0; i < nz; i++) b.Hd[(size_t)i * nz + i] *= 1 + mu;
       for (int i = 0; i < nz; i++) b.Hd[(size_t)i * nz + i] += mu * 1e-9;
       for (int i = 0; i < nz; i++) b.dz[i] = -b.g[i];
-      if (mjdiff_estCholesky(b.Hd, nz) == 0) {
-        mjdiff_estCholSolve(b.Hd, nz, b.dz, 1);
+      if (mjdiff_cholesky(b.Hd, nz, 0) == 0) {
+        mjdiff_cholSolve(b.Hd, nz, b.dz, 1);
         mjdiff_stateIntegrate(m, xc, b.dz, 1, b.xtry);
         for (int j = 0; j < np; j++) b.ptry[j] = pc[j] + b.dz[n + j];
         mjtNum Fn = INFINITY;
@@ -414,10 +414,10 @@ mjdiffStatus mjdiff_batchEstimate(mjModel* m, mjdiffModel* s, const mjdiffBatchE
     if (cov) {
       if (inf.rank == nz) {
         memcpy(b.Hd, b.H, sizeof(mjtNum) * (size_t)nz * nz);
-        if (mjdiff_estCholesky(b.Hd, nz) == 0) {
+        if (mjdiff_cholesky(b.Hd, nz, 0) == 0) {
           memset(cov, 0, sizeof(mjtNum) * (size_t)nz * nz);
           for (int i = 0; i < nz; i++) cov[(size_t)i * nz + i] = 1;
-          mjdiff_estCholSolve(b.Hd, nz, cov, nz);
+          mjdiff_cholSolve(b.Hd, nz, cov, nz);
           mjdiff_estSymmetrize(cov, nz);
         } else {
           for (size_t i = 0; i < (size_t)nz * nz; i++) cov[i] = NAN;

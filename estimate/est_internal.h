@@ -1,24 +1,15 @@
 // Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 //
-// Internal helpers of estimate/: dense linear algebra (row-major) and the selection of measured
-// sensors, shared by filter.c and batch.c. Not exported (hidden visibility).
+// Internal helpers of estimate/: dense linear algebra (row-major; the product and Cholesky are
+// <mjdiff/linalg.h>'s) and the selection of measured sensors, shared by filter.c and batch.c.
+// Not exported (hidden visibility).
 
 #ifndef MJDIFF_ESTIMATE_INTERNAL_H_
 #define MJDIFF_ESTIMATE_INTERNAL_H_
 
 #include <mjdiff/base.h>
+#include <mjdiff/linalg.h>
 #include <mujoco/mujoco.h>
-
-// C (m x n) = alpha op(A) op(B) + beta C, op(A) (m x k), op(B) (k x n); ta, tb: transpose
-void mjdiff_estGemm(int ta, int tb, int m, int n, int k, mjtNum alpha, const mjtNum* a,
-                    const mjtNum* b, mjtNum beta, mjtNum* c);
-
-// in place Cholesky A = L L' of the symmetric n x n A (lower triangle written, upper zeroed);
-// 0, or 1 + the index of the first pivot that is not positive and finite
-int mjdiff_estCholesky(mjtNum* a, int n);
-
-// solve L L' X = B in place (B: n x ncol)
-void mjdiff_estCholSolve(const mjtNum* L, int n, mjtNum* b, int ncol);
 
 // A = (A + A') / 2
 void mjdiff_estSymmetrize(mjtNum* a, int n);

@@ -306,7 +306,7 @@ mjdiffStatus mjdiff_filterReset(mjdiffFilter* f, const mjtNum* x, const mjtNum* 
     }
   }
   memcpy(f->L, P, sizeof(mjtNum) * (size_t)n * n);
-  int piv = mjdiff_estCholesky(f->L, n);
+  int piv = mjdiff_cholesky(f->L, n, 0);
   if (piv) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "P is not positive definite (Cholesky pivot %d fails)", piv - 1);
@@ -345,7 +345,7 @@ static void setCtrl(mjdiffFilter* f, const mjtNum* ctrl) {
 // 0 if the covariance P (n x n) is positive definite (scratch L), else the failing row + 1
 static int checkPD(mjdiffFilter* f, const mjtNum* P) {
   memcpy(f->L, P, sizeof(mjtNum) * (size_t)f->ndx * f->ndx);
-  return mjdiff_estCholesky(f->L, f->ndx);
+  return mjdiff_cholesky(f->L, f->ndx, 0);
 }
 
 // a name for tangent row i, for messages
@@ -389,9 +389,9 @@ static mjdiffStatus ekfPredict(mjdiffFilter* f, char* err, int errsz) {
   st = mjdiff_step(m, f->d, f->s, err, errsz);
   if (st != MJDIFF_OK) return st;
   // P' = A P A' + Q
-  mjdiff_estGemm(0, 0, n, n, n, 1, f->A, f->P, 0, f->T1);
+  mjdiff_gemm(0, 0, n, n, n, 1, f->A, f->P, 0, f->T1);
   memcpy(f->T2, f->Q, sizeof(mjtNum) * n2);
-  mjdiff_estGemm(0, 1, n, n, n, 1, f->T1, f->A, 1, f->T2);
+  mjdiff_gemm(0, 1, n, n, n, 1, f->T1, f->A, 1, f->T2);
   mjdiff_estSymmetrize(f->T2, n);
   int piv = checkPD(f, f->T2);
   if (piv) return diverged(f, piv, "predicted", err, errsz);
@@ -422,17 +422,17 @@ static mjdiffStatus josephUpdate(mjdiffFilter* f, int my, char* err, int errsz) 
   size_t n2 = (size_t)n * n;
   mjtNum* IKH = f->A;  // scratch
   // IKH = I - K H = I - (K')' H
-  mjdiff_estGemm(1, 0, n, n, my, -1, f->K, f->H, 0, IKH);
+  mjdiff_gemm(1, 0, n, n, my, -1, f->K, f->H, 0, IKH);
   for (int i = 0; i < n; i++) IKH[(size_t)i * n + i] += 1;
-  mjdiff_estGemm(0, 0, n, n, n, 1, IKH, f->P, 0, f->T1);
-  mjdiff_estGemm(0, 1, n, n, n, 1, f->T1, IKH, 0, f->T2);
+  mjdiff_gemm(0, 0, n, n, n, 1, IKH, f->P, 0, f->T1);
+  mjdiff_gemm(0, 1, n, n, n, 1, f->T1, IKH, 0, f->T2);
   // + K R K' = (K')' (R K'): R K' into H (no longer needed)
   for (int j = 0; j < my; j++) {
     const mjtNum* kj = f->K + (size_t)j * n;
     mjtNum* wj = f->H + (size_t)j * n;
     for (int b = 0; b < n; b++) wj[b] = f->rv[j] * kj[b];
   }
-  mjdiff_estGemm(1, 0, n, n, my, 1, f->K, f->H, 1, f->T2);
+  mjdiff_gemm(1, 0, n, n, my, 1, f->K, f->H, 1, f->T2);
   mjdiff_estSymmetrize(f->T2, n);
   int piv = checkPD(f, f->T2);
   if (piv) return diverged(f, piv, "updated", err, errsz);
@@ -446,7 +446,7 @@ static mjdiffStatus josephUpdate(mjdiffFilter* f, int my, char* err, int errsz) 
 
 // S (my x my) in f->S (Cholesky factor on return); nis; 0 or the failing pivot
 static int factorInnovation(mjdiffFilter* f, int my) {
-  int piv = mjdiff_estCholesky(f->S, my);
+  int piv = mjdiff_cholesky(f->S, my, 0);
   if (piv) return piv;
   // nis = r' S^-1 r = |z|^2, L z = r
   mjtNum nis = 0;
@@ -500,14 +500,14 @@ static mjdiffStatus ekfUpdate(mjdiffFilter* f, const mjtNum* y, char* err, int e
     f->rv[j] = f->rstd[i] * f->rstd[i];
   }
   // HP = H P (my x n) into K; S = HP H' + R
-  mjdiff_estGemm(0, 0, my, n, n, 1, f->H, f->P, 0, f->K);
-  mjdiff_estGemm(0, 1, my, my, n, 1, f->K, f->H, 0, f->S);
+  mjdiff_gemm(0, 0, my, n, n, 1, f->H, f->P, 0, f->K);
+  mjdiff_gemm(0, 1, my, my, n, 1, f->K, f->H, 0, f->S);
   for (int j = 0; j < my; j++) f->S[(size_t)j * my + j] += f->rv[j];
   mjdiff_estSymmetrize(f->S, my);
   int piv = factorInnovation(f, my);
   if (piv) return innovationFail(f, piv, err, errsz);
   // K' = S^-1 H P
-  mjdiff_estCholSolve(f->S, my, f->K, n);
+  mjdiff_cholSolve(f->S, my, f->K, n);
   st = josephUpdate(f, my, err, errsz);
   if (st != MJDIFF_OK) return st;
   f->info.nupdate++;
@@ -524,7 +524,7 @@ static int sigmaPoints(mjdiffFilter* f, mjtNum* lambda) {
   mjtNum c = n + *lambda;
   memcpy(f->L, f->P, sizeof(mjtNum) * (size_t)n * n);
   for (size_t i = 0; i < (size_t)n * n; i++) f->L[i] *= c;
-  int piv = mjdiff_estCholesky(f->L, n);
+  int piv = mjdiff_cholesky(f->L, n, 0);
   if (piv) return piv;
   mju_copy(f->X, f->x, nx);
   mju_zero(f->Z, n);
@@ -645,11 +645,11 @@ static mjdiffStatus ukfUpdate(mjdiffFilter* f, const mjtNum* y, char* err, int e
   piv = factorInnovation(f, my);
   if (piv) return innovationFail(f, piv, err, errsz);
   // K' = Pyy^-1 Pxy'
-  mjdiff_estCholSolve(f->S, my, f->K, n);
+  mjdiff_cholSolve(f->S, my, f->K, n);
   // P+ = P - (Pxy')' K'
   size_t n2 = (size_t)n * n;
   memcpy(f->T2, f->P, sizeof(mjtNum) * n2);
-  mjdiff_estGemm(1, 0, n, n, my, -1, Pxyt, f->K, 1, f->T2);
+  mjdiff_gemm(1, 0, n, n, my, -1, Pxyt, f->K, 1, f->T2);
   mjdiff_estSymmetrize(f->T2, n);
   piv = checkPD(f, f->T2);
   if (piv) return diverged(f, piv, "updated", err, errsz);

@@ -136,8 +136,8 @@ static mjdiffStatus jacDir(Ctx* c, int sensor, const mjtNum* x, const mjtNum* di
 // out = X P Y' (X, Y: r x n; P: n x n), with tmp (r x n)
 static void sandwich(int r, int n, const mjtNum* X, const mjtNum* P, const mjtNum* Y,
                      mjtNum beta, mjtNum* out, mjtNum* tmp) {
-  mjdiff_estGemm(0, 0, r, n, n, 1, X, P, 0, tmp);
-  mjdiff_estGemm(0, 1, r, r, n, 1, tmp, Y, beta, out);
+  mjdiff_gemm(0, 0, r, n, n, 1, X, P, 0, tmp);
+  mjdiff_gemm(0, 1, r, r, n, 1, tmp, Y, beta, out);
 }
 
 // out += T + T' (n x n)
@@ -277,7 +277,7 @@ mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef*
       for (int k = 0; k < my; k++) S[k * my + k] += rv[k];
       mjdiff_estSymmetrize(S, my);
       memcpy(W, S, sizeof(mjtNum) * my * my);
-      if (mjdiff_estCholesky(W, my)) {
+      if (mjdiff_cholesky(W, my, 0)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "filter diverged at step %d: innovation covariance not positive "
                           "definite",
@@ -288,15 +288,15 @@ mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef*
       for (int k = 0; k < my; k++) logdet += 2 * log(W[k * my + k]);
       memset(Si, 0, sizeof(mjtNum) * my * my);
       for (int k = 0; k < my; k++) Si[k * my + k] = 1;
-      mjdiff_estCholSolve(W, my, Si, my);
+      mjdiff_cholSolve(W, my, Si, my);
       mjdiff_estSymmetrize(Si, my);
-      mjdiff_estGemm(0, 0, my, 1, my, 1, Si, r, 0, a);
+      mjdiff_gemm(0, 0, my, 1, my, 1, Si, r, 0, a);
       L += 0.5 * (mju_dot(r, a, my) + logdet);
       // K = P H' Si (n x my)
-      mjdiff_estGemm(0, 1, n, my, n, 1, P, H, 0, PHt);
-      mjdiff_estGemm(0, 0, n, my, my, 1, PHt, Si, 0, K);
+      mjdiff_gemm(0, 1, n, my, n, 1, P, H, 0, PHt);
+      mjdiff_gemm(0, 0, n, my, my, 1, PHt, Si, 0, K);
       // M = I - K H
-      mjdiff_estGemm(0, 0, n, n, my, -1, K, H, 0, M);
+      mjdiff_gemm(0, 0, n, n, my, -1, K, H, 0, M);
       for (int i = 0; i < n; i++) M[i * n + i] += 1;
       // tangents
       if (grad) {
@@ -310,7 +310,7 @@ mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef*
               mju_zero(dH + (size_t)k * n, n);
           }
           // dr = -H dx
-          mjdiff_estGemm(0, 0, my, 1, n, -1, H, dx[j], 0, dr);
+          mjdiff_gemm(0, 0, my, 1, n, -1, H, dx[j], 0, dr);
           if (j >= 2)
             for (int k = 0; k < my; k++) dr[k] -= Hq[(size_t)rows[use[k]] * np + (j - 2)];
           // dS = H dP H' + (dH P H' + its transpose) + dR
@@ -322,34 +322,34 @@ mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef*
           if (j == 1)
             for (int k = 0; k < my; k++) dS[k * my + k] += rv[k];
           // dNLL = a' dr - 1/2 a' dS a + 1/2 tr(Si dS)
-          mjdiff_estGemm(0, 0, my, 1, my, 1, dS, a, 0, v1);
+          mjdiff_gemm(0, 0, my, 1, my, 1, dS, a, 0, v1);
           mjtNum tr = 0;
           for (int k = 0; k < my; k++)
             for (int l = 0; l < my; l++) tr += Si[k * my + l] * dS[l * my + k];
           g[j] += mju_dot(a, dr, my) - 0.5 * mju_dot(a, v1, my) + 0.5 * tr;
           // dK = (dP H' + P dH') Si - K dS Si
-          mjdiff_estGemm(0, 1, n, my, n, 1, dP[j], H, 0, PHt);
-          if (curv) mjdiff_estGemm(0, 1, n, my, n, 1, P, dH, 1, PHt);
-          mjdiff_estGemm(0, 0, n, my, my, -1, K, dS, 1, PHt);  // PHt - K dS
-          mjdiff_estGemm(0, 0, n, my, my, 1, PHt, Si, 0, dK);
+          mjdiff_gemm(0, 1, n, my, n, 1, dP[j], H, 0, PHt);
+          if (curv) mjdiff_gemm(0, 1, n, my, n, 1, P, dH, 1, PHt);
+          mjdiff_gemm(0, 0, n, my, my, -1, K, dS, 1, PHt);  // PHt - K dS
+          mjdiff_gemm(0, 0, n, my, my, 1, PHt, Si, 0, dK);
           // dx+ = dx + dK r + K dr
-          mjdiff_estGemm(0, 0, n, 1, my, 1, dK, r, 1, dx[j]);
-          mjdiff_estGemm(0, 0, n, 1, my, 1, K, dr, 1, dx[j]);
+          mjdiff_gemm(0, 0, n, 1, my, 1, dK, r, 1, dx[j]);
+          mjdiff_gemm(0, 0, n, 1, my, 1, K, dr, 1, dx[j]);
           // dM = -(dK H + K dH)
-          mjdiff_estGemm(0, 0, n, n, my, -1, dK, H, 0, dM);
-          if (curv) mjdiff_estGemm(0, 0, n, n, my, -1, K, dH, 1, dM);
+          mjdiff_gemm(0, 0, n, n, my, -1, dK, H, 0, dM);
+          if (curv) mjdiff_gemm(0, 0, n, n, my, -1, K, dH, 1, dM);
           // dP+ = M dP M' + (dM P M' + T') + (dK R K' + T') + K dR K'
           sandwich(n, n, M, dP[j], M, 0, dPn, T1);
           sandwich(n, n, dM, P, M, 0, A, T1);
           addSym(n, A, dPn);
           for (int i = 0; i < n; i++)
             for (int k = 0; k < my; k++) T1[i * my + k] = dK[i * my + k] * rv[k];
-          mjdiff_estGemm(0, 1, n, n, my, 1, T1, K, 0, A);
+          mjdiff_gemm(0, 1, n, n, my, 1, T1, K, 0, A);
           addSym(n, A, dPn);
           if (j == 1) {
             for (int i = 0; i < n; i++)
               for (int k = 0; k < my; k++) T1[i * my + k] = K[i * my + k] * rv[k];
-            mjdiff_estGemm(0, 1, n, n, my, 1, T1, K, 1, dPn);
+            mjdiff_gemm(0, 1, n, n, my, 1, T1, K, 1, dPn);
           }
           mjdiff_estSymmetrize(dPn, n);
           memcpy(dP[j], dPn, sizeof(mjtNum) * n2);
@@ -359,10 +359,10 @@ mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef*
       sandwich(n, n, M, P, M, 0, Pn, T1);
       for (int i = 0; i < n; i++)
         for (int k = 0; k < my; k++) T1[i * my + k] = K[i * my + k] * rv[k];
-      mjdiff_estGemm(0, 1, n, n, my, 1, T1, K, 1, Pn);
+      mjdiff_gemm(0, 1, n, n, my, 1, T1, K, 1, Pn);
       mjdiff_estSymmetrize(Pn, n);
       memcpy(P, Pn, sizeof(mjtNum) * n2);
-      mjdiff_estGemm(0, 0, n, 1, my, 1, K, r, 0, T2);
+      mjdiff_gemm(0, 0, n, 1, my, 1, K, r, 0, T2);
       mjdiff_stateIntegrate(m, x, T2, 1, x);
     }
     if (t == T) break;
@@ -387,7 +387,7 @@ mjdiffStatus mjdiff_filterNLL(mjModel* m, mjdiffModel* s, const mjdiffFilterDef*
         if (j == 0)
           for (size_t i = 0; i < n2; i++) dPn[i] += Q[i];
         memcpy(dP[j], dPn, sizeof(mjtNum) * n2);
-        mjdiff_estGemm(0, 0, n, 1, n, 1, A, dx[j], 0, T2);
+        mjdiff_gemm(0, 0, n, 1, n, 1, A, dx[j], 0, T2);
         if (j >= 2)
           for (int i = 0; i < n; i++) T2[i] += Fp[(size_t)i * np + (j - 2)];
         mju_copy(dx[j], T2, n);

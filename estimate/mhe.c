@@ -124,7 +124,7 @@ mjdiffStatus mjdiff_mheEstimate(mjModel* m, mjdiffModel* s, const mjdiffMheDef* 
     }
     // information of the arrival cost
     memcpy(L, Pbar, sizeof(mjtNum) * n2);
-    int piv = mjdiff_estCholesky(L, n);
+    int piv = mjdiff_cholesky(L, n, 0);
     if (piv) {
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "moving horizon diverged at step %d: arrival covariance not positive "
@@ -134,7 +134,7 @@ mjdiffStatus mjdiff_mheEstimate(mjModel* m, mjdiffModel* s, const mjdiffMheDef* 
     }
     memset(info_m, 0, sizeof(mjtNum) * n2);
     for (int i = 0; i < n; i++) info_m[(size_t)i * n + i] = 1;
-    mjdiff_estCholSolve(L, n, info_m, n);
+    mjdiff_cholSolve(L, n, info_m, n);
     mjdiff_estSymmetrize(info_m, n);
     // the window [start, k]
     mjdiffBatchEstInfo bi;
@@ -163,7 +163,7 @@ mjdiffStatus mjdiff_mheEstimate(mjModel* m, mjdiffModel* s, const mjdiffMheDef* 
       if (st == MJDIFF_OK) st = mjdiff_step(m, d, s, err, errsz);
       if (st != MJDIFF_OK) break;
       if (t == start) mjdiff_getState(m, d, x1);
-      mjdiff_estGemm(0, 0, n, n, n, 1, A, G, 0, G2);
+      mjdiff_gemm(0, 0, n, n, n, 1, A, G, 0, G2);
       memcpy(G, G2, sizeof(mjtNum) * n2);
     }
     if (st != MJDIFF_OK) break;
@@ -171,7 +171,7 @@ mjdiffStatus mjdiff_mheEstimate(mjModel* m, mjdiffModel* s, const mjdiffMheDef* 
     if (k == 1) mju_copy(states, xs, nx);
     if (sd) {
       // diag(G cov G')
-      mjdiff_estGemm(0, 0, n, n, n, 1, G, cov, 0, G2);
+      mjdiff_gemm(0, 0, n, n, n, 1, G, cov, 0, G2);
       for (int i = 0; i < n; i++) {
         mjtNum v = mju_dot(G2 + (size_t)i * n, G + (size_t)i * n, n);
         sd[(size_t)n * k + i] = sqrt(fmax(0, v));

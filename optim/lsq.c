@@ -83,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mjdiff/linalg.h>
 #include <mjdiff/optim.h>
 
 #include "internal.h"
@@ -300,38 +301,15 @@ static void normalEquations(int m, int n, const double* J, const double* r, doub
   }
 }
 
-// in place lower Cholesky factor of L (n x n); -1 if a pivot is not above PIVOT_TOL times its
-// diagonal entry (not positive definite, or numerically singular)
+// in place lower Cholesky factor of L (n x n, <mjdiff/linalg.h>); -1 if a pivot is not above
+// PIVOT_TOL times its diagonal entry (not positive definite, or numerically singular)
 static int cholesky(int n, double* L) {
-  for (int j = 0; j < n; j++) {
-    double* Lj = L + (long)j * n;
-    double d = Lj[j], diag = Lj[j];
-    for (int k = 0; k < j; k++) d -= Lj[k] * Lj[k];
-    if (!(d > PIVOT_TOL * diag) || !isfinite(d)) return -1;
-    d = sqrt(d);
-    Lj[j] = d;
-    for (int i = j + 1; i < n; i++) {
-      double* Li = L + (long)i * n;
-      double s = Li[j];
-      for (int k = 0; k < j; k++) s -= Li[k] * Lj[k];
-      Li[j] = s / d;
-    }
-  }
-  return 0;
+  return mjdiff_cholesky(L, n, PIVOT_TOL) ? -1 : 0;
 }
 
 // solve L L' x = b in place
 static void cholSolve(int n, const double* L, double* x) {
-  for (int i = 0; i < n; i++) {
-    double s = x[i];
-    for (int k = 0; k < i; k++) s -= L[(long)i * n + k] * x[k];
-    x[i] = s / L[(long)i * n + i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double s = x[i];
-    for (int k = i + 1; k < n; k++) s -= L[(long)k * n + i] * x[k];
-    x[i] = s / L[(long)i * n + i];
-  }
+  mjdiff_cholSolve(L, n, x, 1);
 }
 
 static double norm2(int n, const double* x) {

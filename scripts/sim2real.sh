@@ -5,9 +5,9 @@
 # MuJoCo's native step with hard contacts and hidden offsets. Models (--model):
 #   reacher  (default, no contacts) link2 1.5x heavier, joint damping 3x, actuator gear 0.7x,
 #            sensor noise; fitted: link2's mass, both dampings, both gears
-#   pusher   (a contact task: models/pusher.xml pushes a puck to a goal) puck 1.5x heavier,
-#            its sliding friction 0.5 -> 0.7, motor gear 5 -> 4, slide damping 2 -> 3, sensor
-#            noise; fitted: the puck's mass and friction, both gears, both dampings
+#   pusher   (a contact task: models/pusher.xml pushes a puck to a goal) puck 0.3 -> 0.4 kg,
+#            its sliding friction 0.5 -> 0.6, motor gear 5 -> 4.5, slide damping 2 -> 2.5,
+#            sensor noise; fitted: the puck's mass and friction, both gears, both dampings
 # Each round:
 #   1. train (round 1) or fine-tune (--init the previous weights) an APG policy in the smooth
 #      model of the current calibrated model (mjdiff-learn policy)

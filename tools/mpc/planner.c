@@ -50,7 +50,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <blis.h>
+#include <mjdiff/linalg.h>
 #include <mjdiff/optim.h>
 #include <mjdiff/random.h>
 
@@ -683,67 +683,6 @@ static void derivItem(mpcPlanner* p, worker* w, int t) {
   }
 }
 
-// Cholesky factor of the n x n symmetric a in place (lower triangle); 0 if not positive definite
-static int cholesky(double* a, int n) {
-  for (int j = 0; j < n; j++) {
-    double s = a[j * n + j];
-    for (int k = 0; k < j; k++) s -= a[j * n + k] * a[j * n + k];
-    if (!(s > 0)) return 0;
-    a[j * n + j] = sqrt(s);
-    for (int i = j + 1; i < n; i++) {
-      double v = a[i * n + j];
-      for (int k = 0; k < j; k++) v -= a[i * n + k] * a[j * n + k];
-      a[i * n + j] = v / a[j * n + j];
-    }
-  }
-  return 1;
-}
-
-// x = (L L')^-1 b
-static void choleskySolve(const double* l, int n, const double* b, double* x) {
-  for (int i = 0; i < n; i++) {
-    double v = b[i];
-    for (int k = 0; k < i; k++) v -= l[i * n + k] * x[k];
-    x[i] = v / l[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double v = x[i];
-    for (int k = i + 1; k < n; k++) v -= l[k * n + i] * x[k];
-    x[i] = v / l[i * n + i];
-  }
-}
-
-// C = alpha op(A) op(B) + beta C, row-major: op(A) m x k, op(B) k x n, C m x n; ta, tb: the
-// operand is stored transposed (A as k x m, B as n x k). Small products (m n k < 8192: BLIS's
-// packing and threading cost more than they save) in plain loops, larger ones by BLIS on one
-// thread (the backward pass runs on the calling thread alone).
-static void gemm(int ta, int tb, int m, int n, int k, double alpha, const double* a,
-                 const double* b, double beta, double* c) {
-  if (m == 0 || n == 0) return;
-  if ((long)m * n * k < 8192) {
-    for (int i = 0; i < m; i++) {
-      double* ci = c + (size_t)i * n;
-      for (int j = 0; j < n; j++) ci[j] = beta == 0 ? 0 : beta * ci[j];
-      for (int l = 0; l < k; l++) {
-        double ail = alpha * (ta ? a[(size_t)l * m + i] : a[(size_t)i * k + l]);
-        if (ail == 0) continue;
-        if (tb) {
-          for (int j = 0; j < n; j++) ci[j] += ail * b[(size_t)j * k + l];
-        } else {
-          const double* bl = b + (size_t)l * n;
-          for (int j = 0; j < n; j++) ci[j] += ail * bl[j];
-        }
-      }
-    }
-    return;
-  }
-  rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(1, &rntm);
-  inc_t lda = ta ? m : k, ldb = tb ? k : n;
-  bli_dgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m,
-               n, k, &alpha, (double*)a, lda, 1, (double*)b, ldb, 1, &beta, c, n, 1, NULL, &rntm);
-}
-
 // Riccati sweep with regularisation p->mu; 0 if some Q_uu + mu I is not positive definite
 static int backwardPass(mpcPlanner* p) {
   int n = p->ndx, nu = p->nu, H = p->H;
@@ -766,14 +705,14 @@ static int backwardPass(mpcPlanner* p) {
     }
 
     // Q_xx = l_xx + A' V_xx A, Q_ux = B' V_xx A, Q_uu = l_uu + B' V_xx B
-    gemm(0, 0, n, n, n, 1, p->Vxx, A, 0, p->VA);  // V_xx A
+    mjdiff_gemm(0, 0, n, n, n, 1, p->Vxx, A, 0, p->VA);  // V_xx A
     mju_copy(p->Qxx, p->lxx + n2 * t, n2);
-    gemm(1, 0, n, n, n, 1, A, p->VA, 1, p->Qxx);
+    mjdiff_gemm(1, 0, n, n, n, 1, A, p->VA, 1, p->Qxx);
     if (nu) {
-      gemm(1, 0, nu, n, n, 1, B, p->VA, 0, p->Qux);
-      gemm(0, 0, n, nu, n, 1, p->Vxx, B, 0, p->VB);  // V_xx B
+      mjdiff_gemm(1, 0, nu, n, n, 1, B, p->VA, 0, p->Qux);
+      mjdiff_gemm(0, 0, n, nu, n, 1, p->Vxx, B, 0, p->VB);  // V_xx B
       mju_copy(p->Quu, p->luu + (size_t)nu * nu * t, (size_t)nu * nu);
-      gemm(1, 0, nu, nu, n, 1, B, p->VB, 1, p->Quu);
+      mjdiff_gemm(1, 0, nu, nu, n, 1, B, p->VB, 1, p->Quu);
       for (int i = 0; i < nu; i++) {
         for (int j = 0; j < i; j++) {
           double v = 0.5 * (p->Quu[i * nu + j] + p->Quu[j * nu + i]);
@@ -784,14 +723,13 @@ static int backwardPass(mpcPlanner* p) {
       // k = -(Q_uu + mu I)^-1 Q_u, K = -(Q_uu + mu I)^-1 Q_ux
       mju_copy(p->QuuR, p->Quu, (size_t)nu * nu);
       for (int i = 0; i < nu; i++) p->QuuR[i * nu + i] += p->mu;
-      if (!cholesky(p->QuuR, nu)) return 0;
-      choleskySolve(p->QuuR, nu, p->Qu, k);
+      if (mjdiff_cholesky(p->QuuR, nu, 0)) return 0;
+      mju_copy(k, p->Qu, nu);
+      mjdiff_cholSolve(p->QuuR, nu, k, 1);
       mju_scl(k, k, -1, nu);
-      for (int j = 0; j < n; j++) {
-        for (int i = 0; i < nu; i++) p->tu[i] = p->Qux[i * n + j];
-        choleskySolve(p->QuuR, nu, p->tu, p->tu + nu);
-        for (int i = 0; i < nu; i++) K[i * n + j] = -p->tu[nu + i];
-      }
+      mju_copy(K, p->Qux, (size_t)nu * n);
+      mjdiff_cholSolve(p->QuuR, nu, K, n);
+      mju_scl(K, K, -1, (size_t)nu * n);
 
       // bounds: clamp ubar + k, no feedback on clamped controls
       for (int i = 0; i < nu; i++) {
@@ -817,9 +755,9 @@ static int backwardPass(mpcPlanner* p) {
 
       // V_xx = Q_xx + K' (Q_uu K + Q_ux) + Q_ux' K
       mju_copy(p->VA, p->Qux, (size_t)nu * n);
-      gemm(0, 0, nu, n, nu, 1, p->Quu, K, 1, p->VA);
-      gemm(1, 0, n, n, nu, 1, K, p->VA, 1, p->Vxx);
-      gemm(1, 0, n, n, nu, 1, p->Qux, K, 1, p->Vxx);
+      mjdiff_gemm(0, 0, nu, n, nu, 1, p->Quu, K, 1, p->VA);
+      mjdiff_gemm(1, 0, n, n, nu, 1, K, p->VA, 1, p->Vxx);
+      mjdiff_gemm(1, 0, n, n, nu, 1, p->Qux, K, 1, p->Vxx);
     }
     for (int i = 0; i < n; i++) {
       for (int j = 0; j < i; j++) {

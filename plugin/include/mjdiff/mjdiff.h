@@ -29,6 +29,7 @@
 #include <mjdiff/nn.h>
 #include <mjdiff/residual.h>
 #include <mjdiff/optim.h>
+#include <mjdiff/linalg.h>
 #include <mjdiff/random.h>
 
 #endif  // MJDIFF_MJDIFF_H_

@@ -1,0 +1,100 @@
+// Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
+//
+// Dense linear algebra, row-major (<mjdiff/linalg.h>).
+//
+//   gemm       C = alpha op(A) op(B) + beta C: plain loops over rows of C, each an axpy of a row
+//              of op(B) per entry of op(A) (skipping zeros), below 16 in any dimension; above,
+//              BLIS's bli_dgemm_ex on one thread (its packing costs more than it saves on small
+//              products)
+//   Cholesky   left-looking by rows, reading the lower triangle: for j = 0 .. n-1
+//                d = A_jj - sum_k<j L_jk^2          (fails unless d > tol A_jj and finite)
+//                L_jj = sqrt(d),  L_ij = (A_ij - sum_k<j L_ik L_jk) / L_jj   (i > j)
+//              every inner sum a dot product of two contiguous rows
+//   solve      L Z = B: Z_i = (B_i - sum_k<i L_ik Z_k) / L_ii (rows of B, forward)
+//              L' X = Z: X_i = (Z_i - sum_k>i L_ki X_k) / L_ii (backward), each an axpy on rows
+
+#define _POSIX_C_SOURCE 200809L  // pthread_barrier_t, which blis.h uses
+
+#include <blis.h>
+#include <math.h>
+#include <mjdiff/linalg.h>
+#include <string.h>
+
+void mjdiff_gemm(int ta, int tb, int m, int n, int k, double alpha, const double* a,
+                 const double* b, double beta, double* c) {
+  if (m <= 0 || n <= 0) return;
+  if (m < 16 || n < 16 || k < 16) {
+    for (int i = 0; i < m; i++) {
+      double* ci = c + (size_t)i * n;
+      if (beta == 0) {
+        memset(ci, 0, sizeof(double) * (size_t)n);
+      } else if (beta != 1) {
+        for (int j = 0; j < n; j++) ci[j] *= beta;
+      }
+      for (int l = 0; l < k; l++) {
+        double ail = alpha * (ta ? a[(size_t)l * m + i] : a[(size_t)i * k + l]);
+        if (ail == 0) continue;
+        if (tb) {
+          for (int j = 0; j < n; j++) ci[j] += ail * b[(size_t)j * k + l];
+        } else {
+          const double* bl = b + (size_t)l * n;
+          for (int j = 0; j < n; j++) ci[j] += ail * bl[j];
+        }
+      }
+    }
+    return;
+  }
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(1, &rntm);
+  inc_t lda = ta ? m : k, ldb = tb ? k : n;
+  double al = alpha, be = beta;
+  bli_dgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m,
+               n, k, &al, (double*)a, lda, 1, (double*)b, ldb, 1, &be, c, n, 1, NULL, &rntm);
+}
+
+int mjdiff_cholesky(double* a, int n, double tol) {
+  for (int j = 0; j < n; j++) {
+    double* lj = a + (size_t)j * n;
+    double diag = lj[j], d = diag;
+    for (int k = 0; k < j; k++) d -= lj[k] * lj[k];
+    if (!(d > tol * diag) || !(d > 0) || !isfinite(d)) return j + 1;
+    double ljj = sqrt(d);
+    lj[j] = ljj;
+    for (int i = j + 1; i < n; i++) {
+      double* li = a + (size_t)i * n;
+      double s = li[j];
+      for (int k = 0; k < j; k++) s -= li[k] * lj[k];
+      li[j] = s / ljj;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    for (int j = i + 1; j < n; j++) a[(size_t)i * n + j] = 0;
+  }
+  return 0;
+}
+
+void mjdiff_cholSolve(const double* L, int n, double* b, int ncol) {
+  for (int i = 0; i < n; i++) {
+    double* bi = b + (size_t)i * ncol;
+    const double* li = L + (size_t)i * n;
+    for (int k = 0; k < i; k++) {
+      double c = li[k];
+      if (c == 0) continue;
+      const double* bk = b + (size_t)k * ncol;
+      for (int j = 0; j < ncol; j++) bi[j] -= c * bk[j];
+    }
+    double d = li[i];
+    for (int j = 0; j < ncol; j++) bi[j] /= d;
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double* bi = b + (size_t)i * ncol;
+    for (int k = i + 1; k < n; k++) {
+      double c = L[(size_t)k * n + i];
+      if (c == 0) continue;
+      const double* bk = b + (size_t)k * ncol;
+      for (int j = 0; j < ncol; j++) bi[j] -= c * bk[j];
+    }
+    double d = L[(size_t)i * n + i];
+    for (int j = 0; j < ncol; j++) bi[j] /= d;
+  }
+}
