@@ -248,9 +248,21 @@ mjdiffStatus mjdiff_makeFilter(const mjModel* m, const mjdiffModel* s, const mjd
       return st;
     }
   }
+  if (dd.method == MJDIFF_FILTER_EKF && dd.jacobian == MJDIFF_JAC_FD &&
+      mjdiff_substepCount(s) > 1) {
+    // MuJoCo's mj_step takes one step of the timestep, the smooth step n substeps: the attached
+    // copy below would linearise another step than the filter predicts with
+    int nsub = mjdiff_substepCount(s);
+    mjdiff_freeFilter(f);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "finite-difference Jacobians (MJDIFF_JAC_FD) difference MuJoCo's mj_step, "
+                        "one step of the timestep, while the smooth step takes %d substeps: use "
+                        "the analytic Jacobians, or set mjdiff_substeps to 1",
+                        nsub);
+  }
   if (dd.method == MJDIFF_FILTER_EKF && dd.jacobian == MJDIFF_JAC_FD) {
     // mjd_transitionFD differences mj_step: the plain step of a copy with the smooth model
-    // attached is the smooth step
+    // attached is the smooth step (one step: checked above)
     f->mfd = mj_copyModel(NULL, m);
     if (!f->mfd) {
       mjdiff_freeFilter(f);

@@ -282,7 +282,9 @@ static void limitInvweight(const mjModel* m, const mjdiffModel* s, mjtNum* A) {
 static void eqNetwork(const mjModel* m, const mjdiffModel* s, mjtNum* factor) {
   for (int i = 0; i < 2 * m->neq; i++) factor[i] = 1;
   if (mjdiff_implicit(s) || m->neq < 2 || m->nv == 0 || !(mjdiff_timestep(m, s) > 0)) return;
-  mjModel view = *m;
+  // the user's own flags: attached to MuJoCo's mj_step (mjdiff_attach), m has its equalities off
+  mjModel user;
+  mjModel view = *mjdiff_userModel(m, s, &user);
   compat_viewWithoutPlugins(&view);
   view.opt.jacobian = mjJAC_DENSE;
   view.opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;

@@ -679,6 +679,9 @@ mjdiffStatus mjdiff_copyModel(const mjdiffModel* src, const mjModel* m, mjdiffMo
   memcpy(s->geom_param, src->geom_param, n * sizeof(mjtNum));
   memcpy(s->geom_set, src->geom_set, n);
   memcpy(s->derived, src->derived, derivedSize(m) * sizeof(mjtNum));
+  // the copy is not attached: a source stepped by MuJoCo's mj_step (one step, no substeps) gives
+  // a copy with the substeps mjdiff_step takes, and the values derived for them
+  if (s->single) mjdiff_setSingleStep(s, 0);
   *out = s;
   return MJDIFF_OK;
 }

@@ -320,6 +320,20 @@ TEST(Defaults, EqualityNetworkHolds) {
     EXPECT_NEAR(k, w2 / (c.s * A), 1e-9 * k) << c.tendon << ": stiffness, s = " << c.s;
     EXPECT_NEAR(b, zw2 / (c.s * A), 1e-9 * b) << c.tendon << ": damping, s = " << c.s;
   }
+#if mjVERSION_HEADER < 3000000
+  // attached to MuJoCo's mj_step the model's equalities are off (the smooth laws replace them):
+  // the network is still the user's, the laws the same (derived from m's own flags, they had
+  // every factor 1, and grid2pin and softbox ran away again under mj_step)
+  {
+    std::vector<mjtNum> before(2 * m->neq), after(2 * m->neq);
+    for (int i = 0; i < m->neq; i++) mjdiff_eqParams(sim.sim.s, i, 0, &before[2 * i], &before[2 * i + 1]);
+    char err[500];
+    ASSERT_EQ(mjdiff_attach(sim.sim.m, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    for (int i = 0; i < m->neq; i++) mjdiff_eqParams(sim.sim.s, i, 0, &after[2 * i], &after[2 * i + 1]);
+    mjdiff_detach(sim.sim.m);
+    for (int i = 0; i < 2 * m->neq; i++) EXPECT_EQ(after[i], before[i]) << "equality " << i / 2;
+  }
+#endif
 
   // a connect's or weld's own rows are one spring: a lone element is not scaled, whatever
   // unrelated element is added (counting its own rows, an off-axis connect went 783 -> 552 and a
@@ -627,6 +641,11 @@ TEST(Substeps, OptionAndItsLimits) {
   // attached, MuJoCo's mj_step takes one step of the model's timestep: no substeps, until detached
   ASSERT_EQ(mjdiff_attach(sim.sim.m, s, err, sizeof(err)), MJDIFF_OK) << err;
   EXPECT_EQ(mjdiff_substepCount(s), 1);
+  // a copy is not attached: it takes the substeps
+  mjdiffModel* copy = nullptr;
+  ASSERT_EQ(mjdiff_copyModel(s, sim.sim.m, &copy, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_substepCount(copy), 3);
+  mjdiff_freeModel(copy);
   mjdiff_detach(sim.sim.m);
   EXPECT_EQ(mjdiff_substepCount(s), 3);
 #endif
