@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include <mjdiff/adjoint.h>
+#include <mjdiff/linalg.h>
 #include <mjdiff/params.h>
 
 #include "compat.h"
@@ -113,7 +114,8 @@ struct mjdiffStepDeriv_ {
   // substeps (mjdiff_substepCount > 1): the products chained over the substeps
   int nsub;                    // most substeps this workspace holds (the model's at make time)
   mjtNum* subState;            // (nsub x (nq + nv + na + 1)) the substeps' start states
-  mjtNum* chain;               // (ndx x (ndx + nu + np)) x 2: the chained [A B P] and scratch
+  mjtNum* chain;               // (ndx x (ndx + nu + np)) x 2: the chained [A B P] and scratch,
+                               // then (ndx x ndx): a substep's A, contiguous for the product
   mjtNum* subIn;               // (ndx + nu + np) x 3: the running input, output, sum
   mjtNum* qfrcSum;             // (nv) the applied force's adjoint summed over the substeps
 };
@@ -585,7 +587,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
     (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
-    (size_t)nsub * (m->nq + nv + na + 1), (size_t)(nsub > 1 ? 2 * ndx * ncol : 0),
+    (size_t)nsub * (m->nq + nv + na + 1), (size_t)(nsub > 1 ? 2 * ndx * ncol + ndx * ndx : 0),
     (size_t)(3 * ncol), (size_t)nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
@@ -1017,16 +1019,16 @@ static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffMo
         mju_copy(T, w->AB, (size_t)ndx * ncol);
         continue;
       }
-      // T2 = A_k T + [0 B_k]
+      // T2 = A_k T + [0 B_k]: A_k copied out of [A_k B_k] to be contiguous, one product
+      mjtNum* Ak = w->chain + 2 * (size_t)ndx * ncol;
       for (int r = 0; r < ndx; r++) {
         const mjtNum* a = w->AB + (size_t)ncol * r;
+        mju_copy(Ak + (size_t)ndx * r, a, ndx);
         mjtNum* row = T2 + (size_t)ncol * r;
         mju_zero(row, ndx);
         mju_copy(row + ndx, a + ndx, ncol - ndx);
-        for (int c = 0; c < ndx; c++) {
-          if (a[c] != 0) mju_addToScl(row, T + (size_t)ncol * c, a[c], ncol);
-        }
       }
+      mjdiff_gemm(0, 0, ndx, ncol, ndx, 1, Ak, T, 1, T2);
       mjtNum* swap = T;
       T = T2;
       T2 = swap;
