@@ -219,10 +219,7 @@ MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
 void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNum* X,
                               const mjtNum* Y, int ncol, mjtNum* out);
 
-// the state of d as the step derivatives save and restore it: x = (qpos, qvel, act, time)
-// (nq + nv + na + 1)
-void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x);
-void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x);
+// mjdiff_saveState, mjdiff_loadState: plugin/internal.h
 
 // the implicit step's next derivative call (the next mjdiff_step* on w only) starts Newton from
 // qvel_next (nv), the next state's known velocity, instead of v' = v: the rollout adjoint's

@@ -658,20 +658,6 @@ int mjdiff_stepForceAdjoint(const mjdiffStepDeriv* w, mjtNum* adj_qfrc) {
   return 1;
 }
 
-void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x) {
-  mju_copy(x, d->qpos, m->nq);
-  mju_copy(x + m->nq, d->qvel, m->nv);
-  mju_copy(x + m->nq + m->nv, d->act, m->na);
-  x[m->nq + m->nv + m->na] = d->time;
-}
-
-void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x) {
-  mju_copy(d->qpos, x, m->nq);
-  mju_copy(d->qvel, x + m->nq, m->nv);
-  mju_copy(d->act, x + m->nq + m->nv, m->na);
-  d->time = x[m->nq + m->nv + m->na];
-}
-
 // 1 if activation i is clipped after a' = a + h adot
 static int clipped(const mjModel* m, const mjData* d, mjtNum h, const mjtNum* adot, int i) {
   int iu = i + m->nu - m->na;

@@ -73,7 +73,7 @@ int mjdiff_cholesky(double* a, int n, double tol) {
   return 0;
 }
 
-void mjdiff_cholSolve(const double* L, int n, double* b, int ncol) {
+void mjdiff_lowerSolve(const double* L, int n, double* b, int ncol) {
   for (int i = 0; i < n; i++) {
     double* bi = b + (size_t)i * ncol;
     const double* li = L + (size_t)i * n;
@@ -86,6 +86,10 @@ void mjdiff_cholSolve(const double* L, int n, double* b, int ncol) {
     double d = li[i];
     for (int j = 0; j < ncol; j++) bi[j] /= d;
   }
+}
+
+void mjdiff_cholSolve(const double* L, int n, double* b, int ncol) {
+  mjdiff_lowerSolve(L, n, b, ncol);
   for (int i = n - 1; i >= 0; i--) {
     double* bi = b + (size_t)i * ncol;
     for (int k = i + 1; k < n; k++) {

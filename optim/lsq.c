@@ -397,21 +397,6 @@ static double addOf(const Work* w, const FactorSpec* f, int j) {
   return a;
 }
 
-// L_i^-1 applied to the columns of X (bs x nc, row-major) in place, L lower (bs x bs)
-static void lowerSolveCols(int bs, const double* L, double* X, int nc) {
-  for (int i = 0; i < bs; i++) {
-    double* Xi = X + (long)i * nc;
-    for (int k = 0; k < i; k++) {
-      double l = L[(long)i * bs + k];
-      if (l == 0) continue;
-      const double* Xk = X + (long)k * nc;
-      for (int c = 0; c < nc; c++) Xi[c] -= l * Xk[c];
-    }
-    double d = L[(long)i * bs + i];
-    for (int c = 0; c < nc; c++) Xi[c] /= d;
-  }
-}
-
 // factor the scaled block matrix (T, E; E', A_pp) of H under f into Lb, Cb, Wb, Sp; -1 if it is
 // not positive definite
 static int factorBlocks(Work* w, const mjdiffLsqBlocks* H, const FactorSpec* f) {
@@ -441,7 +426,7 @@ static int factorBlocks(Work* w, const mjdiffLsqBlocks* H, const FactorSpec* f) 
         double si = scaleOf(w, f, op + i);
         for (int j = 0; j < bs; j++) Ct[(long)i * bs + j] = si * Ho[(long)i * bs + j] * scaleOf(w, f, o + j);
       }
-      lowerSolveCols(bs, Lp, Ct, bs);
+      mjdiff_lowerSolve(Lp, bs, Ct, bs);
       for (int i = 0; i < bs; i++) {
         for (int j = 0; j < bs; j++) C[(long)i * bs + j] = Ct[(long)j * bs + i];
       }
@@ -461,7 +446,7 @@ static int factorBlocks(Work* w, const mjdiffLsqBlocks* H, const FactorSpec* f) 
       }
     }
     if (cholesky(bs, L)) return -1;
-    lowerSolveCols(bs, L, W, np);
+    mjdiff_lowerSolve(L, bs, W, np);
   }
   // S = A_pp - sum W_b'W_b
   for (int i = 0; i < np; i++) {
@@ -500,7 +485,7 @@ static void solveBlocks(Work* w, double* x) {
         v[i] -= t;
       }
     }
-    lowerSolveCols(bs, w->Lb + b * bb, v, 1);
+    mjdiff_lowerSolve(w->Lb + b * bb, bs, v, 1);
   }
   // S h_p = x_p - sum W_b'v_b
   for (int b = 0; b < nb; b++) {

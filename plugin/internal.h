@@ -95,6 +95,11 @@ int mjdiff_implicit(const mjdiffModel* s);
 // integration inside mjdiff_step and its derivatives uses it.
 mjtNum mjdiff_timestep(const mjModel* m, const mjdiffModel* s);
 
+// the state of d as the step and its derivatives save and restore it: x = (qpos, qvel, act, time)
+// (nq + nv + na + 1)
+void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x);
+void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x);
+
 // one smooth substep of mjdiff_timestep(m, s) from the state in d, no sensors, no input checks
 // (the step derivatives re-walk mjdiff_step's substeps with it); d's state restored on failure
 mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,

@@ -278,6 +278,20 @@ static mjtNum drivenGain(const mjModel* m, mjData* d, const mjdiffModel* s, cons
   return h * mju_dot(v0, tmp, nv) + 0.5 * h * h * mju_dot(tmp, sol, nv);
 }
 
+void mjdiff_saveState(const mjModel* m, const mjData* d, mjtNum* x) {
+  mju_copy(x, d->qpos, m->nq);
+  mju_copy(x + m->nq, d->qvel, m->nv);
+  mju_copy(x + m->nq + m->nv, d->act, m->na);
+  x[m->nq + m->nv + m->na] = d->time;
+}
+
+void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x) {
+  mju_copy(d->qpos, x, m->nq);
+  mju_copy(d->qvel, x + m->nq, m->nv);
+  mju_copy(d->act, x + m->nq + m->nv, m->na);
+  d->time = x[m->nq + m->nv + m->na];
+}
+
 // append the description of the most unstable smooth force to err (after its message)
 static void describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                             int errsz) {
@@ -310,10 +324,7 @@ static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, 
   mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
   mjtNum* tmp = compat_stackAllocNum(d, nv > 0 ? nv : 1);
   mjtNum* sol = compat_stackAllocNum(d, nv > 0 ? nv : 1);
-  mju_copy(x0, d->qpos, nq);
-  mju_copy(x0 + nq, d->qvel, nv);
-  mju_copy(x0 + nq + nv, d->act, na);
-  x0[nq + nv + na] = d->time;
+  mjdiff_saveState(m, d, x0);
   mjtNum K0 = kinetic(m, d, d->qvel, tmp);
 
   int implicit = mjdiff_implicit(s);
@@ -371,12 +382,7 @@ static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, 
     // names the dof Newton could not settle and the contacts)
     describeCulprit(m, d, s, err, errsz);
   }
-  if (st != MJDIFF_OK) {
-    mju_copy(d->qpos, x0, nq);
-    mju_copy(d->qvel, x0 + nq, nv);
-    mju_copy(d->act, x0 + nq + nv, na);
-    d->time = x0[nq + nv + na];
-  }
+  if (st != MJDIFF_OK) mjdiff_loadState(m, d, x0);
   compat_stackFree(d, mark);
   return st;
 }
@@ -405,18 +411,12 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   int nq = m->nq, nv = m->nv, na = m->na;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
-  mju_copy(x0, d->qpos, nq);
-  mju_copy(x0 + nq, d->qvel, nv);
-  mju_copy(x0 + nq + nv, d->act, na);
-  x0[nq + nv + na] = d->time;
+  mjdiff_saveState(m, d, x0);
   for (int k = 0; k < n && st == MJDIFF_OK; k++) st = stepOnce(m, d, s, k > 0, err, errsz);
   if (st == MJDIFF_OK) {
     d->time = x0[nq + nv + na] + m->opt.timestep;
   } else {
-    mju_copy(d->qpos, x0, nq);
-    mju_copy(d->qvel, x0 + nq, nv);
-    mju_copy(d->act, x0 + nq + nv, na);
-    d->time = x0[nq + nv + na];
+    mjdiff_loadState(m, d, x0);
   }
   compat_stackFree(d, mark);
   return st;

@@ -7,7 +7,7 @@
 //   Cholesky   a random SPD matrix: L L' = A within 1e-12, L lower with a positive diagonal;
 //              an indefinite matrix fails at the right pivot (1 + its index); tol: a matrix whose
 //              pivot falls to about 1e-15 of its diagonal passes with tol 0, fails with tol 1e-14
-//   solve      L L' X = B for several columns at once: A X = B within 1e-10
+//   solve      L Z = B and L L' X = B for several columns at once: within 1e-12, 1e-10
 
 #include <gtest/gtest.h>
 
@@ -99,7 +99,15 @@ TEST(Linalg, CholeskyFactorsAndSolves) {
       }
     }
     const int ncol = 3;
-    std::vector<double> b = randomMatrix(n, ncol, g), x = b;
+    std::vector<double> b = randomMatrix(n, ncol, g), x = b, z = b;
+    mjdiff_lowerSolve(l.data(), n, z.data(), ncol);
+    for (int i = 0; i < n; i++) {
+      for (int c = 0; c < ncol; c++) {
+        double s = 0;
+        for (int k = 0; k <= i; k++) s += l[(size_t)i * n + k] * z[(size_t)k * ncol + c];
+        EXPECT_NEAR(s, b[(size_t)i * ncol + c], 1e-12) << "L Z = B at " << i << ", " << c;
+      }
+    }
     mjdiff_cholSolve(l.data(), n, x.data(), ncol);
     for (int i = 0; i < n; i++) {
       for (int c = 0; c < ncol; c++) {

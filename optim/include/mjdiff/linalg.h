@@ -29,6 +29,9 @@ MJDIFF_API void mjdiff_gemm(int ta, int tb, int m, int n, int k, double alpha, c
 // finite or not above tol * a_jj (a then partly overwritten).
 MJDIFF_API int mjdiff_cholesky(double* a, int n, double tol);
 
+// Solve L Z = B in place (forward substitution), L lower (n x n), B n x ncol.
+MJDIFF_API void mjdiff_lowerSolve(const double* L, int n, double* b, int ncol);
+
 // Solve L L' X = B in place, L from mjdiff_cholesky (n x n), B n x ncol.
 MJDIFF_API void mjdiff_cholSolve(const double* L, int n, double* b, int ncol);
 
