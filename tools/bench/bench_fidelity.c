@@ -87,6 +87,7 @@ typedef struct mode_ {
   double us;                   // median us per step
   double ratio;                // vs native (smooth modes)
   double* t_round;             // us per step per round (rounds)
+  int substeps;                // smooth modes: mjdiff_substepCount (0: native)
 } mode;
 
 typedef struct result_ {
@@ -528,6 +529,7 @@ static int benchModel(const args* a, result* res, char* reason, int rsz) {
   res->nu = m->nu;
   res->integrator = m->opt.integrator;
   res->timestep = m->opt.timestep;
+  for (int i = WRITTEN; i < NMODE; i++) res->md[i].substeps = mjdiff_substepCount(u.s[i]);
   double h = m->opt.timestep;
   long R = mjMAX(1, lround(a->rest_s / h));
   long T = mjMAX(1, lround(CONTROL_S / h));
@@ -692,6 +694,7 @@ static void jsonMode(FILE* f, const result* r, int i) {
   jsonNum(f, "mean_normal_force_N", ok ? md->fn_mean : NAN);
   jsonNum(f, "us_per_step", ok && r->rounds ? md->us : NAN);
   if (i != NATIVE) {
+    fprintf(f, ",\"substeps\":%d", md->substeps);
     jsonNum(f, "normal_force_rms_diff_N", cmp ? md->fn_rms : NAN);
     jsonNum(f, "body_deviation_mm_0_1s", cmp ? md->dev_mm[0] : NAN);
     jsonNum(f, "body_deviation_mm_0_5s", cmp ? md->dev_mm[1] : NAN);
@@ -792,6 +795,7 @@ static void progress(int i, int n, const result* r, double sec) {
     } else if (!nat->diverged) {
       fprintf(stderr, " | %s dev0.5 %8.2f mm cost %5.2f", kModeName[j], md->dev_mm[1],
               isfinite(md->ratio) ? md->ratio : 0.0);
+      if (md->substeps > 1) fprintf(stderr, " (%d substeps)", md->substeps);
     }
   }
   fprintf(stderr, "  (%.1f s)\n", sec);
