@@ -551,6 +551,7 @@ typedef struct result_ {
   int nv, nu, na, nq, integrator;
   double timestep;
   int implicit, substeps;  // the smooth step: implicit (mjdiff_integrator 1), substeps per step
+  char stepText[128];      // tool_smoothStepText
   int nb;
   block blocks[NBLOCK];
   int nstate;  // states done
@@ -640,12 +641,7 @@ static void printTable(FILE* f, const args* a, const result* r) {
   fprintf(f, TOOL " %s: %s\n", mjdiff_versionString(), a->model);
   fprintf(f, "model: nq %d, nv %d, na %d, nu %d, %s, timestep %g s\n", r->nq, r->nv, r->na, r->nu,
           tool_integratorName(r->integrator), r->timestep);
-  if (r->implicit) {
-    fprintf(f, "smooth step: implicit (backward Euler on the smooth forces)\n");
-  } else {
-    fprintf(f, "smooth step: explicit, %d substep%s of %g s\n", r->substeps,
-            r->substeps == 1 ? "" : "s", r->timestep / (r->substeps > 0 ? r->substeps : 1));
-  }
+  fprintf(f, "%s\n", r->stepText);
   fprintf(f,
           "states: %d, compared %d, skipped %d (finite differences disagree with themselves: a "
           "force law's piece boundary in reach)%s",
@@ -1011,6 +1007,7 @@ int main(int argc, char** argv) {
     } else {
       r.implicit = mjdiff_getOptions(s)->integrator == MJDIFF_INT_IMPLICIT;
       r.substeps = mjdiff_substepCount(s);
+      tool_smoothStepText(m, s, r.stepText, sizeof(r.stepText));
       st = mjdiff_makeStepDeriv(m, s, NULL, &w, err, sizeof(err));
       if (st != MJDIFF_OK) {
         r.status = TOOL_EXIT_RUNTIME;

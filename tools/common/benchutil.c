@@ -114,6 +114,18 @@ void tool_baseName(const char* path, char* name, size_t n) {
   if (dot && dot != name) *dot = 0;
 }
 
+const char* tool_smoothStepText(const mjModel* m, const mjdiffModel* s, char* buf, size_t n) {
+  if (!buf || !n) return buf;
+  if (mjdiff_getOptions(s)->integrator == MJDIFF_INT_IMPLICIT) {
+    snprintf(buf, n, "implicit smooth step (backward Euler on the smooth forces)");
+  } else {
+    int k = mjdiff_substepCount(s);
+    snprintf(buf, n, "explicit smooth step, %d substep%s of %g s", k, k == 1 ? "" : "s",
+             m->opt.timestep / k);
+  }
+  return buf;
+}
+
 const char* tool_integratorName(int integrator) {
   switch (integrator) {
     case mjINT_EULER:

@@ -43,6 +43,10 @@ void tool_baseName(const char* path, char* name, size_t n);
 // "Euler", "RK4" or "implicit"
 const char* tool_integratorName(int integrator);
 
+// the smooth step s takes on m, into buf (n): "implicit smooth step" or "explicit smooth step,
+// 5 substeps of 0.001 s" ("1 substep" where it takes none); returns buf
+const char* tool_smoothStepText(const mjModel* m, const mjdiffModel* s, char* buf, size_t n);
+
 //---------------------------------- statistics ----------------------------------------------------
 
 // median of x (n); NaN if n <= 0 or out of memory

@@ -333,9 +333,11 @@ int main(int argc, char** argv) {
   const mjdiffOptions* o = mjdiff_getOptions(s);
   int text = !a.json;
   if (text) {
-    printf("%s %s: %s (nq=%d nv=%d nu=%d ngeom=%d, timestep %g s, %s)\n", kTool,
+    char step[128];
+    printf("%s %s: %s (nq=%d nv=%d nu=%d ngeom=%d, timestep %g s, %s; %s)\n", kTool,
            mjdiff_versionString(), a.model, (int)m->nq, (int)m->nv, (int)m->nu, (int)m->ngeom, m->opt.timestep,
-           m->opt.integrator == mjINT_RK4 ? "RK4" : "Euler");
+           m->opt.integrator == mjINT_RK4 ? "RK4" : "Euler",
+           tool_smoothStepText(m, s, step, sizeof(step)));
     const mjtNum v[4] = {o->contact_stiffness, o->contact_damping, o->contact_width,
                          o->friction_speed};
     const char* what[4] = {"contact stiffness", "damping", "width", "friction speed"};

@@ -580,8 +580,10 @@ static int mainRun(int argc, char** argv) {
   }
 
   if (!a.json) {
-    printf(TOOL " %s: %s (nq=%d nv=%d nu=%d, timestep %g s), task %s\n", mjdiff_versionString(),
-           a.model, (int)p.m->nq, (int)p.m->nv, (int)p.m->nu, p.m->opt.timestep, task);
+    char step[128];
+    printf(TOOL " %s: %s (nq=%d nv=%d nu=%d, timestep %g s; %s), task %s\n",
+           mjdiff_versionString(), a.model, (int)p.m->nq, (int)p.m->nv, (int)p.m->nu,
+           p.m->opt.timestep, tool_smoothStepText(p.m, p.s, step, sizeof(step)), task);
     printf("planner %s on the smooth model, plant %s, budget %g ms per control step of %d "
            "plant step(s), horizon %g s, %g s simulated\n",
            kPlannerName[a.planner], kPlantName[a.plant], 1e3 * a.c.budget, lo.shift,
