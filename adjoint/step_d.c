@@ -587,7 +587,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
     (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
-    (size_t)nsub * (m->nq + nv + na + 1), (size_t)(nsub > 1 ? 2 * ndx * ncol + ndx * ndx : 0),
+    (size_t)nsub * (m->nq + nv + na + 1), (nsub > 1 ? 2 * (size_t)ndx * ncol + (size_t)ndx * ndx : 0),
     (size_t)(3 * ncol), (size_t)nv,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
@@ -1014,7 +1014,7 @@ static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffMo
         mju_zero(row, ndx);
         mju_copy(row + ndx, a + ndx, ncol - ndx);
       }
-      mjdiff_gemm(0, 0, ndx, ncol, ndx, 1, Ak, T, 1, T2);
+      mjdiff_gemmPlain(0, 0, ndx, ncol, ndx, 1, Ak, T, 1, T2);  // (allocates nothing)
       mjtNum* swap = T;
       T = T2;
       T2 = swap;

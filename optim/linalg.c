@@ -5,7 +5,9 @@
 //   gemm       C = alpha op(A) op(B) + beta C: plain loops over rows of C, each an axpy of a row
 //              of op(B) per entry of op(A) (skipping zeros), below 16 in any dimension; above,
 //              BLIS's bli_dgemm_ex on one thread (its packing costs more than it saves on small
-//              products)
+//              products). Debian's BLIS is built with OpenMP and opens a region per call, which
+//              allocates (the first call of a thread several hundred times): code that must not
+//              allocate after setup (the step derivatives) takes mjdiff_gemmPlain, the loops alone
 //   Cholesky   left-looking by rows, reading the lower triangle: for j = 0 .. n-1
 //                d = A_jj - sum_k<j L_jk^2          (fails unless d > tol A_jj and finite)
 //                L_jj = sqrt(d),  L_ij = (A_ij - sum_k<j L_ik L_jk) / L_jj   (i > j)
@@ -20,28 +22,34 @@
 #include <mjdiff/linalg.h>
 #include <string.h>
 
+void mjdiff_gemmPlain(int ta, int tb, int m, int n, int k, double alpha, const double* a,
+                      const double* b, double beta, double* c) {
+  if (m <= 0 || n <= 0) return;
+  for (int i = 0; i < m; i++) {
+    double* ci = c + (size_t)i * n;
+    if (beta == 0) {
+      memset(ci, 0, sizeof(double) * (size_t)n);
+    } else if (beta != 1) {
+      for (int j = 0; j < n; j++) ci[j] *= beta;
+    }
+    for (int l = 0; l < k; l++) {
+      double ail = alpha * (ta ? a[(size_t)l * m + i] : a[(size_t)i * k + l]);
+      if (ail == 0) continue;
+      if (tb) {
+        for (int j = 0; j < n; j++) ci[j] += ail * b[(size_t)j * k + l];
+      } else {
+        const double* bl = b + (size_t)l * n;
+        for (int j = 0; j < n; j++) ci[j] += ail * bl[j];
+      }
+    }
+  }
+}
+
 void mjdiff_gemm(int ta, int tb, int m, int n, int k, double alpha, const double* a,
                  const double* b, double beta, double* c) {
   if (m <= 0 || n <= 0) return;
   if (m < 16 || n < 16 || k < 16) {
-    for (int i = 0; i < m; i++) {
-      double* ci = c + (size_t)i * n;
-      if (beta == 0) {
-        memset(ci, 0, sizeof(double) * (size_t)n);
-      } else if (beta != 1) {
-        for (int j = 0; j < n; j++) ci[j] *= beta;
-      }
-      for (int l = 0; l < k; l++) {
-        double ail = alpha * (ta ? a[(size_t)l * m + i] : a[(size_t)i * k + l]);
-        if (ail == 0) continue;
-        if (tb) {
-          for (int j = 0; j < n; j++) ci[j] += ail * b[(size_t)j * k + l];
-        } else {
-          const double* bl = b + (size_t)l * n;
-          for (int j = 0; j < n; j++) ci[j] += ail * bl[j];
-        }
-      }
-    }
+    mjdiff_gemmPlain(ta, tb, m, n, k, alpha, a, b, beta, c);
     return;
   }
   rntm_t rntm = BLIS_RNTM_INITIALIZER;

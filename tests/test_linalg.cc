@@ -2,7 +2,7 @@
 //
 // The shared dense linear algebra (optim/linalg.c, <mjdiff/linalg.h>) against plain definitions.
 //
-//   gemm       every transpose combination, on both paths (loops below 16 in a dimension, BLIS
+//   gemm       every transpose combination, on both paths (and mjdiff_gemmPlain, loops alone) (loops below 16 in a dimension, BLIS
 //              above), beta 0 (C's NaN ignored), 1 and 0.5, against the triple sum; within 1e-12
 //   Cholesky   a random SPD matrix: L L' = A within 1e-12, L lower with a positive diagonal;
 //              an indefinite matrix fails at the right pivot (1 + its index); tol: a matrix whose
@@ -66,7 +66,10 @@ TEST(Linalg, GemmMatchesTheTripleSum) {
               for (int j = 0; j < s.n; j++) bs[(size_t)j * s.k + l] = b[(size_t)l * s.n + j];
             }
           }
+          std::vector<double> cp = c;
           mjdiff_gemm(ta, tb, s.m, s.n, s.k, 2.0, as.data(), bs.data(), beta, c.data());
+          mjdiff_gemmPlain(ta, tb, s.m, s.n, s.k, 2.0, as.data(), bs.data(), beta, cp.data());
+          for (size_t e = 0; e < c.size(); e++) ASSERT_NEAR(cp[e], c[e], 1e-12 * (1 + std::fabs(c[e])));
           for (int i = 0; i < s.m; i++) {
             for (int j = 0; j < s.n; j++) {
               double want = beta * c0[(size_t)i * s.n + j];

@@ -28,6 +28,7 @@
 
 #include <mjdiff/adjoint.h>
 
+#include "alloc_count.h"
 #include "shim.h"
 #include "testutil.h"
 
@@ -706,6 +707,50 @@ TEST(StepDerivSubsteps, Muscles) {
 
 TEST(StepDerivSubsteps, BodyTransmissions) {
   checkModel(withSubsteps(kAdhesion, 2).c_str(), nullptr, 20, 1e-6, 60, true);
+}
+
+// the products chained over substeps on a model with ndx >= 16 (three free spheres resting on a
+// floor, 3 substeps: the chain's product runs at 36 x 36 by 36 x 36, where mjdiff_gemm would take
+// BLIS, whose OpenMP build allocates per call) allocate nothing after the first call; the guard:
+// the counter sees an allocation
+TEST(StepDerivSubsteps, ProductsAllocateNothing) {
+  std::string xml = withSubsteps(R"(<mujoco><option timestep="0.002"/><worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+    <body pos="0.5 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+    <body pos="1 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+  </worldbody></mujoco>)", 3);
+  testutil::StepSim sim(xml.c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  ASSERT_EQ(mjdiff_substepCount(sim.sim.s), 3);
+  int ndx = 2 * m->nv + m->na;
+  ASSERT_GE(ndx, 16);
+  std::vector<mjtNum> A(ndx * ndx), lam(ndx, 1.0), ax(ndx), dx(ndx, 0.1), out(ndx);
+  char err[500];
+  for (int k = 0; k < 20; k++) ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_stepJacobian(m, d, sim.sim.s, sim.w, A.data(), nullptr, nullptr, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  gAllocs = 0;
+  gCounting = 1;
+  void* guard = malloc(16);
+  gCounting = 0;
+  free(guard);
+  EXPECT_GT(gAllocs.load(), 0) << "the counter sees no allocation";
+  gAllocs = 0;
+  gCounting = 1;
+  mjdiffStatus s1 = mjdiff_stepJacobian(m, d, sim.sim.s, sim.w, A.data(), nullptr, nullptr, err,
+                                        sizeof(err));
+  mjdiffStatus s2 = mjdiff_stepVJP(m, d, sim.sim.s, sim.w, lam.data(), ax.data(), nullptr, nullptr,
+                                   err, sizeof(err));
+  mjdiffStatus s3 = mjdiff_stepJVP(m, d, sim.sim.s, sim.w, dx.data(), nullptr, nullptr, out.data(),
+                                   err, sizeof(err));
+  gCounting = 0;
+  EXPECT_EQ(s1, MJDIFF_OK);
+  EXPECT_EQ(s2, MJDIFF_OK);
+  EXPECT_EQ(s3, MJDIFF_OK) << err;
+  EXPECT_EQ(gAllocs.load(), 0) << "allocations in the chained Jacobian, VJP or JVP";
 }
 
 // the derived substeps at a 5 ms step (MuJoCo's humanoid, 5 substeps, is in StepDerivModels)

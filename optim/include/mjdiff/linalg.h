@@ -24,6 +24,11 @@ extern "C" {
 MJDIFF_API void mjdiff_gemm(int ta, int tb, int m, int n, int k, double alpha, const double* a,
                             const double* b, double beta, double* c);
 
+// The same product by the plain loops alone, whatever the sizes: never allocates (mjdiff_gemm's
+// BLIS path, Debian's OpenMP build, allocates on every call), for code that must not after setup.
+MJDIFF_API void mjdiff_gemmPlain(int ta, int tb, int m, int n, int k, double alpha, const double* a,
+                                 const double* b, double beta, double* c);
+
 // In place Cholesky factor of the symmetric n x n a (its lower triangle is read): on success L in
 // the lower triangle, the upper zeroed, and 0; else 1 + the index of the first pivot that is not
 // finite or not above tol * a_jj (a then partly overwritten).
