@@ -468,6 +468,17 @@ static inline void compat_massSolve(const mjModel* m, const mjtNum* H, mjtNum* x
 // d->solver[0 .. mjNSOLVER) for island 0.
 
 // iteration k's statistics: improvement = residual norm, gradient = relative velocity correction
+// the joint-space inertia of d's configuration (after mj_kinematics and mj_comPos), as
+// mj_setConst makes it for invweight0: 3.x adds the tendons' armature to the composite rigid
+// bodies' inertia (mj_makeM), 2.2 has none
+static inline void compat_makeM(const mjModel* m, mjData* d) {
+#if MJDIFF_MUJOCO_3
+  mj_makeM(m, d);
+#else
+  mj_crb(m, d);
+#endif
+}
+
 static inline void compat_solverStat(mjData* d, int k, mjtNum residual, mjtNum correction) {
   if (k < 0 || k >= mjNSOLVER) return;
   d->solver[k].improvement = residual;

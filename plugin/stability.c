@@ -4,7 +4,7 @@
 //
 // Each smooth force is, near its state, a spring-damper on one coordinate with inverse inertia A
 // (MuJoCo's invweight0 approximation, as in derive.c):
-//   contact (normal)  slope k s'(x), damping c s'(x);  A = geom_invweight of the two geoms
+//   contact (normal)  slope k s'(x), damping c s'(x);  A = geom_invweightn of the two geoms
 //   contact friction  damping mu fn / v_e (sliding; v_e = v_s + h A mu fn, law.h)
 //   joint or tendon limit  k s'(x), c s'(x);  A = dof_invweight0 or tendon_invweight0
 //   friction loss     damping floss / v_f (the regulariser's slope at v = 0)
@@ -137,9 +137,9 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       mjtNum x = p[GP_WIDTH] - con->dist;
       if (x <= 0) continue;
       mjtNum sx = law_ramp(x, p[GP_WIDTH], &ds);
-      mjtNum A = s->geom_invweight[g1] + s->geom_invweight[g2], As, Ar;
+      mjtNum A = s->geom_invweightn[g1] + s->geom_invweightn[g2], As, Ar;  // normal
       mjdiff_contactInvweight(s, g1, g2, &As, &Ar);
-      mjtNum At = A;  // tangential
+      mjtNum At = s->geom_invweight[g1] + s->geom_invweight[g2];  // tangential
       if (ex) {
         int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
         A = pointInvweight(ex, b1, b2, con->pos, con->frame);

@@ -391,13 +391,13 @@ ContactProbe probeContact(const mjModel* m, const mjdiffModel* s, double pen) {
 // the derived contact stiffness of the ball against the floor, from the documented formula
 // (README "Defaults", plugin/derive.c): MuJoCo's default solref (0.02, 1) and solimp (0.9, 0.95,
 // 0.001), omega = min(sqrt(k dbar / (1 - dbar)), 0.4 * 2 (sqrt(2) - 1) / h), K = omega^2 / A,
-// A = invweight0_t + rho^2 invweight0_r, rho = the ball's radius
+// A = invweight0_t (the centred ball's normals pass through its centre of mass: no lever)
 double derivedBallStiffness(const mjModel* m) {
   double h = m->opt.timestep, tc = std::max(0.02, 2 * h), dmin = 0.9, dmax = 0.95;
   double k = 1 / (dmax * dmax * tc * tc), dbar = 0.5 * (dmin + dmax);
   double omega = std::min(std::sqrt(k * dbar / (1 - dbar)), 0.4 * 2 * (std::sqrt(2.0) - 1) / h);
   int b = mj_name2id(m, mjOBJ_BODY, "ball");
-  double A = m->body_invweight0[2 * b] + 0.1 * 0.1 * m->body_invweight0[2 * b + 1];
+  double A = m->body_invweight0[2 * b];
   return omega * omega / A;
 }
 

@@ -78,6 +78,32 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
   return worstErr;
 }
 
+// columns of J whose finite differences are unreliable: in some block, the two Richardson estimates
+// F1 and F2 of the column disagree by more than tol relative to the block's scale (as
+// blockRelError's); noisy[c] set for those, returns their number
+int noisyColumns(const mjModel* m, const std::vector<mjtNum>& F1, const std::vector<mjtNum>& F2,
+                 double tol, std::vector<char>* noisy) {
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  const int rows[] = {0, nv, 2 * nv, ndx}, cols[] = {0, nv, 2 * nv, ndx, ncol};
+  noisy->assign(ncol, 0);
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 4; j++) {
+      double scale = 1e-4;
+      for (int r = rows[i]; r < rows[i + 1]; r++) {
+        for (int c = cols[j]; c < cols[j + 1]; c++) scale = std::fmax(scale, std::fabs(F1[ncol * r + c]));
+      }
+      for (int c = cols[j]; c < cols[j + 1]; c++) {
+        for (int r = rows[i]; r < rows[i + 1]; r++) {
+          if (std::fabs(F1[ncol * r + c] - F2[ncol * r + c]) > tol * scale) (*noisy)[c] = 1;
+        }
+      }
+    }
+  }
+  int n = 0;
+  for (char x : *noisy) n += x;
+  return n;
+}
+
 // the model xml (timestep 0.002) integrated by RK4
 std::string withRK4(std::string xml) {
   xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
@@ -94,6 +120,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
   int ndx = 2 * m->nv + m->na, nu = m->nu, ncol = ndx + nu;
   unsigned long long seed = 12345;
   int compared = 0, withContact = 0;
+  long skippedColumns = 0;
   double worst = 0;
   std::string worstBlock;
   char err[1000];
@@ -117,17 +144,29 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     std::string failure;
     testutil::fdStepJacobians(m, d, sim.sim.s, state, 1e-5, &F1, &F2, &failure);
     EXPECT_TRUE(failure.empty()) << "a finite-difference step failed: " << failure;
-    std::string noisyBlock;
-    double fdNoise = blockError(m, F1, F2, &noisyBlock);
-    if (fdNoise > tol) {  // finite differences unreliable here (a law's kink in reach)
+    // finite differences are unreliable in a column where a law's kink or steep curvature lies
+    // within the stencil (4 eps): such columns are not compared, a state only when over half
+    // its columns are such (mjdiff-check's rule)
+    std::vector<char> noisy;
+    int nnoisy = noisyColumns(m, F1, F2, tol, &noisy);
+    if (2 * nnoisy > ncol) {
+      std::string noisyBlock;
+      double fdNoise = blockError(m, F1, F2, &noisyBlock);
       std::cout << "sample " << k << " skipped: finite differences disagree by " << fdNoise
-                << " in " << noisyBlock << "\n";
+                << " in " << noisyBlock << " (" << nnoisy << " of " << ncol << " columns)\n";
       continue;
     }
+    skippedColumns += nnoisy;
     compared++;
     withContact += active > 0;
+    std::vector<mjtNum> Jc = J;  // J with the noisy columns taken from F1: no error there
+    for (int r = 0; r < ndx; r++) {
+      for (int c = 0; c < ncol; c++) {
+        if (noisy[c]) Jc[ncol * r + c] = F1[ncol * r + c];
+      }
+    }
     std::string block;
-    double e = blockError(m, J, F1, &block);
+    double e = blockError(m, Jc, F1, &block);
     if (e > worst) {
       worst = e;
       worstBlock = block;
@@ -169,9 +208,11 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     EXPECT_NEAR(lhs, rhs, 1e-10 * std::fmax(1, std::fabs(lhs)));
   }
   std::cout << (path ? path : "inline") << ": compared " << compared << "/" << nsample
-            << " states (" << withContact << " with contacts), worst relative error " << worst
-            << " in " << worstBlock << "\n";
+            << " states (" << withContact << " with contacts; " << skippedColumns
+            << " of their columns not compared), worst relative error " << worst << " in "
+            << worstBlock << "\n";
   EXPECT_GE(compared, (int)(0.8 * nsample));
+  EXPECT_LE(skippedColumns, (long)compared * ncol / 10);  // at most a tenth of the columns
   if (needContacts) {
     EXPECT_GT(withContact, 0);
   }
