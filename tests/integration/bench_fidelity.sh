@@ -58,7 +58,7 @@ assert len(pm) == 1 and pm[0]["name"] == "hopper", pm
 r = pm[0]
 assert r["stripped_numerics"] == 7 and r["defaults_same_as_written"] is False, r
 common = ("ran", "diverged", "error", "rest_penetration_mm", "rest_mean_ncon", "energy_drift",
-          "mean_normal_force_N", "us_per_step")
+          "mean_normal_force_N", "us_per_step", "rest_tail_max_qvel")
 smooth = ("normal_force_rms_diff_N", "body_deviation_mm_0_1s", "body_deviation_mm_0_5s",
           "step_cost_ratio")
 for mode in ("native", "written", "defaults"):
@@ -70,6 +70,7 @@ for mode in ("native", "written", "defaults"):
     for k in keys[3:]:
         assert isinstance(m[k], (int, float)) and math.isfinite(m[k]), (mode, k, m[k])
     assert m["rest_penetration_mm"] > -5 and m["rest_penetration_mm"] < 50, (mode, m)
+    assert m["rest_tail_max_qvel"] >= 0, (mode, m)
 for mode in ("written", "defaults"):
     m = r[mode]
     assert m["step_cost_ratio"] > 0 and m["body_deviation_mm_0_5s"] >= 0, (mode, m)

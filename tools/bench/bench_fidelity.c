@@ -12,6 +12,8 @@
 //     pen_k    = max_i -dist_i over the contacts of step k (the deepest penetration; negative
 //                when the smooth model holds a body just above a surface, inside its width)
 //     pen      = mean of pen_k over the last 20% of the steps that have contacts (mm)
+//     vtail    = max_k max_i |qvel_i| over those last 20% (m/s or rad/s): whether the run has
+//                settled, so that pen is a rest depth and not a moment of a bounce or a swing
 //     E_k      = d->energy[0] + d->energy[1] at the forward pass of step k (mjENBL_ENERGY on)
 //     drift    = (E_{R-1} - E_0) / |E_0|   (|E_0| below 1e-6 max_k |E_k|: max_k |E_k| instead)
 //   control run (the same controls u_k for every mode: seeded smooth controls inside ctrlrange,
@@ -80,6 +82,7 @@ typedef struct mode_ {
   char error[300];             // the failed step's message
   double pen_mm;               // resting penetration (NAN: no contact in the tail)
   double ncon_rest;            // mean contacts over the rest run's tail
+  double vtail;                // largest |qvel_i| over the rest run's tail
   double drift;                // relative energy change of the rest run
   double fn_mean;              // mean total normal force of the control run (N)
   double fn_rms;               // vs native (smooth modes)
@@ -118,7 +121,9 @@ static void usage(void) {
       "Per model and smooth mode:\n"
       "  pen        resting penetration: mean over the last 20%% of a rest run (the controls of\n"
       "             keyframe 0, zero without one) of the deepest contact's -dist (mm; negative:\n"
-      "             held inside the smooth contact width), native and smooth ('-': no contact)\n"
+      "             held inside the smooth contact width), native and smooth ('-': no contact);\n"
+      "             the JSON's rest_tail_max_qvel, the largest |qvel| over that tail, tells a\n"
+      "             settled body from one still bouncing or swinging\n"
       "  Fn rms     RMS difference of the total contact normal force per step over a 0.5 s\n"
       "             control run (N; native from mj_contactForce), beside the native mean\n"
       "  dev        largest body-position difference after 0.1 s and 0.5 s of that run (mm)\n"
@@ -346,12 +351,12 @@ static double deepest(const mjData* d) {
 }
 
 // the rest run: R steps with the controls of the initial state (keyframe 0's ctrl, else zero);
-// fills pen_mm, ncon_rest, drift; 0 if it failed
+// fills pen_mm, ncon_rest, vtail, drift; 0 if it failed
 static int restRun(const mjModel* m, mjData* d, const mjdiffModel* s, long R, mode* out) {
   tool_resetState(m, d);
   if (m->nkey == 0) mju_zero(d->ctrl, m->nu);
   long tail0 = R - (long)ceil(TAIL * (double)R);
-  double pen = 0, ncon = 0, e0 = 0, elast = 0, emax = 0;
+  double pen = 0, ncon = 0, e0 = 0, elast = 0, emax = 0, vtail = 0;
   long npen = 0, ntail = 0;
   for (long k = 0; k < R; k++) {
     if (!stepMode(m, d, s, out->error, sizeof(out->error))) return 0;
@@ -367,10 +372,12 @@ static int restRun(const mjModel* m, mjData* d, const mjdiffModel* s, long R, mo
       }
       ncon += d->ncon;
       ntail++;
+      for (int i = 0; i < m->nv; i++) vtail = fmax(vtail, fabs(d->qvel[i]));
     }
   }
   out->pen_mm = npen ? 1e3 * pen / (double)npen : NAN;
   out->ncon_rest = ntail ? ncon / (double)ntail : 0;
+  out->vtail = vtail;
   double scale = fabs(e0) >= 1e-6 * emax ? fabs(e0) : emax;
   out->drift = scale > 0 ? (elast - e0) / scale : 0;
   return 1;
@@ -690,6 +697,7 @@ static void jsonMode(FILE* f, const result* r, int i) {
   // a missing value is null, never NaN
   jsonNum(f, "rest_penetration_mm", ok ? md->pen_mm : NAN);
   jsonNum(f, "rest_mean_ncon", ok ? md->ncon_rest : NAN);
+  jsonNum(f, "rest_tail_max_qvel", ok ? md->vtail : NAN);
   jsonNum(f, "energy_drift", ok ? md->drift : NAN);
   jsonNum(f, "mean_normal_force_N", ok ? md->fn_mean : NAN);
   jsonNum(f, "us_per_step", ok && r->rounds ? md->us : NAN);

@@ -29,7 +29,9 @@ typedef enum mjdiffStatus_ {
   MJDIFF_ERR_VALUE,            // a parameter value out of its range (message names field and value)
   MJDIFF_ERR_NAME,             // an unknown parameter, geom, joint or other name
   MJDIFF_ERR_UNSUPPORTED,      // a model feature or integrator the smooth model cannot handle
-  MJDIFF_ERR_NONFINITE,        // a NaN or infinite state, control or result
+  MJDIFF_ERR_NONFINITE,        // a NaN or infinite state, control or result, or a step that
+                               // diverged or whose implicit solve did not converge (the
+                               // message says which, naming the element)
   MJDIFF_ERR_MEMORY            // an allocation failed
 } mjdiffStatus;
 
