@@ -33,6 +33,12 @@
 // last correction applied (its error then ~ tol^2); d's kinematics, contacts and body velocities
 // are those of the last evaluated iterate, within tol of (q', v'), while its mass matrix, bias
 // forces, accelerations and sensors stay those of the start state, as after mj_step.
+// Continuation (mjdiff_implicitSolve, from v' = v only): where that Newton fails, the same equation
+// with the timestep h_j = h / 2^j, g_j(v') = H_j (v' - v) - h_j F_e - h_j f_s(q (+) h_j v', v')
+// (F_e of the start state, H_j = M + h_j B), is solved from v for j = 1, 2, .. up to
+// opt.implicit_continuation, until one converges (the forces act for less time: the root is nearer
+// v); then g_{j-1}, .., g_0 = g from the last root each. The result is a root of g itself, so the
+// step and its derivatives are defined as without the continuation: it only finds the root.
 //
 // The step's derivatives (adjoint/step_d.c) follow from the implicit function theorem at the
 // converged v': N dv' = d(h F_e) + h (Dq Phi dq + ...) -- derived there.
@@ -117,9 +123,14 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
 // d's stack the implicit step needs (mjtNums): its own arrays, and the force derivative's scratch
 // on top of them (without that, a spatial tendon's derivative was skipped for want of stack and
 // the Newton matrix lost its terms: hammock's pinned grid, Newton linear, 100 iterations at step 0)
-static size_t stackNeed(const mjModel* m) {
+// one Newton solve's scratch, and the step's: that and the continuation's start state
+static size_t newtonNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
   return 6 * nv * nv + 12 * nv + (size_t)m->nq + 200 + mjdiff_forceDerivativeStack(m);
+}
+
+static size_t stackNeed(const mjModel* m) {
+  return newtonNeed(m) + 4 * (size_t)m->nv + (size_t)m->nq + 20;
 }
 
 // the implicit step's need holds the force derivative's, the deepest user of the stack
@@ -255,9 +266,11 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   return MJDIFF_OK;
 }
 
-mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                  const mjtNum* vstart, int* iters, mjtNum* correction, char* err,
-                                  int errsz) {
+// Newton on the step of m's timestep from the start state (q0, v0 in d; Fe_in, nv: F_e of the start
+// state, or NULL to take it from d's forward pass), from vstart or v' = v0 (header)
+static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                const mjtNum* vstart, const mjtNum* Fe_in, int* iters,
+                                mjtNum* correction, char* err, int errsz) {
   int nq = m->nq, nv = m->nv;
   mjtNum h = m->opt.timestep;
   mjModel user;
@@ -268,12 +281,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   *iters = 0;
   *correction = 0;
   if (nv == 0) return MJDIFF_OK;
-  if ((size_t)compat_stackSpace(d) < stackNeed(m)) {
-    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
-                        "mjData stack too small for the implicit step (%zu numbers needed, %d "
-                        "free): raise the model's <size nstack>", stackNeed(m),
-                        compat_stackSpace(d));
-  }
+  // (the caller checked d's stack: stackNeed)
 
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* q0 = compat_stackAllocNum(d, nq);
@@ -297,9 +305,13 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   compat_fullM(m, d, Mdense);
 
   // F_e and the Newton matrix at the start state
-  mju_zero(fs, nv);
-  mjdiff_addForces(mu, d, s, fs);
-  mju_sub(Fe, d->qfrc_smooth, fs, nv);
+  if (Fe_in) {
+    mju_copy(Fe, Fe_in, nv);
+  } else {
+    mju_zero(fs, nv);
+    mjdiff_addForces(mu, d, s, fs);
+    mju_sub(Fe, d->qfrc_smooth, fs, nv);
+  }
   mjdiffStatus st = MJDIFF_OK;
   mjtNum lam = 0;  // Levenberg-Marquardt damping (0: Newton)
   int gauss = 0;   // the damping's form: 0 Newton's, 1 Gauss-Newton's (newtonMatrix)
@@ -413,6 +425,75 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   if (st != MJDIFF_OK) {
     mju_copy(d->qpos, q0, nq);
     mju_copy(d->qvel, v0, nv);
+  }
+  compat_stackFree(d, mark);
+  return st;
+}
+
+mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                  const mjtNum* vstart, int* iters, mjtNum* correction, char* err,
+                                  int errsz) {
+  int nq = m->nq, nv = m->nv;
+  *iters = 0;
+  *correction = 0;
+  if (nv == 0) return MJDIFF_OK;
+  if ((size_t)compat_stackSpace(d) < stackNeed(m)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
+                        "mjData stack too small for the implicit step (%zu numbers needed, %d "
+                        "free): raise the model's <size nstack>", stackNeed(m),
+                        compat_stackSpace(d));
+  }
+  if (vstart) return newtonSolve(m, d, s, vstart, NULL, iters, correction, err, errsz);
+
+  // the start state and its F_e, kept for the continuation below
+  mjModel user;
+  const mjModel* mu = mjdiff_userModel(m, s, &user);
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* q0 = compat_stackAllocNum(d, nq);
+  mjtNum* v0 = compat_stackAllocNum(d, nv);
+  mjtNum* Fe = compat_stackAllocNum(d, nv);
+  mjtNum* vc = compat_stackAllocNum(d, nv);
+  mju_copy(q0, d->qpos, nq);
+  mju_copy(v0, d->qvel, nv);
+  mju_zero(vc, nv);
+  mjdiff_addForces(mu, d, s, vc);
+  mju_sub(Fe, d->qfrc_smooth, vc, nv);
+
+  mjdiffStatus st = newtonSolve(m, d, s, NULL, Fe, iters, correction, err, errsz);
+  int levels = (int)s->opt.implicit_continuation;
+  if (st == MJDIFF_ERR_NONFINITE && levels > 0) {
+    // continuation in the timestep: the same equation at h / 2^j has a root nearer v0 (the
+    // forces act for less time); find the largest such h that Newton solves from v0, then walk
+    // back to h, each solve starting from the last root. The step's root is the equation's at h
+    // (its derivatives follow from the implicit function theorem there, as without the walk)
+    mjModel view = *mu;  // (the user's flags, where m is attached to MuJoCo's step)
+    mjtNum h = m->opt.timestep;
+    int j = 1, it;
+    mjdiffStatus sj = st;
+    for (; j <= levels && sj != MJDIFF_OK; j++) {
+      view.opt.timestep = h / (1 << j);
+      sj = newtonSolve(&view, d, s, v0, Fe, &it, correction, NULL, 0);
+      *iters += it;
+    }
+    for (j -= 2; j >= 0 && sj == MJDIFF_OK; j--) {
+      mju_copy(vc, d->qvel, nv);
+      mju_copy(d->qpos, q0, nq);
+      mju_copy(d->qvel, v0, nv);
+      view.opt.timestep = h / (1 << j);
+      sj = newtonSolve(j ? &view : m, d, s, vc, Fe, &it, correction, NULL, 0);
+      *iters += it;
+    }
+    if (sj == MJDIFF_OK) {
+      st = MJDIFF_OK;
+    } else {
+      mju_copy(d->qpos, q0, nq);
+      mju_copy(d->qvel, v0, nv);
+      int len = err ? (int)strlen(err) : 0;
+      if (err && len + 1 < errsz) {
+        snprintf(err + len, (size_t)(errsz - len), " (nor by continuation from timestep %g)",
+                 h / (1 << levels));
+      }
+    }
   }
   compat_stackFree(d, mark);
   return st;

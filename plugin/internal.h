@@ -91,6 +91,7 @@ int mjdiff_implicit(const mjdiffModel* s);
 
 // the largest substeps value
 #define MJDIFF_MAX_SUBSTEPS 64
+#define MJDIFF_MAX_CONTINUATION 8  // the implicit step's most halvings of the timestep (implicit.c)
 
 // the timestep of one smooth substep: m's timestep / mjdiff_substepCount(s). Every law and
 // integration inside mjdiff_step and its derivatives uses it.

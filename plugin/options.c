@@ -40,6 +40,7 @@ static const paramInfo kParams[] = {
   {"integrator", offsetof(mjdiffOptions, integrator), 0, -1, "0 explicit, 1 implicit", 1},
   {"implicit_tol", offsetof(mjdiffOptions, implicit_tol), 1, -1, "m/s or rad/s", 0},
   {"implicit_maxiter", offsetof(mjdiffOptions, implicit_maxiter), 1, -1, "iterations", 0},
+  {"implicit_continuation", offsetof(mjdiffOptions, implicit_continuation), 0, -1, "halvings", 0},
   {"substeps", offsetof(mjdiffOptions, substeps), 1, -1, "steps", 1},
   {"reach_strength", offsetof(mjdiffOptions, reach_strength), 0, -1, "N", 0},
   {"reach_width", offsetof(mjdiffOptions, reach_width), 1, -1, "m", 0},
@@ -80,6 +81,12 @@ static mjdiffStatus checkValue(const paramInfo* p, mjtNum value, char* err, int 
       (value != floor(value) || value < 1 || value > 1000)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "implicit_maxiter must be an integer in [1, 1000], got %g", value);
+  }
+  if (p->offset == offsetof(mjdiffOptions, implicit_continuation) &&
+      (value != floor(value) || value < 0 || value > MJDIFF_MAX_CONTINUATION)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "implicit_continuation must be an integer in [0, %d], got %g",
+                        MJDIFF_MAX_CONTINUATION, value);
   }
   if (p->offset == offsetof(mjdiffOptions, substeps) &&
       (value != floor(value) || value < 1 || value > MJDIFF_MAX_SUBSTEPS)) {
@@ -150,6 +157,7 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->integrator = MJDIFF_DERIVED;
   opt->implicit_tol = 1e-10;
   opt->implicit_maxiter = 100;
+  opt->implicit_continuation = 4;
   opt->substeps = MJDIFF_DERIVED;
   opt->reach_strength = 0;
   opt->reach_width = 0.1;
@@ -312,7 +320,8 @@ static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInf
                         "unknown mjdiff parameter '%.*s' (known: contact_stiffness, "
                         "contact_damping, contact_width, friction_speed, spin_speed, "
                         "limit_stiffness, limit_damping, limit_width, frictionloss_speed, "
-                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, substeps, "
+                        "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, "
+                        "implicit_continuation, substeps, "
                         "reach_strength, reach_width, reach_static)",
                         (int)len, name);
   }

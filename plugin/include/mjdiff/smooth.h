@@ -72,6 +72,9 @@ typedef struct mjdiffOptions_ {
   mjtNum integrator;           // MJDIFF_INT_EXPLICIT, MJDIFF_INT_IMPLICIT, or MJDIFF_DERIVED
   mjtNum implicit_tol;         // implicit step: Newton stops at a velocity change <= tol (1 + |v'|)
   mjtNum implicit_maxiter;     // implicit step: most Newton iterations, an integer >= 1
+  mjtNum implicit_continuation;  // implicit step: where Newton from v' = v fails, the same
+                               // equation is solved at timestep h / 2^j (j up to this, an
+                               // integer in [0, 8]; 0: off) and continued back to h
   mjtNum substeps;             // explicit step: smooth steps of timestep / n per mjdiff_step, an
                                // integer in [1, 64], or MJDIFF_DERIVED (README, "Substeps")
 
@@ -123,8 +126,8 @@ typedef struct mjdiffModel_ mjdiffModel;
 MJDIFF_API int mjdiff_substepCount(const mjdiffModel* s);
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
-// implicit_tol (1e-10), implicit_maxiter (100), reach_strength (0: off), reach_width (0.1 m) and reach_static
-// (1).
+// implicit_tol (1e-10), implicit_maxiter (100), implicit_continuation (4), reach_strength (0: off),
+// reach_width (0.1 m) and reach_static (1).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
 // Check every field of opt. On failure err names the first bad field and its value.
