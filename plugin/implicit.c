@@ -120,10 +120,10 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
   }
 }
 
-// d's stack the implicit step needs (mjtNums): its own arrays, and the force derivative's scratch
-// on top of them (without that, a spatial tendon's derivative was skipped for want of stack and
-// the Newton matrix lost its terms: hammock's pinned grid, Newton linear, 100 iterations at step 0)
-// one Newton solve's scratch, and the step's: that and the continuation's start state
+// d's stack the implicit step needs (mjtNums): one Newton solve's arrays and the force
+// derivative's scratch on top of them (without that, a spatial tendon's derivative was skipped for
+// want of stack and the Newton matrix lost its terms: hammock's pinned grid, Newton linear, 100
+// iterations at step 0); the step's: that and the continuation's start state
 static size_t newtonNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
   return 6 * nv * nv + 12 * nv + (size_t)m->nq + 200 + mjdiff_forceDerivativeStack(m);
@@ -468,14 +468,15 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     // (its derivatives follow from the implicit function theorem there, as without the walk)
     mjModel view = *mu;  // (the user's flags, where m is attached to MuJoCo's step)
     mjtNum h = m->opt.timestep;
-    int j = 1, it;
+    int j = 1, it, reached = 0;  // reached: the level whose equation Newton solved from v0
     mjdiffStatus sj = st;
     for (; j <= levels && sj != MJDIFF_OK; j++) {
       view.opt.timestep = h / (1 << j);
       sj = newtonSolve(&view, d, s, v0, Fe, &it, correction, NULL, 0);
       *iters += it;
+      if (sj == MJDIFF_OK) reached = j;
     }
-    for (j -= 2; j >= 0 && sj == MJDIFF_OK; j--) {
+    for (j = reached - 1; j >= 0 && sj == MJDIFF_OK; j--) {
       mju_copy(vc, d->qvel, nv);
       mju_copy(d->qpos, q0, nq);
       mju_copy(d->qvel, v0, nv);
@@ -486,12 +487,16 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
     if (sj == MJDIFF_OK) {
       st = MJDIFF_OK;
     } else {
+      // (d's solver statistics and *correction are the last continuation solve's)
       mju_copy(d->qpos, q0, nq);
       mju_copy(d->qvel, v0, nv);
-      int len = err ? (int)strlen(err) : 0;
-      if (err && len + 1 < errsz) {
-        snprintf(err + len, (size_t)(errsz - len), " (nor by continuation from timestep %g)",
-                 h / (1 << levels));
+      int len = err && errsz > 0 ? (int)strlen(err) : 0;
+      if (err && len + 1 < errsz && reached) {
+        snprintf(err + len, (size_t)(errsz - len), " (the continuation solved it at timestep %g "
+                 "but not, from that root, at %g)", h / (1 << reached), h / (1 << (j + 1)));
+      } else if (err && len + 1 < errsz) {
+        snprintf(err + len, (size_t)(errsz - len), " (nor at timestep %g .. %g: continuation)",
+                 h / 2, h / (1 << levels));
       }
     }
   }
