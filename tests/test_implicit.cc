@@ -445,27 +445,10 @@ TEST(Implicit, ContinuationFindsTheRootNewtonMissed) {
   testutil::fdStepJacobians(m, d, s, state, 1e-5, &F1, &F2, &failure);
   ASSERT_TRUE(failure.empty()) << failure;
   const double tol = 1e-6;
-  const int rows[] = {0, nv, ndx}, cols[] = {0, nv, ndx, ncol};
-  int compared = 0;
-  double worst = 0;
-  for (int bi = 0; bi < 2; bi++) {
-    for (int bj = 0; bj < 3; bj++) {
-      double scale = 1e-4;
-      for (int r = rows[bi]; r < rows[bi + 1]; r++) {
-        for (int c = cols[bj]; c < cols[bj + 1]; c++) scale = std::max(scale, std::fabs(F1[ncol * r + c]));
-      }
-      for (int c = cols[bj]; c < cols[bj + 1]; c++) {
-        double noise = 0, e = 0;
-        for (int r = rows[bi]; r < rows[bi + 1]; r++) {
-          noise = std::max(noise, std::fabs(F1[ncol * r + c] - F2[ncol * r + c]));
-          e = std::max(e, std::fabs(J[ncol * r + c] - F1[ncol * r + c]));
-        }
-        if (noise > tol * scale) continue;
-        if (bi == 0) compared++;
-        worst = std::max(worst, e / scale);
-      }
-    }
-  }
+  std::vector<char> noisy;
+  int compared = ncol - testutil::noisyColumns(m, F1, F2, tol, &noisy);
+  double worst = testutil::gridBlockError(testutil::withColumnsOf(J, F1, noisy, ncol), F1, ncol,
+                                          {0, nv, 2 * nv, ndx}, {0, nv, 2 * nv, ndx, ncol});
   std::cout << "continuation root: " << compared << " of " << ncol
             << " columns compared, worst relative error " << worst << "\n";
   EXPECT_GE(compared, (int)(0.9 * ncol));

@@ -78,32 +78,6 @@ double blockError(const mjModel* m, const std::vector<mjtNum>& J, const std::vec
   return worstErr;
 }
 
-// columns of J whose finite differences are unreliable: in some block, the two Richardson estimates
-// F1 and F2 of the column disagree by more than tol relative to the block's scale (as
-// blockRelError's); noisy[c] set for those, returns their number
-int noisyColumns(const mjModel* m, const std::vector<mjtNum>& F1, const std::vector<mjtNum>& F2,
-                 double tol, std::vector<char>* noisy) {
-  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
-  const int rows[] = {0, nv, 2 * nv, ndx}, cols[] = {0, nv, 2 * nv, ndx, ncol};
-  noisy->assign(ncol, 0);
-  for (int i = 0; i < 3; i++) {
-    for (int j = 0; j < 4; j++) {
-      double scale = 1e-4;
-      for (int r = rows[i]; r < rows[i + 1]; r++) {
-        for (int c = cols[j]; c < cols[j + 1]; c++) scale = std::fmax(scale, std::fabs(F1[ncol * r + c]));
-      }
-      for (int c = cols[j]; c < cols[j + 1]; c++) {
-        for (int r = rows[i]; r < rows[i + 1]; r++) {
-          if (std::fabs(F1[ncol * r + c] - F2[ncol * r + c]) > tol * scale) (*noisy)[c] = 1;
-        }
-      }
-    }
-  }
-  int n = 0;
-  for (char x : *noisy) n += x;
-  return n;
-}
-
 // the model xml (timestep 0.002) integrated by RK4
 std::string withRK4(std::string xml) {
   xml.replace(xml.find("timestep=\"0.002\""), 16, "timestep=\"0.002\" integrator=\"RK4\"");
@@ -148,7 +122,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     // within the stencil (4 eps): such columns are not compared, a state only when over half
     // its columns are such (mjdiff-check's rule)
     std::vector<char> noisy;
-    int nnoisy = noisyColumns(m, F1, F2, tol, &noisy);
+    int nnoisy = testutil::noisyColumns(m, F1, F2, tol, &noisy);
     if (2 * nnoisy > ncol) {
       std::string noisyBlock;
       double fdNoise = blockError(m, F1, F2, &noisyBlock);
@@ -159,12 +133,7 @@ void checkModel(const char* xml, const char* path, int nsample, double tol, int 
     skippedColumns += nnoisy;
     compared++;
     withContact += active > 0;
-    std::vector<mjtNum> Jc = J;  // J with the noisy columns taken from F1: no error there
-    for (int r = 0; r < ndx; r++) {
-      for (int c = 0; c < ncol; c++) {
-        if (noisy[c]) Jc[ncol * r + c] = F1[ncol * r + c];
-      }
-    }
+    std::vector<mjtNum> Jc = testutil::withColumnsOf(J, F1, noisy, ncol);
     std::string block;
     double e = blockError(m, Jc, F1, &block);
     if (e > worst) {

@@ -420,6 +420,44 @@ inline double gridBlockError(const std::vector<mjtNum>& J, const std::vector<mjt
   return worst;
 }
 
+// columns of a step Jacobian [A B] (ndx x ncol, row-major) whose finite differences are
+// unreliable: in some block of the (q, v, act) x (q, v, act, ctrl) grid, the two Richardson
+// estimates F1 and F2 of the column disagree by more than tol relative to the block's scale (as
+// blockRelError's). noisy[c] set for those; returns their number
+inline int noisyColumns(const mjModel* m, const std::vector<mjtNum>& F1,
+                        const std::vector<mjtNum>& F2, double tol, std::vector<char>* noisy) {
+  int nv = m->nv, na = m->na, nu = m->nu, ndx = 2 * nv + na, ncol = ndx + nu;
+  const int rows[] = {0, nv, 2 * nv, ndx}, cols[] = {0, nv, 2 * nv, ndx, ncol};
+  noisy->assign(ncol, 0);
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 4; j++) {
+      double scale = 1e-4;
+      for (int r = rows[i]; r < rows[i + 1]; r++) {
+        for (int c = cols[j]; c < cols[j + 1]; c++) scale = std::fmax(scale, std::fabs(F1[ncol * r + c]));
+      }
+      for (int c = cols[j]; c < cols[j + 1]; c++) {
+        for (int r = rows[i]; r < rows[i + 1]; r++) {
+          if (std::fabs(F1[ncol * r + c] - F2[ncol * r + c]) > tol * scale) (*noisy)[c] = 1;
+        }
+      }
+    }
+  }
+  int n = 0;
+  for (char x : *noisy) n += x;
+  return n;
+}
+
+// J (rows x ncol, row-major) with the columns marked in noisy taken from F: no error there
+inline std::vector<mjtNum> withColumnsOf(const std::vector<mjtNum>& J,
+                                         const std::vector<mjtNum>& F,
+                                         const std::vector<char>& noisy, int ncol) {
+  std::vector<mjtNum> out = J;
+  for (size_t i = 0; i < out.size(); i++) {
+    if (noisy[i % (size_t)ncol]) out[i] = F[i];
+  }
+  return out;
+}
+
 // dqacc/dp = M^-1 DrDp as np columns of nv (column-major) from DrDp (nv x np, row-major) at d's
 // factored mass matrix
 inline std::vector<mjtNum> accParamColumns(const mjModel* m, mjData* d,
