@@ -462,12 +462,6 @@ static inline void compat_massSolve(const mjModel* m, const mjtNum* H, mjtNum* x
   }
 }
 
-// ---------------------------------- solver statistics --------------------------------------------
-// The implicit smooth step reports its Newton iterations where MuJoCo reports its solver's.
-// 2.2: d->solver_iter, d->solver[mjNSOLVER]; 3.x: per island, d->solver_niter[0] and
-// d->solver[0 .. mjNSOLVER) for island 0.
-
-// iteration k's statistics: improvement = residual norm, gradient = relative velocity correction
 // the joint-space inertia of d's configuration (after mj_kinematics and mj_comPos), as
 // mj_setConst makes it for invweight0: 3.x adds the tendons' armature to the composite rigid
 // bodies' inertia (mj_makeM), 2.2 has none
@@ -479,6 +473,12 @@ static inline void compat_makeM(const mjModel* m, mjData* d) {
 #endif
 }
 
+// ---------------------------------- solver statistics --------------------------------------------
+// The implicit smooth step reports its Newton iterations where MuJoCo reports its solver's.
+// 2.2: d->solver_iter, d->solver[mjNSOLVER]; 3.x: per island, d->solver_niter[0] and
+// d->solver[0 .. mjNSOLVER) for island 0.
+
+// iteration k's statistics: improvement = residual norm, gradient = relative velocity correction
 static inline void compat_solverStat(mjData* d, int k, mjtNum residual, mjtNum correction) {
   if (k < 0 || k >= mjNSOLVER) return;
   d->solver[k].improvement = residual;

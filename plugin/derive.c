@@ -48,11 +48,10 @@
 //                      pass through a sphere's centre
 //                      (geom_invweightn; the explicit step's: the implicit step keeps the
 //                      farthest point's lever on the normal too, below). Friction acts along
-//                      the tangents, whose lever reaches
-//                      the farthest point of every shape: its load scaling (law.h) and the
-//                      tangential stability bound keep rho = |o - c| + geom_rbound
-//                      (geom_invweight). Against an immovable partner. MuJoCo's own
-//                      efc_diagApprox of a contact row drops the lever (A_t alone).
+//                      the tangents, whose lever reaches the farthest point of every shape: its
+//                      load scaling (law.h) and the tangential stability bound keep rho =
+//                      |o - c| + geom_rbound (geom_invweight). Against an immovable partner.
+//                      MuJoCo's own efc_diagApprox of a contact row drops the lever (A_t alone).
 //                      A pair of two geoms combines their K and C
 //                      in series (1/K = 1/K1 + 1/K2: for equal omega exactly omega^2 / (A1 + A2),
 //                      the A of the pair); a static geom (A = 0) is infinitely stiff and leaves
@@ -429,17 +428,20 @@ static int substepCount(const mjModel* m, const mjdiffModel* s) {
   return r >= SUBSTEP_MAX ? SUBSTEP_MAX : (int)ceil(r);
 }
 
-
-// how far from geom g's centre its contact normals pass at most (header: 0 for a sphere, whose
-// normals pass through its centre, the half-length for a capsule's core segment)
-static mjtNum normalReach(const mjModel* m, int g) {
+// the distance |o - c| of geom g's centre from its body's centre of mass, and the bound rho on its
+// contact normals' lever about that centre of mass (header: plus 0 for a sphere, whose normals pass
+// through its centre, the half-length for a capsule's core segment, geom_rbound otherwise)
+static mjtNum normalLever(const mjModel* m, int g, mjtNum* offset) {
+  mjtNum o[3];
+  mju_sub3(o, m->geom_pos + 3 * g, m->body_ipos + 3 * m->geom_bodyid[g]);
+  *offset = mju_norm3(o);
   switch (m->geom_type[g]) {
     case mjGEOM_SPHERE:
-      return 0;
+      return *offset;
     case mjGEOM_CAPSULE:
-      return m->geom_size[3 * g + 1];
+      return *offset + m->geom_size[3 * g + 1];
     default:
-      return m->geom_rbound[g];
+      return *offset + m->geom_rbound[g];
   }
 }
 
@@ -475,7 +477,7 @@ static int leverAxis(const mjModel* m, const mjData* d, int g, mjtNum u[3], mjtN
 
 // per geom, the rotational inverse inertia its normal levers act on (header, "geom g"), with R =
 // J_r M^-1 J_r' of the geom's body at qpos0: a lever w = (p - c) x n of length at most rho
-// (normalReach) with at most dperp along u turns the body by about |w_perp|^2 times R's mean
+// (normalLever) with at most dperp along u turns the body by about |w_perp|^2 times R's mean
 // over the two directions normal to u plus (w . u)^2 u'Ru, so
 //   A_r = (tr R - u'Ru) / 2 + (dperp / rho)^2 u'Ru
 // (continuous as c leaves a capsule's axis); elsewhere MuJoCo's own mean over three,
@@ -498,9 +500,7 @@ static void leverInvweight(const mjModel* m, mjtNum* Ar) {
   for (int g = 0; g < m->ngeom; g++) {
     mjtNum u[3], dperp;
     if (!(Ar[g] > 0) || !leverAxis(m, d, g, u, &dperp)) continue;
-    mjtNum o[3];
-    mju_sub3(o, m->geom_pos + 3 * g, m->body_ipos + 3 * m->geom_bodyid[g]);
-    mjtNum rho = mju_norm3(o) + normalReach(m, g);
+    mjtNum offset, rho = normalLever(m, g, &offset);
     // R = J_r M^-1 J_r'
     mj_jacBody(m, d, NULL, jac, m->geom_bodyid[g]);
     mj_solveM(m, d, x, jac, 3);
@@ -529,10 +529,8 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   if (Arn) leverInvweight(m, Arn);
   for (int g = 0; g < m->ngeom; g++) {
     int b = m->geom_bodyid[g];
-    mjtNum off[3];
-    mju_sub3(off, m->geom_pos + 3 * g, m->body_ipos + 3 * b);
-    mjtNum c = mju_norm3(off), rho = c + m->geom_rbound[g];
-    mjtNum rhon = implicit ? rho : c + normalReach(m, g);
+    mjtNum c, rhon = normalLever(m, g, &c), rho = c + m->geom_rbound[g];
+    if (implicit) rhon = rho;
     mjtNum At = m->body_invweight0[2 * b], Ar = m->body_invweight0[2 * b + 1];
     s->geom_invweight[g] = At + rho * rho * Ar;
     s->geom_invweightn[g] = At + rhon * rhon * (Arn ? Arn[g] : Ar);

@@ -266,10 +266,10 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   return MJDIFF_OK;
 }
 
-// Newton on the step of m's timestep from the start state (q0, v0 in d; Fe_in, nv: F_e of the start
-// state, or NULL to take it from d's forward pass), from vstart or v' = v0 (header)
+// Newton on the step of m's timestep from the start state (q0, v0 in d; Fe, nv: F_e of the start
+// state), from vstart or v' = v0 (header)
 static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                const mjtNum* vstart, const mjtNum* Fe_in, int* iters,
+                                const mjtNum* vstart, const mjtNum* Fe, int* iters,
                                 mjtNum* correction, char* err, int errsz) {
   int nq = m->nq, nv = m->nv;
   mjtNum h = m->opt.timestep;
@@ -280,13 +280,11 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   int maxiter = (int)s->opt.implicit_maxiter;
   *iters = 0;
   *correction = 0;
-  if (nv == 0) return MJDIFF_OK;
-  // (the caller checked d's stack: stackNeed)
+  // (the caller returned for nv = 0 and checked d's stack: stackNeed)
 
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* q0 = compat_stackAllocNum(d, nq);
   mjtNum* v0 = compat_stackAllocNum(d, nv);
-  mjtNum* Fe = compat_stackAllocNum(d, nv);
   mjtNum* fs = compat_stackAllocNum(d, nv);
   mjtNum* g = compat_stackAllocNum(d, nv);
   mjtNum* dv = compat_stackAllocNum(d, nv);
@@ -304,14 +302,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   mju_copy(v0, d->qvel, nv);
   compat_fullM(m, d, Mdense);
 
-  // F_e and the Newton matrix at the start state
-  if (Fe_in) {
-    mju_copy(Fe, Fe_in, nv);
-  } else {
-    mju_zero(fs, nv);
-    mjdiff_addForces(mu, d, s, fs);
-    mju_sub(Fe, d->qfrc_smooth, fs, nv);
-  }
+  // the Newton matrix at the start state
   mjdiffStatus st = MJDIFF_OK;
   mjtNum lam = 0;  // Levenberg-Marquardt damping (0: Newton)
   int gauss = 0;   // the damping's form: 0 Newton's, 1 Gauss-Newton's (newtonMatrix)
@@ -443,9 +434,9 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
                         "free): raise the model's <size nstack>", stackNeed(m),
                         compat_stackSpace(d));
   }
-  if (vstart) return newtonSolve(m, d, s, vstart, NULL, iters, correction, err, errsz);
 
-  // the start state and its F_e, kept for the continuation below
+  // the start state and its F_e = qfrc_smooth - f_s(q, v) (d after the smooth forward pass), kept
+  // over every solve
   mjModel user;
   const mjModel* mu = mjdiff_userModel(m, s, &user);
   mjdiffStackMark mark = compat_stackMark(d);
@@ -459,9 +450,9 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   mjdiff_addForces(mu, d, s, vc);
   mju_sub(Fe, d->qfrc_smooth, vc, nv);
 
-  mjdiffStatus st = newtonSolve(m, d, s, NULL, Fe, iters, correction, err, errsz);
+  mjdiffStatus st = newtonSolve(m, d, s, vstart, Fe, iters, correction, err, errsz);
   int levels = (int)s->opt.implicit_continuation;
-  if (st == MJDIFF_ERR_NONFINITE && levels > 0) {
+  if (st == MJDIFF_ERR_NONFINITE && levels > 0 && !vstart) {
     // continuation in the timestep: the same equation at h / 2^j has a root nearer v0 (the
     // forces act for less time); find the largest such h that Newton solves from v0, then walk
     // back to h, each solve starting from the last root. The step's root is the equation's at h
