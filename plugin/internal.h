@@ -130,7 +130,8 @@ mjtNum mjdiff_derivedWidth(const mjtNum* solimp);
 // load (law.h law_frictionSpeed): translation At (the two geoms' geom_invweight), rotation Ar
 // (MuJoCo's rotational body_invweight0 of the two bodies summed) where the pair's friction speed
 // is derived; 0 where it is explicit (a speed set by the user is used as given)
-MJDIFF_API void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At, mjtNum* Ar);
+MJDIFF_API void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At,
+                                        mjtNum* Ar);
 
 // the smooth normal force fn (contactForce's force[0]) of contact con if touch sensor i counts it,
 // else 0; the count follows MuJoCo 2.2.2: fn > 0, the site's body is one of the contact's two

@@ -433,7 +433,9 @@ inline int noisyColumns(const mjModel* m, const std::vector<mjtNum>& F1,
     for (int j = 0; j < 4; j++) {
       double scale = 1e-4;
       for (int r = rows[i]; r < rows[i + 1]; r++) {
-        for (int c = cols[j]; c < cols[j + 1]; c++) scale = std::fmax(scale, std::fabs(F1[ncol * r + c]));
+        for (int c = cols[j]; c < cols[j + 1]; c++) {
+          scale = std::fmax(scale, std::fabs(F1[ncol * r + c]));
+        }
       }
       for (int c = cols[j]; c < cols[j + 1]; c++) {
         for (int r = rows[i]; r < rows[i + 1]; r++) {
