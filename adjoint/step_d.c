@@ -44,7 +44,10 @@
 //   forward:  T_1 = [A_0 B_0 P_0],  T_{k+1} = A_k T_k + [0 B_k P_k]          (the Jacobian, JVP)
 //   adjoint:  l_n = l,  l_k = A_k' l_{k+1},  adj_[u p] = sum_k [B_k P_k]' l_{k+1},  adj_x = l_0
 //   applied force f held over the step: adj_f = sum_k (adjoint of f in F_k at l_{k+1})
-// The x_k are walked again from x_0 (bit for bit mjdiff_step's). Sensors read x_0 only.
+// The x_k are walked again from x_0 (bit for bit mjdiff_step's). Under Euler one forward pass at
+// each x_k serves both its integration and its derivatives (a forward sweep; the VJP keeps each
+// substep's [A_k B_k P_k]-defining parts: qvel, act, act_dot, acc, X, Dadot and the factor of H,
+// and pairs them backwards), n + 1 forward passes in all. Sensors read x_0 only.
 
 #include <math.h>
 #include <stdlib.h>
@@ -113,12 +116,16 @@ struct mjdiffStepDeriv_ {
   int badSensorParam;          // 1 if they could not be evaluated in this call
   // substeps (mjdiff_substepCount > 1): the products chained over the substeps
   int nsub;                    // most substeps this workspace holds (the model's at make time)
-  mjtNum* subState;            // (nsub x (nq + nv + na + 1)) the substeps' start states
+  mjtNum* subState;            // ((nsub + 2) x (nq + nv + na + 1)) the substeps' start states
+                               // (RK4's walk), or x_0, x_k and x_{k+1} (substepsSweep)
   mjtNum* chain;               // (ndx x (ndx + nu + np)) x 2: the chained [A B P] and scratch,
                                // then (ndx x ndx): a substep's A, contiguous for the product
   mjtNum* subIn;               // (ndx + nu + np) x 3: the running input, output, sum
   mjtNum* qfrcSum;             // (nv) the applied force's adjoint summed over the substeps
+  mjtNum* rec;                 // (nsub - 1) x recordSize: substeps 1.. n-1's records (Euler VJP)
 };
+
+static size_t recordSize(const mjModel* m, int ncol);
 
 // how the step's acceleration derivative is solved: H = M (MuJoCo's factor), M + h B (w->H),
 // or the implicit step's N (w->N, LU)
@@ -587,8 +594,10 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
     (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
-    (size_t)nsub * (m->nq + nv + na + 1), (nsub > 1 ? 2 * (size_t)ndx * ncol + (size_t)ndx * ndx : 0),
+    (size_t)(nsub + 2) * (m->nq + nv + na + 1),
+    (nsub > 1 ? 2 * (size_t)ndx * ncol + (size_t)ndx * ndx : 0),
     (size_t)(3 * ncol), (size_t)nv,
+    (nsub > 1 ? (size_t)(nsub - 1) * recordSize(m, ncol) : 0),
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -603,7 +612,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
                      &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
                      &w->N, &w->piv, &w->vnext, &w->vhint, &w->qfrcAdj,
-                     &w->subState, &w->chain, &w->subIn, &w->qfrcSum};
+                     &w->subState, &w->chain, &w->subIn, &w->qfrcSum, &w->rec};
   mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = next;
@@ -659,10 +668,10 @@ int mjdiff_stepForceAdjoint(const mjdiffStepDeriv* w, mjtNum* adj_qfrc) {
 }
 
 // 1 if activation i is clipped after a' = a + h adot
-static int clipped(const mjModel* m, const mjData* d, mjtNum h, const mjtNum* adot, int i) {
+static int clipped(const mjModel* m, const mjtNum* act, mjtNum h, const mjtNum* adot, int i) {
   int iu = i + m->nu - m->na;
   if (!m->actuator_actlimited[iu]) return 0;
-  mjtNum a = d->act[i] + h * adot[i];
+  mjtNum a = act[i] + h * adot[i];
   const mjtNum* range = m->actuator_actrange + 2 * iu;
   return a < range[0] || a > range[1];
 }
@@ -671,7 +680,7 @@ static int clipped(const mjModel* m, const mjData* d, mjtNum h, const mjtNum* ad
 static void clipActivationRows(const mjModel* m, const mjData* d, mjtNum h, const mjtNum* adot,
                                mjtNum* rows, int ncol) {
   for (int i = 0; i < m->na; i++) {
-    if (clipped(m, d, h, adot, i)) mju_zero(rows + ncol * i, ncol);
+    if (clipped(m, d->act, h, adot, i)) mju_zero(rows + ncol * i, ncol);
   }
 }
 
@@ -711,21 +720,34 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int m
   clipActivationRows(m, d, h, d->act_dot, Da, ncol);
 }
 
+// what the Euler VJP reads at one (sub)step: d's state and w's derivatives after eulerDeriv, or a
+// substep's record kept by the forward sweep of substepsVJP
+typedef struct stepAt_ {
+  const mjtNum *qvel, *act, *actdot, *acc;  // (nv, na, na, nv)
+  const mjtNum *X, *Dadot;                  // (nv x ncol), (na x ncol): w->X, w->Dadot
+  const mjtNum* H;                          // mode SOLVE_MHB: factor of M (+ h B)
+  int mode;                                 // SOLVE_*
+} stepAt;
+
+static stepAt stepAtData(const mjData* d, const mjdiffStepDeriv* w, int mode) {
+  stepAt at = {d->qvel, d->act, d->act_dot, w->acc, w->X, w->Dadot, w->H, mode};
+  return at;
+}
+
 // Euler VJP without forming [A B]: out (ndx + nu) = [A B]' lam, lam = (lq, lv, la)
 //   adj_q = Phi' lq,  mu = lv + h Psi' lq  (adjoint of v'),  adj_v = mu,
 //   nu = H^-1 (h mu),  adj_[x u] += nu' X,  adj_a += la,  adj_[x u] += h la' Dadot (unclipped)
 // nu is also the adjoint of a generalised force applied at X (qfrc_applied enters f linearly:
 // H dacc = dqfrc, and for the implicit step N dacc = dqfrc, since it is one of the forces f_o at
-// X): kept in w->qfrcAdj
-static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit,
+// X): kept in w->qfrcAdj. d: for mode SOLVE_M (MuJoCo's factor) only.
+static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const stepAt* at,
                      const mjtNum* lam, mjtNum* out) {
   int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin;
   mjtNum h = mjdiff_timestep(m, w->s);
-  mjtNum* acc = w->acc;
   mjtNum* delta = w->RhsT;       // nv
   mjtNum* psi = w->RhsT + nv;    // nv
   mjtNum* nu = w->RhsT + 2 * nv;  // nv
-  for (int i = 0; i < nv; i++) delta[i] = h * (d->qvel[i] + h * acc[i]);
+  for (int i = 0; i < nv; i++) delta[i] = h * (at->qvel[i] + h * at->acc[i]);
   mju_zero(out, ncol);
   integrateJacobianT(m, delta, lam, out, psi);
   for (int i = 0; i < nv; i++) {
@@ -733,14 +755,18 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
     out[nv + i] = mu;
     nu[i] = h * mu;
   }
-  solveH(m, d, w, implicit, nu, 1, 1);
+  if (at->mode == SOLVE_MHB) {
+    solveLDL(m, at->H, nu, 1);  // symmetric
+  } else {
+    solveH(m, d, w, at->mode, nu, 1, 1);
+  }
   mju_copy(w->qfrcAdj, nu, nv);
   w->qfrcOk = 1;
-  for (int r = 0; r < nv; r++) mju_addToScl(out, w->X + (size_t)ncol * r, nu[r], ncol);
+  for (int r = 0; r < nv; r++) mju_addToScl(out, at->X + (size_t)ncol * r, nu[r], ncol);
   for (int i = 0; i < na; i++) {
-    if (clipped(m, d, h, d->act_dot, i)) continue;
+    if (clipped(m, at->act, h, at->actdot, i)) continue;
     out[2 * nv + i] += lam[2 * nv + i];
-    mju_addToScl(out, w->Dadot + (size_t)ncol * i, h * lam[2 * nv + i], ncol);
+    mju_addToScl(out, at->Dadot + (size_t)ncol * i, h * lam[2 * nv + i], ncol);
   }
 }
 
@@ -763,7 +789,7 @@ static void eulerJVP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implic
   }
   integrateJacobian(m, delta, t, ddelta, 1, out);
   for (int i = 0; i < na; i++) {
-    out[2 * nv + i] = clipped(m, d, h, d->act_dot, i) ? 0 :
+    out[2 * nv + i] = clipped(m, d->act, h, d->act_dot, i) ? 0 :
                       t[2 * nv + i] + h * mju_dot(w->Dadot + (size_t)ncol * i, t, ncol);
   }
 }
@@ -967,9 +993,222 @@ static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjt
   }
 }
 
+// a substep's record for substepsVJP (an Euler stepAt kept apart from d and w): qvel, act,
+// act_dot, acc (nv, na, na, nv), X (nv x ncol), Dadot (na x ncol) and the factor of M (+ h B)
+// (compat_massSize)
+static size_t recordSize(const mjModel* m, int ncol) {
+  int nv = m->nv, na = m->na;
+  return (size_t)2 * (nv + na) + (size_t)(nv + na) * ncol + (size_t)compat_massSize(m);
+}
+
+// part i of record k, in the order above
+static mjtNum* recordPart(const mjdiffStepDeriv* w, int k, int i) {
+  int nv = w->nv, na = w->na, ncol = w->ndx + w->nin;
+  size_t off[7] = {0, (size_t)nv, (size_t)nv + na, (size_t)nv + 2 * na, (size_t)2 * (nv + na)};
+  off[5] = off[4] + (size_t)nv * ncol;
+  off[6] = off[5] + (size_t)na * ncol;
+  return w->rec + recordSize(w->m, ncol) * (size_t)k + off[i];
+}
+
+static stepAt recordAt(const mjdiffStepDeriv* w, int k) {
+  stepAt at = {recordPart(w, k, 0), recordPart(w, k, 1), recordPart(w, k, 2),
+               recordPart(w, k, 3), recordPart(w, k, 4), recordPart(w, k, 5),
+               recordPart(w, k, 6), SOLVE_MHB};
+  return at;
+}
+
+// keep the Euler VJP's inputs at the state in d (after eulerDeriv for a VJP, mode) as record k;
+// MuJoCo's own factor of M (mode SOLVE_M) is factored again in the record
+static void keepRecord(const mjModel* m, const mjData* d, const mjdiffStepDeriv* w, int mode,
+                       int k) {
+  int nv = w->nv, na = w->na, ncol = w->ndx + w->nin;
+  mju_copy(recordPart(w, k, 0), d->qvel, nv);
+  mju_copy(recordPart(w, k, 1), d->act, na);
+  mju_copy(recordPart(w, k, 2), d->act_dot, na);
+  mju_copy(recordPart(w, k, 3), w->acc, nv);
+  mju_copy(recordPart(w, k, 4), w->X, (size_t)nv * ncol);
+  mju_copy(recordPart(w, k, 5), w->Dadot, (size_t)na * ncol);
+  mjtNum* H = recordPart(w, k, 6);
+  if (mode == SOLVE_MHB) {
+    mju_copy(H, w->H, compat_massSize(m));
+  } else {
+    compat_massCopy(m, d, H);
+    factorLDL(m, H);
+  }
+}
+
+// clear what a product's derivatives record as unavailable (reportBad reads it)
+static void resetBad(mjdiffStepDeriv* w) {
+  w->qfrcOk = 0;
+  mju_zero(w->qfrcAdj, w->nv);  // readings without an acceleration stage: zero
+  w->badContact = -1;
+  w->badSensor = -1;
+  w->badSensorParam = 0;
+  w->badTendon = -1;
+  w->badEnd[0] = w->badEnd[1] = -1;
+}
+
+// st, or the error naming the first element the derivatives at the state in d could not handle
+static mjdiffStatus reportBad(const mjModel* m, const mjData* d, const mjdiffStepDeriv* w,
+                              mjdiffStatus st, char* err, int errsz) {
+  if (st == MJDIFF_OK && w->badSensorParam) {
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
+                      "the readings' parameter columns: the forward pass failed on the model "
+                      "with a parameter moved by its difference step");
+  }
+  if (st == MJDIFF_OK && w->badSensor >= 0) {
+    const char* name = mj_id2name(m, mjOBJ_SENSOR, w->badSensor);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "sensor %d ('%s', type %d) has no "
+                      "derivative", w->badSensor, name ? name : "",
+                      m->sensor_type[w->badSensor]);
+  }
+  if (st == MJDIFF_OK && w->badTendon >= 0) {
+    int t = w->badTendon;
+    const char* name = mj_id2name(m, mjOBJ_TENDON, t);
+    st = mjdiff_error(
+        err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t, name ? name : "",
+        w->tendonCause == -1
+            ? "an inside wrap (side site inside the wrapping geom) without a touching point"
+            : "d's stack is too small for the tendon's derivative (raise nstack)");
+  }
+  if (st == MJDIFF_OK && w->badEnd[0] >= 0) {
+    const char* n1 = mj_id2name(m, mjOBJ_GEOM, w->badEnd[0]);
+    const char* n2 = mj_id2name(m, mjOBJ_GEOM, w->badEnd[1]);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                      "a contact between geoms %d ('%s') and %d ('%s') at the end of the implicit "
+                      "step: MuJoCo's contact could not be reproduced for its geometry derivative",
+                      w->badEnd[0], n1 ? n1 : "", w->badEnd[1], n2 ? n2 : "");
+  }
+  if (st == MJDIFF_OK && w->badContact >= 0) {
+    const mjContact* con = d->contact + w->badContact;
+    const char* n1 = mj_id2name(m, mjOBJ_GEOM, con->geom1);
+    const char* n2 = mj_id2name(m, mjOBJ_GEOM, con->geom2);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                      "contact %d between geoms %d ('%s') and %d ('%s'): MuJoCo's contact could "
+                      "not be reproduced for its geometry derivative", w->badContact, con->geom1,
+                      n1 ? n1 : "", con->geom2, n2 ? n2 : "");
+  }
+  return st;
+}
+
 static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* s,
                                 mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
                                 char* err, int errsz);
+
+// T = A_k T + [0 B_k P_k] from w->AB = [A_k B_k P_k] (A_k copied out to be contiguous: one
+// product, allocating nothing), or T = w->AB for the first substep
+static void chainJacobian(mjdiffStepDeriv* w, int first, mjtNum** T, mjtNum** T2) {
+  int ndx = w->ndx, ncol = ndx + w->nin;
+  if (first) {
+    mju_copy(*T, w->AB, (size_t)ndx * ncol);
+    return;
+  }
+  mjtNum* Ak = w->chain + 2 * (size_t)ndx * ncol;
+  for (int r = 0; r < ndx; r++) {
+    const mjtNum* a = w->AB + (size_t)ncol * r;
+    mju_copy(Ak + (size_t)ndx * r, a, ndx);
+    mjtNum* row = *T2 + (size_t)ncol * r;
+    mju_zero(row, ndx);
+    mju_copy(row + ndx, a + ndx, ncol - ndx);
+  }
+  mjdiff_gemmPlain(0, 0, ndx, ncol, ndx, 1, Ak, *T, 1, *T2);
+  mjtNum* swap = *T;
+  *T = *T2;
+  *T2 = swap;
+}
+
+// the products of an explicit Euler step of n substeps in one forward sweep: at each x_k one
+// forward pass serves both the substep's integration to x_{k+1} (mjdiff_substepForwarded, bit
+// for bit mjdiff_step's; mj_Euler changes no derived quantity the derivatives read) and its
+// derivatives (header):
+//   Jacobian  T_1 = [A_0 B_0], T_{k+1} = A_k T_k + [0 B_k]     (in the sweep)
+//   JVP       t_0 = dx; t_{k+1} = A_k t_k + B_k [du dp]         (in the sweep)
+//   VJP       substeps 1 .. n-1 kept as records (keepRecord), then backwards
+//             lam_n = adj_next; lam_k = A_k' lam_{k+1}, adj_[u p] += B_k' lam_{k+1}
+//             with substep 0 last, at x_0 (evaluateOne)
+// so that d's derived quantities end at x_0 as after a single step's products (the Jacobian and
+// the JVP: one more forward pass there): n + 1 forward passes in all, against the 2n of a walk to
+// the start states and a sweep over them
+static mjdiffStatus substepsSweep(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                  mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
+                                  char* err, int errsz) {
+  int n = mjdiff_substepCount(s), ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv;
+  int sz = m->nq + nv + w->na + 1;
+  mjtNum *X0 = w->subState, *here = w->subState + sz, *next = w->subState + 2 * (size_t)sz;
+  mjtNum *run = w->subIn, *res = w->subIn + ncol, *sum = w->subIn + 2 * ncol;
+  mjtNum *T = w->chain, *T2 = w->chain + (size_t)ndx * ncol;
+  int vjp = what == PRODUCT_VJP;
+  resetBad(w);  // (a failure before the sweep's first derivatives leaves no stale adjoint)
+  mjdiff_saveState(m, d, X0);
+  if (what == PRODUCT_JVP) mju_copy(run, in, ncol);
+
+  // the sweep (the VJP differentiates substep 0 last: only its integration here)
+  mjdiffStatus st = vjp ? mjdiff_substep(m, d, s, err, errsz) : MJDIFF_OK;
+  for (int k = vjp; k < n && st == MJDIFF_OK; k++) {
+    resetBad(w);
+    st = mjdiff_forward(m, d, s, err, errsz);
+    if (st != MJDIFF_OK) {
+      mjdiff_describeCulprit(m, d, s, err, errsz);  // as the step's own failure names it
+      break;
+    }
+    mjdiff_saveState(m, d, here);  // (after the forward pass: its quaternions)
+    if (k < n - 1) {
+      st = mjdiff_substepForwarded(m, d, s, err, errsz);
+      if (st != MJDIFF_OK) break;
+      mjdiff_saveState(m, d, next);
+      mjdiff_loadState(m, d, here);
+    }
+    int mode;
+    st = eulerDeriv(m, d, w, &mode, err, errsz);
+    st = reportBad(m, d, w, st, err, errsz);
+    if (st != MJDIFF_OK) break;
+    if (vjp) {
+      keepRecord(m, d, w, mode, k - 1);
+    } else if (what == PRODUCT_JVP) {
+      eulerJVP(m, d, w, mode, run, res);
+      mju_copy(run, res, ndx);
+    } else {
+      eulerJacobian(m, d, w, mode);
+      chainJacobian(w, k == 0, &T, &T2);
+    }
+    if (k < n - 1) mjdiff_loadState(m, d, next);
+  }
+  mjdiff_loadState(m, d, X0);
+  if (st != MJDIFF_OK) return st;
+
+  if (!vjp) {
+    if (what == PRODUCT_JVP) {
+      mju_copy(out, run, ndx);
+    } else {
+      mju_copy(w->AB, T, (size_t)ndx * ncol);
+    }
+    // the derived quantities of the forward pass at x_0
+    st = mjdiff_forward(m, d, s, err, errsz);
+    mjdiff_loadState(m, d, X0);
+    return st;
+  }
+
+  mju_copy(run, in, ndx);
+  mju_zero(sum, ncol);
+  mju_zero(w->qfrcSum, nv);
+  for (int k = n - 1; k >= 1; k--) {
+    stepAt at = recordAt(w, k - 1);
+    eulerVJP(m, NULL, w, &at, run, res);
+    mju_copy(run, res, ndx);
+    mju_addTo(sum + ndx, res + ndx, ncol - ndx);
+    mju_addTo(w->qfrcSum, w->qfrcAdj, nv);
+  }
+  st = evaluateOne(m, d, s, w, PRODUCT_VJP, run, res, err, errsz);
+  if (st == MJDIFF_OK) {
+    mju_copy(out, res, ndx);
+    mju_addTo(sum + ndx, res + ndx, ncol - ndx);
+    mju_copy(out + ndx, sum + ndx, ncol - ndx);
+    mju_addTo(w->qfrcSum, w->qfrcAdj, nv);
+    mju_copy(w->qfrcAdj, w->qfrcSum, nv);
+  }
+  mjdiff_loadState(m, d, X0);
+  return st;
+}
 
 // the products of a step of n substeps x_{k+1} = F_k(x_k, u, p), k = 0 .. n-1 (header): the
 // substeps' start states are walked again (mjdiff_substep, bit for bit mjdiff_step's), then
@@ -977,11 +1216,15 @@ static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* 
 //   VJP       lam_n = adj_next; lam_k = A_k' lam_{k+1}, adj_[u p] += B_k' lam_{k+1}; adj_x = lam_0
 //             (and the applied force's adjoint, held over the step, summed over k)
 //   JVP       t_0 = dx; t_{k+1} = A_k t_k + B_k [du dp]
-// d's state is restored bit for bit; after the Jacobian and the JVP its derived quantities are
-// those of the forward pass at x_0, as after a single step's
+// d's state is restored bit for bit, and its derived quantities are those of the forward pass at
+// x_0, as after a single step's. Euler: in one forward sweep (substepsSweep); RK4, whose stages
+// leave d's derived quantities at the last stage: walked first, then a sweep over the start states
 static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffModel* s,
                                      mjdiffStepDeriv* w, product what, const mjtNum* in,
                                      mjtNum* out, char* err, int errsz) {
+  if (m->opt.integrator == mjINT_EULER && !mjdiff_implicit(s)) {
+    return substepsSweep(m, d, s, w, what, in, out, err, errsz);
+  }
   int n = mjdiff_substepCount(s), ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv;
   int sz = m->nq + nv + w->na + 1;
   mjtNum* X = w->subState;
@@ -1000,24 +1243,7 @@ static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffMo
     for (int k = 0; k < n && st == MJDIFF_OK; k++) {
       mjdiff_loadState(m, d, X + (size_t)sz * k);
       st = evaluateOne(m, d, s, w, what, NULL, NULL, err, errsz);
-      if (st != MJDIFF_OK) break;
-      if (k == 0) {
-        mju_copy(T, w->AB, (size_t)ndx * ncol);
-        continue;
-      }
-      // T2 = A_k T + [0 B_k]: A_k copied out of [A_k B_k] to be contiguous, one product
-      mjtNum* Ak = w->chain + 2 * (size_t)ndx * ncol;
-      for (int r = 0; r < ndx; r++) {
-        const mjtNum* a = w->AB + (size_t)ncol * r;
-        mju_copy(Ak + (size_t)ndx * r, a, ndx);
-        mjtNum* row = T2 + (size_t)ncol * r;
-        mju_zero(row, ndx);
-        mju_copy(row + ndx, a + ndx, ncol - ndx);
-      }
-      mjdiff_gemmPlain(0, 0, ndx, ncol, ndx, 1, Ak, T, 1, T2);  // (allocates nothing)
-      mjtNum* swap = T;
-      T = T2;
-      T2 = swap;
+      if (st == MJDIFF_OK) chainJacobian(w, k == 0, &T, &T2);
     }
     if (st == MJDIFF_OK) mju_copy(w->AB, T, (size_t)ndx * ncol);
   } else if (what == PRODUCT_VJP) {
@@ -1103,13 +1329,7 @@ static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* 
   // the forward pass re-normalises quaternions (changing their last bits): restore the state after
   mjdiffStatus st = MJDIFF_OK;
   mjdiff_saveState(m, d, w->state);
-  w->qfrcOk = 0;
-  mju_zero(w->qfrcAdj, w->nv);  // readings without an acceleration stage: zero
-  w->badContact = -1;
-  w->badSensor = -1;
-  w->badSensorParam = 0;
-  w->badTendon = -1;
-  w->badEnd[0] = w->badEnd[1] = -1;
+  resetBad(w);
   int euler = m->opt.integrator == mjINT_EULER || mjdiff_implicit(s);
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
@@ -1121,7 +1341,10 @@ static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* 
     } else if (euler && what != PRODUCT_JACOBIAN) {
       int mode;
       st = eulerDeriv(m, d, w, &mode, err, errsz);
-      if (st == MJDIFF_OK && what == PRODUCT_VJP) eulerVJP(m, d, w, mode, in, out);
+      if (st == MJDIFF_OK && what == PRODUCT_VJP) {
+        stepAt at = stepAtData(d, w, mode);
+        eulerVJP(m, d, w, &at, in, out);
+      }
       if (st == MJDIFF_OK && what == PRODUCT_JVP) eulerJVP(m, d, w, mode, in, out);
     } else {
       // RK4 products go through the full Jacobian
@@ -1136,43 +1359,7 @@ static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* 
       if (st == MJDIFF_OK && what == PRODUCT_JVP) mju_mulMatVec(out, w->AB, in, ndx, ncol);
     }
   }
-  if (st == MJDIFF_OK && w->badSensorParam) {
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
-                      "the readings' parameter columns: the forward pass failed on the model "
-                      "with a parameter moved by its difference step");
-  }
-  if (st == MJDIFF_OK && w->badSensor >= 0) {
-    const char* name = mj_id2name(m, mjOBJ_SENSOR, w->badSensor);
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED, "sensor %d ('%s', type %d) has no "
-                      "derivative", w->badSensor, name ? name : "",
-                      m->sensor_type[w->badSensor]);
-  }
-  if (st == MJDIFF_OK && w->badTendon >= 0) {
-    int t = w->badTendon;
-    const char* name = mj_id2name(m, mjOBJ_TENDON, t);
-    st = mjdiff_error(
-        err, errsz, MJDIFF_ERR_UNSUPPORTED, "tendon %d ('%s'): %s", t, name ? name : "",
-        w->tendonCause == -1
-            ? "an inside wrap (side site inside the wrapping geom) without a touching point"
-            : "d's stack is too small for the tendon's derivative (raise nstack)");
-  }
-  if (st == MJDIFF_OK && w->badEnd[0] >= 0) {
-    const char* n1 = mj_id2name(m, mjOBJ_GEOM, w->badEnd[0]);
-    const char* n2 = mj_id2name(m, mjOBJ_GEOM, w->badEnd[1]);
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                      "a contact between geoms %d ('%s') and %d ('%s') at the end of the implicit "
-                      "step: MuJoCo's contact could not be reproduced for its geometry derivative",
-                      w->badEnd[0], n1 ? n1 : "", w->badEnd[1], n2 ? n2 : "");
-  }
-  if (st == MJDIFF_OK && w->badContact >= 0) {
-    const mjContact* con = d->contact + w->badContact;
-    const char* n1 = mj_id2name(m, mjOBJ_GEOM, con->geom1);
-    const char* n2 = mj_id2name(m, mjOBJ_GEOM, con->geom2);
-    st = mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                      "contact %d between geoms %d ('%s') and %d ('%s'): MuJoCo's contact could "
-                      "not be reproduced for its geometry derivative", w->badContact, con->geom1,
-                      n1 ? n1 : "", con->geom2, n2 ? n2 : "");
-  }
+  st = reportBad(m, d, w, st, err, errsz);
   mjdiff_loadState(m, d, w->state);
   return st;
 }

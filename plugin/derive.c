@@ -378,10 +378,11 @@ static mjtNum capRatio(const mjModel* m, const mjtNum* solref, const mjtNum* sol
   return omega * m->opt.timestep / (BETA * 2 * (sqrt(zeta * zeta + 1) - zeta));
 }
 
-// s->nsub: the option where set; 1 under the implicit step or MuJoCo's own mj_step; else the
-// smallest n that brings the contacts' cap ratio (of every moving geom that MuJoCo's filters let
-// meet another, and every MJCF <pair>) to at most SUBSTEP_SLACK, at most SUBSTEP_MAX. The rest depth goes as
-// omega^-2: a ratio r left leaves the contacts r^2 times deeper than at MuJoCo's firmness.
+// s->nsub: the option where set; 1 under the implicit step or MuJoCo's own mj_step; 1 where the
+// contacts' cap ratio r (of every moving geom that MuJoCo's filters let meet another, and every
+// MJCF <pair>) is at most SUBSTEP_SLACK; else the smallest n with r / n <= 1, at most SUBSTEP_MAX.
+// The rest depth goes as omega^-2: a ratio r left leaves the contacts r^2 times deeper than at
+// MuJoCo's firmness.
 #define SUBSTEP_SLACK 1.5
 #define SUBSTEP_MAX 8
 // 1 if geom g, on a moving body, can meet some geom by MuJoCo's filters: another weld body,

@@ -107,6 +107,17 @@ void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x);
 mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                             int errsz);
 
+// the same substep from the state in d whose smooth forward pass (mjdiff_forward) is done: the
+// substep's integration alone, the state bit for bit mjdiff_substep's (the forward pass may have
+// read sensors, which mjdiff_substep skips); d's state restored on failure
+mjdiffStatus mjdiff_substepForwarded(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                     char* err, int errsz);
+
+// append to err (after its message) the description of the most unstable smooth force at the
+// state in d after its forward pass (stability.c), as a failed step names it
+void mjdiff_describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                            int errsz);
+
 // single = 1: s is stepped by MuJoCo's own mj_step (the 2.2 adapter, the 3.x engine plugin), one
 // step of the model's timestep: no substeps; derives s's values again if this changes
 MJDIFF_API void mjdiff_setSingleStep(mjdiffModel* s, int single);

@@ -292,8 +292,7 @@ void mjdiff_loadState(const mjModel* m, mjData* d, const mjtNum* x) {
   d->time = x[m->nq + m->nv + m->na];
 }
 
-// append the description of the most unstable smooth force to err (after its message)
-static void describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+void mjdiff_describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                             int errsz) {
   if (!err || errsz <= 0) return;
   mjModel user;
@@ -307,18 +306,12 @@ static void describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, c
   }
 }
 
-// one smooth (sub)step of mjdiff_timestep(m, s) from the state in d, sensors read unless
-// skipsensor; d's state is restored on failure
-static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor,
-                             char* err, int errsz) {
-  forwardCore(m, d, s, skipsensor);
-  mjdiffStatus st = checkAcc(m, d, err, errsz);
-  if (st != MJDIFF_OK) {
-    describeCulprit(m, d, s, err, errsz);
-    return st;
-  }
-
+// the (sub)step's integration from the state in d after its smooth forward pass, with the
+// divergence checks; d's state is restored on failure
+static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
+                              int errsz) {
   // the state before the step (restored if it diverges) and its kinetic energy
+  mjdiffStatus st = MJDIFF_OK;
   int nq = m->nq, nv = m->nv, na = m->na;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
@@ -374,17 +367,35 @@ static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, 
       }
     }
     if (st != MJDIFF_OK) {
-      if (!implicit) describeCulprit(m, d, s, err, errsz);
+      if (!implicit) mjdiff_describeCulprit(m, d, s, err, errsz);
       d->warning[mjWARN_BADQACC].number++;
     }
   } else if (!implicit) {
     // (the explicit step's stability bound means nothing to the implicit step, whose failure
     // names the dof Newton could not settle and the contacts)
-    describeCulprit(m, d, s, err, errsz);
+    mjdiff_describeCulprit(m, d, s, err, errsz);
   }
   if (st != MJDIFF_OK) mjdiff_loadState(m, d, x0);
   compat_stackFree(d, mark);
   return st;
+}
+
+// one smooth (sub)step of mjdiff_timestep(m, s) from the state in d, sensors read unless
+// skipsensor; d's state is restored on failure
+static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor,
+                             char* err, int errsz) {
+  forwardCore(m, d, s, skipsensor);
+  mjdiffStatus st = checkAcc(m, d, err, errsz);
+  if (st != MJDIFF_OK) {
+    mjdiff_describeCulprit(m, d, s, err, errsz);
+    return st;
+  }
+  return integrate(m, d, s, err, errsz);
+}
+
+mjdiffStatus mjdiff_substepForwarded(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                     char* err, int errsz) {
+  return integrate(m, d, s, err, errsz);
 }
 
 mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,

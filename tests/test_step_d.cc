@@ -763,6 +763,45 @@ TEST(StepDerivSubsteps, ProductsAllocateNothing) {
   EXPECT_EQ(gAllocs.load(), 0) << "allocations in the chained Jacobian, VJP or JVP";
 }
 
+// the VJP over substeps sweeps forward (substeps 1 .. n-1 kept as records) and differentiates
+// substep 0 last: d's state is left bit for bit and its derived quantities are those of the
+// forward pass at the start state, as the API documents (a walk ending at x_{n-1} would leave
+// them there); the same VJP twice gives the same bits
+TEST(StepDerivSubsteps, VJPLeavesForwardPassAtStart) {
+  std::string xml = withSubsteps(kSphereFloor, 4);
+  testutil::StepSim sim(xml.c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  ASSERT_EQ(mjdiff_substepCount(sim.sim.s), 4);
+  char err[500];
+  for (int k = 0; k < 30; k++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  }
+  int ndx = 2 * m->nv + m->na;
+  std::vector<mjtNum> lam(ndx), ax(ndx), ax2(ndx);
+  for (int i = 0; i < ndx; i++) lam[i] = 0.3 + 0.1 * i;
+  std::vector<mjtNum> q0(d->qpos, d->qpos + m->nq), v0(d->qvel, d->qvel + m->nv);
+  mjtNum t0 = d->time;
+  ASSERT_EQ(mjdiff_stepVJP(m, d, sim.sim.s, sim.w, lam.data(), ax.data(), nullptr, nullptr, err,
+                           sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(0, std::memcmp(q0.data(), d->qpos, sizeof(mjtNum) * m->nq));
+  EXPECT_EQ(0, std::memcmp(v0.data(), d->qvel, sizeof(mjtNum) * m->nv));
+  EXPECT_EQ(t0, d->time);
+  mjData* ref = mj_makeData(m);
+  mj_copyData(ref, m, d);
+  ASSERT_EQ(mjdiff_forward(m, ref, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_GT(ref->ncon, 0);
+  EXPECT_EQ(d->ncon, ref->ncon);
+  EXPECT_EQ(0, std::memcmp(d->qacc, ref->qacc, sizeof(mjtNum) * m->nv));
+  EXPECT_EQ(0, std::memcmp(d->xpos, ref->xpos, sizeof(mjtNum) * 3 * m->nbody));
+  EXPECT_EQ(0, std::memcmp(d->qfrc_passive, ref->qfrc_passive, sizeof(mjtNum) * m->nv));
+  mj_deleteData(ref);
+  ASSERT_EQ(mjdiff_stepVJP(m, d, sim.sim.s, sim.w, lam.data(), ax2.data(), nullptr, nullptr, err,
+                           sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(0, std::memcmp(ax.data(), ax2.data(), sizeof(mjtNum) * ndx));
+}
+
 // the derived substeps at a 5 ms step (MuJoCo's humanoid, 5 substeps, is in StepDerivModels)
 TEST(StepDerivSubsteps, DerivedAtFiveMilliseconds) {
   std::string xml = kSphereFloor;
