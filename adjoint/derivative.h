@@ -232,7 +232,7 @@ void mjdiff_stepDerivHint(struct mjdiffStepDeriv_* w, const mjtNum* qvel_next);
 // at x). Returns 1, or 0 (adj_qfrc untouched) if the last product did not form it: an RK4 step,
 // or a call that failed.
 struct mjdiffStepDeriv_;
-int mjdiff_stepForceAdjoint(const struct mjdiffStepDeriv_* w, mjtNum* adj_qfrc);
+MJDIFF_API int mjdiff_stepForceAdjoint(const struct mjdiffStepDeriv_* w, mjtNum* adj_qfrc);
 
 // bytes held by a step-derivative workspace
 struct mjdiffStepDeriv_;

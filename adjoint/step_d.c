@@ -1290,6 +1290,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                              mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
                              char* err, int errsz) {
   if (!d || !w) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data or workspace is NULL");
+  w->qfrcOk = 0;  // (mjdiff_stepForceAdjoint: 0 after a call that failed, wherever it failed)
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (w->m != m || w->s != s) {
@@ -1317,9 +1318,12 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                           "step-derivative workspace was made for %d substeps, the smooth model "
                           "now takes %d: make it again", w->nsub, nsub);
     }
-    return evaluateSubsteps(m, d, s, w, what, in, out, err, errsz);
+    st = evaluateSubsteps(m, d, s, w, what, in, out, err, errsz);
+  } else {
+    st = evaluateOne(m, d, s, w, what, in, out, err, errsz);
   }
-  return evaluateOne(m, d, s, w, what, in, out, err, errsz);
+  if (st != MJDIFF_OK) w->qfrcOk = 0;
+  return st;
 }
 
 // evaluate's product for one (sub)step at the state in d

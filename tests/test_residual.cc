@@ -23,6 +23,10 @@
 #include "shim.h"
 #include "testutil.h"
 
+extern "C" {
+#include "../adjoint/derivative.h"
+}
+
 namespace {
 
 using testutil::uniform;
@@ -154,6 +158,37 @@ TEST(ForceAdjoint, StepArmBoxImplicit) {
 
 TEST(ForceAdjoint, StepHopperImplicit) {
   checkStepForceAdjoint("hopper.xml", true, 40, true);
+}
+
+// a call that fails forms no applied-force adjoint, wherever it fails: after a VJP that formed
+// one, a VJP refused for a non-finite adjoint (an input check) and one whose step diverges (inside
+// the derivatives' forward pass) each leave mjdiff_stepForceAdjoint at 0
+TEST(ForceAdjoint, NoneAfterAFailedCall) {
+  testutil::Sim S(nullptr, shim_modelPath("hopper.xml"));
+  ASSERT_TRUE(S.ok) << S.sim.err;
+  const mjModel* m = S.sim.m;
+  mjData* d = S.sim.d;
+  char err[500] = "";
+  int nv = m->nv, ndx = 2 * nv + m->na;
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, S.sim.s, nullptr, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> lam(ndx, 0.1), ax(ndx), aq(nv);
+  ASSERT_EQ(mjdiff_stepVJP(m, d, S.sim.s, w, lam.data(), ax.data(), nullptr, nullptr, err,
+                           sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_stepForceAdjoint(w, aq.data()), 1);
+  lam[0] = NAN;
+  EXPECT_EQ(mjdiff_stepVJP(m, d, S.sim.s, w, lam.data(), ax.data(), nullptr, nullptr, err,
+                           sizeof(err)), MJDIFF_ERR_NONFINITE);
+  EXPECT_EQ(mjdiff_stepForceAdjoint(w, aq.data()), 0);
+  lam[0] = 0.1;
+  ASSERT_EQ(mjdiff_stepVJP(m, d, S.sim.s, w, lam.data(), ax.data(), nullptr, nullptr, err,
+                           sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_stepForceAdjoint(w, aq.data()), 1);
+  d->qvel[0] = NAN;
+  EXPECT_NE(mjdiff_stepVJP(m, d, S.sim.s, w, lam.data(), ax.data(), nullptr, nullptr, err,
+                           sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(mjdiff_stepForceAdjoint(w, aq.data()), 0);
+  mjdiff_freeStepDeriv(w);
 }
 
 //---------------------------------- rollouts with a residual -------------------------------------
