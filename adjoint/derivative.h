@@ -225,7 +225,7 @@ void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNu
 // qvel_next (nv), the next state's known velocity, instead of v' = v: the rollout adjoint's
 // backward pass, whose forward pass stored it. NULL clears the hint. No effect on other steps.
 struct mjdiffStepDeriv_;
-void mjdiff_stepDerivHint(struct mjdiffStepDeriv_* w, const mjtNum* qvel_next);
+MJDIFF_API void mjdiff_stepDerivHint(struct mjdiffStepDeriv_* w, const mjtNum* qvel_next);
 
 // after mjdiff_stepVJP or mjdiff_sensorVJP on w: the adjoint of d->qfrc_applied at the state of
 // that product (nv; the gradient of adj_next' x' or adj_sensor' s in a generalised force applied

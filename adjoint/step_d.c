@@ -116,16 +116,28 @@ struct mjdiffStepDeriv_ {
   int badSensorParam;          // 1 if they could not be evaluated in this call
   // substeps (mjdiff_substepCount > 1): the products chained over the substeps
   int nsub;                    // most substeps this workspace holds (the model's at make time)
-  mjtNum* subState;            // ((nsub + 2) x (nq + nv + na + 1)) the substeps' start states
-                               // (RK4's walk), or x_0, x_k and x_{k+1} (substepsSweep)
+  mjtNum* subState;            // (nslot x (nq + nv + na + 1)) the substeps' start states (RK4's
+                               // walk), or x_0, x_k and x_{k+1} (substepsSweep), or x_0 and a
+                               // split implicit step's states (nslot = stateSlots)
   mjtNum* chain;               // (ndx x (ndx + nu + np)) x 2: the chained [A B P] and scratch,
                                // then (ndx x ndx): a substep's A, contiguous for the product
   mjtNum* subIn;               // (ndx + nu + np) x 3: the running input, output, sum
   mjtNum* qfrcSum;             // (nv) the applied force's adjoint summed over the substeps
   mjtNum* rec;                 // (nsub - 1) x recordSize: substeps 1.. n-1's records (Euler VJP)
+  mjtNum* pieceH;              // (2^MJDIFF_MAX_SPLIT) a split implicit step's timesteps
+  int chained;                 // 1 if w->chain is held (substeps, or implicit at make time)
+  int newtonFailed;            // 1 if the last implicit derivative's Newton solve failed
+  int newtonRoot;              // 1 if it converged (w->vnext its root)
 };
 
 static size_t recordSize(const mjModel* m, int ncol);
+
+// slots of saved states: the substeps' walk (nsub) or sweep (3), or x_0 and a split implicit
+// step's states (1 + 2^MJDIFF_MAX_SPLIT + 1)
+static int stateSlots(int nsub) {
+  int split = 2 + (1 << MJDIFF_MAX_SPLIT);
+  return nsub + 2 > split ? nsub + 2 : split;
+}
 
 // how the step's acceleration derivative is solved: H = M (MuJoCo's factor), M + h B (w->H),
 // or the implicit step's N (w->N, LU)
@@ -352,6 +364,8 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
   mjdiffStatus st = mjdiff_implicitSolve(m, d, w->s, w->hint ? w->vhint : NULL, &iters, &corr,
                                          err, errsz);
   w->hint = 0;
+  w->newtonFailed = st == MJDIFF_ERR_NONFINITE;  // (as step.c splits on it)
+  w->newtonRoot = st == MJDIFF_OK;
   if (st != MJDIFF_OK) return st;
   mju_copy(w->vnext, d->qvel, nv);
   for (int i = 0; i < nv; i++) acc[i] = (d->qvel[i] - w->state[nq + i]) / h;
@@ -585,6 +599,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
 
   int nv = m->nv, na = m->na, nu = m->nu, np = p ? mjdiff_paramCount(p) : 0;
   int ndx = 2 * nv + na, ncol = ndx + nu + np, nsub = mjdiff_substepCount(s);
+  int chained = nsub > 1 || mjdiff_implicit(s);
   size_t n = 0;
   size_t sizes[] = {
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * na, (size_t)nv * nu, (size_t)na * na,
@@ -594,10 +609,10 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
     (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
     (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
-    (size_t)(nsub + 2) * (m->nq + nv + na + 1),
-    (nsub > 1 ? 2 * (size_t)ndx * ncol + (size_t)ndx * ndx : 0),
+    (size_t)stateSlots(nsub) * (m->nq + nv + na + 1),
+    (chained ? 2 * (size_t)ndx * ncol + (size_t)ndx * ndx : 0),
     (size_t)(3 * ncol), (size_t)nv,
-    (nsub > 1 ? (size_t)(nsub - 1) * recordSize(m, ncol) : 0),
+    (nsub > 1 ? (size_t)(nsub - 1) * recordSize(m, ncol) : 0), (size_t)1 << MJDIFF_MAX_SPLIT,
   };
   int nsizes = (int)(sizeof(sizes) / sizeof(sizes[0]));
   for (int i = 0; i < nsizes; i++) n += sizes[i] + 1;
@@ -612,7 +627,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
                      &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
                      &w->N, &w->piv, &w->vnext, &w->vhint, &w->qfrcAdj,
-                     &w->subState, &w->chain, &w->subIn, &w->qfrcSum, &w->rec};
+                     &w->subState, &w->chain, &w->subIn, &w->qfrcSum, &w->rec, &w->pieceH};
   mjtNum* next = buf;
   for (int i = 0; i < nsizes; i++) {
     *ptrs[i] = next;
@@ -628,6 +643,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   w->nin = nu + np;
   w->ndx = ndx;
   w->nsub = nsub;
+  w->chained = chained;
   w->bytes = sizeof(mjdiffStepDeriv) + n * sizeof(mjtNum);
   int fail = 0;
   if ((p && p->design && !(w->design = mjdiff_makeDesignScratch(m, p))) ||
@@ -1046,6 +1062,8 @@ static void resetBad(mjdiffStepDeriv* w) {
   w->badSensorParam = 0;
   w->badTendon = -1;
   w->badEnd[0] = w->badEnd[1] = -1;
+  w->newtonFailed = 0;
+  w->newtonRoot = 0;
 }
 
 // st, or the error naming the first element the derivatives at the state in d could not handle
@@ -1210,39 +1228,38 @@ static mjdiffStatus substepsSweep(const mjModel* m, mjData* d, const mjdiffModel
   return st;
 }
 
-// the products of a step of n substeps x_{k+1} = F_k(x_k, u, p), k = 0 .. n-1 (header): the
-// substeps' start states are walked again (mjdiff_substep, bit for bit mjdiff_step's), then
+// d at state k of X (sz numbers each), and the model step k is taken on: m, or with hs the view
+// with timestep hs[k], Newton started at step k's end velocity (state k + 1's)
+static const mjModel* chainModel(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
+                                 const mjtNum* X, int sz, const mjtNum* hs, int k,
+                                 mjModel* view) {
+  mjdiff_loadState(m, d, X + (size_t)sz * k);
+  if (!hs) return m;
+  view->opt.timestep = hs[k];
+  mjdiff_stepDerivHint(w, X + (size_t)sz * (k + 1) + m->nq);
+  return view;
+}
+
+// the products chained over n steps whose start states are X (sz numbers each), step k taken on
+// m with the timestep hs[k] (hs NULL: m's own; with hs, step k's Newton starts at its end velocity,
+// the next state's, as the step found it):
 //   Jacobian  T_1 = [A_0 B_0], T_{k+1} = A_k T_k + [0 B_k]
 //   VJP       lam_n = adj_next; lam_k = A_k' lam_{k+1}, adj_[u p] += B_k' lam_{k+1}; adj_x = lam_0
 //             (and the applied force's adjoint, held over the step, summed over k)
 //   JVP       t_0 = dx; t_{k+1} = A_k t_k + B_k [du dp]
-// d's state is restored bit for bit, and its derived quantities are those of the forward pass at
-// x_0, as after a single step's. Euler: in one forward sweep (substepsSweep); RK4, whose stages
-// leave d's derived quantities at the last stage: walked first, then a sweep over the start states
-static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                     mjdiffStepDeriv* w, product what, const mjtNum* in,
-                                     mjtNum* out, char* err, int errsz) {
-  if (m->opt.integrator == mjINT_EULER && !mjdiff_implicit(s)) {
-    return substepsSweep(m, d, s, w, what, in, out, err, errsz);
-  }
-  int n = mjdiff_substepCount(s), ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv;
-  int sz = m->nq + nv + w->na + 1;
-  mjtNum* X = w->subState;
+// d's state is left at one of X's
+static mjdiffStatus chainSteps(const mjModel* m, mjData* d, const mjdiffModel* s,
+                               mjdiffStepDeriv* w, product what, const mjtNum* in, mjtNum* out,
+                               const mjtNum* X, int n, const mjtNum* hs, char* err, int errsz) {
+  int ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv, sz = m->nq + nv + w->na + 1;
+  mjModel user, view = *mjdiff_userModel(m, s, &user);  // (a view of an attached model: its user's)
   mjdiffStatus st = MJDIFF_OK;
-  mjdiff_saveState(m, d, X);
-  for (int k = 1; k < n && st == MJDIFF_OK; k++) {
-    st = mjdiff_substep(m, d, s, err, errsz);
-    mjdiff_saveState(m, d, X + (size_t)sz * k);
-  }
-  mjdiff_loadState(m, d, X);
-  if (st != MJDIFF_OK) return st;
-
   mjtNum *run = w->subIn, *res = w->subIn + ncol, *sum = w->subIn + 2 * ncol;
   if (what == PRODUCT_JACOBIAN) {
     mjtNum *T = w->chain, *T2 = w->chain + (size_t)ndx * ncol;
     for (int k = 0; k < n && st == MJDIFF_OK; k++) {
-      mjdiff_loadState(m, d, X + (size_t)sz * k);
-      st = evaluateOne(m, d, s, w, what, NULL, NULL, err, errsz);
+      const mjModel* mk = chainModel(m, d, w, X, sz, hs, k, &view);
+      st = evaluateOne(mk, d, s, w, what, NULL, NULL, err, errsz);
       if (st == MJDIFF_OK) chainJacobian(w, k == 0, &T, &T2);
     }
     if (st == MJDIFF_OK) mju_copy(w->AB, T, (size_t)ndx * ncol);
@@ -1252,8 +1269,8 @@ static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffMo
     mju_zero(sum, ncol);
     mju_zero(w->qfrcSum, nv);
     for (int k = n - 1; k >= 0 && st == MJDIFF_OK; k--) {
-      mjdiff_loadState(m, d, X + (size_t)sz * k);
-      st = evaluateOne(m, d, s, w, what, run, res, err, errsz);
+      const mjModel* mk = chainModel(m, d, w, X, sz, hs, k, &view);
+      st = evaluateOne(mk, d, s, w, what, run, res, err, errsz);
       if (st != MJDIFF_OK) break;
       mju_copy(run, res, ndx);
       mju_addTo(sum + ndx, res + ndx, ncol - ndx);
@@ -1269,15 +1286,91 @@ static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffMo
   } else {
     mju_copy(run, in, ncol);
     for (int k = 0; k < n && st == MJDIFF_OK; k++) {
-      mjdiff_loadState(m, d, X + (size_t)sz * k);
-      st = evaluateOne(m, d, s, w, what, run, res, err, errsz);
+      const mjModel* mk = chainModel(m, d, w, X, sz, hs, k, &view);
+      st = evaluateOne(mk, d, s, w, what, run, res, err, errsz);
       mju_copy(run, res, ndx);
     }
     if (st == MJDIFF_OK) mju_copy(out, run, ndx);
   }
+  return st;
+}
+
+// the products of a step of n substeps x_{k+1} = F_k(x_k, u, p), k = 0 .. n-1 (header): the
+// substeps' start states are walked again (mjdiff_substep, bit for bit mjdiff_step's), then
+//   Jacobian  T_1 = [A_0 B_0], T_{k+1} = A_k T_k + [0 B_k]
+//   VJP       lam_n = adj_next; lam_k = A_k' lam_{k+1}, adj_[u p] += B_k' lam_{k+1}; adj_x = lam_0
+//             (and the applied force's adjoint, held over the step, summed over k)
+//   JVP       t_0 = dx; t_{k+1} = A_k t_k + B_k [du dp]
+// d's state is restored bit for bit, and its derived quantities are those of the forward pass at
+// x_0, as after a single step's. Euler: in one forward sweep (substepsSweep); RK4, whose stages
+// leave d's derived quantities at the last stage: walked first, then a sweep over the start states
+static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                     mjdiffStepDeriv* w, product what, const mjtNum* in,
+                                     mjtNum* out, char* err, int errsz) {
+  if (m->opt.integrator == mjINT_EULER && !mjdiff_implicit(s)) {
+    return substepsSweep(m, d, s, w, what, in, out, err, errsz);
+  }
+  int n = mjdiff_substepCount(s), nv = w->nv;
+  int sz = m->nq + nv + w->na + 1;
+  mjtNum* X = w->subState;
+  mjdiffStatus st = MJDIFF_OK;
+  mjdiff_saveState(m, d, X);
+  for (int k = 1; k < n && st == MJDIFF_OK; k++) {
+    st = mjdiff_substep(m, d, s, err, errsz);
+    mjdiff_saveState(m, d, X + (size_t)sz * k);
+  }
+  mjdiff_loadState(m, d, X);
+  if (st != MJDIFF_OK) return st;
+
+  st = chainSteps(m, d, s, w, what, in, out, X, n, NULL, err, errsz);
   mjdiff_loadState(m, d, X);
   if (what != PRODUCT_VJP && st == MJDIFF_OK) {
     // the derived quantities of the forward pass at x_0 (the backward walk of the VJP ends there)
+    st = mjdiff_forward(m, d, s, err, errsz);
+    mjdiff_loadState(m, d, X);
+  }
+  return st;
+}
+
+// the implicit step's products. Where its Newton solve converges at the model's timestep the step
+// took that one step (with a hint, the root must be the hint's: the step's own v', within 1e3
+// times Newton's tolerance), and its products are evaluateOne's. Otherwise mjdiff_step split it
+// (step.c, implicitStep): the split is replayed from the state without hint, exactly as the step
+// took it (mjdiff_implicitPieces), and the products are chained over its steps (chainSteps), each
+// step's Newton started at its own end velocity; d's derived quantities end at x_0's forward pass
+static mjdiffStatus evaluateImplicit(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                     mjdiffStepDeriv* w, product what, const mjtNum* in,
+                                     mjtNum* out, char* err, int errsz) {
+  int hinted = w->hint, nv = w->nv, sz = m->nq + nv + w->na + 1;
+  mjdiffStatus st = evaluateOne(m, d, s, w, what, in, out, err, errsz);
+  if (w->newtonRoot && hinted) {
+    // the hint's root is the step's (also where a later stage failed: that is the step's error)
+    mjtNum diff = 0, scale = 1;
+    for (int i = 0; i < nv; i++) {
+      diff = mju_max(diff, fabs(w->vnext[i] - w->vhint[i]));
+      scale = mju_max(scale, 1 + fabs(w->vhint[i]));
+    }
+    if (diff <= 1e3 * s->opt.implicit_tol * scale) return st;
+  } else if (st == MJDIFF_OK || !w->newtonFailed) {
+    return st;  // (no hint: Newton's solve from v' = v is the step's own)
+  }
+  if (what == PRODUCT_JACOBIAN && !w->chained) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "the implicit step may have split at time "
+                        "%g, and a Jacobian chained over its steps needs a workspace made with "
+                        "the implicit step chosen: make it again", d->time);
+  }
+
+  // the split, replayed: X's first state x_0, then the steps' start states and the end state
+  mjtNum* X = w->subState;
+  mjdiffPieces rec = {0, 1 << MJDIFF_MAX_SPLIT, X + sz, w->pieceH};
+  mjdiff_saveState(m, d, X);
+  st = mjdiff_implicitPieces(m, d, s, &rec, err, errsz);
+  mjdiff_loadState(m, d, X);
+  if (st != MJDIFF_OK) return st;
+  st = chainSteps(m, d, s, w, what, in, out, X + sz, rec.n, rec.h, err, errsz);
+  w->hint = 0;  // (a step that failed before its Newton solve leaves none behind)
+  mjdiff_loadState(m, d, X);
+  if (st == MJDIFF_OK) {
     st = mjdiff_forward(m, d, s, err, errsz);
     mjdiff_loadState(m, d, X);
   }
@@ -1319,6 +1412,9 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                           "now takes %d: make it again", w->nsub, nsub);
     }
     st = evaluateSubsteps(m, d, s, w, what, in, out, err, errsz);
+  } else if (mjdiff_implicit(s) &&
+             (what == PRODUCT_JACOBIAN || what == PRODUCT_VJP || what == PRODUCT_JVP)) {
+    st = evaluateImplicit(m, d, s, w, what, in, out, err, errsz);
   } else {
     st = evaluateOne(m, d, s, w, what, in, out, err, errsz);
   }

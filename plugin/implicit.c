@@ -130,7 +130,8 @@ static size_t newtonNeed(const mjModel* m) {
 }
 
 static size_t stackNeed(const mjModel* m) {
-  return newtonNeed(m) + 4 * (size_t)m->nv + (size_t)m->nq + 20;
+  size_t split = MJDIFF_MAX_SPLIT * ((size_t)(m->nq + m->nv + m->na) + 10);  // step.c's splits
+  return newtonNeed(m) + 4 * (size_t)m->nv + (size_t)m->nq + 20 + split;
 }
 
 // the implicit step's need holds the force derivative's, the deepest user of the stack

@@ -92,6 +92,7 @@ int mjdiff_implicit(const mjdiffModel* s);
 // the largest substeps value
 #define MJDIFF_MAX_SUBSTEPS 64
 #define MJDIFF_MAX_CONTINUATION 8  // the implicit step's most halvings of the timestep (implicit.c)
+#define MJDIFF_MAX_SPLIT 3         // the implicit step's most splits into halves (step.c)
 
 // the timestep of one smooth substep: m's timestep / mjdiff_substepCount(s). Every law and
 // integration inside mjdiff_step and its derivatives uses it.
@@ -112,6 +113,21 @@ mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, c
 // read sensors, which mjdiff_substep skips); d's state restored on failure
 mjdiffStatus mjdiff_substepForwarded(const mjModel* m, mjData* d, const mjdiffModel* s,
                                      char* err, int errsz);
+
+// the steps an implicit mjdiff_step took (step.c, implicitStep): n steps, step k from state k
+// (nq + nv + na + 1 numbers each, as mjdiff_saveState) over timestep h[k]; state n the end state.
+// One step of the model's timestep where Newton converges, else halves split recursively down to
+// 2^-implicit_split of it (at most 2^MJDIFF_MAX_SPLIT steps: max; state holds max + 1)
+typedef struct mjdiffPieces_ {
+  int n, max;
+  mjtNum* state;
+  mjtNum* h;
+} mjdiffPieces;
+
+// the implicit step from the state in d, as mjdiff_step takes it (sensors not read), its steps
+// recorded; d advanced (restored on failure)
+MJDIFF_API mjdiffStatus mjdiff_implicitPieces(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                   mjdiffPieces* rec, char* err, int errsz);
 
 // append to err (after its message) the description of the most unstable smooth force at the
 // state in d after its forward pass (stability.c), as a failed step names it

@@ -41,6 +41,7 @@ static const paramInfo kParams[] = {
   {"implicit_tol", offsetof(mjdiffOptions, implicit_tol), 1, -1, "m/s or rad/s", 0},
   {"implicit_maxiter", offsetof(mjdiffOptions, implicit_maxiter), 1, -1, "iterations", 0},
   {"implicit_continuation", offsetof(mjdiffOptions, implicit_continuation), 0, -1, "halvings", 0},
+  {"implicit_split", offsetof(mjdiffOptions, implicit_split), 0, -1, "halvings", 0},
   {"substeps", offsetof(mjdiffOptions, substeps), 1, -1, "steps", 1},
   {"reach_strength", offsetof(mjdiffOptions, reach_strength), 0, -1, "N", 0},
   {"reach_width", offsetof(mjdiffOptions, reach_width), 1, -1, "m", 0},
@@ -87,6 +88,12 @@ static mjdiffStatus checkValue(const paramInfo* p, mjtNum value, char* err, int 
     return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
                         "implicit_continuation must be an integer in [0, %d], got %g",
                         MJDIFF_MAX_CONTINUATION, value);
+  }
+  if (p->offset == offsetof(mjdiffOptions, implicit_split) &&
+      (value != floor(value) || value < 0 || value > MJDIFF_MAX_SPLIT)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_VALUE,
+                        "implicit_split must be an integer in [0, %d], got %g", MJDIFF_MAX_SPLIT,
+                        value);
   }
   if (p->offset == offsetof(mjdiffOptions, substeps) &&
       (value != floor(value) || value < 1 || value > MJDIFF_MAX_SUBSTEPS)) {
@@ -158,6 +165,7 @@ void mjdiff_defaultOptions(mjdiffOptions* opt) {
   opt->implicit_tol = 1e-10;
   opt->implicit_maxiter = 100;
   opt->implicit_continuation = 4;
+  opt->implicit_split = 3;
   opt->substeps = MJDIFF_DERIVED;
   opt->reach_strength = 0;
   opt->reach_width = 0.1;
@@ -321,7 +329,7 @@ static mjdiffStatus parseName(const mjModel* m, const char* name, const paramInf
                         "contact_damping, contact_width, friction_speed, spin_speed, "
                         "limit_stiffness, limit_damping, limit_width, frictionloss_speed, "
                         "eq_stiffness, eq_damping, integrator, implicit_tol, implicit_maxiter, "
-                        "implicit_continuation, substeps, "
+                        "implicit_continuation, implicit_split, substeps, "
                         "reach_strength, reach_width, reach_static)",
                         (int)len, name);
   }

@@ -308,8 +308,8 @@ void mjdiff_describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, c
 
 // the (sub)step's integration from the state in d after its smooth forward pass, with the
 // divergence checks; d's state is restored on failure
-static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
-                              int errsz) {
+static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s, int* newton,
+                              char* err, int errsz) {
   // the state before the step (restored if it diverges) and its kinetic energy
   mjdiffStatus st = MJDIFF_OK;
   int nq = m->nq, nv = m->nv, na = m->na;
@@ -326,6 +326,7 @@ static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s,
     int iters;
     mjtNum correction;
     st = mjdiff_implicitSolve(m, d, s, NULL, &iters, &correction, err, errsz);
+    if (st == MJDIFF_ERR_NONFINITE && newton) *newton = 1;  // (not a refusal, nor the stack)
     if (st == MJDIFF_OK) {
       advanceAct(m, d, s, d->act_dot);
       d->time += mjdiff_timestep(m, s);
@@ -381,26 +382,86 @@ static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s,
 }
 
 // one smooth (sub)step of mjdiff_timestep(m, s) from the state in d, sensors read unless
-// skipsensor; d's state is restored on failure
+// skipsensor; d's state is restored on failure; *newton (or NULL) set to 1 if the implicit step's
+// Newton solve failed
 static mjdiffStatus stepOnce(const mjModel* m, mjData* d, const mjdiffModel* s, int skipsensor,
-                             char* err, int errsz) {
+                             int* newton, char* err, int errsz) {
   forwardCore(m, d, s, skipsensor);
   mjdiffStatus st = checkAcc(m, d, err, errsz);
   if (st != MJDIFF_OK) {
     mjdiff_describeCulprit(m, d, s, err, errsz);
     return st;
   }
-  return integrate(m, d, s, err, errsz);
+  return integrate(m, d, s, newton, err, errsz);
+}
+
+// the implicit step of m's timestep from the state in d (depth 0: the model's); where its Newton
+// solve fails, two implicit steps of half that timestep instead, each split again the same way,
+// down to 2^-implicit_split of the model's timestep (the laws' timestep-dependent values, as
+// the friction speed, follow the step's timestep, as under substeps). rec (or NULL): each step
+// taken, appended. d's state is restored on failure
+static mjdiffStatus implicitStep(const mjModel* m, mjData* d, const mjdiffModel* s, int depth,
+                                 int skipsensor, mjdiffPieces* rec, char* err, int errsz) {
+  int sz = m->nq + m->nv + m->na + 1, n0 = rec ? rec->n : 0, newton = 0;
+  if (rec && rec->n < rec->max) mjdiff_saveState(m, d, rec->state + (size_t)sz * rec->n);
+  mjdiffStatus st = stepOnce(m, d, s, skipsensor, &newton, err, errsz);
+  if (st == MJDIFF_OK) {
+    if (rec && rec->n < rec->max) rec->h[rec->n] = m->opt.timestep;
+    if (rec) rec->n++;
+    return st;
+  }
+  if (!newton || depth >= (int)s->opt.implicit_split) return st;
+
+  // two half steps (the sensors were read at the start state by the step that failed), on a view
+  // of the model as its user configured it (an attached model's view would lose its constraints:
+  // mjdiff_userModel knows the attached model by its address)
+  mjModel user, half = *mjdiff_userModel(m, s, &user);
+  half.opt.timestep = 0.5 * m->opt.timestep;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* x0 = compat_stackAllocNum(d, sz);
+  mjdiff_saveState(m, d, x0);
+  st = MJDIFF_OK;
+  for (int i = 0; i < 2 && st == MJDIFF_OK; i++) {
+    st = implicitStep(&half, d, s, depth + 1, 1, rec, err, errsz);
+  }
+  if (st == MJDIFF_OK && depth == 0) {
+    d->time = x0[sz - 1] + m->opt.timestep;  // (exactly, as after substeps)
+  } else if (st != MJDIFF_OK) {
+    mjdiff_loadState(m, d, x0);
+    if (rec) rec->n = n0;
+    int len = err ? (int)strlen(err) : 0;
+    if (err && depth == 0 && len + 2 < errsz) {
+      snprintf(err + len, (size_t)(errsz - len), " (the step split into steps down to %g failed "
+               "too: implicit_split %d)", m->opt.timestep / (1 << (int)s->opt.implicit_split),
+               (int)s->opt.implicit_split);
+    }
+  }
+  compat_stackFree(d, mark);
+  return st;
+}
+
+mjdiffStatus mjdiff_implicitPieces(const mjModel* m, mjData* d, const mjdiffModel* s,
+                                   mjdiffPieces* rec, char* err, int errsz) {
+  rec->n = 0;
+  mjdiffStatus st = implicitStep(m, d, s, 0, 1, rec, err, errsz);
+  if (st == MJDIFF_OK && rec->n > rec->max) {
+    mjdiff_loadState(m, d, rec->state);
+    st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "the implicit step took %d steps, more than "
+                      "the %d its record holds", rec->n, rec->max);
+  }
+  if (st == MJDIFF_OK) mjdiff_saveState(m, d, rec->state + (size_t)(m->nq + m->nv + m->na + 1) *
+                                                                rec->n);
+  return st;
 }
 
 mjdiffStatus mjdiff_substepForwarded(const mjModel* m, mjData* d, const mjdiffModel* s,
                                      char* err, int errsz) {
-  return integrate(m, d, s, err, errsz);
+  return integrate(m, d, s, NULL, err, errsz);
 }
 
 mjdiffStatus mjdiff_substep(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                             int errsz) {
-  return stepOnce(m, d, s, 1, err, errsz);
+  return stepOnce(m, d, s, 1, NULL, err, errsz);
 }
 
 mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
@@ -414,7 +475,8 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   st = checkInputs(m, d, err, errsz);
   if (st != MJDIFF_OK) return st;
   int n = mjdiff_substepCount(s);
-  if (n == 1) return stepOnce(m, d, s, 0, err, errsz);
+  if (n == 1 && mjdiff_implicit(s)) return implicitStep(m, d, s, 0, 0, NULL, err, errsz);
+  if (n == 1) return stepOnce(m, d, s, 0, NULL, err, errsz);
 
   // substeps: controls and applied forces held, sensors read at the start state (the first
   // substep's forward pass), the time advanced by the model's timestep exactly; on failure the
@@ -423,7 +485,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
   mjdiff_saveState(m, d, x0);
-  for (int k = 0; k < n && st == MJDIFF_OK; k++) st = stepOnce(m, d, s, k > 0, err, errsz);
+  for (int k = 0; k < n && st == MJDIFF_OK; k++) st = stepOnce(m, d, s, k > 0, NULL, err, errsz);
   if (st == MJDIFF_OK) {
     d->time = x0[nq + nv + na] + m->opt.timestep;
   } else {

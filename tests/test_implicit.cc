@@ -16,8 +16,12 @@
 #include <mjdiff/adjoint.h>
 #include <mjdiff/params.h>
 
-#include "internal.h"
 #include "testutil.h"
+
+extern "C" {
+#include "../adjoint/derivative.h"
+#include "internal.h"
+}
 
 namespace {
 
@@ -370,8 +374,9 @@ TEST(Implicit, HumanoidUnderControlsConverges) {
 // fell into two-cycles between lam 10 and 100 in which the merit crept down by a percent per
 // iteration until the 100-iteration cap: 13 of these 100 runs failed (75 of 1000), against 6
 // (46 of 1000) with x2 / x0.3, and 2 with the continuation in the timestep (6 with
-// implicit_continuation 0: runs 9, 20, 32 and 44 are rescued). Every failure is the named "did not
-// converge" error.
+// implicit_continuation 0: runs 9, 20, 32 and 44 are rescued), and none with the split into half
+// steps where Newton still fails (implicit_split 3, the default; Implicit.SplitWhereNewtonFails).
+// Every failure is the named "did not converge" error.
 TEST(Implicit, HumanoidRandomControls) {
   Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");
   ASSERT_TRUE(sim.ok) << sim.sim.err;
@@ -395,7 +400,7 @@ TEST(Implicit, HumanoidRandomControls) {
     }
   }
   std::cout << "humanoid, random controls: " << failed << " of 100 two-second runs failed\n";
-  EXPECT_LE(failed, 3);
+  EXPECT_LE(failed, 1);  // (0 measured on 2.2.2)
 }
 
 // Run 20 of HumanoidRandomControls at its step 42 (t = 0.21 s): Newton from v' = v stalls there
@@ -420,8 +425,10 @@ TEST(Implicit, ContinuationFindsTheRootNewtonMissed) {
   }
   std::vector<mjtNum> state = testutil::getState(m, d);
 
-  // the guard: without the continuation the step fails, named, and leaves the state
+  // the guard: without the continuation (and without the split, which would take over) the step
+  // fails, named, and leaves the state
   ASSERT_EQ(mjdiff_setParam(s, "implicit_continuation", 0, err, sizeof(err)), MJDIFF_OK);
+  ASSERT_EQ(mjdiff_setParam(s, "implicit_split", 0, err, sizeof(err)), MJDIFF_OK);
   EXPECT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_ERR_NONFINITE);
   EXPECT_NE(std::string(err).find("did not converge"), std::string::npos) << err;
   std::vector<mjtNum> after = testutil::getState(m, d);
@@ -429,7 +436,7 @@ TEST(Implicit, ContinuationFindsTheRootNewtonMissed) {
   EXPECT_EQ(mjdiff_setParam(s, "implicit_continuation", 9, err, sizeof(err)), MJDIFF_ERR_VALUE);
   EXPECT_NE(std::string(err).find("implicit_continuation"), std::string::npos) << err;
 
-  // with it (the default, 4 halvings) the step converges
+  // with it (the default, 4 halvings) the step converges (at h: no split)
   ASSERT_EQ(mjdiff_setParam(s, "implicit_continuation", 4, err, sizeof(err)), MJDIFF_OK);
   ASSERT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
   shim_setState(m, d, state.data());
@@ -440,20 +447,113 @@ TEST(Implicit, ContinuationFindsTheRootNewtonMissed) {
   std::vector<mjtNum> A(ndx * ndx), B(ndx * nu);
   ASSERT_EQ(mjdiff_stepJacobian(m, d, s, sim.w, A.data(), B.data(), nullptr, err, sizeof(err)),
             MJDIFF_OK) << err;
-  std::vector<mjtNum> J = testutil::joinAB(ndx, nu, A, B), F1, F2;
+  std::vector<mjtNum> J = testutil::joinAB(ndx, nu, A, B), F1;
   std::string failure;
-  testutil::fdStepJacobians(m, d, s, state, 1e-5, &F1, &F2, &failure);
-  ASSERT_TRUE(failure.empty()) << failure;
   const double tol = 1e-6;
-  std::vector<char> noisy;
-  int compared = ncol - testutil::noisyColumns(m, F1, F2, tol, &noisy);
-  double worst = testutil::gridBlockError(testutil::withColumnsOf(J, F1, noisy, ncol), F1, ncol,
-                                          {0, nv, 2 * nv, ndx}, {0, nv, 2 * nv, ndx, ncol});
+  int compared = 0;
+  double worst = testutil::fdJacobianError(m, d, s, state, J, 1e-5, tol, &compared, &F1, &failure);
+  ASSERT_TRUE(failure.empty()) << failure;
   std::cout << "continuation root: " << compared << " of " << ncol
             << " columns compared, worst relative error " << worst << "\n";
   EXPECT_GE(compared, (int)(0.9 * ncol));
   EXPECT_LE(worst, tol);
   EXPECT_NE(0, std::memcmp(J.data(), F1.data(), J.size() * sizeof(mjtNum)));  // guard
+}
+
+// Where Newton fails at the model's timestep (here forced: implicit_maxiter 6, no continuation,
+// on the hopper's landings) mjdiff_step splits the implicit step into halves (implicit_split,
+// default 3 halvings). The guard: with implicit_split 0 those steps fail by name. At states
+// where the step splits, its Jacobians (chained over the split's steps, each by the implicit
+// function theorem at its root) match central differences of the step; the VJP, with Newton's
+// hint at the step's own end velocity as a rollout gives it, and the JVP equal the Jacobian's
+// products; d's state is left bit for bit and its derived quantities at x_0's forward pass
+TEST(Implicit, SplitWhereNewtonFails) {
+  std::string xml = testutil::withNumerics(
+      testutil::readFile(shim_modelPath("hopper.xml")),
+      std::string(testutil::kImplicitTight) +
+          "<numeric name=\"mjdiff_implicit_maxiter\" data=\"6\"/>"
+          "<numeric name=\"mjdiff_implicit_continuation\" data=\"0\"/>");
+  testutil::StepSim sim(xml.c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  char err[1000];
+  int nv = m->nv, nu = m->nu, ndx = 2 * nv + m->na, ncol = ndx + nu;
+  int sz = m->nq + nv + m->na + 1;
+  std::vector<mjtNum> pieceState(sz * 9), pieceH(8);
+  mjData* c = mj_makeData(m);
+  int found = 0, steps = 0, splits = 0;
+  for (int t = 0; t < 3000 && found < 4; t++) {
+    for (int i = 0; i < nu; i++) d->ctrl[i] = std::sin(0.003 * t * (i + 1) + i);
+    mj_copyData(c, m, d);
+    mjdiffPieces rec = {0, 8, pieceState.data(), pieceH.data()};
+    ASSERT_EQ(mjdiff_implicitPieces(m, c, s, &rec, err, sizeof(err)), MJDIFF_OK) << err;
+    steps++;
+    splits += rec.n > 1;
+    if (rec.n > 1 && (found == 0 || t % 7 == 0)) {
+      found++;
+      std::vector<mjtNum> state = testutil::getState(m, d);
+
+      // the guard: unsplit, the step fails by name and leaves the state
+      ASSERT_EQ(mjdiff_setParam(s, "implicit_split", 0, err, sizeof(err)), MJDIFF_OK);
+      EXPECT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_ERR_NONFINITE);
+      EXPECT_NE(std::string(err).find("did not converge"), std::string::npos) << err;
+      std::vector<mjtNum> after = testutil::getState(m, d);
+      EXPECT_EQ(0, std::memcmp(state.data(), after.data(), sizeof(mjtNum) * state.size()));
+      ASSERT_EQ(mjdiff_setParam(s, "implicit_split", 3, err, sizeof(err)), MJDIFF_OK);
+
+      // the step is the split's: its end state
+      std::vector<mjtNum> next;
+      ASSERT_TRUE(testutil::stepFrom(m, d, s, state, nullptr, nullptr, &next));
+      for (int i = 0; i < m->nq + nv; i++) {
+        EXPECT_EQ(next[i], pieceState[(size_t)sz * rec.n + i]) << "state entry " << i;
+      }
+      shim_setState(m, d, state.data());
+
+      // the Jacobians against Richardson-extrapolated central differences
+      std::vector<mjtNum> A(ndx * ndx), B(ndx * nu);
+      ASSERT_EQ(mjdiff_stepJacobian(m, d, s, sim.w, A.data(), B.data(), nullptr, err,
+                                    sizeof(err)), MJDIFF_OK) << err;
+      after = testutil::getState(m, d);
+      EXPECT_EQ(0, std::memcmp(state.data(), after.data(), sizeof(mjtNum) * state.size()));
+      std::vector<mjtNum> J = testutil::joinAB(ndx, nu, A, B), F1;
+      std::string failure;
+      const double tol = 1e-6;
+      int compared = 0;
+      double worst = testutil::fdJacobianError(m, d, s, state, J, 1e-5, tol, &compared, &F1,
+                                               &failure);
+      ASSERT_TRUE(failure.empty()) << failure;
+      std::cout << "split into " << rec.n << " steps at t = " << d->time << ": " << compared
+                << " of " << ncol << " columns compared, worst relative error " << worst << "\n";
+      EXPECT_GE(compared, (int)(0.8 * ncol));
+      EXPECT_LE(worst, tol);
+      EXPECT_NE(0, std::memcmp(J.data(), F1.data(), J.size() * sizeof(mjtNum)));  // guard
+
+      // VJP (hinted at the step's end velocity) and JVP against the Jacobian
+      std::vector<mjtNum> lam(ndx), lx(ndx), lu(nu), dx(ndx), du(nu), jv(ndx);
+      for (int i = 0; i < ndx; i++) lam[i] = std::sin(1.0 + i), dx[i] = std::cos(2.0 + i);
+      for (int i = 0; i < nu; i++) du[i] = std::sin(3.0 + i);
+      shim_setState(m, d, state.data());
+      mjdiff_stepDerivHint(sim.w, next.data() + m->nq);
+      ASSERT_EQ(mjdiff_stepVJP(m, d, s, sim.w, lam.data(), lx.data(), lu.data(), nullptr, err,
+                               sizeof(err)), MJDIFF_OK) << err;
+      ASSERT_EQ(mjdiff_stepJVP(m, d, s, sim.w, dx.data(), du.data(), nullptr, jv.data(), err,
+                               sizeof(err)), MJDIFF_OK) << err;
+      EXPECT_LE(testutil::productError(J, ndx, nu, lam.data(), lx.data(), lu.data(), dx.data(),
+                                       du.data(), jv.data()), 1e-9);
+      after = testutil::getState(m, d);
+      EXPECT_EQ(0, std::memcmp(state.data(), after.data(), sizeof(mjtNum) * state.size()));
+      mj_copyData(c, m, d);
+      ASSERT_EQ(mjdiff_forward(m, c, s, err, sizeof(err)), MJDIFF_OK) << err;
+      EXPECT_EQ(0, std::memcmp(c->qacc, d->qacc, sizeof(mjtNum) * nv));
+      EXPECT_EQ(0, std::memcmp(c->qfrc_passive, d->qfrc_passive, sizeof(mjtNum) * nv));
+    }
+    ASSERT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_OK) << "t " << d->time << ": " << err;
+  }
+  mj_deleteData(c);
+  std::cout << splits << " of " << steps << " steps split\n";
+  EXPECT_GE(found, 3);
 }
 
 // A pinned grid like MuJoCo's hammock sample (testutil::pinnedGridXml: 180 dofs, 112 tendons held

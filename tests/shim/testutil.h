@@ -460,6 +460,53 @@ inline std::vector<mjtNum> withColumnsOf(const std::vector<mjtNum>& J,
   return out;
 }
 
+// the step's Jacobian J = [A B] (ndx x ncol, row-major) against Richardson-extrapolated central
+// differences of the step at state (fdStepJacobians, step eps, two scales; F1 the first), over
+// the columns whose two estimates agree within tol (noisyColumns): the worst relative error of
+// the blocks A_qq .. B_a (gridBlockError); *compared the columns compared; failure: a difference
+// step's failure (the error is then 0)
+inline double fdJacobianError(const mjModel* m, mjData* d, const mjdiffModel* s,
+                              const std::vector<mjtNum>& state, const std::vector<mjtNum>& J,
+                              double eps, double tol, int* compared, std::vector<mjtNum>* F1,
+                              std::string* failure) {
+  int nv = m->nv, ndx = 2 * nv + m->na, ncol = ndx + m->nu;
+  std::vector<mjtNum> F2;
+  fdStepJacobians(m, d, s, state, eps, F1, &F2, failure);
+  if (!failure->empty()) return 0;
+  std::vector<char> noisy;
+  *compared = ncol - noisyColumns(m, *F1, F2, tol, &noisy);
+  return gridBlockError(withColumnsOf(J, *F1, noisy, ncol), *F1, ncol, {0, nv, 2 * nv, ndx},
+                        {0, nv, 2 * nv, ndx, ncol});
+}
+
+// the products of a step against its Jacobian J = [A B] (ndx x (ndx + nu), row-major): the worst
+// error of JVP jv = J [dx; du] and VJP [lx; lu] = J' lam, each entry's relative to the largest
+// term of its sum (at least 1)
+inline double productError(const std::vector<mjtNum>& J, int ndx, int nu, const mjtNum* lam,
+                           const mjtNum* lx, const mjtNum* lu, const mjtNum* dx,
+                           const mjtNum* du, const mjtNum* jv) {
+  int ncol = ndx + nu;
+  double worst = 0;
+  for (int r = 0; r < ndx; r++) {
+    double ref = 0, scale = 1;
+    for (int c = 0; c < ncol; c++) {
+      double t = c < ndx ? dx[c] : du[c - ndx];
+      ref += J[(size_t)ncol * r + c] * t;
+      scale = std::fmax(scale, std::fabs(J[(size_t)ncol * r + c] * t));
+    }
+    worst = std::fmax(worst, std::fabs(jv[r] - ref) / scale);
+  }
+  for (int c = 0; c < ncol; c++) {
+    double ref = 0, scale = 1;
+    for (int r = 0; r < ndx; r++) {
+      ref += J[(size_t)ncol * r + c] * lam[r];
+      scale = std::fmax(scale, std::fabs(J[(size_t)ncol * r + c] * lam[r]));
+    }
+    worst = std::fmax(worst, std::fabs((c < ndx ? lx[c] : lu[c - ndx]) - ref) / scale);
+  }
+  return worst;
+}
+
 // dqacc/dp = M^-1 DrDp as np columns of nv (column-major) from DrDp (nv x np, row-major) at d's
 // factored mass matrix
 inline std::vector<mjtNum> accParamColumns(const mjModel* m, mjData* d,

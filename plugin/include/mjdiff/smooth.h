@@ -75,6 +75,9 @@ typedef struct mjdiffOptions_ {
   mjtNum implicit_continuation;  // implicit step: where Newton from v' = v fails, the same
                                // equation is solved at timestep h / 2^j (j up to this, an
                                // integer in [0, 8]; 0: off) and continued back to h
+  mjtNum implicit_split;       // implicit step: where Newton fails even so, two steps of h / 2
+                               // instead, each split again likewise, down to h / 2^this (an
+                               // integer in [0, 3]; 0: off; README, "The implicit smooth step")
   mjtNum substeps;             // explicit step: smooth steps of timestep / n per mjdiff_step, an
                                // integer in [1, 64], or MJDIFF_DERIVED (README, "Substeps")
 
@@ -126,7 +129,8 @@ typedef struct mjdiffModel_ mjdiffModel;
 MJDIFF_API int mjdiff_substepCount(const mjdiffModel* s);
 
 // Fill opt with the defaults: MJDIFF_DERIVED for every field but spin_speed (0.5 rad/s),
-// implicit_tol (1e-10), implicit_maxiter (100), implicit_continuation (4), reach_strength (0: off),
+// implicit_tol (1e-10), implicit_maxiter (100), implicit_continuation (4), implicit_split (3),
+// reach_strength (0: off),
 // reach_width (0.1 m) and reach_static (1).
 MJDIFF_API void mjdiff_defaultOptions(mjdiffOptions* opt);
 
