@@ -323,10 +323,11 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   // Newton with a backtracking line search on the merit phi = sum_i g_i^2 / M_ii
   mjtNum* vtry = vprev;
   mjtNum* gtry = compat_stackAllocNum(d, nv);
-  mjtNum phi = 0, corr_prev = INFINITY;
+  mjtNum phi = 0, phi0 = 0, corr_prev = INFINITY;
   int keep = 0, k = 0;  // keep: N serves the next iterate too (a chord step)
   if (st == MJDIFF_OK) {
     st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vk, fs, Mdense, tmp, g, &phi, err, errsz);
+    phi0 = phi;
   }
   while (st == MJDIFF_OK) {
     k++;
@@ -373,11 +374,14 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
       }
       int jnt = m->dof_jntid[worst];
       const char* name = mj_id2name(m, mjOBJ_JOINT, jnt);
+      // (a damped step's correction can be tiny where the residual is not: both are reported)
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step did not converge at time %g: velocity correction %.3g "
-                        "after %d Newton iterations (implicit_tol %g), largest at dof %d (joint "
-                        "%d '%s') with %d contacts", d->time, corr, k, tol, worst, jnt,
-                        name ? name : "", d->ncon);
+                        "after %d Newton iterations (implicit_tol %g; %s), residual |g|_W %.3g (%.3g "
+                        "at the first iterate), largest at dof %d (joint %d '%s') with %d "
+                        "contacts",
+                        d->time, corr, k, tol, lam > 0 ? "a damped step" : "Newton's step",
+                        sqrt(phi), sqrt(phi0), worst, jnt, name ? name : "", d->ncon);
       break;
     }
 
