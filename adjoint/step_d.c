@@ -737,7 +737,7 @@ static void eulerJacobian(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int m
 }
 
 // what the Euler VJP reads at one (sub)step: d's state and w's derivatives after eulerDeriv, or a
-// substep's record kept by the forward sweep of substepsVJP
+// substep's record kept by the forward sweep of substepsSweep
 typedef struct stepAt_ {
   const mjtNum *qvel, *act, *actdot, *acc;  // (nv, na, na, nv)
   const mjtNum *X, *Dadot;                  // (nv x ncol), (na x ncol): w->X, w->Dadot
@@ -1009,7 +1009,7 @@ static void sensorVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjt
   }
 }
 
-// a substep's record for substepsVJP (an Euler stepAt kept apart from d and w): qvel, act,
+// a substep's record for substepsSweep (an Euler stepAt kept apart from d and w): qvel, act,
 // act_dot, acc (nv, na, na, nv), X (nv x ncol), Dadot (na x ncol) and the factor of M (+ h B)
 // (compat_massSize)
 static size_t recordSize(const mjModel* m, int ncol) {
@@ -1135,6 +1135,33 @@ static void chainJacobian(mjdiffStepDeriv* w, int first, mjtNum** T, mjtNum** T2
   *T2 = swap;
 }
 
+// the VJP chained backwards over steps (header): lam_n = adj_next (w->subIn's running input),
+// then after each step's VJP (into the output, w->subIn + ncol) chainVJPAdd takes its state part
+// as the next lam and sums its control and parameter parts and the applied force's adjoint;
+// chainVJPEnd writes out = (lam_0, the sums) and the summed force adjoint (valid if ok)
+static void chainVJPStart(mjdiffStepDeriv* w, const mjtNum* in) {
+  int ncol = w->ndx + w->nin;
+  mju_copy(w->subIn, in, w->ndx);
+  mju_zero(w->subIn + 2 * ncol, ncol);
+  mju_zero(w->qfrcSum, w->nv);
+}
+
+static void chainVJPAdd(mjdiffStepDeriv* w) {
+  int ndx = w->ndx, ncol = ndx + w->nin;
+  mjtNum *run = w->subIn, *res = w->subIn + ncol, *sum = w->subIn + 2 * ncol;
+  mju_copy(run, res, ndx);
+  mju_addTo(sum + ndx, res + ndx, ncol - ndx);
+  mju_addTo(w->qfrcSum, w->qfrcAdj, w->nv);
+}
+
+static void chainVJPEnd(mjdiffStepDeriv* w, int ok, mjtNum* out) {
+  int ndx = w->ndx, ncol = ndx + w->nin;
+  mju_copy(out, w->subIn, ndx);
+  mju_copy(out + ndx, w->subIn + 2 * ncol + ndx, ncol - ndx);
+  mju_copy(w->qfrcAdj, w->qfrcSum, w->nv);
+  w->qfrcOk = ok;
+}
+
 // the products of an explicit Euler step of n substeps in one forward sweep: at each x_k one
 // forward pass serves both the substep's integration to x_{k+1} (mjdiff_substepForwarded, bit
 // for bit mjdiff_step's; mj_Euler changes no derived quantity the derivatives read) and its
@@ -1153,10 +1180,9 @@ static mjdiffStatus substepsSweep(const mjModel* m, mjData* d, const mjdiffModel
   int n = mjdiff_substepCount(s), ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv;
   int sz = m->nq + nv + w->na + 1;
   mjtNum *X0 = w->subState, *here = w->subState + sz, *next = w->subState + 2 * (size_t)sz;
-  mjtNum *run = w->subIn, *res = w->subIn + ncol, *sum = w->subIn + 2 * ncol;
+  mjtNum *run = w->subIn, *res = w->subIn + ncol;
   mjtNum *T = w->chain, *T2 = w->chain + (size_t)ndx * ncol;
   int vjp = what == PRODUCT_VJP;
-  resetBad(w);  // (a failure before the sweep's first derivatives leaves no stale adjoint)
   mjdiff_saveState(m, d, X0);
   if (what == PRODUCT_JVP) mju_copy(run, in, ncol);
 
@@ -1206,23 +1232,16 @@ static mjdiffStatus substepsSweep(const mjModel* m, mjData* d, const mjdiffModel
     return st;
   }
 
-  mju_copy(run, in, ndx);
-  mju_zero(sum, ncol);
-  mju_zero(w->qfrcSum, nv);
+  chainVJPStart(w, in);
   for (int k = n - 1; k >= 1; k--) {
     stepAt at = recordAt(w, k - 1);
     eulerVJP(m, NULL, w, &at, run, res);
-    mju_copy(run, res, ndx);
-    mju_addTo(sum + ndx, res + ndx, ncol - ndx);
-    mju_addTo(w->qfrcSum, w->qfrcAdj, nv);
+    chainVJPAdd(w);
   }
   st = evaluateOne(m, d, s, w, PRODUCT_VJP, run, res, err, errsz);
   if (st == MJDIFF_OK) {
-    mju_copy(out, res, ndx);
-    mju_addTo(sum + ndx, res + ndx, ncol - ndx);
-    mju_copy(out + ndx, sum + ndx, ncol - ndx);
-    mju_addTo(w->qfrcSum, w->qfrcAdj, nv);
-    mju_copy(w->qfrcAdj, w->qfrcSum, nv);
+    chainVJPAdd(w);
+    chainVJPEnd(w, 1, out);
   }
   mjdiff_loadState(m, d, X0);
   return st;
@@ -1254,7 +1273,7 @@ static mjdiffStatus chainSteps(const mjModel* m, mjData* d, const mjdiffModel* s
   int ndx = w->ndx, ncol = ndx + w->nin, nv = w->nv, sz = m->nq + nv + w->na + 1;
   mjModel user, view = *mjdiff_userModel(m, s, &user);  // (a view of an attached model: its user's)
   mjdiffStatus st = MJDIFF_OK;
-  mjtNum *run = w->subIn, *res = w->subIn + ncol, *sum = w->subIn + 2 * ncol;
+  mjtNum *run = w->subIn, *res = w->subIn + ncol;
   if (what == PRODUCT_JACOBIAN) {
     mjtNum *T = w->chain, *T2 = w->chain + (size_t)ndx * ncol;
     for (int k = 0; k < n && st == MJDIFF_OK; k++) {
@@ -1265,24 +1284,15 @@ static mjdiffStatus chainSteps(const mjModel* m, mjData* d, const mjdiffModel* s
     if (st == MJDIFF_OK) mju_copy(w->AB, T, (size_t)ndx * ncol);
   } else if (what == PRODUCT_VJP) {
     int ok = 1;
-    mju_copy(run, in, ndx);
-    mju_zero(sum, ncol);
-    mju_zero(w->qfrcSum, nv);
+    chainVJPStart(w, in);
     for (int k = n - 1; k >= 0 && st == MJDIFF_OK; k--) {
       const mjModel* mk = chainModel(m, d, w, X, sz, hs, k, &view);
       st = evaluateOne(mk, d, s, w, what, run, res, err, errsz);
       if (st != MJDIFF_OK) break;
-      mju_copy(run, res, ndx);
-      mju_addTo(sum + ndx, res + ndx, ncol - ndx);
       ok = ok && w->qfrcOk;
-      mju_addTo(w->qfrcSum, w->qfrcAdj, nv);
+      chainVJPAdd(w);
     }
-    if (st == MJDIFF_OK) {
-      mju_copy(out, run, ndx);
-      mju_copy(out + ndx, sum + ndx, ncol - ndx);
-      mju_copy(w->qfrcAdj, w->qfrcSum, nv);
-      w->qfrcOk = ok;
-    }
+    if (st == MJDIFF_OK) chainVJPEnd(w, ok, out);
   } else {
     mju_copy(run, in, ncol);
     for (int k = 0; k < n && st == MJDIFF_OK; k++) {

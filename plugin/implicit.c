@@ -377,8 +377,8 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
       // (a damped step's correction can be tiny where the residual is not: both are reported)
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step did not converge at time %g: velocity correction %.3g "
-                        "after %d Newton iterations (implicit_tol %g; %s), residual |g|_W %.3g (%.3g "
-                        "at the first iterate), largest at dof %d (joint %d '%s') with %d "
+                        "after %d Newton iterations (implicit_tol %g; %s), residual |g|_W %.3g "
+                        "(%.3g at the first iterate), largest at dof %d (joint %d '%s') with %d "
                         "contacts",
                         d->time, corr, k, tol, lam > 0 ? "a damped step" : "Newton's step",
                         sqrt(phi), sqrt(phi0), worst, jnt, name ? name : "", d->ncon);

@@ -126,8 +126,9 @@ typedef struct mjdiffPieces_ {
 
 // the implicit step from the state in d, as mjdiff_step takes it (sensors not read), its steps
 // recorded; d advanced (restored on failure)
-MJDIFF_API mjdiffStatus mjdiff_implicitPieces(const mjModel* m, mjData* d, const mjdiffModel* s,
-                                   mjdiffPieces* rec, char* err, int errsz);
+MJDIFF_API mjdiffStatus mjdiff_implicitPieces(const mjModel* m, mjData* d,
+                                              const mjdiffModel* s, mjdiffPieces* rec, char* err,
+                                              int errsz);
 
 // append to err (after its message) the description of the most unstable smooth force at the
 // state in d after its forward pass (stability.c), as a failed step names it

@@ -449,8 +449,8 @@ mjdiffStatus mjdiff_implicitPieces(const mjModel* m, mjData* d, const mjdiffMode
     st = mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "the implicit step took %d steps, more than "
                       "the %d its record holds", rec->n, rec->max);
   }
-  if (st == MJDIFF_OK) mjdiff_saveState(m, d, rec->state + (size_t)(m->nq + m->nv + m->na + 1) *
-                                                                rec->n);
+  size_t sz = (size_t)(m->nq + m->nv + m->na + 1);
+  if (st == MJDIFF_OK) mjdiff_saveState(m, d, rec->state + sz * rec->n);
   return st;
 }
 
