@@ -450,12 +450,16 @@ static int contactWrenchDeriv(const mjModel* m, const mjData* d, scratch* sc, co
     mjtNum yq[10], yv[10] = {0};
     for (int c = 0; c < 10; c++) yq[c] = Yq[nv * c + k];
     for (int c = 0; c < 6; c++) yv[4 + c] = Yv[nv * c + k];
-    mjtNum dFq[3], dTq[3], dFv[3], dTv[3];
+    mjtNum dFq[3] = {0}, dTq[3] = {0}, dFv[3] = {0}, dTv[3] = {0};
     for (int r = 0; r < 3; r++) {
-      dFq[r] = mju_dot(DF + 10 * r, yq, 10);
-      dTq[r] = mju_dot(DT + 10 * r, yq, 10);
-      dFv[r] = mju_dot(DF + 10 * r, yv, 10);
-      dTv[r] = mju_dot(DT + 10 * r, yv, 10);
+      for (int c = 0; c < 10; c++) {
+        dFq[r] += DF[10 * r + c] * yq[c];
+        dTq[r] += DT[10 * r + c] * yq[c];
+      }
+      for (int c = 4; c < 10; c++) {  // yv's dist and n entries are 0
+        dFv[r] += DF[10 * r + c] * yv[c];
+        dTv[r] += DT[10 * r + c] * yv[c];
+      }
     }
     mjtNum dp[3] = {Yq[nv * 10 + k], Yq[nv * 11 + k], Yq[nv * 12 + k]}, t1[3], t2[3];
     mju_cross(t1, dp, F);

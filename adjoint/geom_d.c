@@ -480,22 +480,33 @@ static tvec vnormalize(const tvec* a, tnum* len) {
   return vscl(*a, &inv);
 }
 
-// coordinates of v in the frame with tracked axes f[0..2]: (f_k . v)
+// coordinates of v in the frame with tracked axes f[0..2]: r_k = f_k . v,
+// dr_k = sum_i (v_i df_k,i + f_k,i dv_i) (in place: the frame functions run once per contact
+// and pair candidate, the hottest tracked code of the step derivative)
 static tvec toLocal(const tvec f[3], const tvec* v) {
   tvec r;
   for (int k = 0; k < 3; k++) {
-    tnum c = vdot(f + k, v);
-    vset(&r, k, &c);
+    mjtNum* row = r.J + k * NZ;
+    r.v[k] = mju_dot3(f[k].v, v->v);
+    gzero(row, NZ);
+    for (int i = 0; i < 3; i++) {
+      gaddscl(row, f[k].J + i * NZ, v->v[i], NZ);
+      gaddscl(row, v->J + i * NZ, f[k].v[i], NZ);
+    }
   }
   return r;
 }
 
-// org + sum_k f_k w_k
+// org + sum_k f_k w_k: dr_i = dorg_i + sum_k (w_k df_k,i + f_k,i dw_k) (in place, as toLocal)
 static tvec toWorld(const tvec f[3], const tvec* org, const tvec* w) {
   tvec r = *org;
-  for (int k = 0; k < 3; k++) {
-    tnum c = vget(w, k);
-    r = vaddscl(r, f + k, &c);
+  for (int i = 0; i < 3; i++) {
+    mjtNum* row = r.J + i * NZ;
+    for (int k = 0; k < 3; k++) {
+      r.v[i] += f[k].v[i] * w->v[k];
+      gaddscl(row, f[k].J + i * NZ, w->v[k], NZ);
+      gaddscl(row, w->J + k * NZ, f[k].v[i], NZ);
+    }
   }
   return r;
 }
