@@ -130,7 +130,8 @@ static size_t newtonNeed(const mjModel* m) {
 }
 
 static size_t stackNeed(const mjModel* m) {
-  size_t split = MJDIFF_MAX_SPLIT * ((size_t)(m->nq + m->nv + m->na) + 10);  // step.c's splits
+  // step.c: mjdiff_step's start state and its splits' start states
+  size_t split = (MJDIFF_MAX_SPLIT + 1) * ((size_t)(m->nq + m->nv + m->na) + 10);
   return newtonNeed(m) + 4 * (size_t)m->nv + (size_t)m->nq + 20 + split;
 }
 

@@ -474,23 +474,26 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   }
   st = checkInputs(m, d, err, errsz);
   if (st != MJDIFF_OK) return st;
-  int n = mjdiff_substepCount(s);
-  if (n == 1 && mjdiff_implicit(s)) return implicitStep(m, d, s, 0, 0, NULL, err, errsz);
-  if (n == 1) return stepOnce(m, d, s, 0, NULL, err, errsz);
-
-  // substeps: controls and applied forces held, sensors read at the start state (the first
-  // substep's forward pass), the time advanced by the model's timestep exactly; on failure the
-  // state before the step is restored
-  int nq = m->nq, nv = m->nv, na = m->na;
+  // on failure the state is restored as the caller gave it, bit for bit (a forward pass
+  // normalises qpos's quaternions in place, MuJoCo's mj_kinematics, before the (sub)step saves
+  // the state it restores)
+  int n = mjdiff_substepCount(s), nq = m->nq, nv = m->nv, na = m->na;
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* x0 = compat_stackAllocNum(d, nq + nv + na + 1);
   mjdiff_saveState(m, d, x0);
-  for (int k = 0; k < n && st == MJDIFF_OK; k++) st = stepOnce(m, d, s, k > 0, NULL, err, errsz);
-  if (st == MJDIFF_OK) {
-    d->time = x0[nq + nv + na] + m->opt.timestep;
+  if (n == 1 && mjdiff_implicit(s)) {
+    st = implicitStep(m, d, s, 0, 0, NULL, err, errsz);
+  } else if (n == 1) {
+    st = stepOnce(m, d, s, 0, NULL, err, errsz);
   } else {
-    mjdiff_loadState(m, d, x0);
+    // substeps: controls and applied forces held, sensors read at the start state (the first
+    // substep's forward pass), the time advanced by the model's timestep exactly
+    for (int k = 0; k < n && st == MJDIFF_OK; k++) {
+      st = stepOnce(m, d, s, k > 0, NULL, err, errsz);
+    }
+    if (st == MJDIFF_OK) d->time = x0[nq + nv + na] + m->opt.timestep;
   }
+  if (st != MJDIFF_OK) mjdiff_loadState(m, d, x0);
   compat_stackFree(d, mark);
   return st;
 }

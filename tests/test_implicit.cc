@@ -661,7 +661,8 @@ TEST(Implicit, NewtonFallsBackToGaussNewtonWhereDampedNewtonStalls) {
   mjdiff_freeParams(p);
 }
 
-// Newton that cannot converge in the allowed iterations: a named error, the state untouched
+// Newton that cannot converge in the allowed iterations: a named error, the state untouched (bit
+// for bit, a quaternion off unit length too)
 TEST(Implicit, NewtonFailureIsNamed) {
   Sim sim(stackXml(kImplicit).c_str());
   ASSERT_TRUE(sim.ok);
@@ -671,6 +672,10 @@ TEST(Implicit, NewtonFailureIsNamed) {
   ASSERT_EQ(mjdiff_setParam(sim.sim.s, "implicit_maxiter", 1, err, 1000), MJDIFF_OK);
   ASSERT_EQ(mjdiff_setParam(sim.sim.s, "implicit_tol", 1e-14, err, 1000), MJDIFF_OK);
   d->qvel[2] = -2;  // the bottom box thrown at the floor
+  // its quaternion off unit length, as a caller's state may hold it: the step's forward pass
+  // normalises it in place (MuJoCo's mj_kinematics), and the failed step gives it back as it was
+  ASSERT_EQ(m->jnt_type[0], mjJNT_FREE);
+  for (int i = 3; i < 7; i++) d->qpos[i] *= 1 + 1e-7;
   std::vector<mjtNum> before = testutil::getState(m, d);
   mjdiffStatus st = mjdiff_step(m, d, sim.sim.s, err, sizeof(err));
   EXPECT_EQ(st, MJDIFF_ERR_NONFINITE);
