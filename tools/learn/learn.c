@@ -58,7 +58,7 @@ static void usage(FILE* f) {
           "  --gamma G              shac: discount per step (default 0.99)\n"
           "  --critic-lr LR         shac: the critic's Adam rate (default 1e-3)\n"
           "  --action-noise S       apg, shac (and es): Gaussian noise of std S on the network's\n"
-          "                         output before the squashing in training rollouts (default 0)"
+          "                         output before the squashing in training rollouts (default 0)\n"
           "  --net SPEC             policy network (nn/ spec: mlp:W1,W2[:ACT] or linear; default mlp:64,64)\n"
           "  --init WEIGHTS.npz     start from these weights (shape must match)\n"
           "  --iters N              iterations (default 200)\n"
