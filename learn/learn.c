@@ -101,6 +101,7 @@ struct mjdiffLearner_ {
   int nobs, nu, nx, ndx, nparam;
   int nqo;                     // the observation's qpos part: nq + the trig hinges
   unsigned char* trigq;        // nq: 1 at the qpos of a hinge observed as (cos, sin)
+  unsigned char* noisy;        // njnt: 1 at a joint the start noise moves
   double* ctr;                 // nu: ctrlrange centre and half-width (0: unlimited)
   double* half;
   double* key_qpos;            // nq: start qpos (keyframe or qpos0)
@@ -177,6 +178,7 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
   }
   free(L->workers);
   free(L->trigq);
+  free(L->noisy);
   free(L->ctr);
   free(L->key_qpos);
   free(L->grad_rows);
@@ -189,6 +191,38 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
 static mjdiffStatus failMem(mjdiffLearner* L, char* err, int errsz) {
   mjdiff_freeLearner(L);
   return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+}
+
+// mask (njnt) of the joints the start noise moves: the hinges and slides named in the
+// comma-separated list, or every hinge and slide for an empty list
+static mjdiffStatus noiseJoints(const mjModel* m, const char* list, unsigned char* mask,
+                                char* err, int errsz) {
+  for (int j = 0; j < m->njnt; j++) {
+    int type = m->jnt_type[j];
+    mask[j] = (!list || !*list) && (type == mjJNT_HINGE || type == mjJNT_SLIDE);
+  }
+  for (const char* p = list && *list ? list : NULL; p;) {
+    const char* end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    char name[256];
+    if (len == 0 || len >= sizeof(name)) {
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: noise_joints '%s': an empty or "
+                  "over-long joint name", list);
+    }
+    memcpy(name, p, len);
+    name[len] = 0;
+    int j = mj_name2id(m, mjOBJ_JOINT, name);
+    if (j < 0) {
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: noise_joints: no joint '%s'", name);
+    }
+    if (m->jnt_type[j] != mjJNT_HINGE && m->jnt_type[j] != mjJNT_SLIDE) {
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: noise_joints: joint '%s' is neither "
+                  "a hinge nor a slide (the start noise moves those)", name);
+    }
+    mask[j] = 1;
+    p = end ? end + 1 : NULL;
+  }
+  return MJDIFF_OK;
 }
 
 // the policy's part of a worker: kinematics scratch, buffers, network workspace (freed by
@@ -299,6 +333,14 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
       L->nqo++;
     }
   }
+  L->opt.noise_joints = NULL;  // (read here, not kept)
+  L->noisy = (unsigned char*)calloc((size_t)m->njnt + 1, 1);
+  if (!L->noisy) return failMem(L, err, errsz);
+  mjdiffStatus stj = noiseJoints(m, opt->noise_joints, L->noisy, err, errsz);
+  if (stj != MJDIFF_OK) {
+    mjdiff_freeLearner(L);
+    return stj;
+  }
   L->ndx = (int)(2 * m->nv + m->na);
   L->nparam = mjdiff_mlpParamCount(net);
   L->obj_type = mjOBJ_UNKNOWN;
@@ -361,9 +403,8 @@ void mjdiff_learnSample(const mjdiffLearner* L, uint64_t seed, int b, double* x0
   mju_copy(x0, L->key_qpos, L->nx);
   // draws in a fixed order: per joint (qpos, qvel), then the goal
   for (int j = 0; j < m->njnt; j++) {
-    int type = m->jnt_type[j];
     double uq = mjdiff_rngUniform(&rng), uv = mjdiff_rngUniform(&rng);
-    if (type != mjJNT_HINGE && type != mjJNT_SLIDE) continue;
+    if (!L->noisy[j]) continue;
     x0[m->jnt_qposadr[j]] += L->opt.start_noise * (2 * uq - 1);
     x0[m->nq + m->jnt_dofadr[j]] += L->opt.vel_noise * (2 * uv - 1);
   }

@@ -619,6 +619,77 @@ TEST(Learn, BadInputIsNamed) {
   mjdiff_freeLearner(L);
 }
 
+// noise_joints: the start noise moves the named joints only, by the draws it gives them without
+// the list (the other joints' draws are consumed all the same); a name that is no joint, a joint
+// that is neither hinge nor slide, or an empty name fails naming it
+TEST(Learn, NoiseJointsMoveOnlyThoseJoints) {
+  const char* xml = R"(
+<mujoco>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="ja" type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
+      <body name="b">
+        <joint name="jb" type="hinge" axis="0 1 0"/>
+        <joint name="jc" type="slide" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.2" contype="0" conaffinity="0"/>
+        <site name="tip" pos="0 0 -0.3"/>
+      </body>
+    </body>
+    <body name="c" pos="1 0 1">
+      <joint name="jd" type="ball"/>
+      <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="ja" ctrllimited="true" ctrlrange="-1 1"/></actuator>
+</mujoco>)";
+  Problem p;
+  double lo[3] = {0, 0, 0.5}, hi[3] = {0.1, 0, 0.7};
+  setup(&p, xml, "horizon 0.1\nposition site:tip 0 0 0.7 1\ncontrol 0.01\n", 10, lo, hi, 0.1, 0);
+  ASSERT_NE(p.net, nullptr);
+  const mjModel* m = p.m;
+  int nx = m->nq + m->nv + m->na;
+  std::vector<double> all(nx), some(nx), goalAll(3), goalSome(3);
+  mjdiffLearner* L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  mjdiff_learnSample(L, 5, 2, all.data(), goalAll.data());
+  mjdiff_freeLearner(L);
+  p.opt.noise_joints = "jc,ja";
+  L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  mjdiff_learnSample(L, 5, 2, some.data(), goalSome.data());
+  mjdiff_freeLearner(L);
+  int ja = mj_name2id(m, mjOBJ_JOINT, "ja"), jb = mj_name2id(m, mjOBJ_JOINT, "jb");
+  int jc = mj_name2id(m, mjOBJ_JOINT, "jc");
+  for (int j : {ja, jc}) {  // moved as without the list
+    int qa = m->jnt_qposadr[j], va = m->nq + m->jnt_dofadr[j];
+    EXPECT_NE(some[qa], m->qpos0[qa]);
+    EXPECT_EQ(some[qa], all[qa]);
+    EXPECT_EQ(some[va], all[va]);
+  }
+  int qb = m->jnt_qposadr[jb], vb = m->nq + m->jnt_dofadr[jb];
+  EXPECT_NE(all[qb], m->qpos0[qb]);  // jb moves without the list ...
+  EXPECT_EQ(some[qb], m->qpos0[qb]);  // ... and not with it
+  EXPECT_EQ(some[vb], 0);
+  for (int k = 0; k < 3; k++) EXPECT_EQ(goalSome[k], goalAll[k]);
+  for (int i = m->jnt_qposadr[mj_name2id(m, mjOBJ_JOINT, "jd")]; i < m->nq; i++) {
+    EXPECT_EQ(some[i], m->qpos0[i]);  // the ball joint never
+  }
+
+  const char* bad[][2] = {{"ja,nosuch", "no joint 'nosuch'"},
+                          {"jd", "joint 'jd' is neither a hinge nor a slide"},
+                          {"ja,", "empty"}};
+  for (auto& b : bad) {
+    char err[1000] = "";
+    p.opt.noise_joints = b[0];
+    L = nullptr;
+    EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+              MJDIFF_ERR_VALUE) << b[0];
+    EXPECT_EQ(L, nullptr);
+    EXPECT_NE(std::string(err).find(b[1]), std::string::npos) << err;
+  }
+}
+
 }  // namespace
 
 // The closed-loop design gradient (issue 17, mjdiff-design --policy): a learned policy

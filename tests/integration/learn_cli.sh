@@ -9,7 +9,8 @@
 #   3. SIGINT during a long run: exit 130 and the weights file written;
 #   4. bad input: a malformed --net spec (exit 2, names the spec), weights of the wrong shape
 #      (exit 1, names the file and the sizes), a task with an unknown term or joint (exit 1, names
-#      the file and line), a goal term that is not a fixed point (exit 1), an unknown option (2).
+#      the file and line), a goal term that is not a fixed point (exit 1), an unknown
+#      --noise-joints joint (exit 1, named), an unknown option (2).
 # Usage (ctest): bash learn_cli.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -93,6 +94,9 @@ grep -q "bad2.task.*fly" <<<"$ERR" || fail "unknown term not named: $ERR"
 run "$LEARN" policy "$M" "$T" --goal 3:0,0:0,0:0,0 --iters 1
 [[ $RC == 1 ]] || fail "goal term: exit $RC: $ERR"
 grep -q "goal term 3" <<<"$ERR" || fail "goal term not named: $ERR"
+run "$LEARN" policy "$M" "$T" --noise-joints shoulder,no_such_joint --iters 1
+[[ $RC == 1 ]] || fail "unknown noise joint: exit $RC: $ERR"
+grep -q "noise_joints: no joint 'no_such_joint'" <<<"$ERR" || fail "noise joint not named: $ERR"
 run "$LEARN" policy "$M" "$T" --frobnicate
 [[ $RC == 2 ]] || fail "unknown option: exit $RC"
 note "ok"

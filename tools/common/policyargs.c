@@ -33,6 +33,8 @@ int tool_policyOption(const char* tool, int argc, char** argv, int* i, toolPolic
     pa->start_noise = tool_doubleOption(tool, argc, argv, i, 0, 100, 0, "in [0, 100]");
   } else if (!strcmp(o, "--vel-noise")) {
     pa->vel_noise = tool_doubleOption(tool, argc, argv, i, 0, 1000, 0, "in [0, 1000]");
+  } else if (!strcmp(o, "--noise-joints")) {
+    pa->noise_joints = tool_optionValue(tool, argc, argv, i);
   } else {
     return 0;
   }
@@ -45,6 +47,7 @@ void tool_policyLearnOptions(const toolPolicyArgs* pa, const mjModel* m, mjdiffL
   opt->key = m->nkey ? (int)pa->key : (pa->key > 0 ? (int)pa->key : -1);
   opt->start_noise = pa->start_noise;
   opt->vel_noise = pa->vel_noise;
+  opt->noise_joints = pa->noise_joints;
   opt->trig_hinges = pa->trig;
   if (pa->have_goal) {
     opt->goal_term = pa->goal_term;

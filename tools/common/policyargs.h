@@ -2,8 +2,8 @@
 //
 // The options that describe a policy of mjdiff-learn's (<mjdiff/learn.h>), shared by the tools
 // that train one (mjdiff-learn) and that run one as a fixed controller (mjdiff-design --policy):
-// --goal, --no-relative, --key, --start-noise, --vel-noise, --trig; their mapping onto
-// mjdiffLearnOptions; and the loading of a network checked against the policy's shape.
+// --goal, --no-relative, --key, --start-noise, --vel-noise, --noise-joints, --trig; their mapping
+// onto mjdiffLearnOptions; and the loading of a network checked against the policy's shape.
 
 #ifndef MJDIFF_POLICYARGS_H_
 #define MJDIFF_POLICYARGS_H_
@@ -20,6 +20,8 @@ typedef struct toolPolicyArgs_ {
   long key;                    // --key N: start keyframe, -1 qpos0 (default 0)
   double start_noise;          // --start-noise A: hinge/slide qpos noise U(-A, A) (default 0.05)
   double vel_noise;            // --vel-noise A: hinge/slide qvel noise (default 0)
+  const char* noise_joints;    // --noise-joints J1,J2..: the joints those noises move (default:
+                               // every hinge and slide; an argv string)
   int trig;                    // --trig: unlimited hinges observed as (cos q, sin q)
 } toolPolicyArgs;
 

@@ -115,6 +115,7 @@ static void usage(void) {
       "  --trig               as mjdiff-learn: unlimited hinges observed as (cos q, sin q)\n"
       "  --start-noise A      as mjdiff-learn (default 0.05; N > 1 only)\n"
       "  --vel-noise A        as mjdiff-learn (default 0; N > 1 only)\n"
+      "  --noise-joints J1,J2 as mjdiff-learn (default: every hinge and slide)\n"
       "  --key N              as mjdiff-learn (default 0)\n"
       "  --duration S         rollout length in seconds (default: the task's duration, else 2)\n"
       "  --distance JOINT[:W] add -W (qpos_JOINT(T) - qpos_JOINT(0)) to the cost (default W 1)\n"

@@ -75,6 +75,7 @@ static void usage(FILE* f) {
           "  --key N                start keyframe, -1 qpos0 (default 0; qpos0 without keys)\n"
           "  --start-noise A        hinge/slide qpos noise U(-A, A) (default 0.05)\n"
           "  --vel-noise A          hinge/slide qvel noise (default 0)\n"
+          "  --noise-joints J1,J2   the joints those noises move (default: every hinge and slide)\n"
           "  --reach A[:R[:DECAY]]  apg: long-range contact term, annealed per iteration\n"
           "  --es-dirs N            es: antithetic directions per iteration (default 8)\n"
           "  --es-sigma S           es: perturbation size (default 0.02)\n"

@@ -32,8 +32,9 @@
 // deterministic function of (weights, seed, B): the same for every thread count. The gradient
 // is the mean of the rollouts' gradients, summed in the order b = 0 .. B-1.
 // Start states: the keyframe (or qpos0) with every hinge and slide joint's qpos moved by
-// U(-start_noise, start_noise) and its velocity by U(-vel_noise, vel_noise). Goal: uniform in
-// the box goal_lo .. goal_hi (m).
+// U(-start_noise, start_noise) and its velocity by U(-vel_noise, vel_noise) (noise_joints: those
+// joints only; the draws are the same, so the other joints' noise does not change). Goal: uniform
+// in the box goal_lo .. goal_hi (m).
 // Closed-loop evaluation on a plant: the same policy every plant step, the smooth step
 // (mjdiff_step) or MuJoCo's native mj_step, the cost J above with the plant's own steps, and
 // success (mjdiff_taskSuccess) at the last state.
@@ -60,6 +61,11 @@ typedef struct mjdiffLearnOptions_ {
                                // model without keyframes)
   double start_noise;          // half-width of the hinge/slide qpos noise (rad or m; default 0)
   double vel_noise;            // half-width of the hinge/slide qvel noise (default 0)
+  const char* noise_joints;    // the joints the start noise moves: comma-separated names of hinge
+                               // or slide joints, NULL or "": every hinge and slide (default).
+                               // Leave out a joint whose noise starts a body inside a contact (a
+                               // box's vertical slide, a walker's root height). Read by
+                               // mjdiff_makeLearner, not kept
   int goal_term;               // task term whose fixed point is the goal, -1: no goal (default)
   double goal_lo[3];           // goal box (m); lo <= hi
   double goal_hi[3];
