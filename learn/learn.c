@@ -35,6 +35,7 @@
 #include <mujoco/mujoco.h>
 #include <mjdiff/adjoint.h>
 #include <mjdiff/learn.h>
+#include <mjdiff/params.h>
 #include <mjdiff/random.h>
 #include <mjdiff/rollout.h>
 #include <mjdiff/state.h>
@@ -102,6 +103,13 @@ struct mjdiffLearner_ {
   int nqo;                     // the observation's qpos part: nq + the trig hinges
   unsigned char* trigq;        // nq: 1 at the qpos of a hinge observed as (cos, sin)
   unsigned char* noisy;        // njnt: 1 at a joint the start noise moves
+  int nrand;                   // domain randomisation: names (copied), factor ranges, the
+  char** rand_names;           // number of values each name expands to, the training model's
+  double* rand_lo;             // values (nrand_values)
+  double* rand_hi;
+  int* rand_count;
+  int nrand_values;
+  double* rand_nominal;
   double* ctr;                 // nu: ctrlrange centre and half-width (0: unlimited)
   double* half;
   double* key_qpos;            // nq: start qpos (keyframe or qpos0)
@@ -153,6 +161,11 @@ struct worker_ {
   double* gx;                  // ndx: task cost gradients
   double* gu;                  // nu
   double* x0;                  // nx
+  mjModel* mr;                 // domain randomisation: the worker's copy of the training model,
+  mjdiffModel* sr;             // its smooth model, the randomised parameters and their values
+  mjdiffParams* pr;
+  double* rvals;
+  mjdiffRollout* rr;           // the rollout for that copy
   mjdiffMLPWork* vwork;        // the value network's workspace (mjdiff_learnObjectiveShort)
   const mjdiffMLP* vwork_net;  // the network it was made for, and its weight count
   int vwork_np;
@@ -179,6 +192,11 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
   free(L->workers);
   free(L->trigq);
   free(L->noisy);
+  for (int i = 0; L->rand_names && i < L->nrand; i++) free(L->rand_names[i]);
+  free(L->rand_names);
+  free(L->rand_lo);
+  free(L->rand_count);
+  free(L->rand_nominal);
   free(L->ctr);
   free(L->key_qpos);
   free(L->grad_rows);
@@ -225,6 +243,117 @@ static mjdiffStatus noiseJoints(const mjModel* m, const char* list, unsigned cha
   return MJDIFF_OK;
 }
 
+// domain randomisation (opt->nrandom > 0): the names copied, their factor ranges checked, and
+// the number of values each expands to and the training model's values, from one selection per
+// name and one of all (which must be their concatenation: no value named twice)
+static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffModel* s,
+                               const mjdiffLearnOptions* opt, char* err, int errsz) {
+  L->opt.random_names = NULL;  // (read here, not kept)
+  L->opt.random_lo = L->opt.random_hi = NULL;
+  int n = opt->nrandom;
+  if (n <= 0) return MJDIFF_OK;
+  if (!opt->random_names || !opt->random_lo || !opt->random_hi) {
+    return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: nrandom %d without names or ranges", n);
+  }
+  L->rand_names = (char**)calloc((size_t)n, sizeof(char*));
+  L->rand_lo = (double*)calloc((size_t)(3 * n), sizeof(double));
+  L->rand_count = (int*)calloc((size_t)n, sizeof(int));
+  if (!L->rand_names || !L->rand_lo || !L->rand_count) {
+    return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+  }
+  L->rand_hi = L->rand_lo + n;
+  L->nrand = n;
+  for (int i = 0; i < n; i++) {
+    const char* name = opt->random_names[i];
+    double lo = opt->random_lo[i], hi = opt->random_hi[i];
+    if (!name) return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: random name %d is NULL", i);
+    if (!(lo > 0) || !(lo <= hi) || !isfinite(hi)) {
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': factors %g..%g (need "
+                  "0 < lo <= hi)", name, lo, hi);
+    }
+    L->rand_names[i] = (char*)malloc(strlen(name) + 1);
+    if (!L->rand_names[i]) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+    strcpy(L->rand_names[i], name);
+    L->rand_lo[i] = lo;
+    L->rand_hi[i] = hi;
+    mjdiffParams* one = NULL;
+    char why[600];
+    if (mjdiff_makeParams(m, s, &name, 1, &one, why, sizeof(why)) != MJDIFF_OK) {
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s", name, why);
+    }
+    L->rand_count[i] = mjdiff_paramCount(one);
+    L->nrand_values += L->rand_count[i];
+    mjdiff_freeParams(one);
+  }
+  mjdiffParams* all = NULL;
+  if (mjdiff_makeParams(m, s, (const char* const*)L->rand_names, n, &all, err, errsz) !=
+      MJDIFF_OK) {
+    return MJDIFF_ERR_VALUE;
+  }
+  int np = mjdiff_paramCount(all);
+  L->rand_nominal = (double*)calloc((size_t)np + 1, sizeof(double));
+  if (L->rand_nominal) mjdiff_getParamValues(m, s, all, L->rand_nominal);
+  mjdiff_freeParams(all);
+  if (!L->rand_nominal) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+  if (np != L->nrand_values) {
+    return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: the randomised names overlap (%d values "
+                "named, %d distinct)", L->nrand_values, np);
+  }
+  return MJDIFF_OK;
+}
+
+// before a training call with domain randomisation: each worker's copy of the training model
+// and its smooth model as they are now (the caller may have changed the smooth model's options
+// between calls), its selection of the randomised parameters and a rollout made for the copy
+static mjdiffStatus syncRandomised(mjdiffLearner* L, char* err, int errsz) {
+  for (int i = 0; i < L->nthread; i++) {
+    worker* w = L->workers + i;
+    mjdiff_freeRollout(w->rr);
+    w->rr = NULL;
+    mjdiff_freeParams(w->pr);
+    w->pr = NULL;
+    mjdiff_freeModel(w->sr);
+    w->sr = NULL;
+    w->mr = mj_copyModel(w->mr, L->m);
+    if (!w->rvals) w->rvals = (double*)calloc((size_t)L->nrand_values + 1, sizeof(double));
+    if (!w->mr || !w->rvals) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
+    mjdiffStatus st = mjdiff_copyModel(L->s, w->mr, &w->sr, err, errsz);
+    if (st == MJDIFF_OK) {
+      st = mjdiff_makeParams(w->mr, w->sr, (const char* const*)L->rand_names, L->nrand, &w->pr,
+                             err, errsz);
+    }
+    if (st == MJDIFF_OK) {
+      st = mjdiff_makeRollout(w->mr, w->sr, NULL, L->opt.horizon, NULL, &w->rr, err, errsz);
+    }
+    if (st != MJDIFF_OK) return st;
+  }
+  return MJDIFF_OK;
+}
+
+// the model of item b's rollout: with domain randomisation in a training call the worker's copy
+// with item b's draws set (a generator of its own, seeded from the item's seed), else the
+// training model
+static mjdiffStatus itemModel(worker* w, int b, const mjModel** m, const mjdiffModel** s,
+                              mjdiffRollout** r) {
+  mjdiffLearner* L = w->L;
+  *m = L->m;
+  *s = L->s;
+  if (r) *r = w->r;
+  if (!L->nrand || L->plant >= 0) return MJDIFF_OK;
+  mjdiffRng rng;
+  mjdiff_rngSeed(&rng, mjdiff_learnItemSeed(L->seed, b) ^ 0x72616E646F6DULL);
+  for (int i = 0, k = 0; i < L->nrand; i++) {
+    double f = L->rand_lo[i] + (L->rand_hi[i] - L->rand_lo[i]) * mjdiff_rngUniform(&rng);
+    for (int c = 0; c < L->rand_count[i]; c++, k++) w->rvals[k] = f * L->rand_nominal[k];
+  }
+  mjdiffStatus st = mjdiff_setParamValues(w->mr, w->sr, w->pr, w->rvals, w->err, sizeof(w->err));
+  if (st != MJDIFF_OK) return st;
+  *m = w->mr;
+  *s = w->sr;
+  if (r) *r = w->rr;
+  return MJDIFF_OK;
+}
+
 // the policy's part of a worker: kinematics scratch, buffers, network workspace (freed by
 // freeWorkerPolicy)
 static mjdiffStatus workerPolicy(mjdiffLearner* L, worker* w, int id, const mjdiffMLP* net,
@@ -251,6 +380,11 @@ static mjdiffStatus workerPolicy(mjdiffLearner* L, worker* w, int id, const mjdi
 }
 
 static void freeWorkerPolicy(worker* w) {
+  mjdiff_freeRollout(w->rr);
+  mjdiff_freeParams(w->pr);
+  mjdiff_freeModel(w->sr);
+  if (w->mr) mj_deleteModel(w->mr);
+  free(w->rvals);
   if (w->dk) mj_deleteData(w->dk);
   free(w->jac);
   mjdiff_freeMLPWork(w->work);
@@ -337,6 +471,7 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
   L->noisy = (unsigned char*)calloc((size_t)m->njnt + 1, 1);
   if (!L->noisy) return failMem(L, err, errsz);
   mjdiffStatus stj = noiseJoints(m, opt->noise_joints, L->noisy, err, errsz);
+  if (stj == MJDIFF_OK) stj = randomised(L, m, s, opt, err, errsz);
   if (stj != MJDIFF_OK) {
     mjdiff_freeLearner(L);
     return stj;
@@ -696,13 +831,17 @@ static void startItem(worker* w, const mjModel* m, mjData* d, int b) {
 // rollout with gradient (training model)
 static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* grad) {
   mjdiffLearner* L = w->L;
-  const mjModel* m = L->m;
+  const mjModel* m;
+  const mjdiffModel* s;
+  mjdiffRollout* r;
+  mjdiffStatus st = itemModel(w, b, &m, &s, &r);
+  if (st != MJDIFF_OK) return st;
   mjData* d = w->d;
   startItem(w, m, d, b);
   mjdiffPolicy pol = {L->nparam, w, policyAct, policyVJP};
   const mjtNum* theta = mjdiff_mlpParams((mjdiffMLP*)w->net);  // read only
-  mjdiffStatus st = mjdiff_rolloutForward(m, d, L->s, w->r, NULL, &pol, theta, NULL, NULL,
-                                          w->err, sizeof(w->err));
+  st = mjdiff_rolloutForward(m, d, s, r, NULL, &pol, theta, NULL, NULL, w->err,
+                             sizeof(w->err));
   if (st == MJDIFF_OK) st = netStatus(w);
   if (st != MJDIFF_OK) return st;
   if (L->sh && L->sh->x_end) mjdiff_getState(m, d, L->sh->x_end + (size_t)b * L->nx);
@@ -715,7 +854,7 @@ static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* gra
   g.step_loss = &sl;
   g.loss = &loss;
   g.grad_theta = grad;
-  st = mjdiff_rolloutGradient(m, d, L->s, w->r, &g, w->err, sizeof(w->err));
+  st = mjdiff_rolloutGradient(m, d, s, r, &g, w->err, sizeof(w->err));
   if (st == MJDIFF_OK) st = netStatus(w);
   *J = loss;
   return st;
@@ -724,7 +863,11 @@ static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* gra
 // closed loop without gradient: n steps on the smooth (training model) or native plant
 static mjdiffStatus forwardItem(worker* w, int b, int plant, int T, double* J, int* succ) {
   mjdiffLearner* L = w->L;
-  const mjModel* m = plant == MJDIFF_PLANT_NATIVE ? L->native : L->m;
+  const mjModel* m;
+  const mjdiffModel* s;
+  mjdiffStatus sr = itemModel(w, b, &m, &s, NULL);
+  if (sr != MJDIFF_OK) return sr;
+  if (plant == MJDIFF_PLANT_NATIVE) m = L->native;
   mjData* d = plant == MJDIFF_PLANT_NATIVE ? w->dn : w->d;
   startItem(w, m, d, b);
   double cost = 0;
@@ -745,7 +888,7 @@ static mjdiffStatus forwardItem(worker* w, int b, int plant, int T, double* J, i
         return MJDIFF_OK;
       }
     } else {
-      mjdiffStatus st = mjdiff_step(m, d, L->s, w->err, sizeof(w->err));
+      mjdiffStatus st = mjdiff_step(m, d, s, w->err, sizeof(w->err));
       if (st != MJDIFF_OK) return st;
     }
   }
@@ -760,7 +903,10 @@ static mjdiffStatus forwardItem(worker* w, int b, int plant, int T, double* J, i
 // stochastic rollout of item b on the smooth training model, recorded
 static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
   mjdiffLearner* L = w->L;
-  const mjModel* m = L->m;
+  const mjModel* m;
+  const mjdiffModel* s;
+  mjdiffStatus sr = itemModel(w, b, &m, &s, NULL);
+  if (sr != MJDIFF_OK) return sr;
   mjData* d = w->d;
   int T = L->opt.horizon, nobs = L->nobs, nu = L->nu;
   startItem(w, m, d, b);
@@ -781,7 +927,7 @@ static mjdiffStatus sampleItem(worker* w, int b, int* succ) {
     mjdiff_learnControls(L, a, d->ctrl);
     velocities(m, d);
     cost[t] = mjdiff_taskCost(w->task, m, d, 0, NULL, NULL) / T;
-    mjdiffStatus st = mjdiff_step(m, d, L->s, w->err, sizeof(w->err));
+    mjdiffStatus st = mjdiff_step(m, d, s, w->err, sizeof(w->err));
     if (st != MJDIFF_OK) return st;
   }
   observation(L, w->dk, d, w->goal, obs + (size_t)T * nobs);
@@ -849,6 +995,10 @@ static mjdiffStatus ensure(mjdiffLearner* L, int njob, int grad, char* err, int 
 
 // run the current job on the threads; the first failing job's error
 static mjdiffStatus runJobs(mjdiffLearner* L, char* err, int errsz) {
+  if (L->nrand && L->plant < 0) {
+    mjdiffStatus st = syncRandomised(L, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
   for (int j = 0; j < L->njob; j++) L->status[j] = MJDIFF_OK;
   int nt = L->nthread < L->njob ? L->nthread : L->njob;
   pthread_t tid[MAXTHREAD];

@@ -619,6 +619,107 @@ TEST(Learn, BadInputIsNamed) {
   mjdiff_freeLearner(L);
 }
 
+// Domain randomisation (nrandom): with a factor range of one point (2x the puck's mass, 1.5x the
+// floor's friction) the objective and its gradient are bit for bit those of a learner on a copy of
+// the model with those values set; with ranges, the gradient of the randomised objective against
+// central differences (the draws are the item's: the objective is a deterministic function of the
+// weights), the same at 1 and 3 threads, different from the objective without; evaluation is the
+// training model's; a name that does not resolve or a range not 0 < lo <= hi fails naming it
+TEST(Learn, DomainRandomisation) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  char err[1000] = "";
+  const char* names[] = {"body:puck:mass", "geom:floor:friction[0]"};
+  double one_lo[] = {2, 1.5}, one_hi[] = {2, 1.5};
+  int n = mjdiff_mlpParamCount(p.net);
+
+  // the reference: a copy of the model with the values set
+  mjModel* m2 = mj_copyModel(nullptr, p.m);
+  mjdiffModel* s2 = nullptr;
+  ASSERT_EQ(mjdiff_copyModel(p.s, m2, &s2, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffParams* par = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m2, s2, names, 2, &par, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> v(mjdiff_paramCount(par));
+  ASSERT_EQ(v.size(), 2u);
+  mjdiff_getParamValues(m2, s2, par, v.data());
+  v[0] *= 2;
+  v[1] *= 1.5;
+  ASSERT_EQ(mjdiff_setParamValues(m2, s2, par, v.data(), err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffLearner* L2 = nullptr;
+  ASSERT_EQ(mjdiff_makeLearner(m2, s2, m2, p.task, &p.opt, p.net, 2, &L2, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  std::vector<double> gref(n), gone(n), g0(n);
+  double Jref = objective(L2, p.net, 4, gref.data());
+  mjdiff_freeLearner(L2);
+  L2 = makeLearner(&p, 1);
+  double J0 = objective(L2, p.net, 4, g0.data());
+  mjdiff_freeLearner(L2);
+
+  p.opt.nrandom = 2;
+  p.opt.random_names = names;
+  p.opt.random_lo = one_lo;
+  p.opt.random_hi = one_hi;
+  mjdiffLearner* L = makeLearner(&p, 2);
+  ASSERT_NE(L, nullptr);
+  double Jone = objective(L, p.net, 4, gone.data());
+  EXPECT_EQ(Jone, Jref);
+  EXPECT_EQ(0, memcmp(gone.data(), gref.data(), sizeof(double) * n));
+  EXPECT_NE(Jone, J0);
+  // evaluation is the training model's, not the randomised one's
+  mjdiffLearnStats st0, st1;
+  mjdiffLearner* Lplain = nullptr;
+  mjdiffLearnOptions plain = p.opt;
+  plain.nrandom = 0;
+  ASSERT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &plain, p.net, 1, &Lplain, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_learnEvaluate(L, p.net, MJDIFF_PLANT_SMOOTH, 7, 3, 0.2, &st0, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  ASSERT_EQ(mjdiff_learnEvaluate(Lplain, p.net, MJDIFF_PLANT_SMOOTH, 7, 3, 0.2, &st1, err,
+                                 sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(st0.cost, st1.cost);
+  mjdiff_freeLearner(Lplain);
+  mjdiff_freeLearner(L);
+
+  // ranges: the gradient against central differences, thread counts
+  double lo[] = {0.5, 0.7}, hi[] = {2, 1.4};
+  p.opt.random_lo = lo;
+  p.opt.random_hi = hi;
+  double worst = checkGradient(&p, 3, 2, 1e-6);
+  printf("push with domain randomisation: worst relative error %.3g\n", worst);
+  EXPECT_LT(worst, 1e-4);
+  std::vector<double> g1(n), g3(n);
+  L = makeLearner(&p, 1);
+  double J1 = objective(L, p.net, 5, g1.data());
+  mjdiff_freeLearner(L);
+  L = makeLearner(&p, 3);
+  double J3 = objective(L, p.net, 5, g3.data());
+  mjdiff_freeLearner(L);
+  EXPECT_EQ(J1, J3);
+  EXPECT_EQ(0, memcmp(g1.data(), g3.data(), sizeof(double) * n));
+
+  // bad input
+  const char* bad_names[] = {"body:nosuch:mass"};
+  double blo[] = {0.5}, bhi[] = {2}, zlo[] = {0};
+  p.opt.nrandom = 1;
+  p.opt.random_names = bad_names;
+  p.opt.random_lo = blo;
+  p.opt.random_hi = bhi;
+  L = nullptr;
+  EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("nosuch"), std::string::npos) << err;
+  p.opt.random_names = names;
+  p.opt.random_lo = zlo;
+  EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+            MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("body:puck:mass"), std::string::npos) << err;
+  EXPECT_EQ(L, nullptr);
+  mjdiff_freeParams(par);
+  mjdiff_freeModel(s2);
+  mj_deleteModel(m2);
+}
+
 // noise_joints: the start noise moves the named joints only, by the draws it gives them without
 // the list (the other joints' draws are consumed all the same); a name that is no joint, a joint
 // that is neither hinge nor slide, or an empty name fails naming it

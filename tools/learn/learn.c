@@ -46,6 +46,7 @@
 #include "toolutil.h"
 
 #define TOOL "mjdiff-learn"
+#define MAXRANDOM 16  // --randomize parameters
 
 static void usage(FILE* f) {
   fprintf(f,
@@ -70,6 +71,9 @@ static void usage(FILE* f) {
           "  --clip C               gradient-norm clipping (default 1; 0: off)\n"
           "  --goal T:X0,X1:Y0,Y1:Z0,Z1  randomise the fixed target point of task term T in this box\n"
           "  --skip-failed          leave rollouts whose smooth step diverges out of the batch (counted)\n"
+          "  --randomize NAME=LO,HI domain randomisation (repeatable, at most 16): each training\n"
+          "                         rollout scales parameter NAME (<mjdiff/params.h>, e.g.\n"
+          "                         body:puck:mass) by a factor drawn from U(LO, HI)\n"
           "  --no-relative          observe the goal only, not also goal - object position\n"
           "  --trig                 observe each hinge without a range as (cos q, sin q)\n"
           "  --key N                start keyframe, -1 qpos0 (default 0; qpos0 without keys)\n"
@@ -107,6 +111,10 @@ typedef struct args_ {
   unsigned long long seed;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
   int skip_failed;
+  int nrandom;                 // --randomize NAME=LO,HI (repeated)
+  const char* random_names[MAXRANDOM];
+  char random_name_buf[MAXRANDOM][256];
+  double random_lo[MAXRANDOM], random_hi[MAXRANDOM];
   int reach;
   mjdiffReachSchedule reach_sched;
   const char* out;
@@ -192,6 +200,26 @@ static void parseArgs(int argc, char** argv, args* a) {
       // --goal, --no-relative, --key, --start-noise, --vel-noise (policyargs.h)
     } else if (!strcmp(o, "--skip-failed")) {
       a->skip_failed = 1;
+    } else if (!strcmp(o, "--randomize")) {
+      const char* v = tool_optionValue(TOOL, argc, argv, &i);
+      const char* eq = strrchr(v, '=');
+      char* end = NULL;
+      double lo = eq ? strtod(eq + 1, &end) : NAN, hi = NAN;
+      if (end && *end == ',') hi = strtod(end + 1, &end);
+      if (!eq || eq == v || eq - v >= 256 || !end || *end || !(lo > 0) || !(lo <= hi) ||
+          !isfinite(hi)) {
+        tool_usageError(TOOL, "--randomize '%s': expected NAME=LO,HI with 0 < LO <= HI", v);
+      }
+      if (a->nrandom >= MAXRANDOM) {
+        tool_usageError(TOOL, "--randomize: at most %d parameters", MAXRANDOM);
+      }
+      char* name = a->random_name_buf[a->nrandom];
+      memcpy(name, v, (size_t)(eq - v));
+      name[eq - v] = 0;
+      a->random_names[a->nrandom] = name;
+      a->random_lo[a->nrandom] = lo;
+      a->random_hi[a->nrandom] = hi;
+      a->nrandom++;
     } else if (!strcmp(o, "--reach")) {
       const char* v = tool_optionValue(TOOL, argc, argv, &i);
       char why[300];
@@ -289,6 +317,10 @@ static int setupProblem(const args* a, problem* p) {
   if (a->method == M_SHAC) p->opt.horizon = (int)a->short_steps;
   p->opt.skip_failed = a->skip_failed;
   p->opt.action_noise = a->action_noise;
+  p->opt.nrandom = a->nrandom;
+  p->opt.random_names = a->random_names;
+  p->opt.random_lo = a->random_lo;
+  p->opt.random_hi = a->random_hi;
   mjdiffMLPDef def;
   mjdiff_defaultMLPDef(&def);
   def.nin = mjdiff_learnObsSize(p->m, &p->opt);

@@ -80,6 +80,18 @@ typedef struct mjdiffLearnOptions_ {
                                // the objective averaged over nearby trajectories, whose gradient
                                // reaches states the deterministic policy does not visit.
                                // mjdiff_learnEvaluate and PPO's sampling never add it (default 0)
+  int nrandom;                 // domain randomisation: model parameters drawn anew for each
+                               // training rollout (mjdiff_learnObjective, -Short, -Many,
+                               // mjdiff_learnSampleRollouts; never mjdiff_learnEvaluate). Name i
+                               // (<mjdiff/params.h>'s spelling; a pattern or a vector field
+                               // scales all its values by one factor) takes its value in the
+                               // training model times U(random_lo[i], random_hi[i]), drawn from
+                               // the item's seed (the objective stays a deterministic function of
+                               // the weights and the seed). 0 < lo <= hi. Read by
+                               // mjdiff_makeLearner, not kept (default 0: none)
+  const char* const* random_names;
+  const double* random_lo;
+  const double* random_hi;
   int skip_failed;             // 1: a rollout whose smooth step fails (diverges) is left out of
                                // the batch's mean and gradient and counted in stats->failed,
                                // instead of failing the call (default 0); all failing still fails
