@@ -415,6 +415,13 @@ static int derivedStiffness(const mjdiffModel* s, int g) {
 static int substepCount(const mjModel* m, const mjdiffModel* s) {
   if (mjdiff_implicit(s) || s->single || !(m->opt.timestep > 0)) return 1;
   if (s->opt.substeps != MJDIFF_DERIVED) return (int)s->opt.substeps;
+  // no contact forces (the user's flags, as the smooth forces read them: smooth.c): no contact
+  // law to reach, no substeps (dm_control's acrobot, pendulum, cartpole took 6 before)
+  mjModel user;
+  const mjModel* mu = mjdiff_userModel(m, s, &user);
+  if ((mu->opt.disableflags & (mjDSBL_CONSTRAINT | mjDSBL_CONTACT)) || compat_passiveOff(mu)) {
+    return 1;
+  }
   mjtNum r = 0;
   for (int g = 0; g < m->ngeom; g++) {
     if (!canCollide(m, g) || !derivedStiffness(s, g)) continue;  // an immovable geom's law drops
