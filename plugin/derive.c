@@ -46,8 +46,7 @@
 //                      the safety factor BETA must cover. Where convex.c's exact solve fails and
 //                      MuJoCo's MPR contact is kept (depths of several cm), its normal need not
 //                      pass through a sphere's centre
-//                      (geom_invweightn; the explicit step's: the implicit step keeps the
-//                      farthest point's lever on the normal too, below). Friction acts along
+//                      (geom_invweightn, under both steps, below). Friction acts along
 //                      the tangents, whose lever reaches the farthest point of every shape: its
 //                      load scaling (law.h) and the tangential stability bound keep rho =
 //                      |o - c| + geom_rbound (geom_invweight). Against an immovable partner.
@@ -87,10 +86,9 @@
 // Friction needs no load scaling either; its speed is the slip that the explicit step's
 // velocity change under gravity would give at a tenth, v_s = max(1e-3, 0.1 |gravity| h) m/s,
 // and friction loss's v_f = 1e-3: Newton resolves the steep law (README, "Implicit step").
-// Its contact laws keep the farthest point's lever on the normal (rho = |o - c| + geom_rbound
-// for every shape, MuJoCo's mean A_r): with the explicit step's per-shape lever, 1.5-2.3x firmer
-// on spheres and capsules, Newton stalled at a merit minimum with a nonzero residual on 2 of 30
-// humanoid runs under smooth controls (0 of 30 with the farthest point's lever).
+// Its contact laws use the explicit step's per-shape lever on the normal too (1.5-2.3x firmer on
+// spheres and capsules than the farthest point's, rho = |o - c| + geom_rbound with MuJoCo's mean
+// A_r); Newton splits a stalled step (plugin/implicit.c).
 
 #include <math.h>
 
@@ -530,15 +528,12 @@ int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s) {
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   s->nsub = substepCount(m, s);
 
-  // geoms, against an immovable partner: the normal law on the normal's lever (the implicit
-  // step: on the farthest point's, header)
-  int implicit = mjdiff_implicit(s);
-  mjtNum* Arn = m->ngeom > 0 && !implicit ? (mjtNum*)mju_malloc(sizeof(mjtNum) * m->ngeom) : NULL;
+  // geoms, against an immovable partner: the normal law on the normal's lever (header)
+  mjtNum* Arn = m->ngeom > 0 ? (mjtNum*)mju_malloc(sizeof(mjtNum) * m->ngeom) : NULL;
   if (Arn) leverInvweight(m, Arn);
   for (int g = 0; g < m->ngeom; g++) {
     int b = m->geom_bodyid[g];
     mjtNum c, rhon = normalLever(m, g, &c), rho = c + m->geom_rbound[g];
-    if (implicit) rhon = rho;
     mjtNum At = m->body_invweight0[2 * b], Ar = m->body_invweight0[2 * b + 1];
     s->geom_invweight[g] = At + rho * rho * Ar;
     s->geom_invweightn[g] = At + rhon * rhon * (Arn ? Arn[g] : Ar);
