@@ -125,6 +125,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "convex.h"
 #include "derivative.h"
 #include "internal.h"
 #include "law.h"
@@ -246,7 +247,7 @@ static int contactPartials(const mjModel* m, const mjData* d, const mjdiffModel*
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g1, g2, prm);
-  mjtNum x = prm[GP_WIDTH] - con->dist;
+  mjtNum x = prm[GP_WIDTH] - con->dist + mjdiff_contactOffset(m, con);
   if (x <= 0) return 0;
   memset(cp, 0, sizeof(*cp));
   cp->con = i;

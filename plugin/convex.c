@@ -1257,6 +1257,16 @@ mjtNum mjdiff_contactMargin(const mjModel* m, const mjContact* con) {
   return con->includemargin + gap;
 }
 
+mjtNum mjdiff_contactOffset(const mjModel* m, const mjContact* con) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  int pair = mjdiff_pairIndex(m, g1, g2);
+  mjtNum margin = pair >= 0 ? m->pair_margin[pair]
+                            : compat_pairCombine(m->geom_margin[g1], m->geom_margin[g2]);
+  mjtNum gap = pair >= 0 ? m->pair_gap[pair] : compat_pairCombine(m->geom_gap[g1], m->geom_gap[g2]);
+  if (m->opt.enableflags & mjENBL_OVERRIDE) margin = m->opt.o_margin;
+  return margin - gap;
+}
+
 // mjc_ConvexHField's prisms: per grid row r in [rmin, rmax) a triangle strip over the vertices
 // j = 0, 1, ... (column cmin + j/2, row r + 1 for even j, r for odd j); prism k of the row has the
 // vertices k - 2, k - 1, k with bottoms at -size[3] and tops at data size[2] (MuJoCo raises the

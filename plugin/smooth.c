@@ -110,8 +110,8 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mju_zero3(F);
   mju_zero3(T);
 
-  // activation depth
-  mjtNum x = p[GP_WIDTH] - con->dist;
+  // activation depth, measured from MuJoCo's includemargin (zero unless the MJCF sets a margin)
+  mjtNum x = p[GP_WIDTH] - con->dist + mjdiff_contactOffset(m, con);
   if (x <= 0) return 0;
 
   // relative velocity of geom2 with respect to geom1 at the contact point, in the contact frame
@@ -255,17 +255,29 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   mjdiffStackMark mark = compat_stackMark(d);
 
   // activation margins: at least the contact width of each geom (pair: of the pair), and the
-  // long-range term's width while it is on
+  // long-range term's width while it is on. A geom with an MJCF margin: the laws act from the
+  // contact's includemargin on (mjdiff_contactOffset), so detect within that plus the largest
+  // width of any geom (the pair's width is one of its geoms' or their mean); on 3.x, which sums
+  // the two margins, twice the margin (max(2 m1, 2 m2) >= m1 + m2 under the max rule the view
+  // emulates)
   mjtNum* geom_margin = compat_stackAllocNum(d, m->ngeom);
   mjtNum* pair_margin = compat_stackAllocNum(d, m->npair > 0 ? m->npair : 1);
+  mjtNum widest = 0;
   for (int g = 0; g < m->ngeom; g++) {
-    geom_margin[g] = mju_max(m->geom_margin[g], s->geom_param[GP_COUNT * g + GP_WIDTH]);
+    widest = mju_max(widest, s->geom_param[GP_COUNT * g + GP_WIDTH]);
+  }
+  for (int g = 0; g < m->ngeom; g++) {
+    mjtNum user = m->geom_margin[g];
+    if (m->opt.enableflags & mjENBL_OVERRIDE) user = m->opt.o_margin;
+    geom_margin[g] = user > 0 ? (COMPAT_MARGIN_SUM ? 2 : 1) * user + widest
+                              : s->geom_param[GP_COUNT * g + GP_WIDTH];
     if (reach_margin(s) > 0) geom_margin[g] = mju_max(geom_margin[g], reach_margin(s));
   }
   for (int i = 0; i < m->npair; i++) {
     mjtNum p[GP_COUNT];
     mjdiff_pairParams(s, m->pair_geom1[i], m->pair_geom2[i], p);
-    pair_margin[i] = mju_max(m->pair_margin[i], p[GP_WIDTH]);
+    mjtNum user = (m->opt.enableflags & mjENBL_OVERRIDE) ? m->opt.o_margin : m->pair_margin[i];
+    pair_margin[i] = mju_max(user, 0) + p[GP_WIDTH];
     if (reach_margin(s) > 0) pair_margin[i] = mju_max(pair_margin[i], reach_margin(s));
   }
 

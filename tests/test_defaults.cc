@@ -673,6 +673,48 @@ double restDepth(const mjModel* m, mjData* d, const mjdiffModel* s, bool native,
   return deep;
 }
 
+// an MJCF margin: MuJoCo's constraint acts from the contact's includemargin (margin - gap) on, so
+// the native step holds a body about that far out (gym's Ant, margin 0.01, rests 9.7 mm above
+// the floor); the smooth laws measure the depth from it too (mjdiff_contactOffset). The ball's
+// height after 2 s, explicit and implicit, within 1 mm of the native step's: margin 0.01 (held
+// about 1 cm up), margin and gap 0.01 (includemargin 0: touching), margin 0.02 on the floor
+TEST(Defaults, MarginHoldsBodiesOutAsNative) {
+  struct Case {
+    const char* ball;
+    const char* floor;
+    double lift;  // the native height above touching, roughly
+  } cases[] = {{"margin='0.01'", "", 0.01}, {"margin='0.01' gap='0.01'", "", 0},
+               {"", "margin='0.02'", 0.02}};
+  for (const Case& c : cases) {
+    for (int implicit = 0; implicit < 2; implicit++) {
+      SCOPED_TRACE(std::string(c.ball) + c.floor + (implicit ? " implicit" : " explicit"));
+      std::string xml = ballXml(0.002, c.ball);
+      std::string plane = "type=\"plane\" size=\"2 2 0.1\"";
+      size_t at = xml.find(plane);
+      ASSERT_NE(at, std::string::npos);
+      xml.replace(at, plane.size(), plane + " " + c.floor);
+      Sim sim(xml.c_str());
+      ASSERT_TRUE(sim.ok) << sim.sim.err;
+      const mjModel* m = sim.sim.m;
+      char err[500];
+      if (implicit) {
+        ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, sizeof(err)), MJDIFF_OK);
+      }
+      mjData* dn = mj_makeData(m);
+      mjData* d = sim.sim.d;
+      mj_resetData(m, d);
+      for (int i = 0; i < 1000; i++) {
+        mj_step(m, dn);
+        ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+      }
+      double zn = dn->qpos[2] - 0.1, zs = d->qpos[2] - 0.1;  // above touching
+      EXPECT_NEAR(zn, c.lift, 2e-3);
+      EXPECT_NEAR(zs, zn, 1e-3);
+      mj_deleteData(dn);
+    }
+  }
+}
+
 TEST(Defaults, RestDepthNearNative) {
   const char* shapes[] = {"type='sphere' size='0.1'", "type='box' size='0.1 0.1 0.1'"};
   struct Case {
