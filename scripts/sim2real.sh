@@ -10,7 +10,8 @@
 #            sensor noise; fitted: the puck's mass and friction, both gears, both dampings
 # Each round:
 #   1. train (round 1) or fine-tune (--init the previous weights) an APG policy in the smooth
-#      model of the current calibrated model (mjdiff-learn policy)
+#      model of the current calibrated model (mjdiff-learn policy; the pusher with domain
+#      randomisation around it)
 #   2. deploy it on the plant and record (mjdiff-learn eval --plant FILE --record PREFIX)
 #   3. calibrate the fitted parameters with mjdiff-sysid on the recordings, seeded from the
 #      previous round's values (the current model), --xml writes the next model
@@ -33,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     --fine-iters) fine=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-randomize) randomize=0; shift ;;
-    -h|--help) sed -n 3,25p "$0"; exit 0 ;;
+    -h|--help) sed -n 3,24p "$0"; exit 0 ;;
     *) echo "sim2real.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
