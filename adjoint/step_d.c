@@ -332,9 +332,15 @@ static void solveH(const mjModel* m, mjData* d, const mjdiffStepDeriv* w, int im
   }
 }
 
-// w->Dacc = H^-1 X (all columns)
+// w->Dacc = H^-1 X (all columns): with H = M + h B (our factor) on X's rows in place, all
+// columns at once; else column by column
 static void solveAll(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int implicit) {
   int nv = w->nv, ncol = w->ndx + w->nin;
+  if (implicit == SOLVE_MHB) {
+    mju_copy(w->Dacc, w->X, nv * ncol);
+    compat_massSolveRows(m, w->H, w->Dacc, ncol);
+    return;
+  }
   for (int r = 0; r < nv; r++) {
     for (int c = 0; c < ncol; c++) w->RhsT[(size_t)nv * c + r] = w->X[(size_t)ncol * r + c];
   }

@@ -462,6 +462,59 @@ static inline void compat_massSolve(const mjModel* m, const mjtNum* H, mjtNum* x
   }
 }
 
+// X = H^-1 X for the n columns of X (nv x n, row-major: row i holds dof i of every column), H
+// factored by compat_massFactor: the same sweeps as compat_massSolve, each an axpy over a whole
+// row, so that the tree's index walk is paid once for all n columns (the step Jacobian's
+// H^-1 [DfDq DfDv DfDa DfDu])
+static inline void compat_massSolveRows(const mjModel* m, const mjtNum* H, mjtNum* X, int n) {
+  int nv = m->nv;
+#if MJDIFF_MUJOCO_3
+  for (int i = nv - 1; i >= 0; i--) {  // L'^-1
+    int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
+    const mjtNum* xi = X + (size_t)n * i;
+    for (int a = start; a < diag; a++) {
+      mjtNum* xj = X + (size_t)n * m->M_colind[a];
+      for (int c = 0; c < n; c++) xj[c] -= H[a] * xi[c];
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    mjtNum inv = 1 / H[m->M_rowadr[i] + m->M_rownnz[i] - 1];
+    mjtNum* xi = X + (size_t)n * i;
+    for (int c = 0; c < n; c++) xi[c] *= inv;
+  }
+  for (int i = 0; i < nv; i++) {  // L^-1
+    int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
+    mjtNum* xi = X + (size_t)n * i;
+    for (int a = start; a < diag; a++) {
+      const mjtNum* xj = X + (size_t)n * m->M_colind[a];
+      for (int c = 0; c < n; c++) xi[c] -= H[a] * xj[c];
+    }
+  }
+#else
+  for (int i = nv - 1; i >= 0; i--) {  // L'^-1
+    int a = m->dof_Madr[i] + 1;
+    const mjtNum* xi = X + (size_t)n * i;
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) {
+      mjtNum* xj = X + (size_t)n * j;
+      for (int c = 0; c < n; c++) xj[c] -= H[a] * xi[c];
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    mjtNum inv = 1 / H[m->dof_Madr[i]];
+    mjtNum* xi = X + (size_t)n * i;
+    for (int c = 0; c < n; c++) xi[c] *= inv;
+  }
+  for (int i = 0; i < nv; i++) {  // L^-1
+    int a = m->dof_Madr[i] + 1;
+    mjtNum* xi = X + (size_t)n * i;
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) {
+      const mjtNum* xj = X + (size_t)n * j;
+      for (int c = 0; c < n; c++) xi[c] -= H[a] * xj[c];
+    }
+  }
+#endif
+}
+
 // the joint-space inertia of d's configuration (after mj_kinematics and mj_comPos), as
 // mj_setConst makes it for invweight0: 3.x adds the tendons' armature to the composite rigid
 // bodies' inertia (mj_makeM), 2.2 has none
