@@ -19,7 +19,8 @@
 //   (Wsub: the wrenches of body(j)'s subtree summed), dW = [dT + dp x F + p x dF; dF].
 //
 // Contact c (smooth.c) with y = (dist, n, v, w) (v, w relative velocities of geom2 to geom1 at p):
-//   x = w_c - dist, g = k s(x), vn = n.v, e = -c_d s'(x) vn, fn = D(g, e)     (law.h)
+//   x = w_c - (dist - o), g = k s(x), vn = n.v, e = -c_d s'(x) vn, fn = D(g, e)   (law.h; o the
+//   contact's includemargin, mjdiff_contactOffset, a constant: dx = -ddist)
 //   dfn = -(D_g k s' - D_e c_d s'' vn) ddist - D_e c_d s' (v dn + n dv)
 //   vt = (I - n n') v, u = vt / v_e, r = u / sqrt(1 + |u|^2), ft = -mu fn r,
 //   v_e = v_s + h A_t mu fn (law.h law_frictionSpeed; A_t the pair's invweight0)

@@ -30,7 +30,8 @@
 // Tendon spring/damper: f = (-k (L - L_s) - b Ldot) J_t:
 //   dr/dk = -(L - L_s) J_t,  dr/db = -Ldot J_t.
 //
-// Contacts (smooth.c): prm = pairParams(g1, g2) = (k, c, w, v_s, w_s), x = w - dist,
+// Contacts (smooth.c): prm = pairParams(g1, g2) = (k, c, w, v_s, w_s), x = w - (dist - o) (o the
+// contact's includemargin, constant),
 //   g = k s(x; w), e = -c s'(x; w) vn, fn = D(g, e) (law.h), local force
 //   (fn, -fn mu_0 r_1, -fn mu_1 r_2), torque (-fn mu_2 rho_n, -fn mu_3 r'_1, -fn mu_4 r'_2),
 //   r = reg(vt / v_e), rho_n = reg(wn / w_e), r' = reg(wt / w_e'), world F = frame' force,

@@ -255,6 +255,12 @@ static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffM
   if (!opt->random_names || !opt->random_lo || !opt->random_hi) {
     return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: nrandom %d without names or ranges", n);
   }
+  // the per-thread copies are plain models: an attached one's copy would carry the disable flags
+  // the adapter set (no contacts, limits, equalities)
+  if (mjdiff_attached(m)) {
+    return fail(err, errsz, MJDIFF_ERR_ARGUMENT, "learner: domain randomisation of a model "
+                "attached to mj_step (mjdiff_attach): detach it first");
+  }
   L->rand_names = (char**)calloc((size_t)n, sizeof(char*));
   L->rand_lo = (double*)calloc((size_t)(3 * n), sizeof(double));
   L->rand_count = (int*)calloc((size_t)n, sizeof(int));
@@ -270,6 +276,23 @@ static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffM
     if (!(lo > 0) || !(lo <= hi) || !isfinite(hi)) {
       return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': factors %g..%g (need "
                   "0 < lo <= hi)", name, lo, hi);
+    }
+    // refused: smooth-model fields of one geom (setting one marks it explicit, which changes
+    // its pairs' combination rule: a factor of 1 would change the model) and geometry (the
+    // observation's kinematics run on the training model)
+    const char* field = strrchr(name, ':');
+    field = field ? field + 1 : name;
+    size_t flen = strcspn(field, "[");
+    static const char* const refused[] = {"contact_stiffness", "contact_damping", "contact_width",
+                                          "friction_speed", "spin_speed", "pos", "size", "scale",
+                                          "quat"};
+    for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++) {
+      if (flen == strlen(refused[r]) && !strncmp(field, refused[r], flen)) {
+        return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s fields cannot "
+                    "be randomised (%s)", name, r < 5 ? "smooth-model" : "geometry",
+                    r < 5 ? "a value set on one geom replaces its pairs' combined law" :
+                            "the policy observes the training model's kinematics");
+      }
     }
     L->rand_names[i] = (char*)malloc(strlen(name) + 1);
     if (!L->rand_names[i]) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");

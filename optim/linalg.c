@@ -4,9 +4,10 @@
 //
 //   gemm       C = alpha op(A) op(B) + beta C: plain loops below 16 in any dimension (where
 //              neither is transposed, 4 x 4 blocks of C summed over k in registers, two doubles
-//              to a vector register with GCC's and clang's vector extension; the rows and columns
-//              past the blocks, and the transposed cases, as rows of C, each an axpy of a row of
-//              op(B) per entry of op(A), skipping zeros); above,
+//              to a vector register with GCC's and clang's vector extension, zeros not skipped (a
+//              0 times an infinite entry of B is NaN there); the rows and columns past the
+//              blocks, and the transposed cases, as rows of C, each an axpy of a row of op(B) per
+//              entry of op(A), skipping zeros); above,
 //              BLIS's bli_dgemm_ex on one thread (its packing costs more than it saves on small
 //              products). Debian's BLIS is built with OpenMP and opens a region per call, which
 //              allocates (the first call of a thread several hundred times): code that must not

@@ -8,7 +8,8 @@
 //
 // relative motion  v = (v_b2 + w_b2 x (p - o_b2)) - (v_b1 + w_b1 x (p - o_b1)),   w = w_b2 - w_b1
 //                  vn = n.v, vt = (t1.v, t2.v), wn = n.w, wt = (t1.w, t2.w)
-// normal           x = w_c - dist,  fn = f(k s(x), -c s'(x) vn)                      (law.h)
+// normal           x = w_c - (dist - o),  fn = f(k s(x), -c s'(x) vn)                (law.h)
+//                  (o: the contact's includemargin, mjdiff_contactOffset; dx = -ddist)
 // sliding          (f1, f2) = -fn (mu1 r1, mu2 r2),  r = reg(vt / v_e),          condim >= 3
 //                  v_e = v_s + h A_t mu1 fn  (law.h law_frictionSpeed)
 // torsional        tn = -fn mu3 reg(wn / w_e),  w_e = w_s + h A_r mu3 fn         condim >= 4
@@ -266,6 +267,11 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   for (int g = 0; g < m->ngeom; g++) {
     widest = mju_max(widest, s->geom_param[GP_COUNT * g + GP_WIDTH]);
   }
+  for (int i = 0; i < m->npair; i++) {
+    mjtNum p[GP_COUNT];
+    mjdiff_pairParams(s, m->pair_geom1[i], m->pair_geom2[i], p);
+    widest = mju_max(widest, p[GP_WIDTH]);
+  }
   for (int g = 0; g < m->ngeom; g++) {
     mjtNum user = m->geom_margin[g];
     if (m->opt.enableflags & mjENBL_OVERRIDE) user = m->opt.o_margin;
@@ -290,6 +296,12 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   mjModel view = *m;
   view.geom_margin = geom_margin;
   view.pair_margin = pair_margin;
+  // under the override flag MuJoCo detects every pair within opt.o_margin alone (2.2 and 3.x),
+  // which the laws then act beyond (from o_margin - gap on): widen it as the geoms' above
+  if (m->opt.enableflags & mjENBL_OVERRIDE) {
+    view.opt.o_margin = mju_max(m->opt.o_margin, 0) + widest;
+    if (reach_margin(s) > 0) view.opt.o_margin = mju_max(view.opt.o_margin, reach_margin(s));
+  }
   compat_viewBodyMargins(&view, geom_margin, compat_stackAllocNum(d, m->nbody));
   mj_collision(&view, d);
   if (drop) dropBeyondMargin(m, d, geom_margin, adhesion);

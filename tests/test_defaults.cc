@@ -746,6 +746,70 @@ TEST(Defaults, MarginHoldsBodiesOutAsNative) {
   }
 }
 
+// the activation margins reach as far as the laws: a ball at dist = offset + w / 2 (offset
+// MuJoCo's includemargin, w the contact width), beyond the MJCF margin but inside the law's reach,
+// is detected and pushed (review of the first version: the detection margins could be reverted
+// without a test failing; under the override flag MuJoCo detected only within o_margin, and the
+// force appeared with a jump)
+TEST(Defaults, MarginContactsDetectedWhereTheLawActs) {
+  struct Case {
+    const char* name;
+    const char* ball;
+    const char* floor;
+    const char* extra;
+    const char* option;
+    double offset;
+  } cases[] = {
+      {"ball margin", "margin='0.01'", "", "", "", 0.01},
+      {"floor margin", "", "margin='0.02'", "", "", 0.02},
+      {"margin and gap", "margin='0.01' gap='0.005'", "", "", "", 0.005},
+      {"pair margin", "", "", "<contact><pair geom1='floor' geom2='ball' margin='0.015'/></contact>",
+       "", 0.015},
+      {"override", "", "", "", "o_margin='0.01'><flag override='enable'/></option", 0.01},
+      {"none", "", "", "", "", 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string xml = ballXml(0.002, c.ball, c.extra);
+    std::string plane = "type=\"plane\" size=\"2 2 0.1\"";
+    xml.replace(xml.find(plane), plane.size(), plane + " " + c.floor);
+    if (*c.option) {
+      std::string opt = "<option timestep=\"0.002\"/>";
+      xml.replace(xml.find(opt), opt.size(), std::string("<option timestep=\"0.002\" ") + c.option +
+                                                 ">");
+    }
+    Sim sim(xml.c_str());
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    mjtNum w;
+    char err[500];
+    ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_width", 0, 1, &w, err, sizeof(err)),
+              MJDIFF_OK) << err;
+    for (double frac : {0.5, 0.9}) {
+      mj_resetData(m, d);
+      d->qpos[2] = 0.1 + c.offset + frac * w;
+      ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+      double fn = 0;
+      for (int i = 0; i < d->ncon; i++) {
+        mjdiffContactForce f;
+        ASSERT_EQ(mjdiff_contactForce(m, d, sim.sim.s, i, &f), MJDIFF_OK);
+        fn += f.force[0];
+      }
+      EXPECT_GT(fn, 0) << "at offset + " << frac << " w: " << d->ncon << " contacts";
+    }
+    // beyond offset + w: no force
+    mj_resetData(m, d);
+    d->qpos[2] = 0.1 + c.offset + 1.01 * w;
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    for (int i = 0; i < d->ncon; i++) {
+      mjdiffContactForce f;
+      ASSERT_EQ(mjdiff_contactForce(m, d, sim.sim.s, i, &f), MJDIFF_OK);
+      EXPECT_EQ(f.force[0], 0);
+    }
+  }
+}
+
 TEST(Defaults, RestDepthNearNative) {
   const char* shapes[] = {"type='sphere' size='0.1'", "type='box' size='0.1 0.1 0.1'"};
   struct Case {

@@ -715,6 +715,27 @@ TEST(Learn, DomainRandomisation) {
             MJDIFF_ERR_VALUE);
   EXPECT_NE(std::string(err).find("body:puck:mass"), std::string::npos) << err;
   EXPECT_EQ(L, nullptr);
+  // refused: a geom's smooth-model field (review: at a factor of 1 it changed the objective, the
+  // value set on one geom replacing its pairs' combined law) and geometry
+  const char* refused[] = {"geom:puck:contact_stiffness", "geom:puck:size[0]", "body:puck:pos"};
+  p.opt.random_lo = blo;
+  for (const char* r : refused) {
+    p.opt.random_names = &r;
+    EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+              MJDIFF_ERR_VALUE) << r;
+    EXPECT_NE(std::string(err).find("cannot be randomised"), std::string::npos) << err;
+    EXPECT_EQ(L, nullptr);
+  }
+#if mjVERSION_HEADER < 3000000
+  // refused: an attached model (its copies would carry the adapter's disable flags)
+  p.opt.random_names = names;
+  ASSERT_EQ(mjdiff_attach(p.m, p.s, err, sizeof(err)), MJDIFF_OK) << err;
+  EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+            MJDIFF_ERR_ARGUMENT);
+  EXPECT_NE(std::string(err).find("attached"), std::string::npos) << err;
+  EXPECT_EQ(L, nullptr);
+  mjdiff_detach(p.m);
+#endif
   mjdiff_freeParams(par);
   mjdiff_freeModel(s2);
   mj_deleteModel(m2);

@@ -40,6 +40,57 @@ std::vector<double> randomSPD(int n, std::mt19937& g) {
   return a;
 }
 
+// mjdiff_gemmPlain on every small shape (its 4 x 4 blocks and the rows and columns past them, k
+// below and above 4), every transpose, alpha and beta, against the triple sum; nothing written
+// past C (review of the blocked version: two shapes had reached the blocks)
+TEST(Linalg, GemmPlainEverySmallShape) {
+  std::mt19937 g(11);
+  int cases = 0;
+  for (int m = 1; m <= 9; m++) {
+    for (int n = 1; n <= 9; n++) {
+      for (int k = 1; k <= 9; k++) {
+        std::vector<double> a = randomMatrix(m, k, g), b = randomMatrix(k, n, g);
+        std::vector<double> c0 = randomMatrix(m, n, g);
+        for (int ta = 0; ta < 2; ta++) {
+          for (int tb = 0; tb < 2; tb++) {
+            std::vector<double> as = a, bs = b;
+            if (ta) {
+              for (int i = 0; i < m; i++) {
+                for (int l = 0; l < k; l++) as[(size_t)l * m + i] = a[(size_t)i * k + l];
+              }
+            }
+            if (tb) {
+              for (int l = 0; l < k; l++) {
+                for (int j = 0; j < n; j++) bs[(size_t)j * k + l] = b[(size_t)l * n + j];
+              }
+            }
+            for (double alpha : {2.0, -1.0}) {
+              for (double beta : {0.0, 1.0, -3.0}) {
+                std::vector<double> c = c0;
+                c.push_back(12345.0);  // sentinel past C
+                mjdiff_gemmPlain(ta, tb, m, n, k, alpha, as.data(), bs.data(), beta, c.data());
+                ASSERT_EQ(c.back(), 12345.0);
+                for (int i = 0; i < m; i++) {
+                  for (int j = 0; j < n; j++) {
+                    double want = beta * c0[(size_t)i * n + j];
+                    for (int l = 0; l < k; l++) {
+                      want += alpha * a[(size_t)i * k + l] * b[(size_t)l * n + j];
+                    }
+                    ASSERT_NEAR(c[(size_t)i * n + j], want, 1e-12 * (1 + std::fabs(want)))
+                        << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb;
+                  }
+                }
+                cases++;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 9 * 9 * 9 * 4 * 6);
+}
+
 TEST(Linalg, GemmMatchesTheTripleSum) {
   std::mt19937 g(7);
   struct Size {

@@ -87,8 +87,10 @@ typedef struct mjdiffLearnOptions_ {
                                // scales all its values by one factor) takes its value in the
                                // training model times U(random_lo[i], random_hi[i]), drawn from
                                // the item's seed (the objective stays a deterministic function of
-                               // the weights and the seed). 0 < lo <= hi. Read by
-                               // mjdiff_makeLearner, not kept (default 0: none)
+                               // the weights and the seed). 0 < lo <= hi. Refused: a
+                               // geom's smooth-model fields (contact_*, friction_speed,
+                               // spin_speed), geometry (pos, size, scale, quat), a model attached
+                               // to mj_step. Read by mjdiff_makeLearner, not kept (default 0)
   const char* const* random_names;
   const double* random_lo;
   const double* random_hi;

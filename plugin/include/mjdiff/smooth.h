@@ -11,7 +11,9 @@
 // the contact width.
 //
 // Force laws (x is the activation depth, w the smoothing width, k a stiffness, b a damping):
-//   contact    x = w - dist                        (dist: signed distance, < 0 in penetration)
+//   contact    x = w - (dist - o)                  (dist: signed distance, < 0 in penetration;
+//                                                   o: MuJoCo's includemargin, margin - gap, 0
+//                                                   unless the MJCF sets a margin)
 //              s(x) = 0                    x <= 0
 //                     x^3 / (6 w^2)        0 < x <= w
 //                     x - w + (2w-x)^3/(6w^2)   w < x <= 2w
@@ -124,7 +126,9 @@ typedef struct mjdiffModel_ mjdiffModel;
 // adapter, the MuJoCo 3 engine plugin), else derived from the geoms whose contact stiffness is
 // derived (not set in the MJCF, on the geom or model-wide): 1 where the explicit step's stability
 // cap is within 1.5x of MuJoCo's own contact firmness, else the smallest n that reaches it (at most
-// 8; README, "Substeps"). Fixed when the model is made (or its integrator or substeps are set).
+// 8; README, "Substeps"); 1 where the model's flags turn contacts off (contact or constraint
+// disabled). Fixed when the model is made (or its integrator or substeps are set): a model made
+// with contacts off keeps 1 when they are turned on later (set substeps, or make it again).
 // The derived values and the step derivatives use timestep / n.
 MJDIFF_API int mjdiff_substepCount(const mjdiffModel* s);
 
