@@ -1262,9 +1262,13 @@ mjtNum mjdiff_contactOffset(const mjModel* m, const mjContact* con) {
   int pair = mjdiff_pairIndex(m, g1, g2);
   mjtNum margin = pair >= 0 ? m->pair_margin[pair]
                             : compat_pairCombine(m->geom_margin[g1], m->geom_margin[g2]);
-  mjtNum gap = pair >= 0 ? m->pair_gap[pair] : compat_pairCombine(m->geom_gap[g1], m->geom_gap[g2]);
   if (m->opt.enableflags & mjENBL_OVERRIDE) margin = m->opt.o_margin;
-  return margin - gap;
+#if MJDIFF_MUJOCO_3
+  return margin;  // 3.x: the gap widens the detection (margin + gap), the constraint acts at margin
+#else
+  mjtNum gap = pair >= 0 ? m->pair_gap[pair] : compat_pairCombine(m->geom_gap[g1], m->geom_gap[g2]);
+  return margin - gap;  // 2.2: includemargin = margin - gap
+#endif
 }
 
 // mjc_ConvexHField's prisms: per grid row r in [rmin, rmax) a triangle strip over the vertices

@@ -78,9 +78,10 @@ MJDIFF_API int mjdiff_convexHFieldSelect(const mjModel* m, const mjData* d, int 
 // larger of the geoms'); used by every pair function that depends on the margin
 MJDIFF_API mjtNum mjdiff_contactMargin(const mjModel* m, const mjContact* con);
 
-// the distance at which MuJoCo's own constraint acts on contact con: its includemargin, margin -
-// gap, from m's own values (the MJCF pair's, else the geoms' combined as the engine does; the
-// override flag's o_margin), not from the raised activation margins con was detected with. The
+// the distance at which MuJoCo's own constraint acts on contact con: its includemargin (2.2:
+// margin - gap; 3.x: margin, the gap only widening the detection), from m's own values (the MJCF
+// pair's, else the geoms' combined as the engine does; the override flag's o_margin), not from
+// the raised activation margins con was detected with. The
 // native step holds a body about that far out; the smooth laws measure the contact's depth from
 // it, x = width - (dist - offset) (README, "The smooth model")
 MJDIFF_API mjtNum mjdiff_contactOffset(const mjModel* m, const mjContact* con);
