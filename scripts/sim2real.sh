@@ -68,7 +68,7 @@ PLANT
     # domain randomisation around the current model: the puck's mass and friction, the motors'
     # gear and the slides' damping drawn per training rollout (mjdiff-learn --randomize), so that
     # the policy does not lean on one contact model (with it the final plant success came within
-    # 7 points of the simulation's, without it 19; README, "The sim-to-real loop")
+    # 7 points of the simulation's, without it 37; README, "The sim-to-real loop")
     if [[ $randomize == 1 ]]; then
       train+=(--randomize body:puck:mass=0.7,1.4 --randomize "geom:puck:friction[0]=0.7,1.4"
               --randomize "actuator:*:gear=0.85,1.15" --randomize "joint:p*:damping=0.8,1.3")
