@@ -354,8 +354,8 @@ static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s,
       if (K1 > 4 * K0 + floor && (!implicit || K1 > 100 * K0 + floor) &&
           drivenGain(m, d, s, x0 + nq, tmp, sol) < 0.5 * (K1 - K0)) {
         mjModel user;
-        mjdiffStability w;
-        mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
+        mjdiffStability w = {0};
+        if (!implicit) mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
         // an element that alone would quadruple its energy per step, or a hundredfold gain of a
         // body already moving (from rest, a jump is the release of a violated constraint's or a
         // contact's stored energy: a model that starts with a weld apart; a divergence from rest
