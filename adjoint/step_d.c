@@ -1141,6 +1141,46 @@ static void chainJacobian(mjdiffStepDeriv* w, int first, mjtNum** T, mjtNum** T2
   *T2 = swap;
 }
 
+// T = A_k T + [0 B_k P_k] for an Euler (sub)step after eulerDeriv (mode), from its structure
+// rather than its full [A B] (eulerJacobian): with T's rows (Tq, Tv, Ta) and Dacc = H^-1 X split
+// into its state and input columns (Dacc_x, Dacc_u), likewise Dadot,
+//   Tv' = Tv + h Dacc_x T + [0 h Dacc_u]
+//   Tq' = Phi(delta) Tq + Psi(delta) h Tv'          (delta = h v' = h (v + h acc))
+//   Ta' = Ta + h Dadot_x T + [0 h Dadot_u],  a clipped activation's row 0 (clipActivationRows)
+// one product with the nv + na rows of Dacc_x and Dadot_x, against eulerJacobian's A_k with all
+// 2 nv + na rows (the q rows are Phi and Psi, joint by joint)
+static void eulerChain(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int mode, mjtNum** T,
+                       mjtNum** T2) {
+  int nv = w->nv, na = w->na, ndx = w->ndx, ncol = ndx + w->nin, nr = nv + na;
+  mjtNum h = mjdiff_timestep(m, w->s);
+  solveAll(m, d, w, mode);
+
+  // [Tv'; Ta'] in T2's v and a rows: [Tv; Ta] + [0 h (Dacc; Dadot)_u] + h (Dacc; Dadot)_x T
+  mjtNum* K = w->chain + 2 * (size_t)ndx * ncol;  // (nr x ndx) h (Dacc_x; Dadot_x)
+  mjtNum* out = *T2 + (size_t)ncol * nv;
+  for (int r = 0; r < nr; r++) {
+    const mjtNum* src = r < nv ? w->Dacc + (size_t)ncol * r : w->Dadot + (size_t)ncol * (r - nv);
+    mju_scl(K + (size_t)ndx * r, src, h, ndx);
+    mjtNum* row = out + (size_t)ncol * r;
+    mju_copy(row, *T + (size_t)ncol * (nv + r), ndx);
+    for (int c = ndx; c < ncol; c++) row[c] = (*T)[(size_t)ncol * (nv + r) + c] + h * src[c];
+  }
+  mjdiff_gemmPlain(0, 0, nr, ncol, ndx, 1, K, *T, 1, out);
+  for (int i = 0; i < na; i++) {
+    if (clipped(m, d->act, h, d->act_dot, i)) mju_zero(out + (size_t)ncol * (nv + i), ncol);
+  }
+
+  // Tq' = Phi Tq + Psi h Tv'
+  mjtNum* delta = w->RhsT;  // nv scratch
+  mjtNum* Y = w->stage;     // nv x ncol
+  for (int r = 0; r < nv; r++) delta[r] = h * (d->qvel[r] + h * w->acc[r]);
+  mju_scl(Y, out, h, (size_t)nv * ncol);
+  integrateJacobian(m, delta, *T, Y, ncol, *T2);
+  mjtNum* swap = *T;
+  *T = *T2;
+  *T2 = swap;
+}
+
 // the VJP chained backwards over steps (header): lam_n = adj_next (w->subIn's running input),
 // then after each step's VJP (into the output, w->subIn + ncol) chainVJPAdd takes its state part
 // as the next lam and sums its control and parameter parts and the applied force's adjoint;
@@ -1217,9 +1257,11 @@ static mjdiffStatus substepsSweep(const mjModel* m, mjData* d, const mjdiffModel
     } else if (what == PRODUCT_JVP) {
       eulerJVP(m, d, w, mode, run, res);
       mju_copy(run, res, ndx);
-    } else {
+    } else if (k == 0) {
       eulerJacobian(m, d, w, mode);
-      chainJacobian(w, k == 0, &T, &T2);
+      chainJacobian(w, 1, &T, &T2);
+    } else {
+      eulerChain(m, d, w, mode, &T, &T2);
     }
     if (k < n - 1) mjdiff_loadState(m, d, next);
   }
