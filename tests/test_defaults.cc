@@ -765,8 +765,8 @@ TEST(Defaults, MarginContactsDetectedWhereTheLawActs) {
       {"ball margin", "margin='0.01'", "", "", "", 0.01},
       {"floor margin", "", "margin='0.02'", "", "", 0.02},
       {"margin and gap", "margin='0.01' gap='0.005'", "", "", "", MJDIFF_MUJOCO_3 ? 0.01 : 0.005},
-      {"pair margin", "", "", "<contact><pair geom1='floor' geom2='ball' margin='0.015'/></contact>",
-       "", 0.015},
+      {"pair margin", "", "",
+       "<contact><pair geom1='floor' geom2='ball' margin='0.015'/></contact>", "", 0.015},
       {"override", "", "", "", "o_margin='0.01'><flag override='enable'/></option", 0.01},
       {"none", "", "", "", "", 0},
   };

@@ -754,7 +754,8 @@ TEST(Learn, NoiseJointsMoveOnlyThoseJoints) {
       <body name="b">
         <joint name="jb" type="hinge" axis="0 1 0"/>
         <joint name="jc" type="slide" axis="0 0 1"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.2" contype="0" conaffinity="0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.2" contype="0"
+              conaffinity="0"/>
         <site name="tip" pos="0 0 -0.3"/>
       </body>
     </body>
