@@ -433,39 +433,10 @@ static inline void compat_massFactor(const mjModel* m, mjtNum* H) {
 #endif
 }
 
-// x = H^-1 x for n vectors (rows of x, nv each), H factored by compat_massFactor
-static inline void compat_massSolve(const mjModel* m, const mjtNum* H, mjtNum* x, int n) {
-  int nv = m->nv;
-  for (int r = 0; r < n; r++) {
-    mjtNum* y = x + (size_t)nv * r;
-#if MJDIFF_MUJOCO_3
-    for (int i = nv - 1; i >= 0; i--) {  // L'^-1
-      int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
-      for (int a = start; a < diag; a++) y[m->M_colind[a]] -= H[a] * y[i];
-    }
-    for (int i = 0; i < nv; i++) y[i] /= H[m->M_rowadr[i] + m->M_rownnz[i] - 1];
-    for (int i = 0; i < nv; i++) {  // L^-1
-      int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
-      for (int a = start; a < diag; a++) y[i] -= H[a] * y[m->M_colind[a]];
-    }
-#else
-    for (int i = nv - 1; i >= 0; i--) {  // L'^-1
-      int a = m->dof_Madr[i] + 1;
-      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[j] -= H[a] * y[i];
-    }
-    for (int i = 0; i < nv; i++) y[i] /= H[m->dof_Madr[i]];
-    for (int i = 0; i < nv; i++) {  // L^-1
-      int a = m->dof_Madr[i] + 1;
-      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], a++) y[i] -= H[a] * y[j];
-    }
-#endif
-  }
-}
-
 // X = H^-1 X for the n columns of X (nv x n, row-major: row i holds dof i of every column), H
-// factored by compat_massFactor: the same sweeps as compat_massSolve, each an axpy over a whole
-// row, so that the tree's index walk is paid once for all n columns (the step Jacobian's
-// H^-1 [DfDq DfDv DfDa DfDu])
+// factored by compat_massFactor: the sweeps L'^-1, D^-1, L^-1, each an axpy over a whole row, so
+// that the tree's index walk is paid once for all n columns (the step Jacobian's
+// H^-1 [DfDq DfDv DfDa DfDu]; n = 1: one vector, compat_massSolve)
 static inline void compat_massSolveRows(const mjModel* m, const mjtNum* H, mjtNum* X, int n) {
   int nv = m->nv;
 #if MJDIFF_MUJOCO_3
@@ -478,9 +449,9 @@ static inline void compat_massSolveRows(const mjModel* m, const mjtNum* H, mjtNu
     }
   }
   for (int i = 0; i < nv; i++) {
-    mjtNum inv = 1 / H[m->M_rowadr[i] + m->M_rownnz[i] - 1];
+    mjtNum dii = H[m->M_rowadr[i] + m->M_rownnz[i] - 1];
     mjtNum* xi = X + (size_t)n * i;
-    for (int c = 0; c < n; c++) xi[c] *= inv;
+    for (int c = 0; c < n; c++) xi[c] /= dii;
   }
   for (int i = 0; i < nv; i++) {  // L^-1
     int start = m->M_rowadr[i], diag = start + m->M_rownnz[i] - 1;
@@ -500,9 +471,9 @@ static inline void compat_massSolveRows(const mjModel* m, const mjtNum* H, mjtNu
     }
   }
   for (int i = 0; i < nv; i++) {
-    mjtNum inv = 1 / H[m->dof_Madr[i]];
+    mjtNum dii = H[m->dof_Madr[i]];
     mjtNum* xi = X + (size_t)n * i;
-    for (int c = 0; c < n; c++) xi[c] *= inv;
+    for (int c = 0; c < n; c++) xi[c] /= dii;
   }
   for (int i = 0; i < nv; i++) {  // L^-1
     int a = m->dof_Madr[i] + 1;
@@ -513,6 +484,12 @@ static inline void compat_massSolveRows(const mjModel* m, const mjtNum* H, mjtNu
     }
   }
 #endif
+}
+
+// x = H^-1 x for n vectors (rows of x, nv each), H factored by compat_massFactor: each vector a
+// one-column compat_massSolveRows
+static inline void compat_massSolve(const mjModel* m, const mjtNum* H, mjtNum* x, int n) {
+  for (int r = 0; r < n; r++) compat_massSolveRows(m, H, x + (size_t)m->nv * r, 1);
 }
 
 // the joint-space inertia of d's configuration (after mj_kinematics and mj_comPos), as
