@@ -198,13 +198,12 @@ static void addWrenchDeriv(const mjModel* m, scratch* sc, int b1, int b2, const 
 
 //---------------------------------- contacts -----------------------------------------------------
 
-// normal force fn of an active contact (x = w_c - (dist - off) > 0, off its offset
-// mjdiff_contactOffset) and its gradient dfn (10) with respect to y = (dist, n (3), v (3), w (3))
-static mjtNum normalLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum off,
+// normal force fn of an active contact at activation depth x > 0 (mjdiff_contactDepth) and its
+// gradient dfn (10) with respect to y = (dist, n (3), v (3), w (3))
+static mjtNum normalLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum x,
                         const mjtNum v[3], mjtNum dfn[10]) {
   const mjtNum* n = con->frame;
   mjtNum k = prm[GP_STIFFNESS], cd = prm[GP_DAMPING], wd = prm[GP_WIDTH];
-  mjtNum x = wd - con->dist + off;
   mjtNum ds, dds, sx = law_ramp(x, wd, &ds);
   dds = x <= wd ? x / (wd * wd) : (x <= 2 * wd ? (2 * wd - x) / (wd * wd) : 0);
   mjtNum vn = mju_dot3(n, v);
@@ -219,9 +218,9 @@ static mjtNum normalLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum
 }
 
 // partial derivatives of the world force F and torque T of one contact with respect to
-// y = (dist, n (3), v (3), w (3)): DF, DT (3 x 10); returns 0 if the contact is inactive (off:
-// the contact's offset, mjdiff_contactOffset)
-static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum off, mjtNum hAt,
+// y = (dist, n (3), v (3), w (3)): DF, DT (3 x 10), at activation depth x (mjdiff_contactDepth);
+// returns 0 if the contact is inactive
+static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum x, mjtNum hAt,
                       mjtNum hAr, const mjtNum v[3], const mjtNum w[3], mjtNum F[3], mjtNum T[3],
                       mjtNum DF[30], mjtNum DT[30]) {
   const mjtNum* n = con->frame;
@@ -229,12 +228,11 @@ static int contactLaw(const mjContact* con, const mjtNum prm[GP_COUNT], mjtNum o
   mju_zero(DT, 30);
   mju_zero3(F);
   mju_zero3(T);
-  mjtNum x = prm[GP_WIDTH] - con->dist + off;
   if (x <= 0) return 0;
 
   // normal force and its gradient dfn (10)
   mjtNum dfn[10];
-  mjtNum fn = normalLaw(con, prm, off, v, dfn);
+  mjtNum fn = normalLaw(con, prm, x, v, dfn);
 
   // F = fn n: dF = n dfn + fn dn
   for (int r = 0; r < 3; r++) {
@@ -406,8 +404,8 @@ int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g[0], g[1], prm);
   mjtNum dfr, fr = reach_force(m, s, con, &dfr);
-  mjtNum off = mjdiff_contactOffset(m, con);
-  if (prm[GP_WIDTH] - con->dist + off <= 0 && fr == 0) return 0;
+  mjtNum x = mjdiff_contactDepth(m, con, prm[GP_WIDTH]);
+  if (x <= 0 && fr == 0) return 0;
 
   // relative velocities at p
   mjtNum v[3];
@@ -415,7 +413,7 @@ int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
   mjtNum At, Ar, h = mjdiff_timestep(m, s);
   mjdiff_contactInvweight(s, g[0], g[1], &At, &Ar);
-  int on = contactLaw(con, prm, off, h * At, h * Ar, v, w, F, T, DF, DT);
+  int on = contactLaw(con, prm, x, h * At, h * Ar, v, w, F, T, DF, DT);
   if (fr != 0) reachLaw(con->frame, fr, dfr, F, DF);
   return on || fr != 0;
 }
@@ -508,8 +506,8 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g[0], g[1], prm);
-  mjtNum off = mjdiff_contactOffset(m, con);
-  if (prm[GP_WIDTH] - con->dist + off <= 0 || nv == 0) return 0;
+  mjtNum x = mjdiff_contactDepth(m, con, prm[GP_WIDTH]);
+  if (x <= 0 || nv == 0) return 0;
   mjtNum G[7 * 12];
   if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
 
@@ -531,7 +529,7 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
   // dfn = dfn/dy (dy/dq dq + dy/dv dv)
   mjtNum v[3], w[3], dfn[10];
   contactVel(m, d, b, con->pos, v, w);
-  normalLaw(con, prm, off, v, dfn);
+  normalLaw(con, prm, x, v, dfn);
   contactKinematics(m, d, &sc, con, g, b, G, w);
   const mjtNum* Yq = sc.Y;
   const mjtNum* Yv = sc.Y + 13 * nv;

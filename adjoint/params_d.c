@@ -248,7 +248,7 @@ static int contactPartials(const mjModel* m, const mjData* d, const mjdiffModel*
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g1, g2, prm);
-  mjtNum x = prm[GP_WIDTH] - con->dist + mjdiff_contactOffset(m, con);
+  mjtNum x = mjdiff_contactDepth(m, con, prm[GP_WIDTH]);
   if (x <= 0) return 0;
   memset(cp, 0, sizeof(*cp));
   cp->con = i;

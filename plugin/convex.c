@@ -1271,6 +1271,10 @@ mjtNum mjdiff_contactOffset(const mjModel* m, const mjContact* con) {
 #endif
 }
 
+mjtNum mjdiff_contactDepth(const mjModel* m, const mjContact* con, mjtNum w) {
+  return w - con->dist + mjdiff_contactOffset(m, con);
+}
+
 // mjc_ConvexHField's prisms: per grid row r in [rmin, rmax) a triangle strip over the vertices
 // j = 0, 1, ... (column cmin + j/2, row r + 1 for even j, r for odd j); prism k of the row has the
 // vertices k - 2, k - 1, k with bottoms at -size[3] and tops at data size[2] (MuJoCo raises the

@@ -81,10 +81,14 @@ MJDIFF_API mjtNum mjdiff_contactMargin(const mjModel* m, const mjContact* con);
 // the distance at which MuJoCo's own constraint acts on contact con: its includemargin (2.2:
 // margin - gap; 3.x: margin, the gap only widening the detection), from m's own values (the MJCF
 // pair's, else the geoms' combined as the engine does; the override flag's o_margin), not from
-// the raised activation margins con was detected with. The
-// native step holds a body about that far out; the smooth laws measure the contact's depth from
-// it, x = width - (dist - offset) (README, "The smooth model")
+// the raised activation margins con was detected with. The native step holds a body about that
+// far out; the smooth laws measure the contact's depth from it (mjdiff_contactDepth)
 MJDIFF_API mjtNum mjdiff_contactOffset(const mjModel* m, const mjContact* con);
+
+// the activation depth of contact con's laws with width w, measured from its offset:
+// x = w - (dist - offset), active where x > 0 (README, "The smooth model"); every law and its
+// derivatives take it from here
+MJDIFF_API mjtNum mjdiff_contactDepth(const mjModel* m, const mjContact* con, mjtNum w);
 
 // geom g of (m, d) as a cvxGeom; returns 0, -1 if its type has no support map here
 MJDIFF_API int mjdiff_convexGeom(const mjModel* m, const mjData* d, int g, cvxGeom* geom);

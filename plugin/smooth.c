@@ -112,7 +112,7 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mju_zero3(T);
 
   // activation depth, measured from MuJoCo's includemargin (zero unless the MJCF sets a margin)
-  mjtNum x = p[GP_WIDTH] - con->dist + mjdiff_contactOffset(m, con);
+  mjtNum x = mjdiff_contactDepth(m, con, p[GP_WIDTH]);
   if (x <= 0) return 0;
 
   // relative velocity of geom2 with respect to geom1 at the contact point, in the contact frame
@@ -263,28 +263,23 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   // emulates)
   mjtNum* geom_margin = compat_stackAllocNum(d, m->ngeom);
   mjtNum* pair_margin = compat_stackAllocNum(d, m->npair > 0 ? m->npair : 1);
+  int override = (m->opt.enableflags & mjENBL_OVERRIDE) != 0;
   mjtNum widest = 0;
-  for (int g = 0; g < m->ngeom; g++) {
-    widest = mju_max(widest, s->geom_param[GP_COUNT * g + GP_WIDTH]);
-  }
-  for (int i = 0; i < m->npair; i++) {
+  for (int i = 0; i < m->npair; i++) {  // each pair's margin: its user margin plus its width
     mjtNum p[GP_COUNT];
     mjdiff_pairParams(s, m->pair_geom1[i], m->pair_geom2[i], p);
     widest = mju_max(widest, p[GP_WIDTH]);
+    pair_margin[i] = mju_max(override ? m->opt.o_margin : m->pair_margin[i], 0) + p[GP_WIDTH];
+    if (reach_margin(s) > 0) pair_margin[i] = mju_max(pair_margin[i], reach_margin(s));
   }
   for (int g = 0; g < m->ngeom; g++) {
-    mjtNum user = m->geom_margin[g];
-    if (m->opt.enableflags & mjENBL_OVERRIDE) user = m->opt.o_margin;
+    widest = mju_max(widest, s->geom_param[GP_COUNT * g + GP_WIDTH]);
+  }
+  for (int g = 0; g < m->ngeom; g++) {
+    mjtNum user = override ? m->opt.o_margin : m->geom_margin[g];
     geom_margin[g] = user > 0 ? (COMPAT_MARGIN_SUM ? 2 : 1) * user + widest
                               : s->geom_param[GP_COUNT * g + GP_WIDTH];
     if (reach_margin(s) > 0) geom_margin[g] = mju_max(geom_margin[g], reach_margin(s));
-  }
-  for (int i = 0; i < m->npair; i++) {
-    mjtNum p[GP_COUNT];
-    mjdiff_pairParams(s, m->pair_geom1[i], m->pair_geom2[i], p);
-    mjtNum user = (m->opt.enableflags & mjENBL_OVERRIDE) ? m->opt.o_margin : m->pair_margin[i];
-    pair_margin[i] = mju_max(user, 0) + p[GP_WIDTH];
-    if (reach_margin(s) > 0) pair_margin[i] = mju_max(pair_margin[i], reach_margin(s));
   }
 
   // MuJoCo's own detection on a view with the activation margins (3.x sums a pair's two margins:
@@ -298,7 +293,7 @@ void mjdiff_collide(const mjModel* m, mjData* d, const mjdiffModel* s) {
   view.pair_margin = pair_margin;
   // under the override flag MuJoCo detects every pair within opt.o_margin alone (2.2 and 3.x),
   // which the laws then act beyond (from o_margin - gap on): widen it as the geoms' above
-  if (m->opt.enableflags & mjENBL_OVERRIDE) {
+  if (override) {
     view.opt.o_margin = mju_max(m->opt.o_margin, 0) + widest;
     if (reach_margin(s) > 0) view.opt.o_margin = mju_max(view.opt.o_margin, reach_margin(s));
   }

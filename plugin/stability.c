@@ -135,7 +135,7 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
       mjtNum p[GP_COUNT], ds;
       mjdiff_pairParams(s, g1, g2, p);
-      mjtNum x = p[GP_WIDTH] - con->dist + mjdiff_contactOffset(m, con);
+      mjtNum x = mjdiff_contactDepth(m, con, p[GP_WIDTH]);
       if (x <= 0) continue;
       mjtNum sx = law_ramp(x, p[GP_WIDTH], &ds);
       mjtNum A = s->geom_invweightn[g1] + s->geom_invweightn[g2], As, Ar;  // normal

@@ -12,8 +12,9 @@
 //
 // Force laws (x is the activation depth, w the smoothing width, k a stiffness, b a damping):
 //   contact    x = w - (dist - o)                  (dist: signed distance, < 0 in penetration;
-//                                                   o: MuJoCo's includemargin, margin - gap, 0
-//                                                   unless the MJCF sets a margin)
+//                                                   o: MuJoCo's includemargin, 2.2 margin -
+//                                                   gap, 3.x margin; 0 unless the MJCF sets
+//                                                   a margin)
 //              s(x) = 0                    x <= 0
 //                     x^3 / (6 w^2)        0 < x <= w
 //                     x - w + (2w-x)^3/(6w^2)   w < x <= 2w
