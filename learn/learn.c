@@ -262,7 +262,7 @@ static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffM
                 "attached to mj_step (mjdiff_attach): detach it first");
   }
   L->rand_names = (char**)calloc((size_t)n, sizeof(char*));
-  L->rand_lo = (double*)calloc((size_t)(3 * n), sizeof(double));
+  L->rand_lo = (double*)calloc((size_t)(2 * n), sizeof(double));  // lo, then hi
   L->rand_count = (int*)calloc((size_t)n, sizeof(int));
   if (!L->rand_names || !L->rand_lo || !L->rand_count) {
     return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
