@@ -14,9 +14,14 @@
 #   hopper   models/hopper.xml with its task and tools/mpc/hopper_ice.plant: the floor's (and the
 #            foot's) sliding friction 0.9 -> 0.2 at 1.5 s; adapts both from every joint
 #            encoder and velocity; 4 s, scored from 1.5 s on
+#   cheetah  tools/mpc/cheetah_ice.xml (models/cheetah.xml, the floor's friction the contact's)
+#            with tools/mpc/cheetah_stop.task (walk to a mark 1 m ahead, stand there level) and
+#            tools/mpc/cheetah_ice.plant: the floor turns to ice on the way (0.4 -> 0.05 at
+#            0.5 s); adapts geom:floor:friction[0] from every joint encoder and velocity; 4 s,
+#            scored from 0.5 s on
 # Every run: iLQR, 2 iterations per control step (--iterations: reproducible on a loaded machine,
-# whatever the wall time), seed 1.
-#   scripts/adapt_eval.sh [BUILD_DIR] [CASE...]       (default build, arm hopper)
+# whatever the wall time), seed 1 (or $SEED: SEED=2 scripts/adapt_eval.sh cheetah).
+#   scripts/adapt_eval.sh [BUILD_DIR] [CASE...]       (default build, arm hopper cheetah)
 # Output in out/adapt_eval/: CASE_MODEL.json (mjdiff-mpc --out), table.md (the README's table),
 # track_CASE.dat, cost_CASE.dat and adapt.png (parameter tracking and running cost).
 set -euo pipefail
@@ -26,15 +31,15 @@ build="$root/build"
 cases=()
 for a in "$@"; do
   case $a in
-    arm|hopper) cases+=("$a") ;;
-    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    arm|hopper|cheetah) cases+=("$a") ;;
+    -h|--help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) if [[ -d $a ]]; then build="$(cd "$a" && pwd)"; else
-         echo "adapt_eval.sh: unknown argument '$a' (cases: arm hopper, or a build directory)" >&2
+         echo "adapt_eval.sh: unknown argument '$a' (cases: arm hopper cheetah, or a build directory)" >&2
          exit 2
        fi ;;
   esac
 done
-((${#cases[@]})) || cases=(arm hopper)
+((${#cases[@]})) || cases=(arm hopper cheetah)
 mpc="$build/tools/mjdiff-mpc"
 [[ -x $mpc ]] || { echo "adapt_eval.sh: $mpc not built" >&2; exit 1; }
 out="$root/out/adapt_eval"
@@ -42,6 +47,8 @@ mkdir -p "$out"
 
 arm_sensors=$(printf 'joint%d_pos,' 1 2 3 4 5 6 7; printf 'joint%d_vel,' 1 2 3 4 5 6 7)
 hop_sensors=$(for j in rootx rootz rooty thigh leg foot; do printf '%s_pos,%s_vel,' "$j" "$j"; done)
+chee_sensors=$(for j in rootx rootz rooty bthigh bshin bfoot fthigh fshin ffoot; do
+  printf '%s_pos,%s_vel,' "$j" "$j"; done)
 
 for c in "${cases[@]}"; do
   if [[ $c == arm ]]; then
@@ -49,13 +56,18 @@ for c in "${cases[@]}"; do
           --plant "$root/tools/mpc/arm_box_payload.plant" --seconds 3 --score-after 1)
     params="body:link7:mass"
     adapt=(--adapt-sensors "${arm_sensors%,}" --adapt-sigma 0.002)
+  elif [[ $c == cheetah ]]; then
+    args=("$root/tools/mpc/cheetah_ice.xml" --task "$root/tools/mpc/cheetah_stop.task"
+          --plant "$root/tools/mpc/cheetah_ice.plant" --seconds 4 --score-after 0.5)
+    params="geom:floor:friction[0]"
+    adapt=(--adapt-sensors "${chee_sensors%,}" --adapt-sigma 0.002)
   else
     args=("$root/models/hopper.xml" --plant "$root/tools/mpc/hopper_ice.plant" --seconds 4
           --score-after 1.5)
     params="geom:floor:friction[0],geom:foot_geom:friction[0]"
     adapt=(--adapt-sensors "${hop_sensors%,}" --adapt-sigma 0.002)
   fi
-  common=(--planner ilqr --iterations 2 --seed 1 --quiet)
+  common=(--planner ilqr --iterations 2 --seed "${SEED:-1}" --quiet)
   echo "adapt_eval: $c fixed" >&2
   "$mpc" "${args[@]}" "${common[@]}" --out "$out/${c}_fixed.json" > "$out/${c}_fixed.txt" || true
   echo "adapt_eval: $c oracle" >&2
@@ -68,12 +80,12 @@ done
 
 # the table and the plot data
 python3 - "$out" "${cases[@]}" <<'EOF'
-import json, sys, os
+import json, sys, os, statistics
 out, cases = sys.argv[1], sys.argv[2:]
 rows = ["| scenario | cost after the change: fixed | oracle | adapting | adapting / oracle "
         "| fixed / oracle | parameter: nominal -> plant | estimate at the end | windows to "
-        "within 10% | fit ms |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+        "within 10% | median estimate after the change | fit ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
 for c in cases:
     r = {k: json.load(open(os.path.join(out, f"{c}_{k}.json"))) for k in ("fixed", "oracle", "adapt")}
     cost = {k: r[k]["metrics"].get("mean_cost_after") for k in r}
@@ -100,6 +112,10 @@ for c in cases:
                for k in idx[j:]):
             settle = str(j + 1)
             break
+    # the median estimate over the windows after the change (noisy estimates: the typical value)
+    med = "n/a"
+    if idx:
+        med = "; ".join(f"{statistics.median(est[k][i] for k in idx):.3g}" for i in range(len(names)))
     fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
     ratio = lambda x, y: "n/a" if x is None or y is None or y == 0 else f"{x / y:.2f}"
     fails = ", ".join(f"{k} {status[k]}" for k in status if status[k] != "ok")
@@ -107,7 +123,7 @@ for c in cases:
     final = "; ".join(f"{est[-1][i]:.3g}" for i in range(len(names))) if t else "n/a"
     rows.append(f"| {c}{' (' + fails + ')' if fails else ''} | {fmt(cost['fixed'])} | {fmt(cost['oracle'])} | "
                 f"{fmt(cost['adapt'])} | {ratio(cost['adapt'], cost['oracle'])} | "
-                f"{ratio(cost['fixed'], cost['oracle'])} | {params} | {final} | {settle} | "
+                f"{ratio(cost['fixed'], cost['oracle'])} | {params} | {final} | {settle} | {med} | "
                 f"{fmt(a.get('fit_ms'))} |")
 open(os.path.join(out, "table.md"), "w").write("\n".join(rows) + "\n")
 print("\n".join(rows))
