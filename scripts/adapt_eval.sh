@@ -14,7 +14,7 @@
 #   hopper   models/hopper.xml with its task and tools/mpc/hopper_ice.plant: the floor's (and the
 #            foot's) sliding friction 0.9 -> 0.2 at 1.5 s; adapts both from every joint
 #            encoder and velocity; 4 s, scored from 1.5 s on
-#   cheetah  tools/mpc/cheetah_ice.xml (models/cheetah.xml, the floor's friction the contact's)
+#   cheetah  models/cheetah.xml (its floor has contact priority: its friction is the contact's)
 #            with tools/mpc/cheetah_stop.task (walk to a mark 1 m ahead, stand there level) and
 #            tools/mpc/cheetah_ice.plant: the floor turns to ice on the way (0.4 -> 0.05 at
 #            0.5 s); adapts geom:floor:friction[0] from every joint encoder and velocity; 4 s,
@@ -57,7 +57,7 @@ for c in "${cases[@]}"; do
     params="body:link7:mass"
     adapt=(--adapt-sensors "${arm_sensors%,}" --adapt-sigma 0.002)
   elif [[ $c == cheetah ]]; then
-    args=("$root/tools/mpc/cheetah_ice.xml" --task "$root/tools/mpc/cheetah_stop.task"
+    args=("$root/models/cheetah.xml" --task "$root/tools/mpc/cheetah_stop.task"
           --plant "$root/tools/mpc/cheetah_ice.plant" --seconds 4 --score-after 0.5)
     params="geom:floor:friction[0]"
     adapt=(--adapt-sensors "${chee_sensors%,}" --adapt-sigma 0.002)

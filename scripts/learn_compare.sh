@@ -12,10 +12,14 @@
 # e.g.   scripts/learn_compare.sh /tmp/cmp models/reacher.xml models/reacher.task 150 \
 #          --goal 0:-0.14,0.14:-0.14,0.14:0.01,0.01 --start-noise 0.5 --batch 32
 # Environment: BUILD (default build), BUDGET_FACTOR (default 10), ES_ARGS, PPO_ARGS, APG_ARGS
-# (extra options per method, after the common ones), REUSE=1 (keep a method's finished run).
+# (extra options per method, after the common ones), REUSE=1 (keep a method's finished run),
+# IMPLICIT=1 (every method trains and evaluates the model's implicit variant, OUT/implicit.xml:
+# its mjdiff_* numerics removed and the implicit smooth step on, with its derived defaults, as
+# scripts/sysid_lib.sh's sysid_implicit_variant writes it; the variant sits in OUT, so a model
+# that names mesh or texture files by relative path needs its variant written beside it).
 set -euo pipefail
 if [ $# -lt 4 ]; then
-  sed -n 3,18p "$0" >&2
+  sed -n 3,19p "$0" >&2
   exit 2
 fi
 out=$1 model=$2 task=$3 iters=$4
@@ -24,6 +28,12 @@ build=${BUILD:-build}
 factor=${BUDGET_FACTOR:-10}
 learn="$build/tools/mjdiff-learn"
 mkdir -p "$out"
+if [ "${IMPLICIT:-0}" = 1 ]; then
+  # shellcheck source=scripts/sysid_lib.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/sysid_lib.sh"
+  sysid_implicit_variant "$model" "$out/implicit.xml"
+  model=$out/implicit.xml
+fi
 
 run() {  # NAME ARGS...
   local name=$1
