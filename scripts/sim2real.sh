@@ -46,7 +46,7 @@ case $model in
   reacher)
     task=$root/models/reacher.task
     common=(--goal 0:0.05,0.15:0.05,0.15:0.01,0.01 --start-noise 0.1)
-    train=(--batch 8)
+    train=(--batch 8 --lr 3e-3)
     fine_lr=1e-3
     iters=${iters:-150} fine=${fine:-60}
     cat > "$plant" <<'PLANT'
