@@ -46,9 +46,12 @@ out="$root/out/adapt_eval"
 mkdir -p "$out"
 
 arm_sensors=$(printf 'joint%d_pos,' 1 2 3 4 5 6 7; printf 'joint%d_vel,' 1 2 3 4 5 6 7)
-hop_sensors=$(for j in rootx rootz rooty thigh leg foot; do printf '%s_pos,%s_vel,' "$j" "$j"; done)
-chee_sensors=$(for j in rootx rootz rooty bthigh bshin bfoot fthigh fshin ffoot; do
-  printf '%s_pos,%s_vel,' "$j" "$j"; done)
+joint_sensors() {  # JOINT...: the encoder and velocity sensors of each joint, comma-separated
+  local j
+  for j in "$@"; do printf '%s_pos,%s_vel,' "$j" "$j"; done
+}
+hop_sensors=$(joint_sensors rootx rootz rooty thigh leg foot)
+chee_sensors=$(joint_sensors rootx rootz rooty bthigh bshin bfoot fthigh fshin ffoot)
 
 for c in "${cases[@]}"; do
   if [[ $c == arm ]]; then
