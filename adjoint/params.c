@@ -544,6 +544,14 @@ const char* mjdiff_paramName(const mjdiffParams* p, int i) {
   return p->names + p->nameadr[i];
 }
 
+int mjdiff_paramClass(const mjdiffParams* p, int i) {
+  if (!p || i < 0 || i >= p->n) return -1;
+  int kind = p->entry[i].kind;
+  if (kind == PK_SMOOTH || kind == PK_GEOM_SMOOTH) return MJDIFF_PARAM_SMOOTH;
+  if (PK_IS_DESIGN(kind)) return MJDIFF_PARAM_GEOMETRY;
+  return MJDIFF_PARAM_PHYSICAL;
+}
+
 //---------------------------------- values --------------------------------------------------------
 
 static int sameSizes(const mjModel* m, const mjdiffParams* p) {

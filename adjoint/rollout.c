@@ -7,6 +7,10 @@
 //               (a_x, a_u, a_p) = [A_t B_t P_t]' lambda_{t+1} + [C_t D_t Q_t]' dl/ds_t
 //               g_u = a_u + dl/du_t;  policy: a_x += pi_x' g_u, g_theta += pi_theta' g_u
 //               g_p += a_p;  lambda_t = a_x + dl/dx_t
+//   decay a in (0, 1) (mjdiffRolloutGrad.decay): lambda_{t+1} <- a lambda_{t+1} before step t's
+//               VJP (every product of step t: A, B, P, the readings' C, D, Q are at x_t and so
+//               not scaled), the exact adjoint of x_{t+1} = a f(x_t, u_t) + (1 - a) sg(f), whose
+//               values are f's: g_u_t = dl/du_t + sum_{k>t} a^(k-t) (d l_k / d u_t)
 //   x_T's readings s_T (forward pass at x_T with u_{T-1} held) and the step-wise losses l_T:
 //               lambda_T += C_T' dl/ds_T + dl_T/dx_T,  g_u_{T-1} += D_T' dl/ds_T,
 //               g_p += Q_T' dl/ds_T
@@ -397,6 +401,11 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "grad_theta is needed with a policy that has parameters");
   }
+  if (!(g->decay >= 0 && g->decay <= 1)) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
+                        "gradient decay %g is outside [0, 1] (0: none)", (double)g->decay);
+  }
+  mjtNum decay = g->decay > 0 ? g->decay : 1;
   int nforce = r->force ? r->force->nparam : 0, nv = m->nv;
   if (nforce > 0 && !g->grad_force) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
@@ -492,6 +501,7 @@ mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffMod
                             : seg + 1 < nseg ? r->stored + (size_t)nx * (seg + 1)
                                              : NULL;
       mjdiff_stepDerivHint(r->w, xnext ? xnext + m->nq : NULL);
+      if (decay != 1) mju_scl(r->lambda, r->lambda, decay, ndx);
       st = mjdiff_stepVJP(m, d, s, r->w, r->lambda, r->ax, r->au, r->ap, err, errsz);
       if (st != MJDIFF_OK) return st;
       if (r->force) {

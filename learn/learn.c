@@ -277,23 +277,6 @@ static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffM
       return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': factors %g..%g (need "
                   "0 < lo <= hi)", name, lo, hi);
     }
-    // refused: smooth-model fields of one geom (setting one marks it explicit, which changes
-    // its pairs' combination rule: a factor of 1 would change the model) and geometry (the
-    // observation's kinematics run on the training model)
-    const char* field = strrchr(name, ':');
-    field = field ? field + 1 : name;
-    size_t flen = strcspn(field, "[");
-    static const char* const refused[] = {"contact_stiffness", "contact_damping", "contact_width",
-                                          "friction_speed", "spin_speed", "pos", "size", "scale",
-                                          "quat"};
-    for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++) {
-      if (flen == strlen(refused[r]) && !strncmp(field, refused[r], flen)) {
-        return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s fields cannot "
-                    "be randomised (%s)", name, r < 5 ? "smooth-model" : "geometry",
-                    r < 5 ? "a value set on one geom replaces its pairs' combined law" :
-                            "the policy observes the training model's kinematics");
-      }
-    }
     L->rand_names[i] = (char*)malloc(strlen(name) + 1);
     if (!L->rand_names[i]) return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
     strcpy(L->rand_names[i], name);
@@ -303,6 +286,20 @@ static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffM
     char why[600];
     if (mjdiff_makeParams(m, s, &name, 1, &one, why, sizeof(why)) != MJDIFF_OK) {
       return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s", name, why);
+    }
+    // refused: smooth-model numerics (a factor of 1 would already change the model) and
+    // geometry (the observation's kinematics run on the training model)
+    for (int k = 0; k < mjdiff_paramCount(one); k++) {
+      int cls = mjdiff_paramClass(one, k);
+      if (cls == MJDIFF_PARAM_SMOOTH || cls == MJDIFF_PARAM_GEOMETRY) {
+        int smooth = cls == MJDIFF_PARAM_SMOOTH;
+        mjdiff_freeParams(one);
+        return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s parameters "
+                    "cannot be randomised (%s)", name, smooth ? "smooth-model" : "geometry",
+                    smooth ? "setting one replaces the value derived from the MJCF, or a geom's "
+                             "pairs' combined law: a factor of 1 would change the model" :
+                             "the policy observes the training model's kinematics");
+      }
     }
     L->rand_count[i] = mjdiff_paramCount(one);
     L->nrand_values += L->rand_count[i];
@@ -436,6 +433,10 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
   }
   if (!(opt->start_noise >= 0) || !(opt->vel_noise >= 0)) {
     return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: start noise must be >= 0");
+  }
+  if (!(opt->grad_decay >= 0 && opt->grad_decay <= 1)) {
+    return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: grad_decay %g is outside [0, 1]",
+                opt->grad_decay);
   }
   if (opt->goal_term >= 0) {
     double p[3];
@@ -877,6 +878,7 @@ static mjdiffStatus gradItem(worker* w, int b, double* J, int* succ, double* gra
   g.step_loss = &sl;
   g.loss = &loss;
   g.grad_theta = grad;
+  g.decay = L->opt.grad_decay;
   st = mjdiff_rolloutGradient(m, d, s, r, &g, w->err, sizeof(w->err));
   if (st == MJDIFF_OK) st = netStatus(w);
   *J = loss;

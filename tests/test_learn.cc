@@ -474,6 +474,48 @@ TEST(Learn, PolicyGradientWithActionNoiseMatchesFiniteDifferences) {
   }
 }
 
+// grad_decay: 1 is the exact gradient bit for bit; 0.5 leaves the objective's value and changes
+// its gradient (the sweep's recursion itself: Rollout.GradientDecayIsTheScaledAdjointRecursion),
+// the same at 1 and 3 threads; outside [0, 1] the learner is refused, naming the value
+TEST(Learn, GradDecayReachesTheSweep) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  int n = mjdiff_mlpParamCount(p.net);
+  std::vector<double> g0(n), g1(n), gh(n), gh3(n);
+  mjdiffLearner* L = makeLearner(&p, 2);
+  double J0 = objective(L, p.net, 3, g0.data());
+  mjdiff_freeLearner(L);
+  p.opt.grad_decay = 1;
+  L = makeLearner(&p, 2);
+  double J1 = objective(L, p.net, 3, g1.data());
+  mjdiff_freeLearner(L);
+  p.opt.grad_decay = 0.5;
+  L = makeLearner(&p, 1);
+  double Jh = objective(L, p.net, 3, gh.data());
+  mjdiff_freeLearner(L);
+  L = makeLearner(&p, 3);
+  objective(L, p.net, 3, gh3.data());
+  mjdiff_freeLearner(L);
+  EXPECT_EQ(J0, J1);
+  EXPECT_EQ(g0, g1);
+  EXPECT_EQ(J0, Jh);
+  EXPECT_EQ(gh, gh3);
+  double num = 0, den = 0;
+  for (int i = 0; i < n; i++) {
+    num += (gh[i] - g0[i]) * (gh[i] - g0[i]);
+    den += g0[i] * g0[i];
+  }
+  EXPECT_GT(std::sqrt(num / den), 1e-3) << "the decay did not reach the sweep";
+  char err[1000] = "";
+  mjdiffLearner* bad = nullptr;
+  p.opt.grad_decay = 1.5;
+  EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, nullptr, p.task, &p.opt, p.net, 1, &bad, err,
+                               sizeof(err)), MJDIFF_ERR_VALUE);
+  EXPECT_NE(std::string(err).find("grad_decay 1.5"), std::string::npos) << err;
+  EXPECT_EQ(bad, nullptr);
+}
+
 TEST(Learn, ForwardOnlyObjectiveEqualsGradientPath) {
   for (int which = 0; which < 2; which++) {
     Problem p;
@@ -717,13 +759,24 @@ TEST(Learn, DomainRandomisation) {
   EXPECT_EQ(L, nullptr);
   // refused: a geom's smooth-model field (review: at a factor of 1 it changed the objective, the
   // value set on one geom replacing its pairs' combined law) and geometry
-  const char* refused[] = {"geom:puck:contact_stiffness", "geom:puck:size[0]", "body:puck:pos"};
+  const char* refused[] = {"geom:puck:contact_stiffness", "geom:puck:size[0]", "geom:puck:pos",
+                           "geom:*:friction_speed"};
   p.opt.random_lo = blo;
   for (const char* r : refused) {
     p.opt.random_names = &r;
     EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
               MJDIFF_ERR_VALUE) << r;
     EXPECT_NE(std::string(err).find("cannot be randomised"), std::string::npos) << err;
+    EXPECT_EQ(L, nullptr);
+  }
+  // refused by the selection itself, named: a free body's position (the state), a model-wide
+  // value the model derives per element
+  const char* unselectable[] = {"body:puck:pos", "mjdiff:limit_stiffness"};
+  for (const char* r : unselectable) {
+    p.opt.random_names = &r;
+    EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+              MJDIFF_ERR_VALUE) << r;
+    EXPECT_NE(std::string(err).find(r), std::string::npos) << err;
     EXPECT_EQ(L, nullptr);
   }
 #if mjVERSION_HEADER < 3000000

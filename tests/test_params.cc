@@ -678,6 +678,36 @@ TEST_F(ParamNames, ExpandedNames) {
   for (int i = 0; i < (int)expect.size(); i++) EXPECT_EQ(expect[i], mjdiff_paramName(Q.p, i));
 }
 
+// each field's class: what setting it changes (the learner's randomisation refuses the last two)
+TEST_F(ParamNames, Classes) {
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  Params P;
+  std::string msg;
+  ASSERT_EQ(make({"body:torso:mass", "joint:root:damping[0]", "geom:floor:friction[0]",
+                  "option:gravity[2]", "option:density", "actuator:right_knee:gear",
+                  "mjdiff:contact_stiffness", "geom:torso:contact_damping", "geom:torso:size[0]",
+                  "body:lower_waist:pos[2]", "body:pelvis:scale",
+                  "joint:right_knee:pos[0]", "geom:head:pos[1]"},
+                 &P, &msg),
+            MJDIFF_OK) << msg;
+  int n = mjdiff_paramCount(P.p);
+  ASSERT_GE(n, 13);
+  for (int i = 0; i < n; i++) {
+    std::string name = mjdiff_paramName(P.p, i);
+    int expect = MJDIFF_PARAM_PHYSICAL;
+    if (name.rfind("mjdiff:", 0) == 0 || name.find(":contact_") != std::string::npos) {
+      expect = MJDIFF_PARAM_SMOOTH;
+    } else if (name.find(":size") != std::string::npos || name.find(":pos") != std::string::npos ||
+               name.find(":scale") != std::string::npos) {
+      expect = MJDIFF_PARAM_GEOMETRY;
+    }
+    EXPECT_EQ(mjdiff_paramClass(P.p, i), expect) << name;
+  }
+  EXPECT_EQ(mjdiff_paramClass(P.p, -1), -1);
+  EXPECT_EQ(mjdiff_paramClass(P.p, n), -1);
+  EXPECT_EQ(mjdiff_paramClass(nullptr, 0), -1);
+}
+
 TEST_F(ParamNames, PatternsAndDuplicates) {
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;

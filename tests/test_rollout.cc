@@ -449,6 +449,107 @@ TEST(Rollout, PolicyParameterGradient) {
   EXPECT_NEAR(analytic, fd, 1e-5 * std::fabs(fd)) << "policy gradient";
 }
 
+// mjdiffRolloutGrad.decay a: the sweep's products equal the recursion written out with the step
+// Jacobians, lambda_t = A_t' (a lambda_{t+1}) + pi_x' g_u_t + dl/dx_t, g_u_t = B_t' (a
+// lambda_{t+1}) + dl/du_t, on the arm with a feedback policy (the box in the pusher's reach)
+TEST(Rollout, GradientDecayIsTheScaledAdjointRecursion) {
+  Problem P(shim_modelPath("arm_box.xml"), 40, 50, 11);
+  ASSERT_TRUE(P.ok) << P.sim.err;
+  const mjModel* m = P.sim.m;
+  mjData* d = P.sim.d;
+  int T = P.T, nx = P.nx, ndx = P.ndx, nu = P.nu, ntheta = ndx * nu + nu;
+  std::vector<mjtNum> theta(ntheta);
+  unsigned long long seed = 5;
+  for (auto& v : theta) v = 0.02 * (uniform(&seed) - 0.5);
+  Linear lin = {&P};
+  mjdiffPolicy policy = {ntheta, &lin, linearAct, linearVJP};
+  char err[300];
+  mjdiffRollout* r = nullptr;
+  ASSERT_EQ(mjdiff_makeRollout(m, P.sim.s, nullptr, T, nullptr, &r, err, sizeof(err)), MJDIFF_OK)
+      << err;
+  P.setStart(d, nullptr);
+  std::vector<mjtNum> states((size_t)(T + 1) * nx), u((size_t)T * nu);
+  ASSERT_EQ(mjdiff_rolloutForward(m, d, P.sim.s, r, nullptr, &policy, theta.data(), states.data(),
+                                  nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+  for (int t = 0; t < T; t++) {
+    mjdiff_setState(m, d, states.data() + (size_t)nx * t);
+    linearAct(m, d, theta.data(), &lin, u.data() + (size_t)nu * t);
+  }
+  std::vector<mjtNum> dLdx((size_t)(T + 1) * ndx), dLdu(u.size());
+  P.loss(states, u.data(), dLdx.data(), dLdu.data());
+
+  auto sweep = [&](double a, std::vector<mjtNum>* th, std::vector<mjtNum>* x0,
+                   std::vector<mjtNum>* gu) {
+    th->assign(ntheta, 0);
+    x0->assign(ndx, 0);
+    gu->assign(u.size(), 0);
+    mjdiffRolloutGrad g;
+    mjdiff_defaultRolloutGrad(&g);
+    g.dLdx = dLdx.data();
+    g.dLdu = dLdu.data();
+    g.grad_theta = th->data();
+    g.grad_x0 = x0->data();
+    g.grad_ctrl = gu->data();
+    g.decay = a;
+    return mjdiff_rolloutGradient(m, d, P.sim.s, r, &g, err, sizeof(err));
+  };
+  const double a = 0.6;
+  std::vector<mjtNum> th, x0, gu, th1, x01, gu1, th0, x00, gu0;
+  ASSERT_EQ(sweep(a, &th, &x0, &gu), MJDIFF_OK) << err;
+
+  // the recursion with the step Jacobians
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, P.sim.s, nullptr, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> A((size_t)ndx * ndx), B((size_t)ndx * nu), lam(ndx), ax(ndx), g(nu);
+  std::vector<mjtNum> rth(ntheta, 0), rgu(u.size());
+  for (int i = 0; i < ndx; i++) lam[i] = dLdx[(size_t)ndx * T + i];
+  for (int t = T - 1; t >= 0; t--) {
+    mjdiff_setState(m, d, states.data() + (size_t)nx * t);
+    mju_copy(d->ctrl, u.data() + (size_t)nu * t, nu);
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, P.sim.s, w, A.data(), B.data(), nullptr, err, sizeof(err)),
+              MJDIFF_OK) << err;
+    for (int j = 0; j < ndx; j++) {
+      ax[j] = 0;
+      for (int i = 0; i < ndx; i++) ax[j] += A[(size_t)ndx * i + j] * a * lam[i];
+    }
+    for (int k = 0; k < nu; k++) {
+      g[k] = dLdu[(size_t)nu * t + k];
+      for (int i = 0; i < ndx; i++) g[k] += B[(size_t)nu * i + k] * a * lam[i];
+      rgu[(size_t)nu * t + k] = g[k];
+    }
+    mjdiff_setState(m, d, states.data() + (size_t)nx * t);
+    linearVJP(m, d, theta.data(), &lin, g.data(), ax.data(), rth.data());
+    for (int i = 0; i < ndx; i++) lam[i] = ax[i] + dLdx[(size_t)ndx * t + i];
+  }
+  mjdiff_freeStepDeriv(w);
+  auto relErr = [](const std::vector<mjtNum>& x, const std::vector<mjtNum>& y) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); i++) {
+      num += (x[i] - y[i]) * (x[i] - y[i]);
+      den += y[i] * y[i];
+    }
+    return std::sqrt(num / (den > 0 ? den : 1));
+  };
+  EXPECT_LT(relErr(th, rth), 1e-8) << "grad_theta";
+  EXPECT_LT(relErr(x0, lam), 1e-8) << "grad_x0";
+  EXPECT_LT(relErr(gu, rgu), 1e-8) << "grad_ctrl";
+
+  // 1 and 0 are the exact sweep, bit for bit; the decayed gradient differs from it
+  ASSERT_EQ(sweep(1, &th1, &x01, &gu1), MJDIFF_OK) << err;
+  ASSERT_EQ(sweep(0, &th0, &x00, &gu0), MJDIFF_OK) << err;
+  EXPECT_EQ(th1, th0);
+  EXPECT_EQ(x01, x00);
+  EXPECT_GT(relErr(th, th0), 1e-2) << "the decay changed nothing";
+  EXPECT_GT(relErr(x0, x00), 1e-2) << "the decay changed nothing";
+
+  // outside [0, 1]: refused, by value
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    EXPECT_EQ(sweep(bad, &th1, &x01, &gu1), MJDIFF_ERR_ARGUMENT) << bad;
+    EXPECT_NE(std::strstr(err, "decay"), nullptr) << err;
+  }
+  mjdiff_freeRollout(r);
+}
+
 // gradient of the rollout loss in model parameters and, optionally, a sensor loss
 struct ParamRun {
   double L = 0;

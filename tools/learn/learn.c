@@ -60,6 +60,8 @@ static void usage(FILE* f) {
           "  --critic-lr LR         shac: the critic's Adam rate (default 1e-3)\n"
           "  --action-noise S       apg, shac (and es): Gaussian noise of std S on the network's\n"
           "                         output before the squashing in training rollouts (default 0)\n"
+          "  --grad-decay A         apg, shac: scale the state adjoint by A in (0, 1] at each step\n"
+          "                         back (a biased gradient for long chaotic rollouts; default exact)\n"
           "  --net SPEC             policy network (nn/ spec: mlp:W1,W2[:ACT] or linear; default mlp:64,64)\n"
           "  --init WEIGHTS.npz     start from these weights (shape must match)\n"
           "  --iters N              iterations (default 200)\n"
@@ -109,7 +111,7 @@ typedef struct args_ {
   int method;
   const char* net;
   long iters, batch, threads, eval_batch, eval_every, es_dirs, short_steps;
-  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr, action_noise;
+  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr, action_noise, grad_decay;
   unsigned long long seed;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
   int skip_failed;
@@ -179,6 +181,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->gamma = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO | TOOL_OPEN_HI, "in (0, 1)");
     } else if (!strcmp(o, "--action-noise")) {
       a->action_noise = tool_doubleOption(TOOL, argc, argv, &i, 0, 100, 0, "in [0, 100]");
+    } else if (!strcmp(o, "--grad-decay")) {
+      a->grad_decay = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "in (0, 1]");
     } else if (!strcmp(o, "--critic-lr")) {
       a->critic_lr = tool_doubleOption(TOOL, argc, argv, &i, 0, 10, TOOL_OPEN_LO, "in (0, 10]");
     } else if (!strcmp(o, "--net")) {
@@ -325,6 +329,7 @@ static int setupProblem(const args* a, problem* p) {
   if (a->method == M_SHAC) p->opt.horizon = (int)a->short_steps;
   p->opt.skip_failed = a->skip_failed;
   p->opt.action_noise = a->action_noise;
+  p->opt.grad_decay = a->grad_decay;
   p->opt.nrandom = a->nrandom;
   p->opt.random_names = a->random_names;
   p->opt.random_lo = a->random_lo;

@@ -130,6 +130,23 @@ MJDIFF_API int mjdiff_paramCount(const mjdiffParams* p);
 // NULL if i is out of range. Valid while p lives.
 MJDIFF_API const char* mjdiff_paramName(const mjdiffParams* p, int i);
 
+// What setting a parameter changes, for tools that perturb values (domain randomisation,
+// design): mjdiff_paramClass.
+typedef enum mjdiffParamClass_ {
+  MJDIFF_PARAM_PHYSICAL = 0,   // a value of mjModel the dynamics read as it is (masses, inertias,
+                               // damping, friction, gains, gravity, fluid values ...)
+  MJDIFF_PARAM_SMOOTH,         // a smooth-model numeric, model-wide (mjdiff:*) or of one geom
+                               // (geom:*:contact_* ...): setting one replaces the value derived
+                               // from the MJCF or, on one geom, its pairs' combined law, so that
+                               // even its own value changes the model
+  MJDIFF_PARAM_GEOMETRY        // positions, sizes, scales: they move the kinematics and the
+                               // contact geometry, and may recompute inertials
+} mjdiffParamClass;
+
+// Class of parameter i (0 <= i < np), or -1 if i is out of range.
+// Nullable: p (-1).
+MJDIFF_API int mjdiff_paramClass(const mjdiffParams* p, int i);
+
 // Index of the first parameter named name, or -1: an expanded name ("geom:table:friction[0]")
 // or a name as given to mjdiff_makeParams without an index ("geom:table:friction" expands to
 // three parameters, [0] sliding, [1] torsional, [2] rolling: its first is returned). Patterns with

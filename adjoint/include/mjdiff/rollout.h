@@ -148,6 +148,13 @@ typedef struct mjdiffRolloutGrad_ {
                                // u_{T-1}; their control derivative goes to u_{T-1})
   const mjdiffTerms* terms;    // loss terms, evaluated at their steps only
   const mjdiffStepLoss* step_loss;  // a loss callback, at its active steps only
+  mjtNum decay;                // 0 (or 1): the exact gradient. In (0, 1): the adjoint carried
+                               // back through each step is scaled by decay, the gradient of the
+                               // rollout with x_{t+1} = decay f(x_t, u_t) + (1 - decay) sg(f)
+                               // (sg: held constant), so that a loss at step t reaches inputs k
+                               // steps earlier weighted by decay^k. Not the loss's derivative
+                               // (biased towards short-term effects); it tames the gradients of
+                               // long rollouts through chaotic dynamics. Outside [0, 1]: refused
   // outputs
   mjtNum* loss;                // (1) value of terms + step_loss (the dense inputs carry no value)
   mjtNum* grad_x0;             // (2nv+na) dL/dx_0, tangent layout

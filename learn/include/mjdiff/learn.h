@@ -80,6 +80,13 @@ typedef struct mjdiffLearnOptions_ {
                                // the objective averaged over nearby trajectories, whose gradient
                                // reaches states the deterministic policy does not visit.
                                // mjdiff_learnEvaluate and PPO's sampling never add it (default 0)
+  double grad_decay;           // gradients with a policy (mjdiff_learnObjective, -Many, -Short):
+                               // 0 (default): exact; in (0, 1): the state adjoint carried back
+                               // through each step is scaled by grad_decay
+                               // (mjdiffRolloutGrad.decay), so that a cost reaches the actions k
+                               // steps before it weighted by grad_decay^k: a biased gradient that
+                               // stays usable over long horizons through chaotic dynamics, where
+                               // the exact one explodes
   int nrandom;                 // domain randomisation: model parameters drawn anew for each
                                // training rollout (mjdiff_learnObjective, -Short, -Many,
                                // mjdiff_learnSampleRollouts; never mjdiff_learnEvaluate). Name i
