@@ -547,7 +547,8 @@ const char* mjdiff_paramName(const mjdiffParams* p, int i) {
 int mjdiff_paramClass(const mjdiffParams* p, int i) {
   if (!p || i < 0 || i >= p->n) return -1;
   int kind = p->entry[i].kind;
-  if (kind == PK_SMOOTH || kind == PK_GEOM_SMOOTH) return MJDIFF_PARAM_SMOOTH;
+  if (kind == PK_SMOOTH) return MJDIFF_PARAM_SMOOTH;
+  if (kind == PK_GEOM_SMOOTH) return MJDIFF_PARAM_SMOOTH_GEOM;
   if (PK_IS_DESIGN(kind)) return MJDIFF_PARAM_GEOMETRY;
   return MJDIFF_PARAM_PHYSICAL;
 }

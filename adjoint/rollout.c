@@ -8,9 +8,11 @@
 //               g_u = a_u + dl/du_t;  policy: a_x += pi_x' g_u, g_theta += pi_theta' g_u
 //               g_p += a_p;  lambda_t = a_x + dl/dx_t
 //   decay a in (0, 1) (mjdiffRolloutGrad.decay): lambda_{t+1} <- a lambda_{t+1} before step t's
-//               VJP (every product of step t: A, B, P, the readings' C, D, Q are at x_t and so
-//               not scaled), the exact adjoint of x_{t+1} = a f(x_t, u_t) + (1 - a) sg(f), whose
-//               values are f's: g_u_t = dl/du_t + sum_{k>t} a^(k-t) (d l_k / d u_t)
+//               VJP, so that A_t, B_t, P_t (and the step's applied-force adjoint) act on the
+//               scaled adjoint, while what depends on x_t directly is not scaled: the readings
+//               at x_t (C_t, D_t, Q_t), the step-wise losses at t and the policy's VJP at x_t.
+//               The exact adjoint of x_{t+1} = a f(x_t, u_t) + (1 - a) sg(f) (sg held constant),
+//               whose values are f's; open loop, g_u_t = dl/du_t + sum_{k>t} a^(k-t) dl_k/du_t
 //   x_T's readings s_T (forward pass at x_T with u_{T-1} held) and the step-wise losses l_T:
 //               lambda_T += C_T' dl/ds_T + dl_T/dx_T,  g_u_{T-1} += D_T' dl/ds_T,
 //               g_p += Q_T' dl/ds_T

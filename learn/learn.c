@@ -287,18 +287,18 @@ static mjdiffStatus randomised(mjdiffLearner* L, const mjModel* m, const mjdiffM
     if (mjdiff_makeParams(m, s, &name, 1, &one, why, sizeof(why)) != MJDIFF_OK) {
       return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s", name, why);
     }
-    // refused: smooth-model numerics (a factor of 1 would already change the model) and
-    // geometry (the observation's kinematics run on the training model)
+    // refused: a geom's smooth-model numerics (setting one, even to its own value, replaces its
+    // pairs' combined law) and geometry (the observation's kinematics run on the training model)
     for (int k = 0; k < mjdiff_paramCount(one); k++) {
       int cls = mjdiff_paramClass(one, k);
-      if (cls == MJDIFF_PARAM_SMOOTH || cls == MJDIFF_PARAM_GEOMETRY) {
-        int smooth = cls == MJDIFF_PARAM_SMOOTH;
+      if (cls == MJDIFF_PARAM_SMOOTH_GEOM || cls == MJDIFF_PARAM_GEOMETRY) {
+        int smooth = cls == MJDIFF_PARAM_SMOOTH_GEOM;
         mjdiff_freeParams(one);
         return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: randomised '%s': %s parameters "
-                    "cannot be randomised (%s)", name, smooth ? "smooth-model" : "geometry",
-                    smooth ? "setting one replaces the value derived from the MJCF, or a geom's "
-                             "pairs' combined law: a factor of 1 would change the model" :
-                             "the policy observes the training model's kinematics");
+                    "cannot be randomised (%s)", name, smooth ? "a geom's smooth-model" :
+                    "geometry", smooth ? "a value set on one geom replaces its pairs' combined "
+                    "law: a factor of 1 would change the model" :
+                    "the policy observes the training model's kinematics");
       }
     }
     L->rand_count[i] = mjdiff_paramCount(one);

@@ -761,7 +761,7 @@ TEST(Learn, DomainRandomisation) {
   // value set on one geom replacing its pairs' combined law) and geometry
   const char* refused[] = {"geom:puck:contact_stiffness", "geom:*:friction_speed",
 #if mjVERSION_HEADER < 3000000
-                           "site:puck_center:pos"
+                           "site:puck_center:pos", "geom:puck:size[0]", "geom:puck:pos"
 #endif
   };
   p.opt.random_lo = blo;
@@ -773,12 +773,11 @@ TEST(Learn, DomainRandomisation) {
     EXPECT_EQ(L, nullptr);
   }
   // refused by the selection itself, named: a free body's position (the state), a model-wide
-  // value the model derives per element; the puck's geometry (the learner's class check on 2.2;
-  // on 3.x the selection refuses it first: MuJoCo 3 compiles the puck as a simple body)
-  const char* unselectable[] = {"body:puck:pos", "mjdiff:limit_stiffness", "geom:puck:size[0]",
-                                "geom:puck:pos",
+  // value the model derives per element; on 3.x the puck's geometry (MuJoCo 3 compiles the puck
+  // as a simple body)
+  const char* unselectable[] = {"body:puck:pos", "mjdiff:limit_stiffness",
 #if mjVERSION_HEADER >= 3000000
-                                "site:puck_center:pos"  // the puck is a simple body on 3.x
+                                "site:puck_center:pos", "geom:puck:size[0]", "geom:puck:pos"
 #endif
   };
   for (const char* r : unselectable) {
@@ -787,6 +786,29 @@ TEST(Learn, DomainRandomisation) {
               MJDIFF_ERR_VALUE) << r;
     EXPECT_NE(std::string(err).find(r), std::string::npos) << err;
     EXPECT_EQ(L, nullptr);
+  }
+  // a model-wide value the MJCF sets (mjdiff_contact_stiffness) is randomised like any other: a
+  // one-point range of 1 leaves objective and gradient bit for bit those without randomisation
+  {
+    const char* wide[] = {"mjdiff:contact_stiffness"};
+    double one[] = {1};
+    mjdiffLearnOptions o = p.opt;
+    o.nrandom = 1;
+    o.random_names = wide;
+    o.random_lo = one;
+    o.random_hi = one;
+    mjdiffLearnOptions plain1 = p.opt;
+    plain1.nrandom = 0;
+    mjdiffLearner *Lw = nullptr, *Lp = nullptr;
+    ASSERT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &o, p.net, 2, &Lw, err, sizeof(err)),
+              MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &plain1, p.net, 2, &Lp, err,
+                                 sizeof(err)), MJDIFF_OK) << err;
+    std::vector<double> gw(n), gp(n);
+    EXPECT_EQ(objective(Lw, p.net, 3, gw.data()), objective(Lp, p.net, 3, gp.data()));
+    EXPECT_EQ(gw, gp);
+    mjdiff_freeLearner(Lw);
+    mjdiff_freeLearner(Lp);
   }
 #if mjVERSION_HEADER < 3000000
   // refused: an attached model (its copies would carry the adapter's disable flags)

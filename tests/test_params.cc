@@ -687,16 +687,19 @@ TEST_F(ParamNames, Classes) {
                   "option:gravity[2]", "option:density", "actuator:right_knee:gear",
                   "mjdiff:contact_stiffness", "geom:torso:contact_damping", "geom:torso:size[0]",
                   "body:lower_waist:pos[2]", "body:pelvis:scale",
-                  "joint:right_knee:pos[0]", "geom:head:pos[1]"},
+                  "joint:right_knee:pos[0]", "geom:head:pos[1]",
+                  "body:torso:ipos[0]"},
                  &P, &msg),
             MJDIFF_OK) << msg;
   int n = mjdiff_paramCount(P.p);
-  ASSERT_GE(n, 13);
+  ASSERT_GE(n, 14);
   for (int i = 0; i < n; i++) {
     std::string name = mjdiff_paramName(P.p, i);
     int expect = MJDIFF_PARAM_PHYSICAL;
-    if (name.rfind("mjdiff:", 0) == 0 || name.find(":contact_") != std::string::npos) {
+    if (name.rfind("mjdiff:", 0) == 0) {
       expect = MJDIFF_PARAM_SMOOTH;
+    } else if (name.find(":contact_") != std::string::npos) {
+      expect = MJDIFF_PARAM_SMOOTH_GEOM;
     } else if (name.find(":size") != std::string::npos || name.find(":pos") != std::string::npos ||
                name.find(":scale") != std::string::npos) {
       expect = MJDIFF_PARAM_GEOMETRY;

@@ -450,75 +450,147 @@ TEST(Rollout, PolicyParameterGradient) {
 }
 
 // mjdiffRolloutGrad.decay a: the sweep's products equal the recursion written out with the step
-// Jacobians, lambda_t = A_t' (a lambda_{t+1}) + pi_x' g_u_t + dl/dx_t, g_u_t = B_t' (a
-// lambda_{t+1}) + dl/du_t, on the arm with a feedback policy (the box in the pusher's reach)
+// and sensor Jacobians, the step's products acting on the scaled adjoint and what depends on x_t
+// directly (the readings at x_t, the policy) not scaled:
+//   lambda_T = dl/dx_T + C_T' dl/ds_T,  g_u_{T-1} gets D_T' dl/ds_T,  g_p = Q_T' dl/ds_T
+//   a_x = A_t' (a lambda_{t+1}) + C_t' dl/ds_t, a_u = B_t' (a lambda_{t+1}) + D_t' dl/ds_t,
+//   a_p = P_t' (a lambda_{t+1}) + Q_t' dl/ds_t,  g_u_t = a_u + dl/du_t,  a_x += pi_x' g_u_t,
+//   g_p += a_p,  lambda_t = a_x + dl/dx_t
+// on the arm with a feedback policy, state, control and sensor losses and two model parameters,
+// storing every state and checkpointing every 4th (bit for bit the same)
 TEST(Rollout, GradientDecayIsTheScaledAdjointRecursion) {
   Problem P(shim_modelPath("arm_box.xml"), 40, 50, 11);
   ASSERT_TRUE(P.ok) << P.sim.err;
   const mjModel* m = P.sim.m;
   mjData* d = P.sim.d;
-  int T = P.T, nx = P.nx, ndx = P.ndx, nu = P.nu, ntheta = ndx * nu + nu;
+  int T = P.T, nx = P.nx, ndx = P.ndx, nu = P.nu, ns = m->nsensordata, ntheta = ndx * nu + nu;
+  ASSERT_GT(ns, 0);
   std::vector<mjtNum> theta(ntheta);
   unsigned long long seed = 5;
   for (auto& v : theta) v = 0.02 * (uniform(&seed) - 0.5);
   Linear lin = {&P};
   mjdiffPolicy policy = {ntheta, &lin, linearAct, linearVJP};
   char err[300];
-  mjdiffRollout* r = nullptr;
-  ASSERT_EQ(mjdiff_makeRollout(m, P.sim.s, nullptr, T, nullptr, &r, err, sizeof(err)), MJDIFF_OK)
-      << err;
-  P.setStart(d, nullptr);
+  const char* names[] = {"body:box:mass", "geom:table:friction[0]"};
+  mjdiffParams* par = nullptr;
+  ASSERT_EQ(mjdiff_makeParams(m, P.sim.s, names, 2, &par, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(par);
+
+  // one recording per checkpoint stride
   std::vector<mjtNum> states((size_t)(T + 1) * nx), u((size_t)T * nu);
-  ASSERT_EQ(mjdiff_rolloutForward(m, d, P.sim.s, r, nullptr, &policy, theta.data(), states.data(),
-                                  nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+  auto record = [&](int stride) {
+    mjdiffRolloutOptions ro;
+    mjdiff_defaultRolloutOptions(&ro);
+    ro.checkpoint = stride;
+    mjdiffRollout* r = nullptr;
+    EXPECT_EQ(mjdiff_makeRollout(m, P.sim.s, par, T, &ro, &r, err, sizeof(err)), MJDIFF_OK)
+        << err;
+    P.setStart(d, nullptr);
+    EXPECT_EQ(mjdiff_rolloutForward(m, d, P.sim.s, r, nullptr, &policy, theta.data(),
+                                    states.data(), nullptr, err, sizeof(err)), MJDIFF_OK) << err;
+    return r;
+  };
+  mjdiffRollout* r1 = record(1);
+  mjdiffRollout* r4 = record(4);
+  ASSERT_NE(r1, nullptr);
+  ASSERT_NE(r4, nullptr);
   for (int t = 0; t < T; t++) {
     mjdiff_setState(m, d, states.data() + (size_t)nx * t);
     linearAct(m, d, theta.data(), &lin, u.data() + (size_t)nu * t);
   }
   std::vector<mjtNum> dLdx((size_t)(T + 1) * ndx), dLdu(u.size());
   P.loss(states, u.data(), dLdx.data(), dLdu.data());
+  // sensor losses on the readings with a derivative
+  std::vector<mjtNum> dLds((size_t)T * ns, 0), dLdsT(ns, 0);
+  std::vector<int> rowok(ns, 0);
+  for (int i = 0; i < m->nsensor; i++) {
+    if (!mjdiff_sensorSupported(m, i)) continue;
+    for (int k = 0; k < m->sensor_dim[i]; k++) rowok[m->sensor_adr[i] + k] = 1;
+  }
+  for (int j = 0; j < ns; j++) {
+    if (!rowok[j]) continue;
+    for (int t = 0; t < T; t++) dLds[(size_t)ns * t + j] = uniform(&seed) - 0.5;
+    dLdsT[j] = uniform(&seed) - 0.5;
+  }
 
-  auto sweep = [&](double a, std::vector<mjtNum>* th, std::vector<mjtNum>* x0,
-                   std::vector<mjtNum>* gu) {
-    th->assign(ntheta, 0);
-    x0->assign(ndx, 0);
-    gu->assign(u.size(), 0);
+  struct Out {
+    std::vector<mjtNum> th, x0, gu, gp;
+  };
+  auto sweep = [&](mjdiffRollout* r, double a, Out* o) {
+    o->th.assign(ntheta, 0);
+    o->x0.assign(ndx, 0);
+    o->gu.assign(u.size(), 0);
+    o->gp.assign(np, 0);
     mjdiffRolloutGrad g;
     mjdiff_defaultRolloutGrad(&g);
     g.dLdx = dLdx.data();
     g.dLdu = dLdu.data();
-    g.grad_theta = th->data();
-    g.grad_x0 = x0->data();
-    g.grad_ctrl = gu->data();
+    g.dLds = dLds.data();
+    g.dLds_T = dLdsT.data();
+    g.grad_theta = o->th.data();
+    g.grad_x0 = o->x0.data();
+    g.grad_ctrl = o->gu.data();
+    g.grad_param = o->gp.data();
     g.decay = a;
     return mjdiff_rolloutGradient(m, d, P.sim.s, r, &g, err, sizeof(err));
   };
   const double a = 0.6;
-  std::vector<mjtNum> th, x0, gu, th1, x01, gu1, th0, x00, gu0;
-  ASSERT_EQ(sweep(a, &th, &x0, &gu), MJDIFF_OK) << err;
+  Out dec, dec4, ex1, ex0, bad;
+  ASSERT_EQ(sweep(r1, a, &dec), MJDIFF_OK) << err;
+  ASSERT_EQ(sweep(r4, a, &dec4), MJDIFF_OK) << err;
 
-  // the recursion with the step Jacobians
+  // the recursion with the step and sensor Jacobians
   mjdiffStepDeriv* w = nullptr;
-  ASSERT_EQ(mjdiff_makeStepDeriv(m, P.sim.s, nullptr, &w, err, sizeof(err)), MJDIFF_OK) << err;
-  std::vector<mjtNum> A((size_t)ndx * ndx), B((size_t)ndx * nu), lam(ndx), ax(ndx), g(nu);
-  std::vector<mjtNum> rth(ntheta, 0), rgu(u.size());
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, P.sim.s, par, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  std::vector<mjtNum> A((size_t)ndx * ndx), B((size_t)ndx * nu), Pm((size_t)ndx * np);
+  std::vector<mjtNum> C((size_t)ns * ndx), D((size_t)ns * nu), Q((size_t)ns * np);
+  std::vector<mjtNum> lam(ndx), ax(ndx), au(nu), uT(nu, 0), rth(ntheta, 0), rgu(u.size());
+  std::vector<mjtNum> rgp(np, 0);
+  // readings at x_T, controls held at u_{T-1}
+  auto sensorsAt = [&](int t, const mjtNum* ctrl) {
+    mjdiff_setState(m, d, states.data() + (size_t)nx * t);
+    mju_copy(d->ctrl, ctrl, nu);
+    return mjdiff_sensorJacobian(m, d, P.sim.s, w, C.data(), D.data(), Q.data(), err,
+                                 sizeof(err));
+  };
+  // v += M' y over the rows with a derivative (M: ns x n)
+  auto addRowsT = [&](const std::vector<mjtNum>& M, int n, const mjtNum* y, mjtNum* v) {
+    for (int j = 0; j < ns; j++) {
+      if (!rowok[j]) continue;
+      for (int k = 0; k < n; k++) v[k] += M[(size_t)n * j + k] * y[j];
+    }
+  };
+  ASSERT_EQ(sensorsAt(T, u.data() + (size_t)nu * (T - 1)), MJDIFF_OK) << err;
   for (int i = 0; i < ndx; i++) lam[i] = dLdx[(size_t)ndx * T + i];
+  addRowsT(C, ndx, dLdsT.data(), lam.data());
+  addRowsT(D, nu, dLdsT.data(), uT.data());
+  addRowsT(Q, np, dLdsT.data(), rgp.data());
   for (int t = T - 1; t >= 0; t--) {
     mjdiff_setState(m, d, states.data() + (size_t)nx * t);
     mju_copy(d->ctrl, u.data() + (size_t)nu * t, nu);
-    ASSERT_EQ(mjdiff_stepJacobian(m, d, P.sim.s, w, A.data(), B.data(), nullptr, err, sizeof(err)),
-              MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, P.sim.s, w, A.data(), B.data(), Pm.data(), err,
+                                  sizeof(err)), MJDIFF_OK) << err;
     for (int j = 0; j < ndx; j++) {
       ax[j] = 0;
       for (int i = 0; i < ndx; i++) ax[j] += A[(size_t)ndx * i + j] * a * lam[i];
     }
     for (int k = 0; k < nu; k++) {
-      g[k] = dLdu[(size_t)nu * t + k];
-      for (int i = 0; i < ndx; i++) g[k] += B[(size_t)nu * i + k] * a * lam[i];
-      rgu[(size_t)nu * t + k] = g[k];
+      au[k] = 0;
+      for (int i = 0; i < ndx; i++) au[k] += B[(size_t)nu * i + k] * a * lam[i];
+    }
+    for (int k = 0; k < np; k++) {
+      for (int i = 0; i < ndx; i++) rgp[k] += Pm[(size_t)np * i + k] * a * lam[i];
+    }
+    ASSERT_EQ(sensorsAt(t, u.data() + (size_t)nu * t), MJDIFF_OK) << err;
+    const mjtNum* ls = dLds.data() + (size_t)ns * t;
+    addRowsT(C, ndx, ls, ax.data());
+    addRowsT(D, nu, ls, au.data());
+    addRowsT(Q, np, ls, rgp.data());
+    for (int k = 0; k < nu; k++) {
+      rgu[(size_t)nu * t + k] = au[k] + dLdu[(size_t)nu * t + k] + (t == T - 1 ? uT[k] : 0);
     }
     mjdiff_setState(m, d, states.data() + (size_t)nx * t);
-    linearVJP(m, d, theta.data(), &lin, g.data(), ax.data(), rth.data());
+    linearVJP(m, d, theta.data(), &lin, rgu.data() + (size_t)nu * t, ax.data(), rth.data());
     for (int i = 0; i < ndx; i++) lam[i] = ax[i] + dLdx[(size_t)ndx * t + i];
   }
   mjdiff_freeStepDeriv(w);
@@ -530,24 +602,34 @@ TEST(Rollout, GradientDecayIsTheScaledAdjointRecursion) {
     }
     return std::sqrt(num / (den > 0 ? den : 1));
   };
-  EXPECT_LT(relErr(th, rth), 1e-8) << "grad_theta";
-  EXPECT_LT(relErr(x0, lam), 1e-8) << "grad_x0";
-  EXPECT_LT(relErr(gu, rgu), 1e-8) << "grad_ctrl";
+  EXPECT_LT(relErr(dec.th, rth), 1e-8) << "grad_theta";
+  EXPECT_LT(relErr(dec.x0, lam), 1e-8) << "grad_x0";
+  EXPECT_LT(relErr(dec.gu, rgu), 1e-8) << "grad_ctrl";
+  EXPECT_LT(relErr(dec.gp, rgp), 1e-8) << "grad_param";
+  EXPECT_EQ(dec.th, dec4.th) << "checkpointing";
+  EXPECT_EQ(dec.x0, dec4.x0);
+  EXPECT_EQ(dec.gu, dec4.gu);
+  EXPECT_EQ(dec.gp, dec4.gp);
 
   // 1 and 0 are the exact sweep, bit for bit; the decayed gradient differs from it
-  ASSERT_EQ(sweep(1, &th1, &x01, &gu1), MJDIFF_OK) << err;
-  ASSERT_EQ(sweep(0, &th0, &x00, &gu0), MJDIFF_OK) << err;
-  EXPECT_EQ(th1, th0);
-  EXPECT_EQ(x01, x00);
-  EXPECT_GT(relErr(th, th0), 1e-2) << "the decay changed nothing";
-  EXPECT_GT(relErr(x0, x00), 1e-2) << "the decay changed nothing";
+  ASSERT_EQ(sweep(r1, 1, &ex1), MJDIFF_OK) << err;
+  ASSERT_EQ(sweep(r1, 0, &ex0), MJDIFF_OK) << err;
+  EXPECT_EQ(ex1.th, ex0.th);
+  EXPECT_EQ(ex1.x0, ex0.x0);
+  EXPECT_EQ(ex1.gu, ex0.gu);
+  EXPECT_EQ(ex1.gp, ex0.gp);
+  EXPECT_GT(relErr(dec.th, ex0.th), 1e-2) << "the decay changed nothing";
+  EXPECT_GT(relErr(dec.x0, ex0.x0), 1e-2) << "the decay changed nothing";
+  EXPECT_GT(relErr(dec.gp, ex0.gp), 1e-2) << "the decay changed nothing";
 
   // outside [0, 1]: refused, by value
-  for (double bad : {-0.1, 1.5, std::nan("")}) {
-    EXPECT_EQ(sweep(bad, &th1, &x01, &gu1), MJDIFF_ERR_ARGUMENT) << bad;
+  for (double v : {-0.1, 1.5, std::nan("")}) {
+    EXPECT_EQ(sweep(r1, v, &bad), MJDIFF_ERR_ARGUMENT) << v;
     EXPECT_NE(std::strstr(err, "decay"), nullptr) << err;
   }
-  mjdiff_freeRollout(r);
+  mjdiff_freeRollout(r1);
+  mjdiff_freeRollout(r4);
+  mjdiff_freeParams(par);
 }
 
 // gradient of the rollout loss in model parameters and, optionally, a sensor loss

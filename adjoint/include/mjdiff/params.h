@@ -135,10 +135,11 @@ MJDIFF_API const char* mjdiff_paramName(const mjdiffParams* p, int i);
 typedef enum mjdiffParamClass_ {
   MJDIFF_PARAM_PHYSICAL = 0,   // a value of mjModel the dynamics read as it is (masses, inertias,
                                // damping, friction, gains, gravity, fluid values ...)
-  MJDIFF_PARAM_SMOOTH,         // a smooth-model numeric, model-wide (mjdiff:*) or of one geom
-                               // (geom:*:contact_* ...): setting one replaces the value derived
-                               // from the MJCF or, on one geom, its pairs' combined law, so that
-                               // even its own value changes the model
+  MJDIFF_PARAM_SMOOTH,         // a model-wide smooth-model numeric (mjdiff:*; selectable only
+                               // where the model sets it rather than deriving it per element)
+  MJDIFF_PARAM_SMOOTH_GEOM,    // a smooth-model numeric of one geom (geom:*:contact_*,
+                               // friction_speed, spin_speed): setting one, even to its own value,
+                               // replaces its pairs' combined law with the geom's own value
   MJDIFF_PARAM_GEOMETRY        // positions, sizes, scales: they move the kinematics and the
                                // contact geometry, and may recompute inertials
 } mjdiffParamClass;

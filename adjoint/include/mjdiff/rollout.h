@@ -135,9 +135,9 @@ typedef struct mjdiffStepLoss_ {
 // Loss terms (<mjdiff/loss.h>).
 typedef struct mjdiffTerms_ mjdiffTerms;
 
-// Inputs and outputs of mjdiff_rolloutGradient. Fill with mjdiff_defaultRolloutGrad (every field
-// NULL), then set what you have and what you want: a NULL input is zero, a NULL output is not
-// computed. The loss is the sum of every input given.
+// Inputs and outputs of mjdiff_rolloutGradient. Fill with mjdiff_defaultRolloutGrad (every
+// pointer NULL, decay 0), then set what you have and what you want: a NULL input is zero, a NULL
+// output is not computed. The loss is the sum of every input given.
 typedef struct mjdiffRolloutGrad_ {
   // loss inputs (T: the rollout's horizon)
   const mjtNum* dLdx;          // ((T+1) x (2nv+na)) dense state gradients, tangent layout
@@ -148,13 +148,6 @@ typedef struct mjdiffRolloutGrad_ {
                                // u_{T-1}; their control derivative goes to u_{T-1})
   const mjdiffTerms* terms;    // loss terms, evaluated at their steps only
   const mjdiffStepLoss* step_loss;  // a loss callback, at its active steps only
-  mjtNum decay;                // 0 (or 1): the exact gradient. In (0, 1): the adjoint carried
-                               // back through each step is scaled by decay, the gradient of the
-                               // rollout with x_{t+1} = decay f(x_t, u_t) + (1 - decay) sg(f)
-                               // (sg: held constant), so that a loss at step t reaches inputs k
-                               // steps earlier weighted by decay^k. Not the loss's derivative
-                               // (biased towards short-term effects); it tames the gradients of
-                               // long rollouts through chaotic dynamics. Outside [0, 1]: refused
   // outputs
   mjtNum* loss;                // (1) value of terms + step_loss (the dense inputs carry no value)
   mjtNum* grad_x0;             // (2nv+na) dL/dx_0, tangent layout
@@ -163,17 +156,26 @@ typedef struct mjdiffRolloutGrad_ {
   mjtNum* grad_param;          // (np) model parameters of the rollout's selection
   mjtNum* grad_force;          // (nparam) parameters of the attached force model
                                // (mjdiff_rolloutSetForce); required with one that has them
+  // option (last, so that the pointers above keep their offsets)
+  mjtNum decay;                // 0 (or 1): the exact gradient. In (0, 1): the adjoint carried
+                               // back through each step is scaled by decay, the gradient of the
+                               // rollout with x_{t+1} = decay f(x_t, u_t) + (1 - decay) sg(f)
+                               // (sg: held constant), so that a loss at step t reaches inputs k
+                               // steps earlier weighted by decay^k. Not the loss's derivative
+                               // (biased towards short-term effects); it tames the gradients of
+                               // long rollouts through chaotic dynamics. Outside [0, 1]: refused
 } mjdiffRolloutGrad;
 
-// Every field NULL.
+// Every pointer NULL, decay 0 (the exact gradient).
 MJDIFF_API void mjdiff_defaultRolloutGrad(mjdiffRolloutGrad* g);
 
 // Backward sweep of the last forward rollout with the inputs and outputs in g. d is scratch; its
-// state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if g is NULL, no forward rollout was
-// recorded or the terms were made for another model, (MJDIFF_ERR_UNSUPPORTED) if a sensor
-// gradient weights a sensor without a derivative, and (MJDIFF_ERR_NONFINITE) if a step-wise loss
-// is not finite (err names the step). Units: a gradient of L is in the units of L per unit of
-// the variable (per m, rad, m/s, control unit, kg of a mass ...).
+// state is left at x_T. Fails (MJDIFF_ERR_ARGUMENT) if g is NULL, no forward rollout was recorded,
+// the terms were made for another model or decay is outside [0, 1] (or NaN),
+// (MJDIFF_ERR_UNSUPPORTED) if a sensor gradient weights a sensor without a derivative, and
+// (MJDIFF_ERR_NONFINITE) if a step-wise loss is not finite (err names the step). Units: a gradient
+// of L is in the units of L per unit of the variable (per m, rad, m/s, control unit, kg of a mass
+// ...).
 // Nullable: err.
 MJDIFF_API mjdiffStatus mjdiff_rolloutGradient(const mjModel* m, mjData* d, const mjdiffModel* s,
                                                mjdiffRollout* r, const mjdiffRolloutGrad* g,

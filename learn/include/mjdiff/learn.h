@@ -80,13 +80,6 @@ typedef struct mjdiffLearnOptions_ {
                                // the objective averaged over nearby trajectories, whose gradient
                                // reaches states the deterministic policy does not visit.
                                // mjdiff_learnEvaluate and PPO's sampling never add it (default 0)
-  double grad_decay;           // gradients with a policy (mjdiff_learnObjective, -Many, -Short):
-                               // 0 (default): exact; in (0, 1): the state adjoint carried back
-                               // through each step is scaled by grad_decay
-                               // (mjdiffRolloutGrad.decay), so that a cost reaches the actions k
-                               // steps before it weighted by grad_decay^k: a biased gradient that
-                               // stays usable over long horizons through chaotic dynamics, where
-                               // the exact one explodes
   int nrandom;                 // domain randomisation: model parameters drawn anew for each
                                // training rollout (mjdiff_learnObjective, -Short, -Many,
                                // mjdiff_learnSampleRollouts; never mjdiff_learnEvaluate). Name i
@@ -94,16 +87,24 @@ typedef struct mjdiffLearnOptions_ {
                                // scales all its values by one factor) takes its value in the
                                // training model times U(random_lo[i], random_hi[i]), drawn from
                                // the item's seed (the objective stays a deterministic function of
-                               // the weights and the seed). 0 < lo <= hi. Refused: a
-                               // geom's smooth-model fields (contact_*, friction_speed,
-                               // spin_speed), geometry (pos, size, scale, quat), a model attached
-                               // to mj_step. Read by mjdiff_makeLearner, not kept (default 0)
+                               // the weights and the seed). 0 < lo <= hi. Refused by
+                               // their class (mjdiff_paramClass): a geom's smooth-model fields
+                               // (contact_*, friction_speed, spin_speed) and geometry (positions,
+                               // sizes, scales); a model attached to mj_step. Read by
+                               // mjdiff_makeLearner, not kept (default 0)
   const char* const* random_names;
   const double* random_lo;
   const double* random_hi;
   int skip_failed;             // 1: a rollout whose smooth step fails (diverges) is left out of
                                // the batch's mean and gradient and counted in stats->failed,
                                // instead of failing the call (default 0); all failing still fails
+  double grad_decay;           // gradients of mjdiff_learnObjective and -Short: 0 (default):
+                               // exact; in (0, 1): the state adjoint carried back through each
+                               // step is scaled by grad_decay (mjdiffRolloutGrad.decay), so that
+                               // a cost reaches the actions k steps before it weighted by
+                               // grad_decay^k: a biased gradient that stays usable over long
+                               // horizons through unstable or chaotic dynamics, where the exact
+                               // one explodes
 } mjdiffLearnOptions;
 
 // Fill opt with the defaults above (goal box: zero).
