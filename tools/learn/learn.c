@@ -87,6 +87,9 @@ static void usage(FILE* f) {
           "  --noise-joints J1,J2   the joints those noises move (default: every hinge and slide)\n"
           "  --reach A[:R[:DECAY]]  apg: long-range contact term, annealed per iteration\n"
           "  --es-dirs N            es: antithetic directions per iteration (default 8)\n"
+          "  --ppo-epochs E         ppo: epochs per iteration (default 10)\n"
+          "  --ppo-minibatch M      ppo: samples per minibatch (default 64); the rate is annealed\n"
+          "                         (cosine, to LR/10) over --iters, or over --budget's iterations\n"
           "  --es-sigma S           es: perturbation size (default 0.02)\n"
           "  --threads N            threads (default 2)\n"
           "  --seed S               seed (default 1)\n"
@@ -111,7 +114,7 @@ typedef struct args_ {
   const char* weights;         // eval, --init
   int method;
   const char* net;
-  long iters, batch, threads, eval_batch, eval_every, es_dirs, short_steps;
+  long iters, batch, threads, eval_batch, eval_every, es_dirs, short_steps, ppo_epochs, ppo_mb;
   double budget, seconds, lr, clip, es_sigma, gamma, critic_lr, action_noise, grad_decay;
   unsigned long long seed;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
@@ -139,6 +142,8 @@ static void parseArgs(int argc, char** argv, args* a) {
   a->eval_batch = 32;
   a->eval_every = 10;
   a->es_dirs = 8;
+  a->ppo_epochs = 10;
+  a->ppo_mb = 64;
   a->clip = 1;
   a->es_sigma = 0.02;
   a->short_steps = 32;
@@ -236,6 +241,10 @@ static void parseArgs(int argc, char** argv, args* a) {
         tool_usageError(TOOL, "--reach: %s", why);
       }
       a->reach = 1;
+    } else if (!strcmp(o, "--ppo-epochs")) {
+      a->ppo_epochs = tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in 1..1000");
+    } else if (!strcmp(o, "--ppo-minibatch")) {
+      a->ppo_mb = tool_intOption(TOOL, argc, argv, &i, 1, 1000000, "an integer in 1..1000000");
     } else if (!strcmp(o, "--es-dirs")) {
       a->es_dirs = tool_intOption(TOOL, argc, argv, &i, 1, 10000, "an integer in 1..10000");
     } else if (!strcmp(o, "--es-sigma")) {
@@ -498,8 +507,15 @@ static int train(problem* p, const args* a) {
   }
   ppoState* ppo = NULL;
   if (a->method == M_PPO) {
-    ppo = ppo_make(p->L, p->m, p->net, (int)a->batch, p->opt.horizon, a->lr, a->clip, a->seed, msg,
-                   sizeof(msg));
+    // the run's iterations, for the rate's annealing: --iters, or the budget's worth of them
+    long steps_per_iter = a->batch * (long)p->opt.horizon, run_iters = 0;
+    if (a->iters > 0 && a->iters < 100000000) run_iters = a->iters;
+    if (a->budget > 0 && steps_per_iter > 0) {
+      long by_budget = (long)ceil(a->budget / (double)steps_per_iter);
+      if (run_iters == 0 || by_budget < run_iters) run_iters = by_budget;
+    }
+    ppo = ppo_make(p->L, p->m, p->net, (int)a->batch, p->opt.horizon, a->lr, a->clip,
+                   (int)a->ppo_epochs, (int)a->ppo_mb, run_iters, a->seed, msg, sizeof(msg));
     if (!ppo) {
       fprintf(stderr, TOOL ": error: ppo: %s\n", msg);
       return TOOL_EXIT_RUNTIME;

@@ -14,19 +14,21 @@
 //   L = -(1/M) sum_j min(rho_j A_j, clip(rho_j, 1 - e, 1 + e) A_j),  rho = exp(log p - log p_old)
 //   dL/dlog p_j = -(1/M) rho_j A_j where the unclipped term is the smaller (else 0)
 // Value loss (1/M) sum_j (V_j - R_j)^2 / 2, dL/dV_j = (V_j - R_j) / M. Both by the networks' VJP
-// (nn/) and Adam (optim/), the policy's weights and log-stds as one vector.
+// (nn/) and Adam (optim/), the policy's weights and log-stds as one vector. Schedule: E epochs of
+// minibatches of M samples (defaults 10 and 64, as common PPO implementations such as CleanRL's),
+// the rate annealed (cosine, to lr / 10, as mjdiff-learn's other methods) over the run's Adam
+// steps when its length is known.
 
 #include "ppo.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <mjdiff/optim.h>
 #include <mjdiff/random.h>
 
-#define PPO_EPOCHS 4
-#define PPO_MINIBATCH 512
 #define PPO_CLIP 0.2
 #define PPO_LAMBDA 0.95
 #define PPO_LOGSTD0 (-0.7)
@@ -40,6 +42,7 @@ struct ppoState_ {
   mjdiffAdam* padam;
   mjdiffAdam* vadam;
   int B, T, nobs, nu, np, nv;
+  int epochs, M;               // epochs per iteration, minibatch size
   double* logstd;              // nu
   double* obs;                 // B (T+1) nobs
   double* act;                 // B T nu
@@ -84,9 +87,19 @@ void ppo_free(ppoState* p) {
 }
 
 ppoState* ppo_make(mjdiffLearner* L, const mjModel* m, mjdiffMLP* net, int batch, int T,
-                   double lr, double clip, uint64_t seed, char* err, int errsz) {
+                   double lr, double clip, int epochs, int minibatch, long iters, uint64_t seed,
+                   char* err, int errsz) {
+  if (epochs < 1 || minibatch < 1) {
+    snprintf(err, (size_t)errsz, "epochs %d and minibatch %d must be >= 1", epochs, minibatch);
+    return NULL;
+  }
   ppoState* p = (ppoState*)calloc(1, sizeof(ppoState));
-  if (!p) return NULL;
+  if (!p) {
+    snprintf(err, (size_t)errsz, "out of memory");
+    return NULL;
+  }
+  p->epochs = epochs;
+  p->M = minibatch;
   p->L = L;
   p->net = net;
   p->B = batch;
@@ -133,13 +146,14 @@ ppoState* ppo_make(mjdiffLearner* L, const mjModel* m, mjdiffMLP* net, int batch
   p->x = (double*)malloc(sizeof(double) * (size_t)(p->np + p->nu));
   p->g = (double*)malloc(sizeof(double) * (size_t)(p->np + p->nu));
   p->vg = (double*)malloc(sizeof(double) * (size_t)p->nv);
-  p->mb_in = (double*)malloc(sizeof(double) * PPO_MINIBATCH * (size_t)(p->nobs + 1));
-  p->mb_out = (double*)malloc(sizeof(double) * PPO_MINIBATCH * (size_t)(p->nu + 1));
-  p->mb_adj = (double*)malloc(sizeof(double) * PPO_MINIBATCH * (size_t)(p->nu + 1));
+  p->mb_in = (double*)malloc(sizeof(double) * (size_t)p->M * (size_t)(p->nobs + 1));
+  p->mb_out = (double*)malloc(sizeof(double) * (size_t)p->M * (size_t)(p->nu + 1));
+  p->mb_adj = (double*)malloc(sizeof(double) * (size_t)p->M * (size_t)(p->nu + 1));
   if (!p->logstd || !p->obs || !p->act || !p->cost || !p->val || !p->adv || !p->ret ||
       !p->logp_old || !p->perm || !p->x || !p->g || !p->vg || !p->mb_in || !p->mb_out ||
       !p->mb_adj) {
     ppo_free(p);
+    snprintf(err, (size_t)errsz, "out of memory");
     return NULL;
   }
   for (int i = 0; i < p->nu; i++) p->logstd[i] = PPO_LOGSTD0;
@@ -147,10 +161,16 @@ ppoState* ppo_make(mjdiffLearner* L, const mjModel* m, mjdiffMLP* net, int batch
   mjdiff_defaultAdamOptions(&ao);
   ao.lr = lr;
   ao.clip_norm = clip;
+  long per_iter = (long)epochs * (long)((N + (size_t)minibatch - 1) / (size_t)minibatch);
+  if (iters > 0 && iters * per_iter < 2000000000L) {
+    ao.schedule = MJDIFF_LR_COSINE;
+    ao.decay_steps = (int)(iters * per_iter);
+    ao.lr_min = 0.1 * lr;
+  }
   if (mjdiff_makeAdam(p->np + p->nu, &ao, &p->padam, err, errsz) != MJDIFF_OK ||
       mjdiff_makeAdam(p->nv, &ao, &p->vadam, err, errsz) != MJDIFF_OK ||
-      mjdiff_makeMLPWork(net, PPO_MINIBATCH, &p->pw, err, errsz) != MJDIFF_OK ||
-      mjdiff_makeMLPWork(p->vnet, PPO_MINIBATCH, &p->vw, err, errsz) != MJDIFF_OK) {
+      mjdiff_makeMLPWork(net, p->M, &p->pw, err, errsz) != MJDIFF_OK ||
+      mjdiff_makeMLPWork(p->vnet, p->M, &p->vw, err, errsz) != MJDIFF_OK) {
     ppo_free(p);
     return NULL;
   }
@@ -175,7 +195,7 @@ static double logProb(const ppoState* p, const double* a, const double* mu) {
 
 mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, double* gnorm,
                            char* err, int errsz) {
-  int B = p->B, T = p->T, nobs = p->nobs, nu = p->nu, M = PPO_MINIBATCH;
+  int B = p->B, T = p->T, nobs = p->nobs, nu = p->nu, M = p->M;
   mjdiffStatus st = mjdiff_learnSampleRollouts(p->L, p->net, p->logstd, seed, B, p->obs, p->act,
                                                p->cost, NULL, stats, err, errsz);
   if (st != MJDIFF_OK) return st;
@@ -223,7 +243,7 @@ mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, 
   double* vtheta = mjdiff_mlpParams(p->vnet);
   for (int j = 0; j < N; j++) p->perm[j] = j;
   double last_norm = 0;
-  for (int epoch = 0; epoch < PPO_EPOCHS; epoch++) {
+  for (int epoch = 0; epoch < p->epochs; epoch++) {
     for (int j = N - 1; j > 0; j--) {
       int k = (int)(mjdiff_rngUniform(&p->rng) * (j + 1));
       int tmp = p->perm[j];

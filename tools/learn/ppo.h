@@ -15,10 +15,12 @@
 typedef struct ppoState_ ppoState;
 
 // PPO for the policy net (updated in place) of learner L on model m: batch rollouts of T steps
-// per iteration, Adam rate lr (policy and value), clip: gradient-norm clipping (0 off).
-// NULL with err on failure.
+// per iteration, Adam rate lr (policy and value), clip: gradient-norm clipping (0 off), epochs
+// over minibatches of minibatch samples per iteration; iters > 0: the run's iterations, over
+// which the rate is annealed (cosine to lr / 10; 0: constant). NULL with err on failure.
 ppoState* ppo_make(mjdiffLearner* L, const mjModel* m, mjdiffMLP* net, int batch, int T,
-                   double lr, double clip, uint64_t seed, char* err, int errsz);
+                   double lr, double clip, int epochs, int minibatch, long iters, uint64_t seed,
+                   char* err, int errsz);
 void ppo_free(ppoState* p);
 
 // One iteration: sample, advantages, epochs of minibatch updates. stats: the sampled rollouts'
