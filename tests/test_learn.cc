@@ -30,6 +30,9 @@
 #include <mjdiff/learn.h>
 #include <mjdiff/mjdiff.h>
 #include <mjdiff/nn.h>
+extern "C" {
+#include "ppo.h"  // tools/learn: mjdiff-learn's PPO baseline
+}
 #include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
 #include <mjdiff/random.h>
@@ -514,6 +517,69 @@ TEST(Learn, GradDecayReachesTheSweep) {
                                sizeof(err)), MJDIFF_ERR_VALUE);
   EXPECT_NE(std::string(err).find("grad_decay 1.5"), std::string::npos) << err;
   EXPECT_EQ(bad, nullptr);
+}
+
+// mjdiff-learn's PPO baseline (tools/learn/ppo.c): the clipped surrogate's gradient in the policy's
+// weights and log-stds against central differences, on a minibatch of the push's sampled batch
+// after the weights and log-stds moved off the sampling policy (ratios away from 1, some clipped)
+TEST(Learn, PpoSurrogateGradientMatchesFiniteDifferences) {
+  Problem p;
+  setupPush(&p);
+  ASSERT_NE(p.net, nullptr);
+  mjdiffLearner* L = makeLearner(&p, 1);
+  ASSERT_NE(L, nullptr);
+  char err[1000] = "";
+  const int B = 4, M = 64;
+  ppoState* ppo = ppo_make(L, p.m, p.net, B, p.opt.horizon, 3e-4, 1, 10, M, 0, 7, err,
+                           sizeof(err));
+  ASSERT_NE(ppo, nullptr) << err;
+  mjdiffLearnStats st;
+  ASSERT_EQ(ppo_sample(ppo, 11, &st, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_mlpParamCount(p.net), nu = p.m->nu, n = np + nu;
+  double* theta = mjdiff_mlpParams(p.net);
+  double* logstd = ppo_logstd(ppo);
+  unsigned long long seed = 19;
+  auto unit = [](unsigned long long* x) {  // U(0, 1), splitmix64
+    *x += 0x9E3779B97F4A7C15ULL;
+    unsigned long long z = *x;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < np; i++) theta[i] += 0.05 * (unit(&seed) - 0.5);
+  for (int i = 0; i < nu; i++) logstd[i] += 0.2;
+  std::vector<int> idx(M);
+  for (int k = 0; k < M; k++) idx[k] = (7 * k + 3) % (B * p.opt.horizon);
+  double L0 = ppo_surrogate(ppo, idx.data(), M, err, sizeof(err));
+  ASSERT_TRUE(std::isfinite(L0)) << err;
+  std::vector<double> g(ppo_gradient(ppo), ppo_gradient(ppo) + n);
+  auto at = [&](const std::vector<double>& dir, double h) {
+    for (int i = 0; i < np; i++) theta[i] += h * dir[i];
+    for (int i = 0; i < nu; i++) logstd[i] += h * dir[np + i];
+    double v = ppo_surrogate(ppo, idx.data(), M, err, sizeof(err));
+    for (int i = 0; i < np; i++) theta[i] -= h * dir[i];
+    for (int i = 0; i < nu; i++) logstd[i] -= h * dir[np + i];
+    return v;
+  };
+  double worst = 0;
+  for (int r = 0; r < 8; r++) {
+    std::vector<double> dir(n, 0);
+    if (r < nu) {
+      dir[np + r] = 1;  // a log-std alone
+    } else {
+      for (auto& v : dir) v = unit(&seed) - 0.5;
+    }
+    double h = 1e-6, fd = (at(dir, h) - at(dir, -h)) / (2 * h);
+    double an = 0;
+    for (int i = 0; i < n; i++) an += g[i] * dir[i];
+    double rel = std::fabs(an - fd) / (std::fabs(fd) + 1e-8);
+    worst = std::max(worst, rel);
+    EXPECT_NEAR(an, fd, 1e-5 * std::fabs(fd) + 1e-9) << "direction " << r;
+  }
+  printf("ppo surrogate: worst relative error %.3g over 8 directions\n", worst);
+  EXPECT_NE(L0, 0) << "the surrogate must not vanish";
+  ppo_free(ppo);
+  mjdiff_freeLearner(L);
 }
 
 TEST(Learn, ForwardOnlyObjectiveEqualsGradientPath) {

@@ -193,8 +193,8 @@ static double logProb(const ppoState* p, const double* a, const double* mu) {
   return lp;
 }
 
-mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, double* gnorm,
-                           char* err, int errsz) {
+mjdiffStatus ppo_sample(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, char* err,
+                        int errsz) {
   int B = p->B, T = p->T, nobs = p->nobs, nu = p->nu, M = p->M;
   mjdiffStatus st = mjdiff_learnSampleRollouts(p->L, p->net, p->logstd, seed, B, p->obs, p->act,
                                                p->cost, NULL, stats, err, errsz);
@@ -238,7 +238,51 @@ mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, 
   for (int j = 0; j < N; j++) av += (p->adv[j] - am) * (p->adv[j] - am) / N;
   double asd = av > 0 ? sqrt(av) : 1;
   for (int j = 0; j < N; j++) p->adv[j] = (p->adv[j] - am) / asd;
+  return MJDIFF_OK;
+}
 
+// L and dL/d(theta, s) (p->g) over the samples idx[0 .. m) at the current weights and log-stds
+double ppo_surrogate(ppoState* p, const int* idx, int m, char* err, int errsz) {
+  int T = p->T, nobs = p->nobs, nu = p->nu;
+  for (int k = 0; k < m; k++) {
+    int j = idx[k], b = j / T, t = j % T;
+    memcpy(p->mb_in + (size_t)k * nobs, p->obs + ((size_t)b * (T + 1) + t) * nobs,
+           sizeof(double) * (size_t)nobs);
+  }
+  if (mjdiff_mlpForward(p->net, p->pw, p->mb_in, m, p->mb_out, err, errsz) != MJDIFF_OK) {
+    return NAN;
+  }
+  memset(p->g, 0, sizeof(double) * (size_t)(p->np + nu));
+  double* gs = p->g + p->np;
+  double L = 0;
+  for (int k = 0; k < m; k++) {
+    int j = idx[k];
+    const double* a = p->act + (size_t)j * nu;
+    const double* mu = p->mb_out + (size_t)k * nu;
+    double rho = exp(logProb(p, a, mu) - p->logp_old[j]), A = p->adv[j];
+    double rc = rho < 1 - PPO_CLIP ? 1 - PPO_CLIP : rho > 1 + PPO_CLIP ? 1 + PPO_CLIP : rho;
+    L -= (rho * A < rc * A ? rho * A : rc * A) / m;
+    int clipped = (A > 0 && rho > 1 + PPO_CLIP) || (A < 0 && rho < 1 - PPO_CLIP);
+    double dlp = clipped ? 0 : -rho * A / m;
+    for (int i = 0; i < nu; i++) {
+      double s2 = exp(2 * p->logstd[i]), e = a[i] - mu[i];
+      p->mb_adj[(size_t)k * nu + i] = dlp * e / s2;
+      gs[i] += dlp * (e * e / s2 - 1);
+    }
+  }
+  if (mjdiff_mlpVJP(p->net, p->pw, p->mb_adj, m, NULL, p->g, err, errsz) != MJDIFF_OK) return NAN;
+  return L;
+}
+
+double* ppo_logstd(ppoState* p) { return p->logstd; }
+const double* ppo_gradient(const ppoState* p) { return p->g; }
+
+mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, double* gnorm,
+                           char* err, int errsz) {
+  int B = p->B, T = p->T, nobs = p->nobs, nu = p->nu, M = p->M;
+  mjdiffStatus st = ppo_sample(p, seed, stats, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  int N = B * T;
   double* theta = mjdiff_mlpParams(p->net);
   double* vtheta = mjdiff_mlpParams(p->vnet);
   for (int j = 0; j < N; j++) p->perm[j] = j;
@@ -253,29 +297,7 @@ mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, 
     for (int j0 = 0; j0 < N; j0 += M) {
       int m = N - j0 < M ? N - j0 : M;
       // policy
-      for (int k = 0; k < m; k++) {
-        int j = p->perm[j0 + k], b = j / T, t = j % T;
-        memcpy(p->mb_in + (size_t)k * nobs, p->obs + ((size_t)b * (T + 1) + t) * nobs, sizeof(double) * (size_t)nobs);
-      }
-      st = mjdiff_mlpForward(p->net, p->pw, p->mb_in, m, p->mb_out, err, errsz);
-      if (st != MJDIFF_OK) return st;
-      memset(p->g, 0, sizeof(double) * (size_t)(p->np + nu));
-      double* gs = p->g + p->np;
-      for (int k = 0; k < m; k++) {
-        int j = p->perm[j0 + k];
-        const double* a = p->act + (size_t)j * nu;
-        const double* mu = p->mb_out + (size_t)k * nu;
-        double rho = exp(logProb(p, a, mu) - p->logp_old[j]), A = p->adv[j];
-        int clipped = (A > 0 && rho > 1 + PPO_CLIP) || (A < 0 && rho < 1 - PPO_CLIP);
-        double dlp = clipped ? 0 : -rho * A / m;
-        for (int i = 0; i < nu; i++) {
-          double s2 = exp(2 * p->logstd[i]), e = a[i] - mu[i];
-          p->mb_adj[(size_t)k * nu + i] = dlp * e / s2;
-          gs[i] += dlp * (e * e / s2 - 1);
-        }
-      }
-      st = mjdiff_mlpVJP(p->net, p->pw, p->mb_adj, m, NULL, p->g, err, errsz);
-      if (st != MJDIFF_OK) return st;
+      if (isnan(ppo_surrogate(p, p->perm + j0, m, err, errsz))) return MJDIFF_ERR_NONFINITE;
       memcpy(p->x, theta, sizeof(double) * (size_t)p->np);
       memcpy(p->x + p->np, p->logstd, sizeof(double) * (size_t)nu);
       mjdiffAdamInfo info;

@@ -28,4 +28,16 @@ void ppo_free(ppoState* p);
 mjdiffStatus ppo_iteration(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, double* gnorm,
                            char* err, int errsz);
 
+// The pieces of an iteration, for tests: sample a batch and its advantages and old
+// log-probabilities (ppo_iteration's first half); the clipped surrogate
+//   L = -(1/m) sum_k min(rho_k A_k, clip(rho_k, 1 - e, 1 + e) A_k)
+// over the samples idx[0 .. m) (m <= the minibatch size; sample j = b T + t) at the policy's
+// current weights and log-stds, its gradient in (weights, log-stds) left in ppo_gradient(p)
+// (np + nu); NaN with err on failure. ppo_logstd: the log-stds (nu), writable.
+mjdiffStatus ppo_sample(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, char* err,
+                        int errsz);
+double ppo_surrogate(ppoState* p, const int* idx, int m, char* err, int errsz);
+double* ppo_logstd(ppoState* p);
+const double* ppo_gradient(const ppoState* p);
+
 #endif  // MJDIFF_TOOLS_LEARN_PPO_H_
