@@ -30,15 +30,15 @@
 #include <mjdiff/learn.h>
 #include <mjdiff/mjdiff.h>
 #include <mjdiff/nn.h>
-extern "C" {
-#include "ppo.h"  // tools/learn: mjdiff-learn's PPO baseline
-}
 #include <mjdiff/params.h>
 #include <mjdiff/rollout.h>
 #include <mjdiff/random.h>
 #include <mjdiff/task.h>
 
 #include "shim.h"
+extern "C" {
+#include "ppo.h"  // tools/learn: mjdiff-learn's PPO baseline
+}
 
 namespace {
 
@@ -539,14 +539,7 @@ TEST(Learn, PpoSurrogateGradientMatchesFiniteDifferences) {
   double* theta = mjdiff_mlpParams(p.net);
   double* logstd = ppo_logstd(ppo);
   unsigned long long seed = 19;
-  auto unit = [](unsigned long long* x) {  // U(0, 1), splitmix64
-    *x += 0x9E3779B97F4A7C15ULL;
-    unsigned long long z = *x;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
-  };
-  for (int i = 0; i < np; i++) theta[i] += 0.05 * (unit(&seed) - 0.5);
+  for (int i = 0; i < np; i++) theta[i] += 0.05 * (shim_uniform(&seed) - 0.5);
   for (int i = 0; i < nu; i++) logstd[i] += 0.2;
   std::vector<int> idx(M);
   for (int k = 0; k < M; k++) idx[k] = (7 * k + 3) % (B * p.opt.horizon);
@@ -567,7 +560,7 @@ TEST(Learn, PpoSurrogateGradientMatchesFiniteDifferences) {
     if (r < nu) {
       dir[np + r] = 1;  // a log-std alone
     } else {
-      for (auto& v : dir) v = unit(&seed) - 0.5;
+      for (auto& v : dir) v = shim_uniform(&seed) - 0.5;
     }
     double h = 1e-6, fd = (at(dir, h) - at(dir, -h)) / (2 * h);
     double an = 0;

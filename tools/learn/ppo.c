@@ -179,8 +179,15 @@ ppoState* ppo_make(mjdiffLearner* L, const mjModel* m, mjdiffMLP* net, int batch
 }
 
 // value inputs of sample (b, t): the observation and t / T
-static void valueInput(const ppoState* p, int b, int t, double* in) {
+// the policy's input of sample j = b T + t: its observation (nobs)
+static void policyInput(const ppoState* p, int j, double* in) {
+  int b = j / p->T, t = j % p->T;
   memcpy(in, p->obs + ((size_t)b * (p->T + 1) + t) * p->nobs, sizeof(double) * (size_t)p->nobs);
+}
+
+// the value's input: the observation and the time fraction (nobs + 1)
+static void valueInput(const ppoState* p, int b, int t, double* in) {
+  policyInput(p, b * p->T + t, in);
   in[p->nobs] = (double)t / p->T;
 }
 
@@ -211,10 +218,7 @@ mjdiffStatus ppo_sample(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, cha
       int b = (j0 + k) / T, t = (j0 + k) % T;
       p->val[(size_t)b * (T + 1) + t] = p->mb_out[k];
     }
-    for (int k = 0; k < m; k++) {
-      int b = (j0 + k) / T, t = (j0 + k) % T;
-      memcpy(p->mb_in + (size_t)k * nobs, p->obs + ((size_t)b * (T + 1) + t) * nobs, sizeof(double) * (size_t)nobs);
-    }
+    for (int k = 0; k < m; k++) policyInput(p, j0 + k, p->mb_in + (size_t)k * nobs);
     st = mjdiff_mlpForward(p->net, p->pw, p->mb_in, m, p->mb_out, err, errsz);
     if (st != MJDIFF_OK) return st;
     for (int k = 0; k < m; k++) {
@@ -243,12 +247,8 @@ mjdiffStatus ppo_sample(ppoState* p, uint64_t seed, mjdiffLearnStats* stats, cha
 
 // L and dL/d(theta, s) (p->g) over the samples idx[0 .. m) at the current weights and log-stds
 double ppo_surrogate(ppoState* p, const int* idx, int m, char* err, int errsz) {
-  int T = p->T, nobs = p->nobs, nu = p->nu;
-  for (int k = 0; k < m; k++) {
-    int j = idx[k], b = j / T, t = j % T;
-    memcpy(p->mb_in + (size_t)k * nobs, p->obs + ((size_t)b * (T + 1) + t) * nobs,
-           sizeof(double) * (size_t)nobs);
-  }
+  int nobs = p->nobs, nu = p->nu;
+  for (int k = 0; k < m; k++) policyInput(p, idx[k], p->mb_in + (size_t)k * nobs);
   if (mjdiff_mlpForward(p->net, p->pw, p->mb_in, m, p->mb_out, err, errsz) != MJDIFF_OK) {
     return NAN;
   }
