@@ -161,6 +161,17 @@ mjtNum mjdiff_derivedWidth(const mjtNum* solimp);
 MJDIFF_API void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At,
                                         mjtNum* Ar);
 
+// nonzero if contact con bears sliding friction at d's state (condim >= 3, active, normal force
+// > 0); its regularisation speed v_e (law.h law_frictionSpeed, under the current load) in *ve
+// (exported for tests/test_implicit.cc)
+MJDIFF_API int mjdiff_contactSlipSpeed(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                                       const mjContact* con, mjtNum* ve);
+
+// the implicit step's transition-aware cap on a Newton step dv at the iterate v, whose kinematics
+// and contacts d holds (implicit.c); jac: scratch of 6 nv (exported for tests/test_implicit.cc)
+MJDIFF_API mjtNum mjdiff_frictionCap(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                                     const mjtNum* v, const mjtNum* dv, mjtNum* jac);
+
 // the smooth normal force fn (contactForce's force[0]) of contact con if touch sensor i counts it,
 // else 0; the count follows MuJoCo 2.2.2: fn > 0, the site's body is one of the contact's two
 // bodies, and the ray from con->pos along the normal (reversed if the site's body is the contact's
@@ -190,7 +201,7 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
 
 // the smooth forces fs (nv) at d's qpos and qvel: kinematics, com quantities, tendons, collision,
 // tendon and body velocities (no mass matrix, no bias forces), then mjdiff_addForces into fs
-void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs);
+MJDIFF_API void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNum* fs);
 
 // dense LU with partial pivoting of A (n x n, row-major, in place): 0, or -1 if singular;
 // x = A^-1 x, x = A^-T x with the factor

@@ -101,23 +101,18 @@ void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At, m
   *Ar = m->body_invweight0[2 * b1 + 1] + m->body_invweight0[2 * b2 + 1];
 }
 
-// smooth force of one contact; world force F and torque T on body2 at con->pos; 0 if inactive
-static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
-                        const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
-  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
-  mjtNum p[GP_COUNT];
-  mjdiff_pairParams(s, g1, g2, p);
-  memset(cf, 0, sizeof(*cf));
-  mju_zero3(F);
-  mju_zero3(T);
-
+// the normal force fn of one contact with its parameters p (mjdiff_pairParams) and the relative
+// velocity of geom2 with respect to geom1 at the contact point in the contact frame, linear vc and
+// angular wc; 0 if inactive (fn is then 0 too: the ramp is 0 at and below x = 0)
+static int contactNormal(const mjModel* m, const mjData* d, const mjContact* con,
+                         const mjtNum p[GP_COUNT], mjtNum vc[3], mjtNum wc[3], mjtNum* fn) {
+  *fn = 0;
   // activation depth, measured from MuJoCo's includemargin (zero unless the MJCF sets a margin)
   mjtNum x = mjdiff_contactDepth(m, con, p[GP_WIDTH]);
   if (x <= 0) return 0;
 
-  // relative velocity of geom2 with respect to geom1 at the contact point, in the contact frame
-  int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
-  mjtNum lin1[3], ang1[3], lin2[3], ang2[3], lin[3], ang[3], vc[3], wc[3];
+  int b1 = m->geom_bodyid[compat_contactGeom1(con)], b2 = m->geom_bodyid[compat_contactGeom2(con)];
+  mjtNum lin1[3], ang1[3], lin2[3], ang2[3], lin[3], ang[3];
   pointVelocity(m, d, b1, con->pos, lin1, ang1);
   pointVelocity(m, d, b2, con->pos, lin2, ang2);
   mju_sub3(lin, lin2, lin1);
@@ -127,7 +122,31 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
   // normal: fn = f(k s(x), c s'(x) (-vn))
   mjtNum ds, sx = law_ramp(x, p[GP_WIDTH], &ds);
-  mjtNum fn = law_damped(p[GP_STIFFNESS] * sx, -p[GP_DAMPING] * ds * vc[0], NULL, NULL);
+  *fn = law_damped(p[GP_STIFFNESS] * sx, -p[GP_DAMPING] * ds * vc[0], NULL, NULL);
+  return 1;
+}
+
+int mjdiff_contactSlipSpeed(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                            const mjContact* con, mjtNum* ve) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum p[GP_COUNT], vc[3], wc[3], fn, At, Ar;
+  mjdiff_pairParams(s, g1, g2, p);
+  if (con->dim < 3 || !contactNormal(m, d, con, p, vc, wc, &fn) || !(fn > 0)) return 0;
+  mjdiff_contactInvweight(s, g1, g2, &At, &Ar);
+  *ve = law_frictionSpeed(p[GP_FRICTION_SPEED], mjdiff_timestep(m, s), At, con->friction[0], fn);
+  return 1;
+}
+
+// smooth force of one contact; world force F and torque T on body2 at con->pos; 0 if inactive
+static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                        const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  mjtNum p[GP_COUNT], vc[3], wc[3], fn;
+  mjdiff_pairParams(s, g1, g2, p);
+  memset(cf, 0, sizeof(*cf));
+  mju_zero3(F);
+  mju_zero3(T);
+  if (!contactNormal(m, d, con, p, vc, wc, &fn)) return 0;
   cf->force[0] = fn;
 
   // friction speeds under the load fn

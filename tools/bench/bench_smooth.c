@@ -10,6 +10,8 @@
 //     t_mode[r] = (time inside the step loops) / N
 //   us/step = median_r t_mode[r];  ratio = median smooth / median native
 //   mean contacts = mean over steps of d->ncon after each step (contacts found at its forward pass)
+//   Newton = mean over smooth steps of mjdiff_implicitStats (the implicit step's Newton iterations;
+//            "-" under the explicit step)
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -60,6 +62,7 @@ typedef struct result_ {
   double* first_native;        // 1: native ran first in that round
   double native_us, smooth_us, ratio, paired_ratio;
   double native_ncon, smooth_ncon;
+  double newton;               // mean Newton iterations per implicit smooth step (NAN: explicit)
   long native_fail, smooth_fail;
   long warnings;               // MuJoCo warnings while benchmarking this model
   char smooth_error[256];      // first failed smooth step
@@ -72,7 +75,8 @@ static void usage(void) {
       "Time MuJoCo's native mj_step and the smooth mjdiff_step on the same models, interleaving\n"
       "the two in rounds (native first in even rounds, smooth first in odd ones) and reporting\n"
       "the median time per step of each, their ratio (smooth / native) and the mean number of\n"
-      "contacts each sees (d->ncon). Both start from the same state (keyframe 0, else qpos0) with\n"
+      "contacts each sees (d->ncon), and under the implicit smooth step its mean Newton\n"
+      "iterations per step. Both start from the same state (keyframe 0, else qpos0) with\n"
       "the same pseudo-random controls (uniform in ctrlrange, else in [-1, 1]).\n"
       "\n"
       "Options:\n"
@@ -163,6 +167,7 @@ static mjtNum* makeControls(const mjModel* m, long reset, long seed) {
 typedef struct run_ {
   double seconds;              // time inside the step loops
   double ncon;                 // sum of d->ncon over steps
+  double newton;               // sum of the implicit step's Newton iterations over steps
   long fail;                   // failed smooth steps (state reset) or native instability resets
   long steps;                  // steps done
 } run;
@@ -170,7 +175,7 @@ typedef struct run_ {
 // nsteps steps of one mode from the initial state; smooth if s is not NULL
 static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtNum* u, long nsteps,
                    long reset, char* firsterr, int firsterrsz) {
-  run r = {0, 0, 0, 0};
+  run r = {0, 0, 0, 0, 0};
   char err[256] = "";
   int nu = m->nu;
   long k = 0;
@@ -178,7 +183,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
     tool_resetState(m, d);
     int warn0 = tool_badWarnings(d);
     long n = mjMIN(reset, nsteps - k);
-    double ncon = 0;
+    double ncon = 0, newton = 0;
     long fail = 0;
     double t0 = tool_now();
     if (s) {
@@ -190,6 +195,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
           tool_resetState(m, d);
         }
         ncon += d->ncon;
+        newton += mjdiff_implicitStats(d, NULL, NULL);
       }
     } else {
       for (long j = 0; j < n; j++) {
@@ -201,6 +207,7 @@ static run runMode(const mjModel* m, mjData* d, const mjdiffModel* s, const mjtN
     r.seconds += tool_now() - t0;
     if (!s) fail = tool_badWarnings(d) - warn0;
     r.ncon += ncon;
+    r.newton += newton;
     r.fail += fail;
     r.steps += n;
     k += n;
@@ -258,7 +265,7 @@ static int benchModel(const args* a, result* res) {
   }
 
   // rounds, alternating which mode goes first
-  double ncon_n = 0, ncon_s = 0;
+  double ncon_n = 0, ncon_s = 0, newton = 0;
   long steps_n = 0, steps_s = 0;
   for (int r = 0; r < a->rounds && !tool_interrupted(); r++) {
     run rn, rs;
@@ -275,6 +282,7 @@ static int benchModel(const args* a, result* res) {
     res->first_native[r] = r % 2 == 0;
     ncon_n += rn.ncon;
     ncon_s += rs.ncon;
+    newton += rs.newton;
     steps_n += rn.steps;
     steps_s += rs.steps;
     res->native_fail += rn.fail;
@@ -308,6 +316,8 @@ static int benchModel(const args* a, result* res) {
     fprintf(stderr, TOOL ": %s: %ld MuJoCo warnings\n", res->name, res->warnings);
   }
   res->smooth_ncon = steps_s ? ncon_s / (double)steps_s : NAN;
+  int implicit = mjdiff_getOptions(s)->integrator == MJDIFF_INT_IMPLICIT;
+  res->newton = implicit && steps_s ? newton / (double)steps_s : NAN;
 
   free(u);
   mj_deleteData(dn);
@@ -320,16 +330,19 @@ static int benchModel(const args* a, result* res) {
 //---------------------------------- output --------------------------------------------------------
 
 static void printTable(FILE* f, const result* res, int n) {
-  fprintf(f, "%-14s %4s %5s %-8s %12s %12s %8s %10s %10s  %s\n", "model", "nv", "ngeom",
-          "integr.", "native us", "smooth us", "ratio", "ncon nat.", "ncon smo.", "target");
+  fprintf(f, "%-14s %4s %5s %-8s %12s %12s %8s %10s %10s %7s  %s\n", "model", "nv", "ngeom",
+          "integr.", "native us", "smooth us", "ratio", "ncon nat.", "ncon smo.", "Newton",
+          "target");
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
     if (r->rounds == 0) continue;
     const char* target = "-";
     if (r->target) target = r->ratio <= TARGET_RATIO ? "ok (<= 1.3)" : "MISSED (> 1.3)";
-    fprintf(f, "%-14s %4d %5d %-8s %12.2f %12.2f %8.3f %10.2f %10.2f  %s\n", r->name, r->nv,
+    char newton[16] = "-";
+    if (isfinite(r->newton)) snprintf(newton, sizeof(newton), "%.2f", r->newton);
+    fprintf(f, "%-14s %4d %5d %-8s %12.2f %12.2f %8.3f %10.2f %10.2f %7s  %s\n", r->name, r->nv,
             r->ngeom, tool_integratorName(r->integrator), r->native_us, r->smooth_us, r->ratio,
-            r->native_ncon, r->smooth_ncon, target);
+            r->native_ncon, r->smooth_ncon, newton, target);
     if (r->native_fail || r->smooth_fail) {
       fprintf(f, "%-14s   failures: native %ld (instability resets), smooth %ld (non-finite steps)\n",
               "", r->native_fail, r->smooth_fail);
@@ -377,6 +390,12 @@ static void printJson(FILE* f, const args* a, const result* res, int n, const ch
     tool_jsonNumber(f, r->native_ncon);
     fprintf(f, ",\"smooth_mean_ncon\":");
     tool_jsonNumber(f, r->smooth_ncon);
+    fprintf(f, ",\"smooth_mean_newton_iterations\":");
+    if (isnan(r->newton)) {
+      fprintf(f, "null");  // the explicit step (not a non-finite result)
+    } else {
+      tool_jsonNumber(f, r->newton);
+    }
     fprintf(f, ",\"native_failures\":%ld,\"smooth_failures\":%ld,\"smooth_first_error\":",
             r->native_fail, r->smooth_fail);
     tool_jsonString(f, r->smooth_error);
