@@ -219,6 +219,13 @@ MJDIFF_API int mjdiff_sensorSupported(const mjModel* m, int i);
 void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNum* X,
                               const mjtNum* Y, int ncol, mjtNum* out);
 
+// out = A Psi(delta) (psi 1) or A Phi(delta) (psi 0) for A of nrow rows of nv (row-major): Phi
+// and Psi (above) are block diagonal, the identity but on the rotational dofs of ball and free
+// joints, whose 3 x 3 blocks are R' and so3's right Jacobian J, so only those columns change
+// (nrow x 9 per joint, not the nrow x nv x nv of a product); out may be A
+void mjdiff_mulIntegrateRight(const mjModel* m, const mjtNum* delta, const mjtNum* A, int nrow,
+                              int psi, mjtNum* out);
+
 // mjdiff_saveState, mjdiff_loadState: plugin/internal.h
 
 // the implicit step's next derivative call (the next mjdiff_step* on w only) starts Newton from

@@ -96,12 +96,10 @@ struct mjdiffStepDeriv_ {
   mjtNum* DsDx;                // (nsensordata x (ndx + nu)), (nsensordata x nv) sensor derivatives
   mjtNum* DsDacc;
   // implicit step: smooth-force derivatives at X' (nv x nv each), their parameter columns
-  // (nv x np), Phi, Psi (nv x nv each), the LU of N (nv x nv) and its pivots (nv), v' (nv)
+  // (nv x np), the LU of N (nv x nv) and its pivots (nv), v' (nv)
   mjtNum* DsQ;
   mjtNum* DsV;
   mjtNum* DrDpS;
-  mjtNum* Phi;
-  mjtNum* Psi;
   mjtNum* N;
   mjtNum* piv;
   mjtNum* vnext;
@@ -199,6 +197,31 @@ static void integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNu
 void mjdiff_integrateJacobian(const mjModel* m, const mjtNum* delta, const mjtNum* X,
                               const mjtNum* Y, int ncol, mjtNum* out) {
   integrateJacobian(m, delta, X, Y, ncol, out);
+}
+
+void mjdiff_mulIntegrateRight(const mjModel* m, const mjtNum* delta, const mjtNum* A, int nrow,
+                              int psi, mjtNum* out) {
+  int nv = m->nv;
+  if (out != A) mju_copy(out, A, nrow * nv);
+  for (int j = 0; j < m->njnt; j++) {
+    int type = m->jnt_type[j];
+    if (type != mjJNT_BALL && type != mjJNT_FREE) continue;
+    int ra = m->jnt_dofadr[j] + (type == mjJNT_FREE ? 3 : 0);
+    mjtNum R[9], J[9];
+    so3(delta + ra, R, J);
+    for (int r = 0; r < nrow; r++) {
+      // row r's block: Psi's is J, so (a' J)_k = sum_i a_i J_ik; Phi's is R', so (a' R')_k =
+      // (R a)_k
+      const mjtNum* a = A + (size_t)nv * r + ra;
+      mjtNum v[3];
+      if (psi) {
+        for (int k = 0; k < 3; k++) v[k] = a[0] * J[k] + a[1] * J[3 + k] + a[2] * J[6 + k];
+      } else {
+        for (int k = 0; k < 3; k++) v[k] = R[3 * k] * a[0] + R[3 * k + 1] * a[1] + R[3 * k + 2] * a[2];
+      }
+      mju_copy3(out + (size_t)nv * r + ra, v);
+    }
+  }
 }
 
 // the transpose for one vector: outX = Phi(delta)' lam, outY = Psi(delta)' lam (nv each)
@@ -404,22 +427,15 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
                                w->DrDp, w->DadotDp);
   }
 
-  // Phi, Psi at h v'; Dq' Phi and Dq' Psi (in DfDq's and N's places below)
+  // Dq' Phi and Dq' Psi at h v' (in RhsT's and N's places below)
   mjdiffStackMark mark = compat_stackMark(d);
   mjtNum* delta = compat_stackAllocNum(d, nv);
-  mjtNum* I = w->RhsT;     // (ncol x nv >= nv x nv)
-  mju_zero(I, (size_t)nv * nv);
-  for (int i = 0; i < nv; i++) {
-    delta[i] = h * w->vnext[i];
-    I[nv * i + i] = 1;
-  }
-  integrateJacobian(m, delta, I, NULL, nv, w->Phi);
-  integrateJacobian(m, delta, NULL, I, nv, w->Psi);
-  compat_stackFree(d, mark);
-  mjtNum* DqPhi = w->RhsT;
+  for (int i = 0; i < nv; i++) delta[i] = h * w->vnext[i];
+  mjtNum* DqPhi = w->RhsT;  // (ncol x nv >= nv x nv)
   mjtNum* DqPsi = w->N;
-  mju_mulMatMat(DqPhi, w->DsQ, w->Phi, nv, nv, nv);
-  mju_mulMatMat(DqPsi, w->DsQ, w->Psi, nv, nv, nv);
+  mjdiff_mulIntegrateRight(m, delta, w->DsQ, nv, 0, DqPhi);
+  mjdiff_mulIntegrateRight(m, delta, w->DsQ, nv, 1, DqPsi);
+  compat_stackFree(d, mark);
 
   // X = [Df_o/Dq - DID/Dq + Dq' Phi, Df_o/Dv - DID/Dv + h Dq' Psi + Dv', Df_o/Da, Df_o/Du, DrDp]
   for (int r = 0; r < nv; r++) {
@@ -613,7 +629,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
     (size_t)nv * ncol, (size_t)na * ncol, (size_t)compat_massSize(m), (size_t)8 * ndx * ncol, (size_t)ndx * ncol,
     (size_t)(m->nq + nv + na + 1), (size_t)nv, (size_t)ncol, (size_t)ncol,
     (size_t)m->nsensordata * (ndx + nu), (size_t)m->nsensordata * nv,
-    (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np, (size_t)nv * nv, (size_t)nv * nv,
+    (size_t)nv * nv, (size_t)nv * nv, (size_t)nv * np,
     (size_t)nv * nv, (size_t)nv, (size_t)nv, (size_t)nv, (size_t)nv,
     (size_t)stateSlots(nsub) * (m->nq + nv + na + 1),
     (chained ? 2 * (size_t)ndx * ncol + (size_t)ndx * ndx : 0),
@@ -631,7 +647,7 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   mjtNum** ptrs[] = {&w->DfDq, &w->DfDv, &w->DfDa, &w->DfDu, &w->DadotDa, &w->DadotDu,
                      &w->DrDp, &w->DadotDp, &w->DidDq, &w->DidDv, &w->RhsT, &w->X, &w->Dacc, &w->Dadot, &w->H,
                      &w->stage, &w->AB, &w->state, &w->acc, &w->tmp, &w->tmp2,
-                     &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS, &w->Phi, &w->Psi,
+                     &w->DsDx, &w->DsDacc, &w->DsQ, &w->DsV, &w->DrDpS,
                      &w->N, &w->piv, &w->vnext, &w->vhint, &w->qfrcAdj,
                      &w->subState, &w->chain, &w->subIn, &w->qfrcSum, &w->rec, &w->pieceH};
   mjtNum* next = buf;

@@ -212,13 +212,8 @@ static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, mj
                         mjtNum* tmp, mjtNum* delta, mjtNum* N, mjtNum* NtW, int* piv) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
-  mju_zero(tmp, nv * nv);
-  for (int i = 0; i < nv; i++) {
-    tmp[nv * i + i] = 1;
-    delta[i] = h * v[i];
-  }
-  mjdiff_integrateJacobian(m, delta, NULL, tmp, nv, N);  // Psi
-  mju_mulMatMat(tmp, Dq, N, nv, nv, nv);                  // Dq Psi
+  for (int i = 0; i < nv; i++) delta[i] = h * v[i];
+  mjdiff_mulIntegrateRight(m, delta, Dq, nv, 1, tmp);  // Dq Psi
   mjtNum lamN = gauss ? 0 : lam;
   for (int i = 0; i < nv * nv; i++) N[i] = (1 + lamN) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
   for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * m->dof_damping[i];
