@@ -26,7 +26,7 @@
 //    sliding contact's slip that the step would carry through zero stops at its closest
 //    approach to zero, inside the stiction region (the flat regularised law's linearisation
 //    overshoots it); a step capped so, and not cut by the line search, counts as a full one for
-//    the damping below;
+//    the damping below unless the trust region bound it too;
 //  - a backtracking line search (halving, sufficient decrease 1e-4 alpha);
 //  - a cut step damps N towards M (N + lam M, lam 1e-2, x2 per cut, x0.3 per full step: x10 and
 //    x0.1 fell into two-cycles between two values of lam, the merit creeping down);
@@ -268,54 +268,56 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   return MJDIFF_OK;
 }
 
-// Transition-aware cap on the step length along dv at the iterate v (d holds its kinematics and
-// contacts), after TAMSI (Castro et al. 2019). The regularised friction r(vt / v_e) is flat once a
-// contact slides (|vt| >> v_e), so Newton's linearisation there sends a contact that should stop
-// far past zero slip, to slide the other way. Per contact with sliding friction (regularisation
-// speed v_e), its slip in the contact's tangent plane and the slip's change along dv, linear in the
-// step (J_t: the tangent rows t1, t2 of the relative point velocity's Jacobian at the contact
-// point, at the iterate):
-//   vt = J_t v,  dvt = J_t dv,  vt(alpha) = vt + alpha dvt.
-// A sliding contact (|vt| > v_e) whose slip the step turns back (vt . dvt < 0) caps alpha where
+// Transition-aware cap on the step length along dv at the iterate v (d holds its kinematics,
+// velocities and contacts), after TAMSI (Castro et al. 2019). The regularised friction r(vt / v_e)
+// is flat once a contact slides (|vt| >> v_e), so Newton's linearisation there sends a contact
+// that should stop far past zero slip, to slide the other way. Per contact with sliding friction
+// (regularisation speed v_e), its slip vt (the law's own, mjdiff_contactSlip) and the slip's
+// change along dv, linear in the step:
+//   dvt = J_t dv,  vt(alpha) = vt + alpha dvt
+// (J_t: the tangent rows t1, t2 of the relative point velocity's Jacobian at the contact point,
+// geom2's body minus geom1's, at the iterate). A sliding contact (|vt| > v_e) whose slip the step
+// turns back (vt . dvt < 0) caps alpha where
 //  - the line passes within v_e of zero (|vt x dvt| < v_e |dvt|): at its closest approach,
 //      alpha_c = -vt . dvt / |dvt|^2,
 //    inside the stiction region, the stop the flat law's linearisation overshot;
 //  - otherwise: where the slip's component along vt reaches zero, its direction turned by 90
-//    degrees (the friction force's with it), alpha_90 = |vt|^2 / (-vt . dvt).
-// A sticking contact's steep law linearises well and is not capped. Measured on four models
-// (mean Newton iterations under random controls): TAMSI's tighter turn of 60 degrees took 0.1-0.6%
-// more, 30 degrees up to 7% more; capping every line at its closest approach up to 10% more (the
-// humanoid: as many as without any cap). Returns the smallest cap, 1 if none binds, never below
-// 1e-3 (a cap must not stall Newton). The root of g, hence the step and its derivatives, does not
-// depend on the path to it. Scratch: jac (6 nv).
+//    degrees (the friction force's with it), alpha_90 = |vt|^2 / (-vt . dvt) (>= alpha_c).
+// A sticking contact's steep law linearises well and is not capped. Measured (mean Newton
+// iterations under random controls on the humanoid, quadruped, dog and cheetah): TAMSI's own
+// bound of 60 degrees on any turn changed them by under 1%, 30 degrees took up to 7.5% more;
+// capping every turned-back slip at its closest approach up to 10% more (the humanoid: about as
+// many as without any cap). Returns the smallest cap, 1 if none binds, never below 1e-3 (a cap must
+// not stall Newton). Where Newton converges with and without it, to the same root, the step and its
+// derivatives are unchanged: the cap changes the path to the root (and so which steps need the
+// continuation or the split). Scratch: jac (6 nv).
 mjtNum mjdiff_frictionCap(const mjModel* m, const mjData* d, const mjdiffModel* s,
                           const mjtNum* v, const mjtNum* dv, mjtNum* jac) {
+  (void)v;  // (the slip at v is the law's, from d's velocities: d holds the iterate v)
   int nv = m->nv;
   mjtNum cap = 1;
   mjtNum* jp1 = jac;
   mjtNum* jp2 = jac + 3 * nv;
   for (int i = 0; i < d->ncon; i++) {
     const mjContact* con = d->contact + i;
-    mjtNum ve;
-    if (!mjdiff_contactSlipSpeed(m, d, s, con, &ve)) continue;
+    mjtNum vt[2], ve;
+    if (!mjdiff_contactSlip(m, d, s, con, vt, &ve)) continue;
+    mjtNum speed2 = vt[0] * vt[0] + vt[1] * vt[1];
+    if (!(speed2 > ve * ve)) continue;
     int b1 = m->geom_bodyid[compat_contactGeom1(con)];
     int b2 = m->geom_bodyid[compat_contactGeom2(con)];
     mj_jac(m, d, jp1, NULL, con->pos, b1);
     mj_jac(m, d, jp2, NULL, con->pos, b2);
-    mjtNum vt[2] = {0, 0}, dvt[2] = {0, 0};
+    mjtNum dvt[2] = {0, 0};
     for (int j = 0; j < nv; j++) {
+      if (dv[j] == 0) continue;
       mjtNum rel[3] = {jp2[j] - jp1[j], jp2[nv + j] - jp1[nv + j],
                        jp2[2 * nv + j] - jp1[2 * nv + j]};
-      for (int r = 0; r < 2; r++) {
-        mjtNum jt = mju_dot3(con->frame + 3 * (r + 1), rel);
-        vt[r] += jt * v[j];
-        dvt[r] += jt * dv[j];
-      }
+      for (int r = 0; r < 2; r++) dvt[r] += mju_dot3(con->frame + 3 * (r + 1), rel) * dv[j];
     }
-    mjtNum speed2 = vt[0] * vt[0] + vt[1] * vt[1];
     mjtNum dd = dvt[0] * dvt[0] + dvt[1] * dvt[1];
     mjtNum dot = vt[0] * dvt[0] + vt[1] * dvt[1];
-    if (!(speed2 > ve * ve) || !(dot < 0)) continue;
+    if (!(dot < 0)) continue;
     mjtNum cross = vt[0] * dvt[1] - vt[1] * dvt[0];
     cap = mju_min(cap, cross * cross < ve * ve * dd ? -dot / dd : -speed2 / dot);
   }
@@ -464,7 +466,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
       gauss = 1;
       lam = 1e-2;
       keep = 0;
-    } else if (alpha < alpha0 || (trust < 1 && trust <= fcap)) {  // backtracked, or trust-capped
+    } else if (alpha < alpha0 || trust < 1) {  // backtracked, or against the trust region
       lam = lam > 0 ? mju_min(2 * lam, 1e6) : 1e-2;
     } else if (lam > 0) {
       lam = lam < 1e-6 ? 0 : 0.3 * lam;

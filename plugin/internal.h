@@ -161,11 +161,13 @@ mjtNum mjdiff_derivedWidth(const mjtNum* solimp);
 MJDIFF_API void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mjtNum* At,
                                         mjtNum* Ar);
 
-// nonzero if contact con bears sliding friction at d's state (condim >= 3, active, normal force
-// > 0); its regularisation speed v_e (law.h law_frictionSpeed, under the current load) in *ve
+// nonzero if contact con bears sliding friction at d's state (condim >= 3, friction > 0, active,
+// normal force > 0); then its slip vt (the tangential components of geom2's velocity relative to
+// geom1's at the contact point, in the contact frame: what the friction law regularises) and its
+// regularisation speed v_e (law.h law_frictionSpeed, under the current load)
 // (exported for tests/test_implicit.cc)
-MJDIFF_API int mjdiff_contactSlipSpeed(const mjModel* m, const mjData* d, const mjdiffModel* s,
-                                       const mjContact* con, mjtNum* ve);
+MJDIFF_API int mjdiff_contactSlip(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                                  const mjContact* con, mjtNum vt[2], mjtNum* ve);
 
 // the implicit step's transition-aware cap on a Newton step dv at the iterate v, whose kinematics
 // and contacts d holds (implicit.c); jac: scratch of 6 nv (exported for tests/test_implicit.cc)

@@ -126,14 +126,19 @@ static int contactNormal(const mjModel* m, const mjData* d, const mjContact* con
   return 1;
 }
 
-int mjdiff_contactSlipSpeed(const mjModel* m, const mjData* d, const mjdiffModel* s,
-                            const mjContact* con, mjtNum* ve) {
+int mjdiff_contactSlip(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                       const mjContact* con, mjtNum vt[2], mjtNum* ve) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   mjtNum p[GP_COUNT], vc[3], wc[3], fn, At, Ar;
   mjdiff_pairParams(s, g1, g2, p);
-  if (con->dim < 3 || !contactNormal(m, d, con, p, vc, wc, &fn) || !(fn > 0)) return 0;
+  if (con->dim < 3 || !(con->friction[0] > 0) || !contactNormal(m, d, con, p, vc, wc, &fn) ||
+      !(fn > 0)) {
+    return 0;
+  }
   mjdiff_contactInvweight(s, g1, g2, &At, &Ar);
   *ve = law_frictionSpeed(p[GP_FRICTION_SPEED], mjdiff_timestep(m, s), At, con->friction[0], fn);
+  vt[0] = vc[1];
+  vt[1] = vc[2];
   return 1;
 }
 

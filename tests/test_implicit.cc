@@ -160,10 +160,10 @@ double bounce(int mode) {
 }
 
 // The implicit step's transition-aware cap (mjdiff_frictionCap) on the box resting on the level
-// plane, set sliding at 0.1 m/s along x: a Newton direction that turns the slip back through zero
-// (within the friction speed v_e, 2 mm/s) stops at its closest approach, one that turns it back far
-// from zero stops where its component along the slip vanishes (a 90 degree turn), one that speeds
-// it up or a contact that sticks is not capped; the cap is the frame's, not the direction's scale
+// plane, set sliding at 0.1 m/s along x (v_e = 0.1 |g| h = 1.96 mm/s): a Newton direction that
+// turns the slip back through zero, or within v_e of it, stops at its closest approach, one that
+// turns it back far from zero stops where its component along the slip vanishes (a 90 degree
+// turn), one that speeds it up or slows it short of zero, or a contact that sticks, is not capped
 TEST(Implicit, FrictionCapStopsTheSlipAtItsTurn) {
   Sim sim(boxXml(0.002, 0, 0.8, "pyramidal", kImplicit).c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
@@ -184,18 +184,88 @@ TEST(Implicit, FrictionCapStopsTheSlipAtItsTurn) {
   int touching = 0;
   mjdiff_evalSmooth(m, d, sim.sim.s, fs.data());
   for (int c = 0; c < d->ncon; c++) {
-    mjtNum ve;
-    touching += mjdiff_contactSlipSpeed(m, d, sim.sim.s, d->contact + c, &ve);
+    mjtNum vt[2], ve;
+    touching += mjdiff_contactSlip(m, d, sim.sim.s, d->contact + c, vt, &ve);
   }
   ASSERT_GE(touching, 3);
-  EXPECT_NEAR(cap(0.1, 0, -0.4, 0), 0.25, 1e-12);       // through zero: the closest approach
-  EXPECT_NEAR(cap(0.1, 0, -0.4, 0.001), 0.25, 1e-5);   // passing within v_e of zero
-  EXPECT_NEAR(cap(0.1, 0, -0.2, 0.2), 0.5, 1e-12);     // far from zero: the 90 degree turn
-  EXPECT_NEAR(cap(0, 0.1, 0.01, -0.3), 1.0 / 3, 1e-12);  // the same along y
-  EXPECT_EQ(cap(0.1, 0, 0.4, 0.1), 1);                 // speeding up: no cap
-  EXPECT_EQ(cap(0.1, 0, -0.05, 0), 1);                 // slowing, short of zero: no cap
-  EXPECT_EQ(cap(0.001, 0, -0.4, 0), 1);                // sticking (|vt| < v_e): no cap
-  EXPECT_EQ(cap(0.1, 0, -1e4, 0), 1e-3);               // never below 1e-3
+  EXPECT_NEAR(cap(0.1, 0, -0.4, 0), 0.25, 1e-12);               // through zero
+  EXPECT_NEAR(cap(0.1, 0, -0.4, 0.001), 0.04 / 0.160001, 1e-12);  // within v_e of zero
+  EXPECT_NEAR(cap(0.003, 0, -0.01, 0.005), 0.24, 1e-12);  // within v_e: not the 90-degree 0.3
+  EXPECT_NEAR(cap(0.1, 0, -0.2, 0.2), 0.5, 1e-12);        // far from zero: the 90-degree turn
+  EXPECT_NEAR(cap(0, 0.1, 0.01, -0.3), 1.0 / 3, 1e-12);   // the same along y
+  EXPECT_EQ(cap(0.1, 0, 0.4, 0.1), 1);                    // speeding up: no cap
+  EXPECT_EQ(cap(0.1, 0, -0.05, 0), 1);                    // slowing, short of zero: no cap
+  EXPECT_EQ(cap(0.001, 0, -0.4, 0), 1);                   // sticking (|vt| < v_e): no cap
+  EXPECT_EQ(cap(0.1, 0, -1e4, 0), 1e-3);                  // never below 1e-3
+}
+
+// The cap's slip change J_t dv is the law's: on a box on the floor with a capsule lying on it
+// (contacts of two moving bodies, rolling friction), at random velocities v and directions dv, the
+// cap equals the rule applied to the law's slips at v and at v + dv (the slip is linear in the
+// velocities at fixed positions, so vt(v + dv) - vt(v) is the exact change); a cap that left out
+// geom1's body (the box, under the capsule) or its rotation would not
+TEST(Implicit, FrictionCapUsesTheLawsSlip) {
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_integrator" data="1"/></custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" friction="0.8"/>
+    <body name="box" pos="0 0 0.05"><freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1" friction="0.8"/></body>
+    <body name="capsule" pos="0.01 0.02 0.13" euler="0 0 20"><freejoint/>
+      <geom type="capsule" size="0.03 0.04" euler="0 90 0" mass="1" friction="0.8 0.6 0.01"
+            condim="6"/></body>
+  </worldbody>
+</mujoco>)";
+  Sim sim(xml);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  for (int i = 0; i < 100; i++) ASSERT_TRUE(stepBox(sim, 2));  // settle
+  int nv = m->nv;
+  std::vector<mjtNum> fs(nv), jac(6 * nv), v(nv), dv(nv);
+  unsigned long long rng = 7;
+  int bodybody = 0, capped = 0;
+  for (int trial = 0; trial < 40; trial++) {
+    double scale = trial % 2 ? 0.3 : 0.02;
+    for (int j = 0; j < nv; j++) {
+      v[j] = scale * (2 * testutil::uniform(&rng) - 1);
+      dv[j] = 3 * scale * (2 * testutil::uniform(&rng) - 1);
+    }
+    // the law's slips at v + dv, then at v (d is left at v for the cap)
+    mju_add(d->qvel, v.data(), dv.data(), nv);
+    mjdiff_evalSmooth(m, d, sim.sim.s, fs.data());
+    int ncon = d->ncon;
+    std::vector<mjtNum> vt1(2 * ncon);
+    std::vector<int> on1(ncon);
+    for (int c = 0; c < ncon; c++) {
+      mjtNum e;
+      on1[c] = mjdiff_contactSlip(m, d, sim.sim.s, d->contact + c, vt1.data() + 2 * c, &e);
+    }
+    mju_copy(d->qvel, v.data(), nv);
+    mjdiff_evalSmooth(m, d, sim.sim.s, fs.data());
+    ASSERT_EQ(d->ncon, ncon);
+    double expect = 1;
+    for (int c = 0; c < ncon; c++) {
+      mjtNum a[2], e;
+      if (!mjdiff_contactSlip(m, d, sim.sim.s, d->contact + c, a, &e) || !on1[c]) continue;
+      bodybody += m->geom_bodyid[compat_contactGeom1(d->contact + c)] != 0;
+      double b[2] = {vt1[2 * c] - a[0], vt1[2 * c + 1] - a[1]};
+      double s2 = a[0] * a[0] + a[1] * a[1], dd = b[0] * b[0] + b[1] * b[1];
+      double dot = a[0] * b[0] + a[1] * b[1], cross = a[0] * b[1] - a[1] * b[0];
+      if (!(s2 > e * e) || !(dot < 0)) continue;
+      expect = std::min(expect, cross * cross < e * e * dd ? -dot / dd : -s2 / dot);
+    }
+    expect = std::max(expect, 1e-3);
+    double got = mjdiff_frictionCap(m, d, sim.sim.s, d->qvel, dv.data(), jac.data());
+    capped += expect < 1;
+    EXPECT_NEAR(got, expect, 1e-9 * expect) << "trial " << trial;
+  }
+  std::cout << "capped in " << capped << " of 40 trials; contacts between two moving bodies seen "
+            << bodybody << " times\n";
+  EXPECT_GE(capped, 10);
+  EXPECT_GT(bodybody, 0);
 }
 
 TEST(Implicit, DroppedBoxBounce) {
@@ -412,11 +482,10 @@ TEST(Implicit, HumanoidUnderControlsConverges) {
 // keyframe, 100 seeds): Newton's damping. The earlier rule (x10 on a cut step, x0.1 on a full one)
 // fell into two-cycles between lam 10 and 100 in which the merit crept down by a percent per
 // iteration until the 100-iteration cap: 13 of these 100 runs failed (75 of 1000), against 6
-// (46 of 1000) with x2 / x0.3, and 2 with the continuation in the timestep (6 with
-// implicit_continuation 0: runs 9, 20, 32 and 44 are rescued), and none with the split into half
-// steps where Newton still fails (implicit_split 3, the default; Implicit.SplitWhereNewtonFails).
-// Remeasured with the transition-aware cap (2026-12-07; split off): 2 runs fail with the
-// continuation, 9 without it (4 and 10 without the cap); with the split, none.
+// (46 of 1000) with x2 / x0.3, then (remeasured 2026-12-07, the split off) 4 with the continuation
+// in the timestep and 10 without it (runs 0, 17, 20, 44, 49 and 80 rescued), and with the
+// transition-aware cap (mjdiff_frictionCap) 2 and 7; none with the split into half steps where
+// Newton still fails (implicit_split 3, the default; Implicit.SplitWhereNewtonFails).
 // Every failure is the named "did not converge" error.
 TEST(Implicit, HumanoidRandomControls) {
   Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");

@@ -11,7 +11,9 @@
 //   us/step = median_r t_mode[r];  ratio = median smooth / median native
 //   mean contacts = mean over steps of d->ncon after each step (contacts found at its forward pass)
 //   Newton = mean over smooth steps of mjdiff_implicitStats (the implicit step's Newton iterations;
-//            "-" under the explicit step)
+//            "-" under the explicit step): the last solve's, so a step that needed the
+//            continuation or the split counts only its last solve, and a failed step (state reset)
+//            what the reset left
 
 #define _POSIX_C_SOURCE 200809L
 
