@@ -736,9 +736,11 @@ static inline mjtNum compat_tendonLengthSpring(const mjModel* m, int t) {
 
 // ---------------------------------- features without a smooth counterpart ------------------------
 // 3.x features the smooth model and its derivatives do not cover: the name of the first one the
-// model uses (with the element's id in *id, -1 for a model-wide one), or NULL. 2.2: none.
-static inline const char* compat_unsupported(const mjModel* m, int* id) {
+// model uses (with the element's id in *id and its mjtObj in *type, or -1 and mjOBJ_UNKNOWN for a
+// model-wide one), or NULL. 2.2: none.
+static inline const char* compat_unsupported(const mjModel* m, int* id, int* type) {
   *id = -1;
+  *type = mjOBJ_UNKNOWN;
 #if MJDIFF_MUJOCO_3
   if (m->nflex) return "flex (deformable) objects";
   if (m->opt.enableflags & mjENBL_SLEEP) {
@@ -751,17 +753,23 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
   for (int g = 0; m->flg_adhesion && g < m->ngeom; g++) {
     if (m->geom_adhesion[g] != 0) {
       *id = g;
+      *type = mjOBJ_GEOM;
       return "a geom with contact adhesion (adhesion=: the adhesion actuator, a body "
              "transmission, is covered)";
     }
   }
   for (int i = 0; m->flg_adhesion && i < m->npair; i++) {
-    if (m->pair_adhesion[i] != 0) return "an MJCF <pair> with contact adhesion (adhesion=)";
+    if (m->pair_adhesion[i] != 0) {
+      *id = i;
+      *type = mjOBJ_PAIR;
+      return "an MJCF <pair> with contact adhesion (adhesion=)";
+    }
   }
   for (int g = 0; m->flg_surfacevel && g < m->ngeom; g++) {
     for (int k = 0; k < 6; k++) {
       if (m->geom_surfacevel[6 * g + k] != 0) {
         *id = g;
+        *type = mjOBJ_GEOM;
         return "a geom with a surface velocity (surfacevel: conveyor belts, treadmills)";
       }
     }
@@ -769,7 +777,8 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
   for (int i = 0; i < m->nv; i++) {
     for (int k = 0; k < mjNPOLY; k++) {
       if (m->dof_dampingpoly[mjNPOLY * i + k] != 0) {
-        *id = i;
+        *id = m->dof_jntid[i];  // (dofs have no names: their joint's)
+        *type = mjOBJ_JOINT;
         return "a dof with polynomial damping (dampingpoly)";
       }
     }
@@ -778,6 +787,7 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     for (int k = 0; k < mjNPOLY; k++) {
       if (m->jnt_stiffnesspoly[mjNPOLY * j + k] != 0) {
         *id = j;
+        *type = mjOBJ_JOINT;
         return "a joint with polynomial stiffness (stiffnesspoly)";
       }
     }
@@ -787,6 +797,7 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
       if (m->tendon_stiffnesspoly[mjNPOLY * i + k] != 0 ||
           m->tendon_dampingpoly[mjNPOLY * i + k] != 0) {
         *id = i;
+        *type = mjOBJ_TENDON;
         return "a tendon with polynomial stiffness or damping";
       }
     }
@@ -796,12 +807,14 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     for (int k = 0; k < mjNPOLY; k++) poly |= m->actuator_dampingpoly[mjNPOLY * i + k] != 0;
     if (poly || m->actuator_damping[i] != 0 || m->actuator_armature[i] != 0) {
       *id = i;
+      *type = mjOBJ_ACTUATOR;
       return "an actuator with damping or armature";
     }
   }
   for (int i = 0; i < m->ntendon; i++) {
     if (m->tendon_armature[i] != 0) {
       *id = i;
+      *type = mjOBJ_TENDON;
       return "a tendon with armature";
     }
   }
@@ -809,26 +822,31 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
     if (m->tendon_lengthspring[2 * i] != m->tendon_lengthspring[2 * i + 1] &&
         m->tendon_stiffness[i] != 0) {
       *id = i;
+      *type = mjOBJ_TENDON;
       return "a tendon spring with a dead band (springlength range)";
     }
     if (m->tendon_actfrclimited[i]) {
       *id = i;
+      *type = mjOBJ_TENDON;
       return "a tendon with actuator force limits (actuatorfrcrange)";
     }
   }
   for (int j = 0; j < m->njnt; j++) {
     if (m->jnt_actfrclimited[j] && m->jnt_actgravcomp[j]) {
       *id = j;
+      *type = mjOBJ_JOINT;
       return "a joint with both actuator force limits (actuatorfrcrange) and actuatorgravcomp";
     }
   }
   for (int i = 0; i < m->nu; i++) {
     if (m->actuator_actearly[i]) {
       *id = i;
+      *type = mjOBJ_ACTUATOR;
       return "an actuator with actearly";
     }
     if (m->actuator_plugin[i] >= 0) {
       *id = i;
+      *type = mjOBJ_ACTUATOR;
       return "a plugin actuator";
     }
   }
@@ -836,6 +854,7 @@ static inline const char* compat_unsupported(const mjModel* m, int* id) {
   for (int i = 0; i < m->nu; i++) {
     if (m->actuator_outadr[i] != i || m->actuator_outnum[i] != 1) {
       *id = i;
+      *type = mjOBJ_ACTUATOR;
       return "an actuator with more than one force output";
     }
   }

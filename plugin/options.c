@@ -538,12 +538,17 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
                         "RK4", m->opt.integrator,
                         m->opt.integrator == mjINT_IMPLICIT ? "implicit" : "unknown");
   }
-  int id;
-  const char* feature = compat_unsupported(m, &id);
+  int id, type;
+  const char* feature = compat_unsupported(m, &id, &type);
+  if (feature && id >= 0) {
+    const char* name = mj_id2name(m, type, id);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "the model uses %s (%s %d '%s'), which the smooth model does not cover",
+                        feature, mju_type2Str(type), id, name ? name : "");
+  }
   if (feature) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "the model uses %s (element %d), which the smooth model does not cover",
-                        feature, id);
+                        "the model uses %s, which the smooth model does not cover", feature);
   }
   const char* plugin = NULL;
   int instance = compat_foreignPlugin(m, &plugin);

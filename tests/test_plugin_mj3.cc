@@ -303,18 +303,22 @@ TEST(Mj3Features, CoveredOrRefusedByName) {
     const char* key;
     const char* value;
     const char* refusal;  // nullptr: covered
+    const char* element;  // the element the refusal names (nullptr: a model-wide feature)
   };
   const Case cases[] = {
-      {"gravcomp", "BODYEXTRA", "gravcomp=\"1\"", nullptr},
-      {"actuatorgravcomp", "JOINTEXTRA", "actuatorgravcomp=\"true\"", nullptr},
-      {"joint actuatorfrcrange", "JOINTEXTRA", "actuatorfrcrange=\"-1 1\"", nullptr},
-      {"site connect", "EQEXTRA", "><connect site1=\"s1\" site2=\"s2\"/></equality", nullptr},
-      {"sleep", "OPTION", "><flag sleep=\"enable\"/></option", "sleeping bodies"},
-      {"surfacevel", "GEOMEXTRA", "surfacevel=\"0.5 0 0 0 0 0\"", "surface velocity"},
-      {"geom adhesion", "GEOMEXTRA", "adhesion=\"2\"", "contact adhesion"},
-      {"actearly", "ACTEXTRA", "actearly=\"true\" dyntype=\"filter\" dynprm=\"0.1\"", "actearly"},
+      {"gravcomp", "BODYEXTRA", "gravcomp=\"1\"", nullptr, nullptr},
+      {"actuatorgravcomp", "JOINTEXTRA", "actuatorgravcomp=\"true\"", nullptr, nullptr},
+      {"joint actuatorfrcrange", "JOINTEXTRA", "actuatorfrcrange=\"-1 1\"", nullptr, nullptr},
+      {"site connect", "EQEXTRA", "><connect site1=\"s1\" site2=\"s2\"/></equality", nullptr,
+       nullptr},
+      {"sleep", "OPTION", "><flag sleep=\"enable\"/></option", "sleeping bodies", nullptr},
+      {"surfacevel", "GEOMEXTRA", "surfacevel=\"0.5 0 0 0 0 0\"", "surface velocity",
+       "(geom 0 'floor')"},
+      {"geom adhesion", "GEOMEXTRA", "adhesion=\"2\"", "contact adhesion", "(geom 0 'floor')"},
+      {"actearly", "ACTEXTRA", "actearly=\"true\" dyntype=\"filter\" dynprm=\"0.1\"", "actearly",
+       "(actuator 0 '')"},
       {"tendon actuatorfrcrange", "TENDONEXTRA", "actuatorfrclimited=\"true\" actuatorfrcrange=\"-1 1\"",
-       "actuator force limits"},
+       "actuator force limits", "(tendon 0 't')"},
   };
   for (const Case& c : cases) {
     std::string xml = base;
@@ -341,6 +345,11 @@ TEST(Mj3Features, CoveredOrRefusedByName) {
     if (c.refusal) {
       EXPECT_EQ(st, MJDIFF_ERR_UNSUPPORTED) << c.what;
       EXPECT_NE(std::string(msg).find(c.refusal), std::string::npos) << c.what << ": " << msg;
+      if (c.element) {
+        EXPECT_NE(std::string(msg).find(c.element), std::string::npos) << c.what << ": " << msg;
+      } else {
+        EXPECT_EQ(std::string(msg).find("element"), std::string::npos) << c.what << ": " << msg;
+      }
     } else {
       EXPECT_EQ(st, MJDIFF_OK) << c.what << ": " << msg;
       // and it steps

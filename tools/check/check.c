@@ -898,7 +898,8 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
       fprintf(stderr,
               "state %4d/%-4ld  steps %6d  ncon %4d  worst %.2e in %-4s  fd self %.1e  adj "
               "%.1e%s%s\n",
-              k + 1, a->states, rec->steps, rec->ncon, e, r->blocks[rec->worst_block].name,
+              k + 1, a->states, rec->steps, rec->ncon, e,
+              r->nb > 0 ? r->blocks[rec->worst_block].name : "-",
               rec->fd_noise, rec->adj_err, cmp, at);
     }
   }
@@ -966,6 +967,10 @@ static void judge(const args* a, result* r) {
   }
   if (n > 0) {
     r->status = EXIT_MISMATCH;
+  } else if (r->nb == 0) {
+    snprintf(r->message, sizeof(r->message),
+             "nothing to compare: the model has no degrees of freedom, activations or controls "
+             "(nv = na = nu = 0)");
   } else {
     snprintf(r->message, sizeof(r->message),
              "every block within %g over %d compared states; VJP/JVP consistent", a->tol,
