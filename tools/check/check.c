@@ -777,6 +777,9 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
 
   uint64_t rng = (uint64_t)a->seed;
   char err[1024] = "";
+  // a large model's state takes minutes (MuJoCo's 100 humanoids: [A B] is 5400 x 5421): its
+  // phases get progress lines of their own
+  int big = !a->quiet && (double)ndx * ncol > 1e6;
   for (int k = 0; k < maxdraw && r->compared < a->states && !tool_interrupted(); k++) {
     staterec* rec = r->rec + k;
     rec->steps = randomState(m, d, s, &rng, (int)(a->steps + 7 * k), err, sizeof(err));
@@ -786,6 +789,10 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
       break;
     }
     getState(m, d, state);
+    if (big) {
+      fprintf(stderr, "state %4d/%-4ld  %d steps simulated; the analytic [A B] (%d x %d)...\n",
+              k + 1, a->states, rec->steps, ndx, ncol);
+    }
 
     // analytic [A B]; the call leaves the state as it found it
     if (mjdiff_stepJacobian(m, d, s, w, A, B, NULL, err, sizeof(err)) != MJDIFF_OK) {
@@ -828,6 +835,10 @@ static void check(const args* a, const mjModel* m, const mjdiffModel* s, mjdiffS
     }
 
     // Richardson-extrapolated centered differences at (e/2, e), (e, 2e) and (2e, 4e)
+    if (big) {
+      fprintf(stderr, "state %4d/%-4ld  finite differences of %d columns (%d steps)...\n", k + 1,
+              a->states, nc, 8 * nc);
+    }
     int fdok = fdJacobian(m, d, s, state, a->eps, 0.5, &fw, nc, cols, Fh) &&
                fdJacobian(m, d, s, state, a->eps, 1, &fw, nc, cols, Fa) &&
                fdJacobian(m, d, s, state, a->eps, 2, &fw, nc, cols, Fb) &&
