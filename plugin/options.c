@@ -542,9 +542,12 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
   const char* feature = compat_unsupported(m, &id, &type);
   if (feature && id >= 0) {
     const char* name = mj_id2name(m, type, id);
+    const char* kind = mju_type2Str(type);
+    char named[200] = "";
+    if (name && name[0]) snprintf(named, sizeof(named), " '%s'", name);
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "the model uses %s (%s %d '%s'), which the smooth model does not cover",
-                        feature, mju_type2Str(type), id, name ? name : "");
+                        "the model uses %s (%s %d%s), which the smooth model does not cover",
+                        feature, kind ? kind : "element", id, named);
   }
   if (feature) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,

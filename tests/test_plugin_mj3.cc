@@ -316,7 +316,7 @@ TEST(Mj3Features, CoveredOrRefusedByName) {
        "(geom 0 'floor')"},
       {"geom adhesion", "GEOMEXTRA", "adhesion=\"2\"", "contact adhesion", "(geom 0 'floor')"},
       {"actearly", "ACTEXTRA", "actearly=\"true\" dyntype=\"filter\" dynprm=\"0.1\"", "actearly",
-       "(actuator 0 '')"},
+       "(actuator 0)"},
       {"tendon actuatorfrcrange", "TENDONEXTRA", "actuatorfrclimited=\"true\" actuatorfrcrange=\"-1 1\"",
        "actuator force limits", "(tendon 0 't')"},
   };
@@ -359,6 +359,41 @@ TEST(Mj3Features, CoveredOrRefusedByName) {
         EXPECT_EQ(st, MJDIFF_OK) << c.what << ": " << msg;
       }
     }
+    mjdiff_freeModel(s);
+  }
+}
+
+// The refusal names the element: an MJCF <pair> by its name, a dof (polynomial damping, the
+// second value of a joint's damping) by its joint's
+TEST(Mj3Features, RefusalNamesTheElement) {
+  const char* pair = R"(
+<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body pos="0 0 0.2"><freejoint/><geom name="ball" size="0.05"/></body>
+  </worldbody>
+  <contact><pair name="pp" geom1="floor" geom2="ball" adhesion="1"/></contact>
+</mujoco>)";
+  const char* poly = R"(
+<mujoco>
+  <worldbody>
+    <body pos="0 0 1"><joint name="hj" type="hinge"/><geom size="0.05"/>
+      <body pos="0 0 -0.2"><joint name="fj" type="ball" damping="0.1 0.2"/><geom size="0.05"/></body>
+    </body>
+  </worldbody>
+</mujoco>)";
+  struct Case {
+    const char* xml;
+    const char* element;
+  };
+  for (const Case& c : {Case{pair, "(pair 0 'pp')"}, Case{poly, "(joint 1 'fj')"}}) {
+    std::string err;
+    ModelPtr m = Load(c.xml, &err);
+    ASSERT_TRUE(m) << err;
+    mjdiffModel* s = nullptr;
+    char msg[1000] = "";
+    EXPECT_EQ(mjdiff_makeModel(m.get(), nullptr, &s, msg, sizeof(msg)), MJDIFF_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(msg).find(c.element), std::string::npos) << msg;
     mjdiff_freeModel(s);
   }
 }

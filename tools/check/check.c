@@ -980,8 +980,8 @@ static void judge(const args* a, result* r) {
     r->status = EXIT_MISMATCH;
   } else if (r->nb == 0) {
     snprintf(r->message, sizeof(r->message),
-             "nothing to compare: the model has no degrees of freedom, activations or controls "
-             "(nv = na = nu = 0)");
+             "nothing to compare: [A B] has no rows (no degrees of freedom or activations: "
+             "nv = na = 0)");
   } else {
     snprintf(r->message, sizeof(r->message),
              "every block within %g over %d compared states; VJP/JVP consistent", a->tol,
