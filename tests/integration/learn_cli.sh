@@ -6,12 +6,14 @@
 #      grad, steps, wall), a CSV with a header and 4 rows, an .npz the eval command loads, and
 #      success lines for both plants;
 #   2. the same seed gives the same CSV costs and weights at 1 and 2 threads (apg, shac);
-#   3. SIGINT during a long run: exit 130 and the weights file written;
-#   4. bad input: a malformed --net spec (exit 2, names the spec), weights of the wrong shape
+#   3. --pos-scale 1: the position features' input std (the .npz read with numpy) is 1 where their
+#      spread over the start states is below it, the velocity and goal features' as without it;
+#   4. SIGINT during a long run: exit 130 and the weights file written;
+#   5. bad input: a malformed --net spec (exit 2, names the spec), weights of the wrong shape
 #      (exit 1, names the file and the sizes), a task with an unknown term or joint (exit 1, names
 #      the file and line), a goal term that is not a fixed point (exit 1), an unknown
 #      --noise-joints joint (exit 1, named), a bad --randomize range (2) or parameter (1, named),
-#      an unknown option (2).
+#      a --pos-scale out of range (2), an unknown option (2).
 # Usage (ctest): bash learn_cli.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -67,6 +69,20 @@ cmp -s s1.npz s2.npz || fail "shac: weights differ at 1 and 2 threads"
 # 4 iterations of 4 rollouts of 8 steps
 grep -q '^shac,4,128,' s1.csv || fail "shac: simulated steps: $(tail -n 1 s1.csv)"
 
+# --pos-scale: the reacher's observation is (qpos 2, qvel 2, goal 3, goal - fingertip 3)
+numpy_python
+run "$LEARN" policy "$M" "$T" $GOAL $COMMON --iters 1 --pos-scale 1 --out ps
+[[ $RC == 0 ]] || fail "--pos-scale: exit $RC: $ERR"
+"$PYNP" - apg.npz ps.npz <<'PY' || fail "--pos-scale: input std wrong"
+import sys
+import numpy as np
+a, b = (np.load(f)['input_std'] for f in sys.argv[1:3])
+assert a.shape == (10,) and b.shape == (10,), (a.shape, b.shape)
+assert (a[:2] < 0.1).all(), a  # start noise 0.05: spread 0.03
+assert (b[:2] == 1).all(), b
+assert (a[2:] == b[2:]).all() and (a[2:4] == 1).all(), (a, b)
+PY
+
 # SIGINT: last weights, exit 130
 "$LEARN" policy "$M" "$T" $GOAL --iters 100000 --batch 4 --eval-every 1000 --out intr > /dev/null 2> intr.err &
 pid=$!
@@ -104,6 +120,9 @@ grep -q "body:link2:mass=0,2" <<<"$ERR" || fail "bad --randomize not named: $ERR
 run "$LEARN" policy "$M" "$T" --randomize body:no_such_body:mass=0.5,2 --iters 1
 [[ $RC == 1 ]] || fail "unknown --randomize parameter: exit $RC: $ERR"
 grep -q "no_such_body" <<<"$ERR" || fail "unknown --randomize parameter not named: $ERR"
+run "$LEARN" policy "$M" "$T" --pos-scale -1
+[[ $RC == 2 ]] || fail "bad --pos-scale: exit $RC"
+grep -q -- "--pos-scale" <<<"$ERR" || fail "bad --pos-scale not named: $ERR"
 run "$LEARN" policy "$M" "$T" --frobnicate
 [[ $RC == 2 ]] || fail "unknown option: exit $RC"
 note "ok"

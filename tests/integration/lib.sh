@@ -7,6 +7,9 @@
 #   absolute_dirs    BUILD_DIR and SOURCE_DIR made absolute; fails naming a missing one
 #   make_tmp PREFIX  TMP = a new directory ${TMPDIR:-/tmp}/PREFIX.XXXXXX (the caller removes it)
 #   run CMD...       runs CMD: RC its exit status, OUT its stdout, ERR its stderr (through $TMP)
+#   numpy_python     PYNP = the python with numpy of the configure step (ctest sets
+#                    MJDIFF_NUMPY_PYTHON; the first python3 on PATH may lack numpy), else the
+#                    first one found; none is a failure, as in test_nn
 
 fail() {
   echo "$NAME: FAIL: $*" >&2
@@ -31,4 +34,16 @@ run() {
   RC=$?
   OUT=$(cat "$TMP/out")
   ERR=$(cat "$TMP/err")
+}
+numpy_python() {
+  PYNP=${MJDIFF_NUMPY_PYTHON:-}
+  if [[ -z "$PYNP" ]]; then
+    for p in /usr/bin/python3 python3; do
+      if command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null; then
+        PYNP=$p
+        break
+      fi
+    done
+  fi
+  [[ -n "$PYNP" ]] || fail "no python3 with numpy: install python3-numpy (scripts/setup.sh)"
 }

@@ -31,18 +31,7 @@ SYSID="$BUILD_DIR/tools/mjdiff-sysid"
 REACHER="$SOURCE_DIR/models/reacher.xml"
 [[ -x "$SYSID" ]] || fail "missing $SYSID (build the project first)"
 command -v python3 >/dev/null || fail "python3 not found (needed for the CSV and JSON checks)"
-# the python with numpy of the configure step (ctest sets MJDIFF_NUMPY_PYTHON; the first python3
-# on PATH may lack numpy), else the first one found; none is a failure, as in test_nn
-PYNP=${MJDIFF_NUMPY_PYTHON:-}
-if [[ -z "$PYNP" ]]; then
-  for p in /usr/bin/python3 python3; do
-    if command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null; then
-      PYNP=$p
-      break
-    fi
-  done
-fi
-[[ -n "$PYNP" ]] || fail "no python3 with numpy: install python3-numpy (scripts/setup.sh)"
+numpy_python
 make_tmp mjdiff_sysid_mlp
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || fail "cannot enter $TMP"

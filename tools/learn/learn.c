@@ -63,6 +63,8 @@ static void usage(FILE* f) {
           "  --grad-decay A         apg, shac: scale the state adjoint by A in (0, 1] at each\n"
           "                         step back (a biased gradient for long unstable rollouts;\n"
           "                         default exact)\n"
+          "  --pos-scale S          input normalisation of qpos (and --trig's cos, sin): by\n"
+          "                         max(spread over the starts, S) (default 0: the spread)\n"
           "  --net SPEC             policy network (nn/ spec: mlp:W1,W2[:ACT] or linear; default mlp:64,64)\n"
           "  --init WEIGHTS.npz     start from these weights (shape must match)\n"
           "  --iters N              iterations (default 200)\n"
@@ -115,7 +117,8 @@ typedef struct args_ {
   int method;
   const char* net;
   long iters, batch, threads, eval_batch, eval_every, es_dirs, short_steps, ppo_epochs, ppo_mb;
-  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr, action_noise, grad_decay;
+  double budget, seconds, lr, clip, es_sigma, gamma, critic_lr, action_noise, grad_decay,
+      pos_scale;
   unsigned long long seed;
   toolPolicyArgs pol;          // --goal, --no-relative, --key, --start-noise, --vel-noise
   int skip_failed;
@@ -189,6 +192,8 @@ static void parseArgs(int argc, char** argv, args* a) {
       a->action_noise = tool_doubleOption(TOOL, argc, argv, &i, 0, 100, 0, "in [0, 100]");
     } else if (!strcmp(o, "--grad-decay")) {
       a->grad_decay = tool_doubleOption(TOOL, argc, argv, &i, 0, 1, TOOL_OPEN_LO, "in (0, 1]");
+    } else if (!strcmp(o, "--pos-scale")) {
+      a->pos_scale = tool_doubleOption(TOOL, argc, argv, &i, 0, 1e3, 0, "in [0, 1000]");
     } else if (!strcmp(o, "--critic-lr")) {
       a->critic_lr = tool_doubleOption(TOOL, argc, argv, &i, 0, 10, TOOL_OPEN_LO, "in (0, 10]");
     } else if (!strcmp(o, "--net")) {
@@ -381,13 +386,16 @@ static int setupProblem(const args* a, problem* p) {
       mjdiff_learnObservation(p->L, d, g, data + (size_t)b * nobs);
     }
     mjdiff_fitMLPNormalization(p->net, data, n, 1e-3, NULL, 0);
-    // velocities start near zero: scale them by 1 / (a typical speed) rather than by their spread
+    // velocities start near zero: scale them by 1 / (a typical speed) rather than by their spread;
+    // positions by their spread, or by --pos-scale where a motion travels far beyond it (a pole
+    // swung up from a start 0.05 rad wide reaches the network at 35 scaled by its spread)
     double* sd = (double*)malloc(sizeof(double) * (size_t)nobs);
     if (!sd) tool_outOfMemory(TOOL);
     memcpy(sd, mjdiff_mlpStd(p->net), sizeof(double) * (size_t)nobs);
     int q0 = nobs - (int)(p->m->nv + p->m->na) -
              (p->opt.goal_term >= 0 ? 3 + 3 * (p->opt.goal_relative != 0) : 0);  // qvel's start
     for (int i = q0; i < q0 + (int)p->m->nv; i++) sd[i] = sd[i] > 1 ? sd[i] : 1;
+    for (int i = 0; i < q0; i++) sd[i] = sd[i] > a->pos_scale ? sd[i] : a->pos_scale;
     mjdiff_setMLPNormalization(p->net, mjdiff_mlpMean(p->net), sd, NULL, 0);
     free(sd);
     mj_deleteData(d);
