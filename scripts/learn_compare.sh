@@ -17,9 +17,12 @@
 # its mjdiff_* numerics removed and the implicit smooth step on, with its derived defaults, as
 # scripts/sysid_lib.sh's sysid_implicit_variant writes it; the variant sits in OUT, so a model
 # that names mesh or texture files by relative path needs its variant written beside it).
+# PPO runs with --pos-scale 1 (its better input scale on the reacher, the pusher and the arm push:
+# README, section "Input scale"; before 2026-12-07 it ran without; PPO_ARGS="--pos-scale 0" gives
+# the old runs).
 set -euo pipefail
 if [ $# -lt 4 ]; then
-  sed -n 3,19p "$0" >&2
+  sed -n 3,22p "$0" >&2
   exit 2
 fi
 out=$1 model=$2 task=$3 iters=$4
@@ -52,7 +55,7 @@ run apg --method apg --iters "$iters" "$@" ${APG_ARGS:-}
 steps=$(tail -n 1 "$out/apg.csv" | cut -d, -f3)
 budget=$((steps * factor))
 run es --method es --iters 100000000 --budget "$budget" "$@" ${ES_ARGS:-}
-run ppo --method ppo --iters 100000000 --budget "$budget" "$@" ${PPO_ARGS:-}
+run ppo --method ppo --iters 100000000 --budget "$budget" --pos-scale 1 "$@" ${PPO_ARGS:-}
 
 head -n 1 "$out/apg.csv" > "$out/all.csv"
 for m in apg es ppo; do tail -n +2 "$out/$m.csv" >> "$out/all.csv"; done
