@@ -103,6 +103,7 @@ struct mjdiffLearner_ {
   int nqo;                     // the observation's qpos part: nq + the trig hinges
   unsigned char* trigq;        // nq: 1 at the qpos of a hinge observed as (cos, sin)
   unsigned char* noisy;        // njnt: 1 at a joint the start noise moves
+  unsigned char* hideq;        // nq: 1 at a qpos the policy does not see (hide_joints)
   int nrand;                   // domain randomisation: names (copied), factor ranges, the
   char** rand_names;           // number of values each name expands to, the training model's
   double* rand_lo;             // values (nrand_values)
@@ -192,6 +193,7 @@ void mjdiff_freeLearner(mjdiffLearner* L) {
   free(L->workers);
   free(L->trigq);
   free(L->noisy);
+  free(L->hideq);
   for (int i = 0; L->rand_names && i < L->nrand; i++) free(L->rand_names[i]);
   free(L->rand_names);
   free(L->rand_lo);
@@ -211,31 +213,33 @@ static mjdiffStatus failMem(mjdiffLearner* L, char* err, int errsz) {
   return fail(err, errsz, MJDIFF_ERR_MEMORY, "learner: out of memory");
 }
 
-// mask (njnt) of the joints the start noise moves: the hinges and slides named in the
-// comma-separated list, or every hinge and slide for an empty list
-static mjdiffStatus noiseJoints(const mjModel* m, const char* list, unsigned char* mask,
-                                char* err, int errsz) {
+// mask (njnt) of the joints named in the comma-separated list of option `what`, or, for an empty
+// list, every hinge and slide when `all` (else none). Named joints must be hinges or slides, or
+// free joints where `free_ok`.
+static mjdiffStatus jointList(const mjModel* m, const char* what, const char* list, int all,
+                              int free_ok, unsigned char* mask, char* err, int errsz) {
   for (int j = 0; j < m->njnt; j++) {
     int type = m->jnt_type[j];
-    mask[j] = (!list || !*list) && (type == mjJNT_HINGE || type == mjJNT_SLIDE);
+    mask[j] = all && (!list || !*list) && (type == mjJNT_HINGE || type == mjJNT_SLIDE);
   }
   for (const char* p = list && *list ? list : NULL; p;) {
     const char* end = strchr(p, ',');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     char name[256];
     if (len == 0 || len >= sizeof(name)) {
-      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: noise_joints '%s': an empty or "
-                  "over-long joint name", list);
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: %s '%s': an empty or over-long joint "
+                  "name", what, list);
     }
     memcpy(name, p, len);
     name[len] = 0;
     int j = mj_name2id(m, mjOBJ_JOINT, name);
-    if (j < 0) {
-      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: noise_joints: no joint '%s'", name);
-    }
-    if (m->jnt_type[j] != mjJNT_HINGE && m->jnt_type[j] != mjJNT_SLIDE) {
-      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: noise_joints: joint '%s' is neither "
-                  "a hinge nor a slide (the start noise moves those)", name);
+    if (j < 0) return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: %s: no joint '%s'", what, name);
+    int type = m->jnt_type[j];
+    if (type != mjJNT_HINGE && type != mjJNT_SLIDE && !(free_ok && type == mjJNT_FREE)) {
+      return fail(err, errsz, MJDIFF_ERR_VALUE, "learner: %s: joint '%s' is a %s joint (%s)", what,
+                  name, type == mjJNT_FREE ? "free" : "ball",
+                  free_ok ? "hinges, slides and free joints' positions can be hidden"
+                          : "the start noise moves hinges and slides");
     }
     mask[j] = 1;
     p = end ? end + 1 : NULL;
@@ -494,7 +498,24 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
   L->opt.noise_joints = NULL;  // (read here, not kept)
   L->noisy = (unsigned char*)calloc((size_t)m->njnt + 1, 1);
   if (!L->noisy) return failMem(L, err, errsz);
-  mjdiffStatus stj = noiseJoints(m, opt->noise_joints, L->noisy, err, errsz);
+  mjdiffStatus stj = jointList(m, "noise_joints", opt->noise_joints, 1, 0, L->noisy, err, errsz);
+  // hidden joints: a hinge's or slide's qpos (both entries of a trig hinge), a free joint's
+  // position (its 3 entries; the orientation stays observed)
+  L->opt.hide_joints = NULL;  // (read here, not kept)
+  L->hideq = (unsigned char*)calloc((size_t)m->nq + 1, 1);
+  unsigned char* hidden = (unsigned char*)calloc((size_t)m->njnt + 1, 1);
+  if (!L->hideq || !hidden) {
+    free(hidden);
+    return failMem(L, err, errsz);
+  }
+  if (stj == MJDIFF_OK) {
+    stj = jointList(m, "hide_joints", opt->hide_joints, 0, 1, hidden, err, errsz);
+  }
+  for (int j = 0; j < m->njnt && stj == MJDIFF_OK; j++) {
+    int n = m->jnt_type[j] == mjJNT_FREE ? 3 : 1;
+    for (int k = 0; k < n && hidden[j]; k++) L->hideq[m->jnt_qposadr[j] + k] = 1;
+  }
+  free(hidden);
   if (stj == MJDIFF_OK) stj = randomised(L, m, s, opt, err, errsz);
   if (stj != MJDIFF_OK) {
     mjdiff_freeLearner(L);
@@ -593,10 +614,10 @@ static void observation(const mjdiffLearner* L, mjData* dk, const mjData* d, con
   int o = 0;
   for (int i = 0; i < m->nq; i++) {
     if (L->trigq[i]) {
-      obs[o++] = cos(d->qpos[i]);
-      obs[o++] = sin(d->qpos[i]);
+      obs[o++] = L->hideq[i] ? 0 : cos(d->qpos[i]);
+      obs[o++] = L->hideq[i] ? 0 : sin(d->qpos[i]);
     } else {
-      obs[o++] = d->qpos[i];
+      obs[o++] = L->hideq[i] ? 0 : d->qpos[i];
     }
   }
   mju_copy(obs + o, d->qvel, (int)m->nv);
@@ -707,6 +728,7 @@ static void obsAdjoint(worker* w, const mjModel* m, const mjData* d, const doubl
     } else {
       w->gstate[i] = ao[o++];
     }
+    if (L->hideq[i]) w->gstate[i] = 0;
   }
   mju_copy(w->gstate + m->nq, ao + o, (int)(m->nv + m->na));
   mjdiff_getState(m, d, w->x0);

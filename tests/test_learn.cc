@@ -943,7 +943,7 @@ TEST(Learn, NoiseJointsMoveOnlyThoseJoints) {
   }
 
   const char* bad[][2] = {{"ja,nosuch", "no joint 'nosuch'"},
-                          {"jd", "joint 'jd' is neither a hinge nor a slide"},
+                          {"jd", "joint 'jd' is a ball joint"},
                           {"ja,", "empty"}};
   for (auto& b : bad) {
     char err[1000] = "";
@@ -1039,6 +1039,86 @@ void closedLoopDesignGrad(Problem* p, const char* const* names, int nnames, doub
   mjdiff_freeLearnPolicy(pol);
   mjdiff_freeLearner(L);
   mj_deleteModel(nominal);
+}
+
+
+// hide_joints: the named joints' positions are observed as 0 (a hinge or slide's qpos, a free
+// joint's 3 position entries; its orientation and every velocity stay observed) and their
+// entries of the observation's adjoint carry nothing; the policy gradient with hidden joints
+// against central differences (the cart's slide on the pendulum; the puck's free joint on the
+// push, contacts active); a ball joint or an unknown name fails naming it
+TEST(Learn, HiddenJointsAreNotObservedAndTheGradientMatches) {
+  {
+    Problem p;
+    setupPendulum(&p, 1);
+    ASSERT_NE(p.net, nullptr);
+    int nobs = mjdiff_learnObsSize(p.m, &p.opt);
+    mjdiffLearner* L0 = makeLearner(&p, 1);
+    p.opt.hide_joints = "slide";
+    mjdiffLearner* L1 = makeLearner(&p, 1);
+    ASSERT_NE(L0, nullptr);
+    ASSERT_NE(L1, nullptr);
+    EXPECT_EQ(mjdiff_learnObsSize(p.m, &p.opt), nobs);
+    mjData* d = mj_makeData(p.m);
+    d->qpos[0] = 0.3;
+    d->qpos[1] = std::cos(0.2);
+    d->qpos[2] = std::sin(0.2);
+    d->qvel[0] = 0.7;
+    std::vector<double> o0(nobs), o1(nobs), g = {0.1, 0, 0.6};
+    mjdiff_learnObservation(L0, d, g.data(), o0.data());
+    mjdiff_learnObservation(L1, d, g.data(), o1.data());
+    EXPECT_EQ(o0[0], 0.3);
+    EXPECT_EQ(o1[0], 0);
+    for (int i = 1; i < nobs; i++) EXPECT_EQ(o1[i], o0[i]) << i;  // the velocity 0.7 included
+    mj_deleteData(d);
+    mjdiff_freeLearner(L0);
+    mjdiff_freeLearner(L1);
+    double worst = checkGradient(&p, 3, 2, 1e-6);
+    printf("pendulum, the cart's slide hidden: worst relative error %.3g\n", worst);
+    EXPECT_LT(worst, 1e-5);
+  }
+  {
+    std::string xml = kPushXml;
+    xml.replace(xml.find("<freejoint/>"), 12, "<freejoint name=\"pf\"/>");
+    Problem p;
+    double lo[3] = {0.12, 0, 0.05}, hi[3] = {0.25, 0, 0.05};
+    setup(&p, xml.c_str(), kPushTask, 40, lo, hi, 0.002, 1);
+    ASSERT_NE(p.net, nullptr);
+    int nobs = mjdiff_learnObsSize(p.m, &p.opt);
+    p.opt.hide_joints = "pf";
+    mjdiffLearner* L = makeLearner(&p, 1);
+    ASSERT_NE(L, nullptr);
+    mjData* d = mj_makeData(p.m);
+    mju_copy(d->qpos, p.m->qpos0, (int)p.m->nq);
+    mj_forward(p.m, d);
+    std::vector<double> o(nobs), g = {0.2, 0, 0.05};
+    mjdiff_learnObservation(L, d, g.data(), o.data());
+    EXPECT_EQ(o[0], d->qpos[0]);                          // the pusher's slide
+    for (int k = 1; k < 4; k++) EXPECT_EQ(o[k], 0) << k;  // the puck's position
+    for (int k = 4; k < 8; k++) EXPECT_EQ(o[k], d->qpos[k]) << k;  // its orientation
+    EXPECT_NE(o[nobs - 3], 0);  // e = g - p(q) still sees where the puck is
+    mj_deleteData(d);
+    mjdiff_freeLearner(L);
+    double worst = checkGradient(&p, 3, 2, 1e-6);
+    printf("push, the puck's free-joint position hidden: worst relative error %.3g\n", worst);
+    EXPECT_LT(worst, 1e-4);
+  }
+  {
+    Problem p;
+    setupPendulum(&p);
+    ASSERT_NE(p.net, nullptr);
+    const char* bad[][2] = {{"ball", "hide_joints: joint 'ball' is a ball joint"},
+                            {"slide,nosuch", "hide_joints: no joint 'nosuch'"}};
+    for (auto& b : bad) {
+      char err[1000] = "";
+      p.opt.hide_joints = b[0];
+      mjdiffLearner* L = nullptr;
+      EXPECT_EQ(mjdiff_makeLearner(p.m, p.s, p.m, p.task, &p.opt, p.net, 1, &L, err, sizeof(err)),
+                MJDIFF_ERR_VALUE) << b[0];
+      EXPECT_EQ(L, nullptr);
+      EXPECT_NE(std::string(err).find(b[1]), std::string::npos) << err;
+    }
+  }
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #      (exit 1, names the file and the sizes), a task with an unknown term or joint (exit 1, names
 #      the file and line), a goal term that is not a fixed point (exit 1), an unknown
 #      --noise-joints joint (exit 1, named), a bad --randomize range (2) or parameter (1, named),
-#      a --pos-scale out of range (2), an unknown option (2).
+#      a --pos-scale out of range or with weights to load (2), an unknown option (2).
 # Usage (ctest): bash learn_cli.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -123,6 +123,9 @@ grep -q "no_such_body" <<<"$ERR" || fail "unknown --randomize parameter not name
 run "$LEARN" policy "$M" "$T" --pos-scale -1
 [[ $RC == 2 ]] || fail "bad --pos-scale: exit $RC"
 grep -q -- "--pos-scale" <<<"$ERR" || fail "bad --pos-scale not named: $ERR"
+run "$LEARN" eval "$M" "$T" apg.npz --pos-scale 1
+[[ $RC == 2 ]] || fail "--pos-scale with weights: exit $RC"
+grep -q -- "--pos-scale.*apg.npz" <<<"$ERR" || fail "--pos-scale with weights not named: $ERR"
 run "$LEARN" policy "$M" "$T" --frobnicate
 [[ $RC == 2 ]] || fail "unknown option: exit $RC"
 note "ok"

@@ -35,6 +35,8 @@ int tool_policyOption(const char* tool, int argc, char** argv, int* i, toolPolic
     pa->vel_noise = tool_doubleOption(tool, argc, argv, i, 0, 1000, 0, "in [0, 1000]");
   } else if (!strcmp(o, "--noise-joints")) {
     pa->noise_joints = tool_optionValue(tool, argc, argv, i);
+  } else if (!strcmp(o, "--hide-joints")) {
+    pa->hide_joints = tool_optionValue(tool, argc, argv, i);
   } else {
     return 0;
   }
@@ -49,6 +51,7 @@ void tool_policyLearnOptions(const toolPolicyArgs* pa, const mjModel* m, mjdiffL
   opt->vel_noise = pa->vel_noise;
   opt->noise_joints = pa->noise_joints;
   opt->trig_hinges = pa->trig;
+  opt->hide_joints = pa->hide_joints;
   if (pa->have_goal) {
     opt->goal_term = pa->goal_term;
     opt->goal_relative = !pa->no_relative;

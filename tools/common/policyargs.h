@@ -2,7 +2,8 @@
 //
 // The options that describe a policy of mjdiff-learn's (<mjdiff/learn.h>), shared by the tools
 // that train one (mjdiff-learn) and that run one as a fixed controller (mjdiff-design --policy):
-// --goal, --no-relative, --key, --start-noise, --vel-noise, --noise-joints, --trig; their mapping
+// --goal, --no-relative, --key, --start-noise, --vel-noise, --noise-joints, --trig, --hide-joints;
+// their mapping
 // onto mjdiffLearnOptions; and the loading of a network checked against the policy's shape.
 
 #ifndef MJDIFF_POLICYARGS_H_
@@ -23,6 +24,8 @@ typedef struct toolPolicyArgs_ {
   const char* noise_joints;    // --noise-joints J1,J2..: the joints those noises move (default:
                                // every hinge and slide; an argv string)
   int trig;                    // --trig: unlimited hinges observed as (cos q, sin q)
+  const char* hide_joints;     // --hide-joints J1,J2..: joints whose position the policy does not
+                               // see (default none; an argv string)
 } toolPolicyArgs;
 
 // Fill pa with the defaults above.

@@ -113,6 +113,7 @@ static void usage(void) {
       "  --goal T:X0,X1:Y0,Y1:Z0,Z1  as mjdiff-learn: the goal box of task term T\n"
       "  --no-relative        as mjdiff-learn: the policy observes the goal only\n"
       "  --trig               as mjdiff-learn: unlimited hinges observed as (cos q, sin q)\n"
+      "  --hide-joints J1,J2  as mjdiff-learn: joints whose position the policy does not see\n"
       "  --start-noise A      as mjdiff-learn (default 0.05; N > 1 only)\n"
       "  --vel-noise A        as mjdiff-learn (default 0; N > 1 only)\n"
       "  --noise-joints J1,J2 as mjdiff-learn (default: every hinge and slide)\n"

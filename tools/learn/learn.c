@@ -84,6 +84,8 @@ static void usage(FILE* f) {
           "                         body:puck:mass) by a factor drawn from U(LO, HI)\n"
           "  --no-relative          observe the goal only, not also goal - object position\n"
           "  --trig                 observe each hinge without a range as (cos q, sin q)\n"
+          "  --hide-joints J1,J2    joints whose position the policy does not see (a walker's\n"
+          "                         forward slide; a free joint's x, y, z)\n"
           "  --key N                start keyframe, -1 qpos0 (default 0; qpos0 without keys)\n"
           "  --start-noise A        hinge/slide qpos noise U(-A, A) (default 0.05)\n"
           "  --vel-noise A          hinge/slide qvel noise (default 0)\n"
@@ -92,7 +94,8 @@ static void usage(FILE* f) {
           "  --es-dirs N            es: antithetic directions per iteration (default 8)\n"
           "  --ppo-epochs E         ppo: epochs per iteration (default 10)\n"
           "  --ppo-minibatch M      ppo: samples per minibatch (default 64)\n"
-          "  --es-sigma S           es: perturbation size (default 0.02)\n"
+          "  --es-sigma S           es: perturbation size (default 0.02)\n");
+  fprintf(f,  // (a second string: C99 compilers need support only 4095 characters)
           "  --threads N            threads (default 2)\n"
           "  --seed S               seed (default 1)\n"
           "  --eval-batch N         evaluation rollouts (default 32)\n"
@@ -280,6 +283,10 @@ static void parseArgs(int argc, char** argv, args* a) {
   if (a->reach && a->method != M_APG) tool_usageError(TOOL, "--reach needs --method apg");
   if ((a->plant || a->record) && !a->eval_only) tool_usageError(TOOL, "--plant and --record need eval");
   if (a->record && !a->plant) tool_usageError(TOOL, "--record needs --plant FILE");
+  if (a->pos_scale > 0 && a->weights) {
+    tool_usageError(TOOL, "--pos-scale sets the input normalisation of new weights; %s carries its own",
+                    a->weights);
+  }
   // APG: few rollouts per iteration and a moderate rate (README, "Small batches": on the pusher,
   // the arm push and the reacher batch 4 at 1e-3 learned in 3-6x fewer simulated steps than batch
   // 16 or 32 at 3e-3)

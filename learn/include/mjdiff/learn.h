@@ -7,7 +7,8 @@
 // mjdiff_learn. Like the rest of the library it never prints or exits.
 //
 // Observation and action (nobs = nq + nv + na + ngoal inputs, nu outputs):
-//   o = (qpos, qvel, act, g, e)     (trig_hinges: an unlimited hinge's q as cos q, sin q)
+//   o = (qpos, qvel, act, g, e)     (trig_hinges: an unlimited hinge's q as cos q, sin q;
+//                                   hide_joints: those joints' positions as 0)
 //                                   g: the goal, the fixed target point of one position term of
 //                                   the task (3 numbers) when the learner randomises one; else none
 //                                   e = g - p(q): the goal relative to that term's object (3; with
@@ -18,7 +19,7 @@
 // one (beyond a bound MuJoCo's clamp would make it zero and training would stall).
 // Gradient of the policy (the rollout's mjdiffPolicy VJP, adjoint/rollout.h), given a_u = dL/du:
 //   a_y = a_u .* r .* (1 - tanh(y)^2)    (a_u where unlimited)
-//   (a_o, a_theta) = MLP VJP of a_y;  a_x += T' a_o[0 .. nq+nv+na)
+//   (a_o, a_theta) = MLP VJP of a_y;  a_x += T' a_o[0 .. nq+nv+na)  (a hidden position: nothing)
 // with T' the move of a gradient in the state layout (qpos, qvel, act) to the tangent layout
 // (mjdiff_stateGradToTangent: a quaternion's 4 partials to its 3 rotation rows); the goal gets
 // no state gradient; e adds a_dq -= J_p' a_e (J_p: the object's point Jacobian, mj_jac, whose
@@ -105,6 +106,14 @@ typedef struct mjdiffLearnOptions_ {
                                // grad_decay^k: a biased gradient that stays usable over long
                                // horizons through unstable or chaotic dynamics, where the exact
                                // one explodes
+  const char* hide_joints;     // comma-separated names of joints whose position the policy does
+                               // not see: a hinge's or slide's qpos, a free joint's 3 position
+                               // entries (its orientation stays observed), observed as 0 (their
+                               // velocities stay observed). A walker's forward position grows
+                               // without bound as it runs while the task is the same wherever it
+                               // runs: observed, it takes values after the training horizon that
+                               // the policy never saw. NULL or "": none (default). Read by
+                               // mjdiff_makeLearner, not kept
 } mjdiffLearnOptions;
 
 // Fill opt with the defaults above (goal box: zero).
