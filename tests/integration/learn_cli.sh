@@ -12,8 +12,9 @@
 #   5. bad input: a malformed --net spec (exit 2, names the spec), weights of the wrong shape
 #      (exit 1, names the file and the sizes), a task with an unknown term or joint (exit 1, names
 #      the file and line), a goal term that is not a fixed point (exit 1), an unknown
-#      --noise-joints joint (exit 1, named), a bad --randomize range (2) or parameter (1, named),
-#      a --pos-scale out of range or with weights to load (2), an unknown option (2).
+#      --noise-joints or --hide-joints joint (exit 1, named), a bad --randomize range (2) or
+#      parameter (1, named), a --pos-scale out of range or with weights to load (2), an unknown
+#      option (2).
 # Usage (ctest): bash learn_cli.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 
@@ -114,6 +115,9 @@ grep -q "goal term 3" <<<"$ERR" || fail "goal term not named: $ERR"
 run "$LEARN" policy "$M" "$T" --noise-joints shoulder,no_such_joint --iters 1
 [[ $RC == 1 ]] || fail "unknown noise joint: exit $RC: $ERR"
 grep -q "noise_joints: no joint 'no_such_joint'" <<<"$ERR" || fail "noise joint not named: $ERR"
+run "$LEARN" policy "$M" "$T" --hide-joints shoulder,no_such_joint --iters 1
+[[ $RC == 1 ]] || fail "unknown hidden joint: exit $RC: $ERR"
+grep -q "hide_joints: no joint 'no_such_joint'" <<<"$ERR" || fail "hidden joint not named: $ERR"
 run "$LEARN" policy "$M" "$T" --randomize body:link2:mass=0,2
 [[ $RC == 2 ]] || fail "bad --randomize range: exit $RC"
 grep -q "body:link2:mass=0,2" <<<"$ERR" || fail "bad --randomize not named: $ERR"

@@ -112,7 +112,8 @@ typedef struct mjdiffLearnOptions_ {
                                // velocities stay observed). A walker's forward position grows
                                // without bound as it runs while the task is the same wherever it
                                // runs: observed, it takes values after the training horizon that
-                               // the policy never saw. NULL or "": none (default). Read by
+                               // the policy never saw. e = g - p(q) (goal_relative) still
+                               // depends on them. NULL or "": none (default). Read by
                                // mjdiff_makeLearner, not kept
 } mjdiffLearnOptions;
 
