@@ -512,8 +512,9 @@ mjdiffStatus mjdiff_makeLearner(const mjModel* m, const mjdiffModel* s, const mj
     stj = jointList(m, "hide_joints", opt->hide_joints, 0, 1, hidden, err, errsz);
   }
   for (int j = 0; j < m->njnt && stj == MJDIFF_OK; j++) {
+    if (!hidden[j]) continue;
     int n = m->jnt_type[j] == mjJNT_FREE ? 3 : 1;
-    for (int k = 0; k < n && hidden[j]; k++) L->hideq[m->jnt_qposadr[j] + k] = 1;
+    memset(L->hideq + m->jnt_qposadr[j], 1, (size_t)n);
   }
   free(hidden);
   if (stj == MJDIFF_OK) stj = randomised(L, m, s, opt, err, errsz);

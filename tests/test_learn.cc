@@ -1041,7 +1041,6 @@ void closedLoopDesignGrad(Problem* p, const char* const* names, int nnames, doub
   mj_deleteModel(nominal);
 }
 
-
 // hide_joints: the named joints' positions are observed as 0 (a hinge or slide's qpos, a free
 // joint's 3 position entries; its orientation and every velocity stay observed) and their
 // entries of the observation's adjoint carry nothing; the policy gradient with hidden joints

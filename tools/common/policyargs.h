@@ -3,8 +3,8 @@
 // The options that describe a policy of mjdiff-learn's (<mjdiff/learn.h>), shared by the tools
 // that train one (mjdiff-learn) and that run one as a fixed controller (mjdiff-design --policy):
 // --goal, --no-relative, --key, --start-noise, --vel-noise, --noise-joints, --trig, --hide-joints;
-// their mapping
-// onto mjdiffLearnOptions; and the loading of a network checked against the policy's shape.
+// their mapping onto mjdiffLearnOptions; and the loading of a network checked against the
+// policy's shape.
 
 #ifndef MJDIFF_POLICYARGS_H_
 #define MJDIFF_POLICYARGS_H_
