@@ -184,7 +184,8 @@ static void limitValues(const mjModel* m, const mjdiffModel* s, const mjtNum* so
   scaleLaw(omega2, zomega2, A, p + EP_STIFFNESS, p + EP_DAMPING);
 }
 
-void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
+// equality i's inverse inertia from MuJoCo's invweight0 (the fallback of eqInvweight below)
+static void eqInvweight0(const mjModel* m, int i, mjtNum* At, mjtNum* Ar) {
   int o1 = m->eq_obj1id[i], o2 = m->eq_obj2id[i];  // joints or tendons
   *At = *Ar = 0;
   switch (m->eq_type[i]) {
@@ -242,6 +243,67 @@ static void factorMass(const mjModel* m, mjData* d) {
   mj_comPos(m, d);
   compat_makeM(m, d);
   mj_factorM(m, d);
+}
+
+// the inverse inertia each equality's law is scaled with (neq x 2: translation or scalar, rotation).
+// Connect and weld: the largest eigenvalue of the 3 x 3 block G = J M^-1 J' of their own law, J =
+// J_p(b1, p1) - J_p(b2, p2) at the anchors (translation) and J = J_r(b1) - J_r(b2) (rotation,
+// smooth.c's bodyEqualities), the largest over qpos0 and keyframe 0. A scalar from invweight0 (the
+// bodies' means over three directions, the anchor's lever added) misses by the block's spread:
+// on Agility's Cassie (MuJoCo Menagerie) the plantar rod's connect, a four-bar loop, has lambda_max
+// 28.8 against 9.1 from invweight0 (the explicit law 3.2x too stiff: the step ran away within 0.1 s
+// at the model's 0.5 ms), and the achilles rod's 30.7 against 5738 (its slender rod turns easily
+// about its own axis, which does not move the anchor: the law 190x too soft). Joint and tendon
+// equalities, and connect and weld where no mjData can be made: eqInvweight0.
+static void eqInvweight(const mjModel* m, mjtNum* A) {
+  int any = 0;
+  for (int i = 0; i < m->neq; i++) {
+    eqInvweight0(m, i, A + 2 * i, A + 2 * i + 1);
+    any = any || m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD;
+  }
+  if (!any || m->nv == 0) return;
+  int nv = m->nv;
+  mjModel view;
+  mjtNum* buf;
+  mjData* d = scratchData(m, &view, 18 * (size_t)nv, &buf);
+  if (!d) return;
+  m = &view;
+  mjtNum *jp = buf, *jr = buf + 3 * nv, *jp2 = buf + 6 * nv, *jr2 = buf + 9 * nv;
+  mjtNum* y = buf + 12 * nv;
+  for (int pass = 0; pass < 1 + (m->nkey > 0); pass++) {
+    if (pass) mj_resetDataKeyframe(m, d, 0);
+    factorMass(m, d);
+    for (int i = 0; i < m->neq; i++) {
+      if (m->eq_type[i] != mjEQ_CONNECT && m->eq_type[i] != mjEQ_WELD) continue;
+      compatEq eq;
+      compat_eqGeometry(m, i, &eq);
+      mjtNum p[2][3];
+      for (int j = 0; j < 2; j++) {
+        mju_rotVecMat(p[j], eq.anchor[j], d->xmat + 9 * eq.b[j]);
+        mju_addTo3(p[j], d->xpos + 3 * eq.b[j]);
+      }
+      mj_jac(m, d, jp, jr, p[0], eq.b[0]);
+      mj_jac(m, d, jp2, jr2, p[1], eq.b[1]);
+      mju_subFrom(jp, jp2, 3 * nv);
+      mju_subFrom(jr, jr2, 3 * nv);
+      for (int r = 0; r < 1 + eq.weld; r++) {
+        const mjtNum* J = r ? jr : jp;
+        mj_solveM(m, d, y, J, 3);
+        mjtNum G[9], val[3], vec[9], quat[4];
+        mju_mulMatMatT(G, J, y, 3, nv, 3);
+        mju_eig3(val, vec, quat, G);
+        mjtNum top = mju_max(val[0], mju_max(val[1], val[2]));
+        if (top > mjMINVAL) A[2 * i + r] = pass ? mju_max(A[2 * i + r], top) : top;
+      }
+    }
+  }
+  mju_free(buf);
+  mj_deleteData(d);
+}
+
+void mjdiff_eqInvweight(const mjdiffModel* s, int i, mjtNum* At, mjtNum* Ar) {
+  *At = s->eq_invweight[2 * i];
+  *Ar = s->eq_invweight[2 * i + 1];
 }
 
 // the inverse inertia a joint limit's law is scaled with, per joint (njnt): MuJoCo's
@@ -569,13 +631,14 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   }
 
   // equalities: translation, rotation, scaled down where they form a network
+  if (m->neq > 0) eqInvweight(m, s->eq_invweight);
   mjtNum* net = m->neq > 0 ? (mjtNum*)mju_malloc(sizeof(mjtNum) * 2 * m->neq) : NULL;
   if (net) eqNetwork(m, s, net);
   for (int i = 0; i < m->neq; i++) {
     mjtNum* p = s->eq_law + 4 * i;
     mjtNum omega2, zomega2, w, At, Ar;
     law(m, s, m->eq_solref + mjNREF * i, m->eq_solimp + mjNIMP * i, &omega2, &zomega2, &w);
-    mjdiff_eqInvweight(m, i, &At, &Ar);
+    mjdiff_eqInvweight(s, i, &At, &Ar);
     if (net) {
       omega2 *= net[2 * i];
       zomega2 *= net[2 * i + 1];

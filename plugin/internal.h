@@ -46,6 +46,8 @@ struct mjdiffModel_ {
   mjtNum* dof_lossspeed;       // dof friction-loss speed                   (nv x 1)
   mjtNum* ten_lossspeed;       // tendon friction-loss speed                (ntendon x 1)
   mjtNum* eq_law;              // equality: translation k, c; rotation k, c (neq x 4)
+  mjtNum* eq_invweight;        // equality: the inverse inertia its law is scaled with,
+                               // translation or scalar, rotation (neq x 2; mjdiff_eqInvweight)
   int nsub;                    // substeps per mjdiff_step (derive.c; mjdiff_substepCount)
   int single;                  // 1: stepped by MuJoCo's own mj_step (attached, engine plugin):
                                // no substeps
@@ -146,9 +148,9 @@ int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s);
 // fill the derived arrays of s from m (derive.c) for s's integrator; s's arrays are allocated
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s);
 
-// MuJoCo's inverse inertia of equality i (invweight0): translation or scalar At, and for connect
-// and weld the rotation Ar (0 otherwise)
-void mjdiff_eqInvweight(const mjModel* m, int i, mjtNum* At, mjtNum* Ar);
+// the inverse inertia equality i's law is scaled with (derive.c, fixed at make time): translation
+// or scalar At, and for connect and weld the rotation Ar (0 otherwise)
+void mjdiff_eqInvweight(const mjdiffModel* s, int i, mjtNum* At, mjtNum* Ar);
 
 // the smoothing width derived from a solimp (mjNIMP)
 mjtNum mjdiff_derivedWidth(const mjtNum* solimp);

@@ -602,7 +602,7 @@ mjdiffStatus mjdiff_checkPair(const mjModel* m, const mjdiffModel* s, char* err,
 static size_t derivedSize(const mjModel* m) {
   return (size_t)(GP_COUNT + 2) * (size_t)m->ngeom + (size_t)GP_COUNT * (size_t)m->npair +
          (size_t)EP_COUNT * (size_t)(m->njnt + m->ntendon) + (size_t)m->nv +
-         (size_t)m->ntendon + 4 * (size_t)m->neq + 1;
+         (size_t)m->ntendon + 6 * (size_t)m->neq + 1;
 }
 
 // a zeroed smooth model for m with its arrays, or NULL (nothing left allocated)
@@ -639,6 +639,8 @@ static mjdiffModel* allocModel(const mjModel* m) {
   s->ten_lossspeed = p;
   p += m->ntendon;
   s->eq_law = p;
+  p += 4 * m->neq;
+  s->eq_invweight = p;
   return s;
 }
 

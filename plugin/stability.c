@@ -212,7 +212,7 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       if (!compat_eqActive(m, d, i)) continue;
       mjtNum k, c, At, Ar;
       mjdiff_eqParams(s, i, 0, &k, &c);
-      mjdiff_eqInvweight(m, i, &At, &Ar);
+      mjdiff_eqInvweight(s, i, &At, &Ar);
       consider(w, h, k, c, At, MJDIFF_STAB_EQUALITY, i, -1);
       if (m->eq_type[i] == mjEQ_WELD) {
         compatEq eq;

@@ -440,6 +440,75 @@ TEST(Defaults, ConnectAtAnOffsetAnchorHolds) {
   EXPECT_LT(v2, 50) << "the pair gained energy";
 }
 
+// A connect closing a planar loop (a four-bar: crank, light coupler, rocker; the plantar rod of
+// Agility's Cassie in MuJoCo Menagerie is one) is scaled with the largest eigenvalue of its own
+// block J M^-1 J' (derive.c, eqInvweight), here taken from MuJoCo's own constraint rows at qpos0.
+// The bodies' invweight0 (means over three directions of which a planar chain moves one) gave
+// 26.7 against lambda_max 153: the law 5.7x past the explicit bound, and the step diverged at
+// 7.5 ms at the model's 0.5 ms (Cassie's own ran away within 0.1 s). It now runs 2 s under
+// random torques.
+TEST(Defaults, ConnectClosingALoopHolds) {
+  Sim sim(R"(
+<mujoco>
+  <compiler autolimits="true"/>
+  <option timestep="0.0005"/>
+  <default><geom contype="0" conaffinity="0"/><equality solref="0.005 1"/></default>
+  <worldbody>
+    <body name="crank" pos="0 0 1">
+      <joint name="crank" type="hinge" axis="0 1 0" damping="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.5"/>
+      <body name="coupler" pos="0.1 0 0">
+        <joint type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0.05" size="0.005" mass="0.02"/>
+      </body>
+    </body>
+    <body name="rocker" pos="0.35 0 1">
+      <joint type="hinge" axis="0 1 0" damping="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.05 0 0.05" size="0.01" mass="0.5"/>
+    </body>
+  </worldbody>
+  <equality><connect body1="coupler" body2="rocker" anchor="0.3 0 0.05"/></equality>
+  <actuator><motor joint="crank" ctrlrange="-1 1"/></actuator>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+
+  // lambda_max of the connect's rows of MuJoCo's efc_J at qpos0 (equality on, the rest off)
+  mjModel* mv = mj_copyModel(NULL, m);
+  mv->opt.disableflags = mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
+  mv->opt.disableflags &= ~mjDSBL_EQUALITY;
+  mv->opt.jacobian = mjJAC_DENSE;
+  mjData* dv = mj_makeData(mv);
+  mj_fwdPosition(mv, dv);
+  ASSERT_EQ(dv->nefc, 3);
+  int nv = m->nv;
+  std::vector<mjtNum> Y(3 * nv);
+  mj_solveM(mv, dv, Y.data(), dv->efc_J, 3);
+  mjtNum G[9], val[3], vec[9], quat[4];
+  mju_mulMatMatT(G, dv->efc_J, Y.data(), 3, nv, 3);
+  mju_eig3(val, vec, quat, G);
+  double lmax = std::max(val[0], std::max(val[1], val[2]));
+  mj_deleteData(dv);
+  mj_deleteModel(mv);
+  double w2, zw2;
+  derivedLaw(0.005, 1, 0.9, 0.95, m->opt.timestep, &w2, &zw2);
+  mjtNum k, b;
+  mjdiff_eqParams(sim.sim.s, 0, 0, &k, &b);
+  EXPECT_NEAR(k, w2 / lmax, 1e-8 * k) << "lambda_max " << lmax;
+  EXPECT_NEAR(b, zw2 / lmax, 1e-8 * b) << "lambda_max " << lmax;
+  EXPECT_GT(lmax, 5 * (m->body_invweight0[2 * 2] + m->body_invweight0[2 * 3]))
+      << "the case no longer separates the block from the bodies' invweight0";
+
+  char err[2000] = "";
+  unsigned seed = 1;
+  for (int t = 0; t < 4000; t++) {
+    if (t % 100 == 0) d->ctrl[0] = 2.0 * rand_r(&seed) / RAND_MAX - 1;
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << "step " << t << ": " << err;
+  }
+  for (int i = 0; i < nv; i++) EXPECT_LT(std::fabs(d->qvel[i]), 100) << "dof " << i;
+}
+
 // Equalities that share bodies add up (derive.c, eqNetwork): each element's law is capped on its
 // own inverse inertia, but in a pinned grid of tendon equalities (MuJoCo's grid2pin and hammock
 // samples) a particle's springs act together, and the explicit step ran away (grid2pin at 0.42 s,
