@@ -4,7 +4,10 @@
 //   r(p) = f(q, v, act, u; p) - ID(q, v, acc; p) - hdamp B(p) acc,   DrDp = dr/dp (nv x np)
 //   adot = g(act, u; p),                                             DadotDp = dg/dp (na x np)
 // f: every applied force (MuJoCo's springs, dampers, actuators, J' xfrc_applied and the smooth
-// forces of plugin/smooth.c), ID = M a + c of rne_d.c, B = diag(dof_damping). Notation as in
+// forces of plugin/smooth.c), ID = M a + c of rne_d.c, B the integrator's diagonal implicit term
+// (mjdiff_dampB: Euler's dof damping; MuJoCo 3's implicitfast adds -G^2 biasprm[2] per actuator
+// with an affine bias on a hinge or slide, so dr_j = -hdamp (2 B_a / G) acc_j in its gear G and
+// -hdamp (-G^2) acc_j in biasprm[2], j its dof). Notation as in
 // rne_d.c: S_j = cdof_j, I_b = cinert_b, v_b = cvel_b, all about the root's subtree com o_b (the
 // point moves with the masses, but tau = S . F does not depend on it, so we keep it fixed);
 // J_b' W = (S_j . W for j in chain(b)); e_j a dof's unit vector, J_t a tendon's Jacobian row.
@@ -1210,6 +1213,12 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
         actuatorColumn(m, d, e, col, adot);
         // MuJoCo 3's joint actuator force limits: no actuator term where the clip is active
         for (int c = 0; c < nclip; c++) col[clip[c]] = 0;
+        // implicitfast: the actuator's part of B (mjdiff_dampB), -hdamp dB/dp acc
+        if (hdamp > 0 && (e->kind == PK_ACT_GEAR || (e->kind == PK_ACT_BIASPRM && e->comp == 2))) {
+          int dof;
+          mjtNum dB = mjdiff_dampBActuator(m, d, e->id, e->kind == PK_ACT_GEAR, &dof);
+          if (dof >= 0) col[dof] -= hdamp * dB * acc[dof];
+        }
         break;
       default:
         scalarColumn(m, d, s, e, acc, hdamp, col);

@@ -254,7 +254,7 @@ static void solveLDL(const mjModel* m, const mjtNum* H, mjtNum* x, int n) {
 }
 
 static int hasDamping(const mjModel* m) {
-  return compat_eulerImplicit(m);
+  return mjdiff_hasDampB(m);
 }
 
 // w->Dadot (na x (ndx + nin)) from DadotDa, DadotDu, DadotDp: the activations' rows in [x u p]
@@ -296,7 +296,7 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   if (implicit) {
     compat_massCopy(m, d, w->H);
     for (int i = 0; i < nv; i++) {
-      *compat_massDiag(m, w->H, i) += mjdiff_timestep(m, w->s) * m->dof_damping[i];
+      *compat_massDiag(m, w->H, i) += mjdiff_timestep(m, w->s) * mjdiff_dampB(m, d, i);
     }
     factorLDL(m, w->H);
     mju_copy(acc, d->qfrc_smooth, nv);
@@ -456,7 +456,7 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
   // N = M + h B - h Dv' - h^2 Dq' Psi
   compat_fullM(m, d, w->RhsT);
   for (int i = 0; i < nv * nv; i++) w->N[i] = w->RhsT[i] - h * w->DsV[i] - h * h * DqPsi[i];
-  for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * m->dof_damping[i];
+  for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * mjdiff_dampB(m, d, i);
   if (mjdiff_luFactor(nv, w->N, (int*)w->piv)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);
@@ -507,9 +507,7 @@ static int mayCollide(const mjModel* m, int g1, int g2) {
 }
 
 static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
-  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
-    return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  }
+  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
   for (int i = 0; i < m->nu; i++) {
     const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
     name = name ? name : "";
@@ -1381,7 +1379,7 @@ static mjdiffStatus chainSteps(const mjModel* m, mjData* d, const mjdiffModel* s
 static mjdiffStatus evaluateSubsteps(const mjModel* m, mjData* d, const mjdiffModel* s,
                                      mjdiffStepDeriv* w, product what, const mjtNum* in,
                                      mjtNum* out, char* err, int errsz) {
-  if (m->opt.integrator == mjINT_EULER && !mjdiff_implicit(s)) {
+  if (mjdiff_eulerLike(m) && !mjdiff_implicit(s)) {
     return substepsSweep(m, d, s, w, what, in, out, err, errsz);
   }
   int n = mjdiff_substepCount(s), nv = w->nv;
@@ -1464,9 +1462,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "step-derivative workspace was made for another model");
   }
-  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
-    return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  }
+  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
   // input vectors must be finite (a NaN would give NaN products with status OK)
   int nin = what == PRODUCT_VJP ? w->ndx : what == PRODUCT_JVP ? w->ndx + w->nin
             : what == PRODUCT_SENSOR_VJP ? m->nsensordata : 0;
@@ -1504,7 +1500,7 @@ static mjdiffStatus evaluateOne(const mjModel* m, mjData* d, const mjdiffModel* 
   mjdiffStatus st = MJDIFF_OK;
   mjdiff_saveState(m, d, w->state);
   resetBad(w);
-  int euler = m->opt.integrator == mjINT_EULER || mjdiff_implicit(s);
+  int euler = mjdiff_eulerLike(m) || mjdiff_implicit(s);
   st = mjdiff_forward(m, d, s, err, errsz);
   if (st == MJDIFF_OK) {
     int ndx = w->ndx, ncol = ndx + w->nin;

@@ -560,6 +560,28 @@ static inline int compat_eulerImplicit(const mjModel* m) {
   return 0;
 }
 
+// MuJoCo 3's implicitfast integrator (2.2 has none: -1 matches no integrator), and the flag that
+// turns mj_Euler's implicit damping off (2.2 has none: never needed there)
+#if MJDIFF_MUJOCO_3
+#define COMPAT_INT_IMPLICITFAST mjINT_IMPLICITFAST
+#define COMPAT_DSBL_EULERDAMP mjDSBL_EULERDAMP
+#else
+#define COMPAT_INT_IMPLICITFAST (-1)
+#define COMPAT_DSBL_EULERDAMP 0
+#endif
+
+// 1 if actuator i is off: actuation disabled, or (3.x) its group in opt.disableactuator
+static inline int compat_actuatorOff(const mjModel* m, int i) {
+  if (m->opt.disableflags & mjDSBL_ACTUATION) return 1;
+#if MJDIFF_MUJOCO_3
+  int g = m->actuator_group[i];
+  if (g >= 0 && g < 31 && (m->opt.disableactuator & (1 << g))) return 1;
+#else
+  (void)i;
+#endif
+  return 0;
+}
+
 // ---------------------------------- equality data ------------------------------------------------
 // 2.2 and 3.x (body semantics): connect anchors at eq_data[0..2] (body1) and [3..5] (body2); weld
 // anchors [3..5] on body1 and [0..2] on body2, relative pose quaternion [6..9], torquescale [10].

@@ -191,7 +191,7 @@ void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNu
 static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* x, mjtNum* out) {
   mj_mulM(m, d, out, x);
   if (hdamp > 0) {
-    for (int i = 0; i < m->nv; i++) out[i] += hdamp * m->dof_damping[i] * x[i];
+    for (int i = 0; i < m->nv; i++) out[i] += hdamp * mjdiff_dampB(m, d, i) * x[i];
   }
 }
 
@@ -207,8 +207,8 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
 // contact terms make N unsymmetric; the second descends for every lam > 0
 // (grad phi = 2 N' W g), tends to Newton's as lam -> 0, and is slower where the first works.
 // Factored in place; tmp (nv x nv) and delta (nv) scratch; 0, or -1 if singular.
-static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, mjtNum lam,
-                        int gauss, const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v,
+static int newtonMatrix(const mjModel* m, const mjData* d, const mjtNum* Mdense, mjtNum hdamp,
+                        mjtNum lam, int gauss, const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v,
                         mjtNum* tmp, mjtNum* delta, mjtNum* N, mjtNum* NtW, int* piv) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
@@ -216,7 +216,7 @@ static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, mj
   mjdiff_mulIntegrateRight(m, delta, Dq, nv, 1, tmp);  // Dq Psi
   mjtNum lamN = gauss ? 0 : lam;
   for (int i = 0; i < nv * nv; i++) N[i] = (1 + lamN) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
-  for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * m->dof_damping[i];
+  for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * mjdiff_dampB(m, d, i);
   if (gauss && lam > 0) {
     for (int i = 0; i < nv; i++) {  // NtW = N' W
       for (int j = 0; j < nv; j++) NtW[nv * i + j] = N[nv * j + i] / Mdense[nv * j + j];
@@ -333,7 +333,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   mjtNum h = m->opt.timestep;
   mjModel user;
   const mjModel* mu = mjdiff_userModel(m, s, &user);
-  mjtNum hdamp = compat_eulerImplicit(m) ? h : 0;
+  mjtNum hdamp = mjdiff_hasDampB(m) ? h : 0;
   mjtNum tol = s->opt.implicit_tol;
   int maxiter = (int)s->opt.implicit_maxiter;
   *iters = 0;
@@ -369,7 +369,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   if (!vstart) {  // N_0 at v' = v, from the start state's Jacobians
     st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
     if (st == MJDIFF_OK &&
-        newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+        newtonMatrix(m, d, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);
     }
@@ -392,7 +392,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
     if (!keep && (k > 1 || vstart)) {  // at vk (d holds its kinematics): rebuild N
       st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
       if (st != MJDIFF_OK) break;
-      if (newtonMatrix(m, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+      if (newtonMatrix(m, d, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);
         break;

@@ -73,6 +73,29 @@ void mjdiff_pairParams(const mjdiffModel* s, int g1, int g2, mjtNum p[GP_COUNT])
 // limit_* fields, or the element's derived values where a field is MJDIFF_DERIVED
 void mjdiff_limitParams(const mjdiffModel* s, int tendon, int j, mjtNum p[EP_COUNT]);
 
+// the model's integrator is Euler or MuJoCo 3's implicitfast: one velocity update
+//   v' = v + h (M + h B)^-1 f,  q' = q (+) h v'
+// with B diagonal (mjdiff_dampB); RK4 is the other integrator the smooth model steps
+int mjdiff_eulerLike(const mjModel* m);
+int mjdiff_integratorOk(const mjModel* m);
+
+// B_i, dof i's entry of the velocity-implicit term B = -D of the model's integrator at d's state
+// (after the forward pass: the actuator forces' clamping):
+//   Euler         dof_damping_i where mj_Euler takes damping implicitly (compat_eulerImplicit),
+//                 else 0
+//   implicitfast  -D_ii, D = d(qfrc_passive + qfrc_actuator)/dv as MuJoCo's mjd_smooth_vel
+//                 without the bias forces, for what mjdiff_checkSupported lets through (a
+//                 diagonal D, constant between force clamps): dof_damping_i (unless the damper is
+//                 disabled) - sum over actuators on dof i's hinge or slide with an affine bias of
+//                 gear^2 biasprm[2], skipping an actuator that is off or whose force is clamped
+//                 by its forcerange (mjd_actuator_vel's rule)
+// mjdiff_hasDampB(m): whether any B_i can be nonzero (H = M otherwise)
+mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i);
+int mjdiff_hasDampB(const mjModel* m);
+// dB/dgear (gear 1) or dB/dbiasprm[2] (gear 0) of actuator i under implicitfast, on dof *dof (-1
+// and 0 where the actuator adds nothing to B)
+mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int* dof);
+
 // friction-loss regularisation speed of dof j (tendon 0) or tendon j (tendon 1)
 mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);
 

@@ -530,13 +530,83 @@ const char* mjdiff_optionName(int i) {
 
 //---------------------------------- model checks --------------------------------------------------
 
+// MuJoCo 3's implicitfast takes d(qfrc_passive + qfrc_actuator)/dv implicitly (mjd_smooth_vel
+// without the bias forces, and for a standalone free body its gyroscopic term too). The smooth step
+// covers the part that is diagonal and constant between force clamps (mjdiff_dampB: dof damping,
+// actuators with an affine bias on a hinge or slide); what would make it depend on the state, or
+// couple dofs, is refused by name
+static const char* elementName(const mjModel* m, int type, int id, char* buf, int n) {
+  const char* name = mj_id2name(m, type, id);
+  snprintf(buf, (size_t)n, "%s %d%s%s%s", mju_type2Str(type), id, name && name[0] ? " '" : "",
+           name && name[0] ? name : "", name && name[0] ? "'" : "");
+  return buf;
+}
+
+static mjdiffStatus implicitFastCovered(const mjModel* m, char* err, int errsz) {
+  char what[200];
+  const char* tail = ", which the smooth step does not take implicitly: use Euler or RK4";
+  if (m->opt.density > 0 || m->opt.viscosity > 0) {
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "integrator implicitfast with fluid forces (density %g, viscosity %g): "
+                        "their velocity derivative enters MuJoCo's implicit term%s",
+                        m->opt.density, m->opt.viscosity, tail);
+  }
+  for (int b = 1; b < m->nbody; b++) {
+    int j = m->body_jntadr[b];
+    if (m->body_jntnum[b] != 1 || m->jnt_type[j] != mjJNT_FREE) continue;
+    if (m->body_subtreemass[b] != m->body_mass[b]) continue;
+    int childless = 1;
+    for (int c = b + 1; c < m->nbody && childless; c++) childless = m->body_parentid[c] != b;
+    if (!childless) continue;
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "integrator implicitfast with a free-floating body (%s): MuJoCo adds "
+                        "its gyroscopic term's velocity derivative to the implicit term%s",
+                        elementName(m, mjOBJ_BODY, b, what, sizeof(what)), tail);
+  }
+  for (int t = 0; t < m->ntendon && !compat_damperOff(m); t++) {
+    if (m->tendon_damping[t] != 0) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "integrator implicitfast with a damped tendon (%s): its damping "
+                          "couples dofs in MuJoCo's implicit term%s",
+                          elementName(m, mjOBJ_TENDON, t, what, sizeof(what)), tail);
+    }
+  }
+  for (int i = 0; i < m->nu; i++) {
+    int gain = m->actuator_gaintype[i], bias = m->actuator_biastype[i];
+    int trn = m->actuator_trntype[i], j = m->actuator_trnid[2 * i];
+    const char* why = NULL;
+    if (gain == mjGAIN_AFFINE && m->actuator_gainprm[mjNGAIN * i + 2] != 0) {
+      why = "a gain with a velocity term (gainprm[2]: it scales with the control)";
+    } else if (gain != mjGAIN_FIXED && gain != mjGAIN_AFFINE) {
+      why = "a gain that depends on the velocity (muscle or user)";
+    } else if (bias != mjBIAS_NONE && bias != mjBIAS_AFFINE) {
+      why = "a bias that depends on the velocity (muscle or user)";
+    } else if (bias == mjBIAS_AFFINE && m->actuator_biasprm[mjNBIAS * i + 2] != 0 &&
+               !((trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) &&
+                 (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE))) {
+      why = "a velocity term (biasprm[2]) through a transmission other than a hinge or slide";
+    }
+    if (why) {
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "integrator implicitfast with %s on %s%s", why,
+                          elementName(m, mjOBJ_ACTUATOR, i, what, sizeof(what)), tail);
+    }
+  }
+  return MJDIFF_OK;
+}
+
 mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, char* err,
                                    int errsz) {
-  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
+  if (!mjdiff_integratorOk(m)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "integrator %d (%s) is not supported by the smooth model: use Euler or "
-                        "RK4", m->opt.integrator,
-                        m->opt.integrator == mjINT_IMPLICIT ? "implicit" : "unknown");
+                        "integrator %d (%s) is not supported by the smooth model: use Euler, "
+                        "RK4%s", m->opt.integrator,
+                        m->opt.integrator == mjINT_IMPLICIT ? "implicit" : "unknown",
+                        COMPAT_INT_IMPLICITFAST >= 0 ? " or implicitfast" : "");
+  }
+  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
+    mjdiffStatus st = implicitFastCovered(m, err, errsz);
+    if (st != MJDIFF_OK) return st;
   }
   int id, type;
   const char* feature = compat_unsupported(m, &id, &type);

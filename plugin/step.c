@@ -306,6 +306,97 @@ void mjdiff_describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, c
   }
 }
 
+int mjdiff_eulerLike(const mjModel* m) {
+  return m->opt.integrator == mjINT_EULER || m->opt.integrator == COMPAT_INT_IMPLICITFAST;
+}
+
+int mjdiff_integratorOk(const mjModel* m) {
+  return mjdiff_eulerLike(m) || m->opt.integrator == mjINT_RK4;
+}
+
+// the damping an actuator on a hinge or slide adds to B under implicitfast (its dof in *dof), 0
+// where it adds none: -gear^2 dforce/dvelocity of an affine bias (biasprm[2]); the gain's own
+// velocity term and other transmissions with one are refused (mjdiff_checkSupported)
+static mjtNum actuatorDampB(const mjModel* m, const mjData* d, int i, int* dof) {
+  *dof = -1;
+  int trn = m->actuator_trntype[i], j = m->actuator_trnid[2 * i];
+  if (m->actuator_biastype[i] != mjBIAS_AFFINE || m->actuator_biasprm[mjNBIAS * i + 2] == 0 ||
+      (trn != mjTRN_JOINT && trn != mjTRN_JOINTINPARENT) ||
+      (m->jnt_type[j] != mjJNT_HINGE && m->jnt_type[j] != mjJNT_SLIDE) ||
+      compat_actuatorOff(m, i)) {
+    return 0;
+  }
+  if (d && m->actuator_forcelimited[i]) {
+    const mjtNum* range = m->actuator_forcerange + 2 * i;
+    mjtNum f = d->actuator_force[i];
+    if (f <= range[0] || f >= range[1]) return 0;
+  }
+  mjtNum gear = m->actuator_gear[6 * i];
+  *dof = m->jnt_dofadr[j];
+  return -gear * gear * m->actuator_biasprm[mjNBIAS * i + 2];
+}
+
+mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int* dof) {
+  *dof = -1;
+  if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return 0;
+  mjtNum b = actuatorDampB(m, d, i, dof);
+  if (b == 0) return 0;
+  mjtNum G = m->actuator_gear[6 * i];
+  return gear ? 2 * b / G : b / m->actuator_biasprm[mjNBIAS * i + 2];
+}
+
+mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i) {
+  if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) {
+    return compat_eulerImplicit(m) ? m->dof_damping[i] : 0;
+  }
+  mjtNum b = compat_damperOff(m) ? 0 : m->dof_damping[i];
+  for (int a = 0; a < m->nu; a++) {
+    int dof;
+    mjtNum ba = actuatorDampB(m, d, a, &dof);
+    if (dof == i) b += ba;
+  }
+  return b;
+}
+
+int mjdiff_hasDampB(const mjModel* m) {
+  if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return compat_eulerImplicit(m);
+  for (int i = 0; i < m->nv && !compat_damperOff(m); i++) {
+    if (m->dof_damping[i] != 0) return 1;
+  }
+  for (int a = 0; a < m->nu; a++) {
+    int dof;
+    if (actuatorDampB(m, NULL, a, &dof) != 0) return 1;
+  }
+  return 0;
+}
+
+// MuJoCo 3's implicitfast step (mjdiff_eulerLike): acc = (M + h B)^-1 qfrc_smooth (B =
+// mjdiff_dampB at d's state, its diagonal added to M in MuJoCo's sparse layout and factored
+// there), then MuJoCo's Euler advance with that acceleration and its own damping off (d->qacc
+// restored after: mj_step leaves the forward pass's there)
+static void implicitFast(const mjModel* m, mjData* d, const mjdiffModel* s) {
+  int nv = m->nv;
+  mjtNum h = mjdiff_timestep(m, s);
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* H = compat_stackAllocNum(d, compat_massSize(m));
+  mjtNum* acc = compat_stackAllocNum(d, nv);
+  mjtNum* qacc = compat_stackAllocNum(d, nv);
+  compat_massCopy(m, d, H);
+  for (int i = 0; i < nv; i++) *compat_massDiag(m, H, i) += h * mjdiff_dampB(m, d, i);
+  compat_massFactor(m, H);
+  mju_copy(acc, d->qfrc_smooth, nv);
+  compat_massSolve(m, H, acc, 1);
+  mju_copy(qacc, d->qacc, nv);
+  mju_copy(d->qacc, acc, nv);
+  mjModel view = *m;
+  view.opt.disableflags |= COMPAT_DSBL_HARD | COMPAT_DSBL_EULERDAMP;
+  view.opt.integrator = mjINT_EULER;
+  view.opt.timestep = h;
+  mj_Euler(&view, d);
+  mju_copy(d->qacc, qacc, nv);
+  compat_stackFree(d, mark);
+}
+
 // the (sub)step's integration from the state in d after its smooth forward pass, with the
 // divergence checks; d's state is restored on failure
 static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s, int* newton,
@@ -333,6 +424,8 @@ static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s,
     }
   } else if (m->opt.integrator == mjINT_RK4) {
     st = rk4(m, d, s, err, errsz);
+  } else if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
+    implicitFast(m, d, s);
   } else {
     mjModel view = *m;
     view.opt.disableflags |= COMPAT_DSBL_HARD;
@@ -473,9 +566,7 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (m->opt.integrator != mjINT_EULER && m->opt.integrator != mjINT_RK4) {
-    return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  }
+  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
   st = checkInputs(m, d, err, errsz);
   if (st != MJDIFF_OK) return st;
   // on failure the state is restored as the caller gave it, bit for bit (a forward pass

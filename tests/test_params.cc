@@ -402,6 +402,94 @@ TEST(ParamDeriv, ActuatorForceRange) {
 }
 #endif
 
+#if mjVERSION_HEADER >= 3000000
+// MuJoCo 3's implicitfast: a servo's gear and kv (biasprm[2]) also enter the integrator's implicit
+// term B (mjdiff_dampB: -gear^2 biasprm[2] on its hinge), so their columns carry -h dB/dp acc
+// (params_d.c); a servo clamped by its forcerange adds nothing to B
+TEST(ParamDeriv, ImplicitFastServos) {
+  const char* xml = R"(
+<mujoco>
+  <compiler autolimits="true" angle="radian"/>
+  <option timestep="0.002" integrator="implicitfast"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="h" type="hinge" axis="0 1 0" damping="0.3"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="s" type="slide" axis="1 0 0.2" damping="0.5"/>
+        <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="p1" joint="h" kp="200" kv="20" gear="1.5" ctrlrange="-1 1" forcerange="-40 40"/>
+    <position name="p2" joint="s" kp="100" kv="10" ctrlrange="-0.2 0.2"/>
+    <motor name="m" joint="h" gear="0.5" ctrlrange="-1 1"/>
+  </actuator>
+</mujoco>)";
+  checkParams(xml, nullptr, {"actuator:*:gear", "actuator:*:biasprm", "joint:*:damping"}, 12, 40,
+              1e-6);
+
+  // the step's parameter columns (mjdiff_stepJacobian's P, where B enters) against central
+  // differences of mjdiff_step, Richardson-extrapolated
+  Sim sim(xml);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  mjdiffModel* s = sim.sim.s;
+  const char* names[] = {"actuator:*:gear", "actuator:*:biasprm", "joint:*:damping"};
+  Params P;
+  char err[1000];
+  ASSERT_EQ(mjdiff_makeParams(m, s, names, 3, &P.p, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffStepDeriv* w = nullptr;
+  ASSERT_EQ(mjdiff_makeStepDeriv(m, s, P.p, &w, err, sizeof(err)), MJDIFF_OK) << err;
+  int np = mjdiff_paramCount(P.p), nv = m->nv, ndx = 2 * nv, nu = m->nu;
+  std::vector<mjtNum> v0(np);
+  mjdiff_getParamValues(m, s, P.p, v0.data());
+  unsigned long long seed = 99;
+  double worst = 0;
+  for (int k = 0; k < 8; k++) {
+    randomState(m, d, s, &seed, 30 + 7 * k);
+    std::vector<mjtNum> state = testutil::getState(m, d);
+    std::vector<mjtNum> A(ndx * ndx), B(ndx * nu), J(ndx * np);
+    ASSERT_EQ(mjdiff_stepJacobian(m, d, s, w, A.data(), B.data(), J.data(), err, sizeof(err)),
+              MJDIFF_OK) << err;
+    for (int i = 0; i < np; i++) {
+      double h = 1e-4 * (v0[i] != 0 ? std::fabs(v0[i]) : 1);
+      std::vector<mjtNum> D[2];
+      for (int l = 0; l < 2; l++) {
+        std::vector<mjtNum> next[2];
+        for (int side = 0; side < 2; side++) {
+          std::vector<mjtNum> v = v0;
+          v[i] += (side ? -1 : 1) * h * (1 << l);
+          ASSERT_EQ(mjdiff_setParamValues(m, s, P.p, v.data(), err, sizeof(err)), MJDIFF_OK);
+          shim_setState(m, d, state.data());
+          ASSERT_EQ(mjdiff_step(m, d, s, err, sizeof(err)), MJDIFF_OK) << err;
+          next[side].resize(m->nq + nv);
+          testutil::getPosVelAct(m, d, next[side].data());
+        }
+        D[l].resize(ndx);
+        mj_differentiatePos(m, D[l].data(), 2 * h * (1 << l), next[1].data(), next[0].data());
+        for (int r = 0; r < nv; r++) {
+          D[l][nv + r] = (next[0][m->nq + r] - next[1][m->nq + r]) / (2 * h * (1 << l));
+        }
+      }
+      ASSERT_EQ(mjdiff_setParamValues(m, s, P.p, v0.data(), err, sizeof(err)), MJDIFF_OK);
+      std::vector<mjtNum> R = testutil::richardson(D[0], D[1]);
+      double scale = 1e-6, e = 0;
+      for (int r = 0; r < ndx; r++) scale = std::fmax(scale, std::fabs(R[r]));
+      for (int r = 0; r < ndx; r++) e = std::fmax(e, std::fabs(J[np * r + i] - R[r]) / scale);
+      worst = std::fmax(worst, e);
+      EXPECT_LE(e, 1e-6) << mjdiff_paramName(P.p, i) << " sample " << k;
+    }
+    shim_setState(m, d, state.data());
+  }
+  std::cout << "implicitfast servos, step P: worst relative error " << worst << "\n";
+  mjdiff_freeStepDeriv(w);
+}
+#endif
+
 // spatial tendons (sphere wrap with a side site, cylinder wrap, a pulley): their stiffness,
 // damping, friction loss, and the gear, gain and bias of actuators on them
 TEST(ParamDeriv, SpatialTendons) {

@@ -884,3 +884,139 @@ INSTANTIATE_TEST_SUITE_P(All, StepDerivModels,
                          ::testing::Values("cartpole.xml", "acrobot.xml", "hopper.xml",
                                            "cheetah.xml", "arm_box.xml", "quadruped.xml",
                                            "/usr/share/mujoco/model/humanoid/humanoid.xml"));
+
+#if mjVERSION_HEADER >= 3000000
+namespace {
+
+// MuJoCo 3's implicitfast integrator (plugin/step.c, implicitFast): v' = v + h (M + h B)^-1 f,
+// B = dof damping - gear^2 biasprm[2] of the servos on each hinge (mjdiff_dampB), the servo
+// skipped while its force is clamped by its forcerange. An arm of stiff position servos (kp 400,
+// kv 40 on links of 0.1-0.4 kg: under Euler kv h / m_eff is past explicit Euler's bound), a
+// joint limit, and a fingertip that meets a floor box: what Menagerie's arms (KUKA iiwa14,
+// Franka FR3, UR5e) are, which the smooth model refused before ("integrator 3 (unknown)").
+const char* kServoArm = R"(
+<mujoco>
+  <compiler autolimits="true" angle="radian"/>
+  <option timestep="0.002" integrator="implicitfast"/>
+  <worldbody>
+    <geom name="floor" type="box" pos="0.3 0 0.05" size="0.5 0.5 0.05"/>
+    <body name="l1" pos="0 0 0.2">
+      <joint name="j1" type="hinge" axis="0 1 0" damping="0.5" range="-2 2"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.4" contype="0" conaffinity="0"/>
+      <body name="l2" pos="0.2 0 0">
+        <joint name="j2" type="hinge" axis="0 1 0" damping="0.2"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.2" contype="0" conaffinity="0"/>
+        <body name="l3" pos="0.2 0 0">
+          <joint name="j3" type="slide" axis="1 0 0" range="-0.05 0.05"/>
+          <geom name="tip" type="sphere" size="0.03" mass="0.1"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="p1" joint="j1" kp="400" kv="40" ctrlrange="-1.5 1.5"/>
+    <position name="p2" joint="j2" kp="400" kv="40" ctrlrange="-2 2" forcerange="-30 30"/>
+    <position name="p3" joint="j3" kp="400" kv="40" ctrlrange="-0.05 0.05"/>
+    <motor name="m1" joint="j2" gear="2" ctrlrange="-1 1"/>
+  </actuator>
+  <keyframe><key qpos="-0.8 0 0" ctrl="-0.8 0 0 0"/></keyframe>
+</mujoco>)";
+
+// the same text with another integrator
+std::string withIntegrator(const char* xml, const char* integrator) {
+  std::string s = xml;
+  std::string key = "integrator=\"implicitfast\"";
+  s.replace(s.find(key), key.size(), std::string("integrator=\"") + integrator + "\"");
+  return s;
+}
+
+}  // namespace
+
+TEST(StepDerivImplicitFast, ServoArmWithContactsAndLimits) {
+  checkModel(kServoArm, nullptr, 20, 1e-6, 60, true);
+}
+
+TEST(StepDerivImplicitFast, UnderTheImplicitSmoothStep) {
+  checkModel(withImplicit(kServoArm).c_str(), nullptr, 20, 1e-6, 60, true);
+}
+
+// without contacts or limits in reach the smooth step is MuJoCo's own implicitfast step (to
+// rounding: the same formula, factored in the same layout); under Euler the same servos run away
+TEST(StepDerivImplicitFast, IsMuJoCosStepWhereNoConstraintActs) {
+  for (const char* integrator : {"implicitfast", "Euler"}) {
+    std::string xml = withIntegrator(kServoArm, integrator);
+    testutil::StepSim a(xml.c_str(), nullptr), b(xml.c_str(), nullptr);
+    ASSERT_TRUE(a.ok && b.ok) << a.sim.err;
+    const mjModel* m = a.sim.m;
+    // from keyframe 0 (raised, the servos at their commands), a small command wave that keeps
+    // the arm clear of the floor and the limits
+    mj_resetDataKeyframe(a.sim.m, a.sim.d, 0);
+    mj_resetDataKeyframe(b.sim.m, b.sim.d, 0);
+    int nstep = 500, failed = -1;
+    double worst = 0;
+    char err[1000] = "";
+    for (int t = 0; t < nstep && failed < 0; t++) {
+      for (mjData* d : {a.sim.d, b.sim.d}) {
+        d->ctrl[0] = -0.8 + 0.3 * std::sin(0.01 * t);
+        d->ctrl[1] = -0.3 * std::sin(0.013 * t);
+        d->ctrl[2] = 0.02 * std::sin(0.02 * t);
+        d->ctrl[3] = 0.5 * std::sin(0.03 * t);
+      }
+      mj_step(a.sim.m, a.sim.d);
+      if (mjdiff_step(b.sim.m, b.sim.d, b.sim.s, err, sizeof(err)) != MJDIFF_OK) failed = t;
+      for (int i = 0; i < m->nv && failed < 0; i++) {
+        worst = std::max(worst, std::fabs(a.sim.d->qvel[i] - b.sim.d->qvel[i]));
+      }
+      if (std::string(integrator) != "implicitfast") continue;
+      ASSERT_EQ(b.sim.d->ncon, 0) << "the tip met the floor at step " << t;
+      ASSERT_EQ(a.sim.d->nefc, 0) << "a constraint acted at step " << t;
+    }
+    if (std::string(integrator) == "implicitfast") {
+      EXPECT_EQ(failed, -1) << err;
+      EXPECT_LT(worst, 1e-9) << "largest qvel difference from mj_step";
+    } else {
+      EXPECT_GE(failed, 0) << "Euler held the servos (the case no longer needs implicitfast)";
+      EXPECT_NE(std::string(err).find("diverged"), std::string::npos) << err;
+    }
+  }
+}
+
+// what would make implicitfast's implicit term depend on the state or couple dofs is refused
+// by name (plugin/options.c, implicitFastCovered)
+TEST(StepDerivImplicitFast, UncoveredTermsRefusedByName) {
+  struct Case {
+    const char* what;
+    const char* from;
+    const char* to;
+    const char* expect;
+  } cases[] = {
+      {"fluid", "integrator=\"implicitfast\"", "integrator=\"implicitfast\" density=\"1.2\"",
+       "fluid forces"},
+      {"free body", "</worldbody>",
+       "<body name=\"ball\" pos=\"0.5 0 0.5\"><freejoint/><geom size=\"0.03\"/></body></worldbody>",
+       "body 4 'ball'"},
+      {"damped tendon", "</actuator>",
+       "</actuator><tendon><fixed name=\"tt\" damping=\"1\"><joint joint=\"j1\" coef=\"1\"/>"
+       "</fixed></tendon>",
+       "tendon 0 'tt'"},
+      {"gain velocity term", "<motor name=\"m1\" joint=\"j2\" gear=\"2\" ctrlrange=\"-1 1\"/>",
+       "<general name=\"g1\" joint=\"j2\" gainprm=\"1 0 0.5\" gaintype=\"affine\"/>",
+       "actuator 3 'g1'"},
+      {"servo on a tendon", "<motor name=\"m1\" joint=\"j2\" gear=\"2\" ctrlrange=\"-1 1\"/>",
+       "<position name=\"pt\" tendon=\"tt\" kp=\"10\" kv=\"1\"/></actuator><tendon><fixed "
+       "name=\"tt\"><joint joint=\"j1\" coef=\"1\"/></fixed></tendon><actuator>",
+       "actuator 3 'pt'"},
+  };
+  for (const Case& c : cases) {
+    std::string xml = kServoArm;
+    size_t at = xml.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.what;
+    xml.replace(at, std::strlen(c.from), c.to);
+    testutil::Sim sim(xml.c_str());
+    EXPECT_FALSE(sim.ok) << c.what << ": made";
+    EXPECT_NE(std::string(sim.sim.err).find(c.expect), std::string::npos)
+        << c.what << ": " << sim.sim.err;
+    EXPECT_NE(std::string(sim.sim.err).find("implicitfast"), std::string::npos) << c.what;
+  }
+}
+#endif

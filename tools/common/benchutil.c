@@ -132,6 +132,10 @@ const char* tool_integratorName(int integrator) {
       return "Euler";
     case mjINT_RK4:
       return "RK4";
+#if mjVERSION_HEADER >= 3000000
+    case mjINT_IMPLICITFAST:
+      return "implicitfast";
+#endif
     default:
       return "implicit";
   }

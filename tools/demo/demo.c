@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
     char step[128];
     printf("%s %s: %s (nq=%d nv=%d nu=%d ngeom=%d, timestep %g s, %s; %s)\n", kTool,
            mjdiff_versionString(), a.model, (int)m->nq, (int)m->nv, (int)m->nu, (int)m->ngeom, m->opt.timestep,
-           m->opt.integrator == mjINT_RK4 ? "RK4" : "Euler",
+           tool_integratorName(m->opt.integrator),
            tool_smoothStepText(m, s, step, sizeof(step)));
     const mjtNum v[4] = {o->contact_stiffness, o->contact_damping, o->contact_width,
                          o->friction_speed};
