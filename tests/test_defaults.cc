@@ -509,6 +509,68 @@ TEST(Defaults, ConnectClosingALoopHolds) {
   for (int i = 0; i < nv; i++) EXPECT_LT(std::fabs(d->qvel[i]), 100) << "dof " << i;
 }
 
+// Detection margins (smooth.c, detectionMargins): a pair must be detected wherever its laws act,
+// dist - o < w_pair (o the includemargin: 2.2 the larger user margin, 3.x their sum). A geom with
+// a user margin and a narrow width meets one with no margin and a wide width (MuJoCo Menagerie's
+// quadruped feet: solimp width 31 mm): swept through the reach in 0.5 mm steps, the contact is
+// there at every position inside it, its force growing from 0 at the reach.
+// A third geom pair of narrow widths, 20 mm apart, is not detected: the wide width is not
+// everyone's (Unitree's A1 found its thighs against its trunk, 6x MuJoCo's step cost).
+TEST(Defaults, DetectionCoversEveryLawsReach) {
+  Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <geom name="wide" type="sphere" size="0.05" solimp="0.9 0.95 0.03"/>
+    <geom name="still" type="sphere" size="0.05" pos="0 0.5 0" margin="0.004"/>
+    <body name="a" pos="0.2 0 0">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <geom name="margined" type="sphere" size="0.05" margin="0.004" mass="1"/>
+      <geom name="near" type="sphere" size="0.05" pos="0 0.38 0" margin="0.004" mass="0.1"/>
+    </body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  int gw = mj_name2id(m, mjOBJ_GEOM, "wide"), gm = mj_name2id(m, mjOBJ_GEOM, "margined");
+  mjtNum w = 0;
+  char err[1000] = "";
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_width", gw, gm, &w, err, sizeof(err)),
+            MJDIFF_OK) << err;
+  EXPECT_NEAR(w, 0.03, 1e-12);
+#if mjVERSION_HEADER >= 3000000
+  double o = 0.004;  // 3.x: the sum of the margins
+#else
+  double o = 0.004;  // 2.2: the larger
+#endif
+  double reach = o + w, prev = 0;  // the laws act for dist < reach
+  int inside = 0;
+  for (double dist = reach + 0.005; dist > 0; dist -= 0.0005) {
+    d->qpos[0] = dist + 0.1 - 0.2;  // centres 0.1 apart at dist 0
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    int found = 0;
+    for (int i = 0; i < d->ncon; i++) {
+      const mjContact* c = d->contact + i;
+      int a = c->geom1, b = c->geom2;
+      found += (a == gw && b == gm) || (a == gm && b == gw);
+      EXPECT_FALSE((a == mj_name2id(m, mjOBJ_GEOM, "still") ||
+                    b == mj_name2id(m, mjOBJ_GEOM, "still")))
+          << "narrow pair 20 mm apart detected";
+    }
+    double f = std::fabs(d->qfrc_passive[0]);
+    if (dist < reach - 1e-9) {
+      inside++;
+      EXPECT_EQ(found, 1) << "dist " << dist << " inside the reach " << reach << " not detected";
+      EXPECT_GT(f, prev) << "dist " << dist << ": the force grows as the geoms close in";
+    } else {
+      EXPECT_EQ(f, 0) << "dist " << dist << " beyond the reach " << reach;
+    }
+    prev = f;
+  }
+  EXPECT_GT(inside, 50);
+}
+
 // Equalities that share bodies add up (derive.c, eqNetwork): each element's law is capped on its
 // own inverse inertia, but in a pinned grid of tendon equalities (MuJoCo's grid2pin and hammock
 // samples) a particle's springs act together, and the explicit step ran away (grid2pin at 0.42 s,
