@@ -1215,9 +1215,9 @@ int mjdiff_paramDerivativeWith(mjdiffDesignScratch* scratch, const mjModel* mu, 
         for (int c = 0; c < nclip; c++) col[clip[c]] = 0;
         // implicitfast: the actuator's part of B (mjdiff_dampB), -hdamp dB/dp acc
         if (hdamp > 0 && (e->kind == PK_ACT_GEAR || (e->kind == PK_ACT_BIASPRM && e->comp == 2))) {
-          int dof;
-          mjtNum dB = mjdiff_dampBActuator(m, d, e->id, e->kind == PK_ACT_GEAR, &dof);
-          if (dof >= 0) col[dof] -= hdamp * dB * acc[dof];
+          for (int j = 0; j < nv; j++) {
+            col[j] -= hdamp * mjdiff_dampBActuator(m, d, e->id, e->kind == PK_ACT_GEAR, j) * acc[j];
+          }
         }
         break;
       default:

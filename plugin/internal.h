@@ -86,15 +86,18 @@ int mjdiff_integratorOk(const mjModel* m);
 //   implicitfast  -D_ii, D = d(qfrc_passive + qfrc_actuator)/dv as MuJoCo's mjd_smooth_vel
 //                 without the bias forces, for what mjdiff_checkSupported lets through (a
 //                 diagonal D, constant between force clamps): dof_damping_i (unless the damper is
-//                 disabled) - sum over actuators on dof i's hinge or slide with an affine bias of
-//                 gear^2 biasprm[2], skipping an actuator that is off or whose force is clamped
-//                 by its forcerange (mjd_actuator_vel's rule)
+//                 disabled) - sum over actuators with an affine bias on dof i's hinge or slide, or
+//                 on a fixed tendon whose dofs lie on different branches (M's sparsity keeps
+//                 only D's diagonal there), of gear^2 moment_i^2 biasprm[2], skipping an actuator
+//                 that is off or whose force is clamped by its forcerange (mjd_actuator_vel's rule)
 // mjdiff_hasDampB(m): whether any B_i can be nonzero (H = M otherwise)
 mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i);
 int mjdiff_hasDampB(const mjModel* m);
-// dB/dgear (gear 1) or dB/dbiasprm[2] (gear 0) of actuator i under implicitfast, on dof *dof (-1
-// and 0 where the actuator adds nothing to B)
-mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int* dof);
+// dB_dof/dgear (gear 1) or dB_dof/dbiasprm[2] (gear 0) of actuator i under implicitfast (0 where
+// the actuator adds nothing to B_dof)
+mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int dof);
+// 1 if fixed tendon t's servo adds to B's diagonal alone (plugin/step.c)
+int mjdiff_tendonDiagonal(const mjModel* m, int t);
 
 // friction-loss regularisation speed of dof j (tendon 0) or tendon j (tendon 1)
 mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);

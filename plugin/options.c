@@ -583,8 +583,10 @@ static mjdiffStatus implicitFastCovered(const mjModel* m, char* err, int errsz) 
       why = "a bias that depends on the velocity (muscle or user)";
     } else if (bias == mjBIAS_AFFINE && m->actuator_biasprm[mjNBIAS * i + 2] != 0 &&
                !((trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) &&
-                 (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE))) {
-      why = "a velocity term (biasprm[2]) through a transmission other than a hinge or slide";
+                 (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE)) &&
+               !(trn == mjTRN_TENDON && mjdiff_tendonDiagonal(m, j))) {
+      why = "a velocity term (biasprm[2]) through a transmission other than a hinge, a slide or "
+            "a fixed tendon on separate branches";
     }
     if (why) {
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,

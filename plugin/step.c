@@ -314,30 +314,61 @@ int mjdiff_integratorOk(const mjModel* m) {
   return mjdiff_eulerLike(m) || m->opt.integrator == mjINT_RK4;
 }
 
-// the damping an actuator on a hinge or slide adds to B under implicitfast (its dof in *dof), 0
-// where it adds none: -gear^2 dforce/dvelocity of an affine bias (biasprm[2]); the gain's own
-// velocity term and other transmissions with one are refused (mjdiff_checkSupported)
-static mjtNum actuatorDampB(const mjModel* m, const mjData* d, int i, int* dof) {
-  *dof = -1;
+// 1 if tendon t is fixed (joint wraps only) on hinges and slides whose dofs pairwise lie on
+// different branches (neither an ancestor of the other): MuJoCo's implicitfast keeps D's entries
+// in M's sparsity only, so a servo on such a tendon (a gripper's two fingers) adds to the diagonal
+// alone
+int mjdiff_tendonDiagonal(const mjModel* m, int t) {
+  int adr = m->tendon_adr[t], num = m->tendon_num[t];
+  for (int w = adr; w < adr + num; w++) {
+    int j = m->wrap_objid[w];
+    if (m->wrap_type[w] != mjWRAP_JOINT ||
+        (m->jnt_type[j] != mjJNT_HINGE && m->jnt_type[j] != mjJNT_SLIDE)) {
+      return 0;
+    }
+    for (int o = adr; o < w; o++) {
+      int a = m->jnt_dofadr[m->wrap_objid[o]], b = m->jnt_dofadr[j];
+      if (a == b) continue;  // (the same joint twice: its coefficients add)
+      int lo = a < b ? a : b, hi = a < b ? b : a;
+      for (int p = hi; p >= 0; p = m->dof_parentid[p]) {
+        if (p == lo) return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+// the damping actuator i adds to B_dof under implicitfast, 0 where it adds none: -gear^2
+// dforce/dvelocity of an affine bias (biasprm[2]) times the square of its moment on the dof
+// (1 on its hinge or slide; a diagonal fixed tendon's summed coefficients); off or clamped by its
+// forcerange (d not NULL): 0. The gain's own velocity term and other transmissions with a kv are
+// refused (mjdiff_checkSupported)
+static mjtNum actuatorDampB(const mjModel* m, const mjData* d, int i, int dof) {
   int trn = m->actuator_trntype[i], j = m->actuator_trnid[2 * i];
   if (m->actuator_biastype[i] != mjBIAS_AFFINE || m->actuator_biasprm[mjNBIAS * i + 2] == 0 ||
-      (trn != mjTRN_JOINT && trn != mjTRN_JOINTINPARENT) ||
-      (m->jnt_type[j] != mjJNT_HINGE && m->jnt_type[j] != mjJNT_SLIDE) ||
       compat_actuatorOff(m, i)) {
     return 0;
   }
+  mjtNum moment = 0;
+  if (trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) {
+    if (m->jnt_type[j] != mjJNT_HINGE && m->jnt_type[j] != mjJNT_SLIDE) return 0;
+    moment = m->jnt_dofadr[j] == dof;
+  } else if (trn == mjTRN_TENDON && mjdiff_tendonDiagonal(m, j)) {
+    for (int w = m->tendon_adr[j]; w < m->tendon_adr[j] + m->tendon_num[j]; w++) {
+      if (m->jnt_dofadr[m->wrap_objid[w]] == dof) moment += m->wrap_prm[w];
+    }
+  }
+  if (moment == 0) return 0;
   if (d && m->actuator_forcelimited[i]) {
     const mjtNum* range = m->actuator_forcerange + 2 * i;
     mjtNum f = d->actuator_force[i];
     if (f <= range[0] || f >= range[1]) return 0;
   }
   mjtNum gear = m->actuator_gear[6 * i];
-  *dof = m->jnt_dofadr[j];
-  return -gear * gear * m->actuator_biasprm[mjNBIAS * i + 2];
+  return -gear * gear * moment * moment * m->actuator_biasprm[mjNBIAS * i + 2];
 }
 
-mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int* dof) {
-  *dof = -1;
+mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int dof) {
   if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return 0;
   mjtNum b = actuatorDampB(m, d, i, dof);
   if (b == 0) return 0;
@@ -350,22 +381,17 @@ mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i) {
     return compat_eulerImplicit(m) ? m->dof_damping[i] : 0;
   }
   mjtNum b = compat_damperOff(m) ? 0 : m->dof_damping[i];
-  for (int a = 0; a < m->nu; a++) {
-    int dof;
-    mjtNum ba = actuatorDampB(m, d, a, &dof);
-    if (dof == i) b += ba;
-  }
+  for (int a = 0; a < m->nu; a++) b += actuatorDampB(m, d, a, i);
   return b;
 }
 
 int mjdiff_hasDampB(const mjModel* m) {
   if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return compat_eulerImplicit(m);
-  for (int i = 0; i < m->nv && !compat_damperOff(m); i++) {
-    if (m->dof_damping[i] != 0) return 1;
-  }
-  for (int a = 0; a < m->nu; a++) {
-    int dof;
-    if (actuatorDampB(m, NULL, a, &dof) != 0) return 1;
+  for (int i = 0; i < m->nv; i++) {
+    if (!compat_damperOff(m) && m->dof_damping[i] != 0) return 1;
+    for (int a = 0; a < m->nu; a++) {
+      if (actuatorDampB(m, NULL, a, i) != 0) return 1;
+    }
   }
   return 0;
 }

@@ -419,6 +419,14 @@ TEST(ParamDeriv, ImplicitFastServos) {
       <body name="b" pos="0.3 0 0">
         <joint name="s" type="slide" axis="1 0 0.2" damping="0.5"/>
         <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
+        <body name="fa" pos="0.05 0.03 0">
+          <joint name="fa" type="slide" axis="0 1 0" damping="0.1"/>
+          <geom type="box" size="0.01 0.005 0.01" mass="0.02"/>
+        </body>
+        <body name="fb" pos="0.05 -0.03 0">
+          <joint name="fb" type="slide" axis="0 -1 0" damping="0.1"/>
+          <geom type="box" size="0.01 0.005 0.01" mass="0.02"/>
+        </body>
       </body>
     </body>
   </worldbody>
@@ -426,7 +434,9 @@ TEST(ParamDeriv, ImplicitFastServos) {
     <position name="p1" joint="h" kp="200" kv="20" gear="1.5" ctrlrange="-1 1" forcerange="-40 40"/>
     <position name="p2" joint="s" kp="100" kv="10" ctrlrange="-0.2 0.2"/>
     <motor name="m" joint="h" gear="0.5" ctrlrange="-1 1"/>
+    <position name="g" tendon="split" kp="20" kv="2" gear="1.5" ctrlrange="-0.01 0.02"/>
   </actuator>
+  <tendon><fixed name="split"><joint joint="fa" coef="0.5"/><joint joint="fb" coef="0.7"/></fixed></tendon>
 </mujoco>)";
   checkParams(xml, nullptr, {"actuator:*:gear", "actuator:*:biasprm", "joint:*:damping"}, 12, 40,
               1e-6);

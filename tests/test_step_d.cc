@@ -892,8 +892,10 @@ namespace {
 // B = dof damping - gear^2 biasprm[2] of the servos on each hinge (mjdiff_dampB), the servo
 // skipped while its force is clamped by its forcerange. An arm of stiff position servos (kp 400,
 // kv 40 on links of 0.1-0.4 kg: under Euler kv h / m_eff is past explicit Euler's bound), a
-// joint limit, and a fingertip that meets a floor box: what Menagerie's arms (KUKA iiwa14,
-// Franka FR3, UR5e) are, which the smooth model refused before ("integrator 3 (unknown)").
+// joint limit, a fingertip that meets a floor box, and a two-finger gripper whose servo acts on a
+// fixed tendon over both fingers (sibling bodies: MuJoCo keeps D's diagonal there): what
+// Menagerie's arms (KUKA iiwa14, Franka FR3, UR5e; the xArm7's and Panda's tendon grippers) are,
+// which the smooth model refused before ("integrator 3 (unknown)").
 const char* kServoArm = R"(
 <mujoco>
   <compiler autolimits="true" angle="radian"/>
@@ -909,6 +911,14 @@ const char* kServoArm = R"(
         <body name="l3" pos="0.2 0 0">
           <joint name="j3" type="slide" axis="1 0 0" range="-0.05 0.05"/>
           <geom name="tip" type="sphere" size="0.03" mass="0.1"/>
+          <body name="fa" pos="0.04 0.02 0">
+            <joint name="fa" type="slide" axis="0 1 0" damping="0.1"/>
+            <geom type="box" size="0.01 0.005 0.01" mass="0.02" contype="0" conaffinity="0"/>
+          </body>
+          <body name="fb" pos="0.04 -0.02 0">
+            <joint name="fb" type="slide" axis="0 -1 0" damping="0.1"/>
+            <geom type="box" size="0.01 0.005 0.01" mass="0.02" contype="0" conaffinity="0"/>
+          </body>
         </body>
       </body>
     </body>
@@ -918,8 +928,10 @@ const char* kServoArm = R"(
     <position name="p2" joint="j2" kp="400" kv="40" ctrlrange="-2 2" forcerange="-30 30"/>
     <position name="p3" joint="j3" kp="400" kv="40" ctrlrange="-0.05 0.05"/>
     <motor name="m1" joint="j2" gear="2" ctrlrange="-1 1"/>
+    <position name="grip" tendon="split" kp="20" kv="2" gear="2" ctrlrange="-0.01 0.02"/>
   </actuator>
-  <keyframe><key qpos="-0.8 0 0" ctrl="-0.8 0 0 0"/></keyframe>
+  <tendon><fixed name="split"><joint joint="fa" coef="0.5"/><joint joint="fb" coef="0.5"/></fixed></tendon>
+  <keyframe><key qpos="-0.8 0 0 0 0" ctrl="-0.8 0 0 0 0"/></keyframe>
 </mujoco>)";
 
 // the same text with another integrator
@@ -961,6 +973,7 @@ TEST(StepDerivImplicitFast, IsMuJoCosStepWhereNoConstraintActs) {
         d->ctrl[1] = -0.3 * std::sin(0.013 * t);
         d->ctrl[2] = 0.02 * std::sin(0.02 * t);
         d->ctrl[3] = 0.5 * std::sin(0.03 * t);
+        d->ctrl[4] = 0.01 * std::sin(0.05 * t);
       }
       mj_step(a.sim.m, a.sim.d);
       if (mjdiff_step(b.sim.m, b.sim.d, b.sim.s, err, sizeof(err)) != MJDIFF_OK) failed = t;
@@ -994,7 +1007,7 @@ TEST(StepDerivImplicitFast, UncoveredTermsRefusedByName) {
        "fluid forces"},
       {"free body", "</worldbody>",
        "<body name=\"ball\" pos=\"0.5 0 0.5\"><freejoint/><geom size=\"0.03\"/></body></worldbody>",
-       "body 4 'ball'"},
+       "body 6 'ball'"},
       {"damped tendon", "</actuator>",
        "</actuator><tendon><fixed name=\"tt\" damping=\"1\"><joint joint=\"j1\" coef=\"1\"/>"
        "</fixed></tendon>",
@@ -1002,9 +1015,11 @@ TEST(StepDerivImplicitFast, UncoveredTermsRefusedByName) {
       {"gain velocity term", "<motor name=\"m1\" joint=\"j2\" gear=\"2\" ctrlrange=\"-1 1\"/>",
        "<general name=\"g1\" joint=\"j2\" gainprm=\"1 0 0.5\" gaintype=\"affine\"/>",
        "actuator 3 'g1'"},
-      {"servo on a tendon", "<motor name=\"m1\" joint=\"j2\" gear=\"2\" ctrlrange=\"-1 1\"/>",
+      {"servo on a tendon along one branch",
+       "<motor name=\"m1\" joint=\"j2\" gear=\"2\" ctrlrange=\"-1 1\"/>",
        "<position name=\"pt\" tendon=\"tt\" kp=\"10\" kv=\"1\"/></actuator><tendon><fixed "
-       "name=\"tt\"><joint joint=\"j1\" coef=\"1\"/></fixed></tendon><actuator>",
+       "name=\"tt\"><joint joint=\"j1\" coef=\"1\"/><joint joint=\"j2\" coef=\"1\"/></fixed>"
+       "</tendon><actuator>",
        "actuator 3 'pt'"},
   };
   for (const Case& c : cases) {
