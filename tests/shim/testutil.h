@@ -330,6 +330,31 @@ inline void tangentDiff(const mjModel* m, const std::vector<mjtNum>& a,
   for (int i = 0; i < na; i++) out[2 * nv + i] = (b[nq + nv + i] - a[nq + nv + i]) / scale;
 }
 
+// one step's column in parameter i of p (2nv + na rows) by central differences from state,
+// Richardson-extrapolated over (h, 2h): the step with p_i = v0_i +- h and +- 2h; false if a setting
+// or a step failed (v0 and the state written back either way)
+inline bool fdStepParamColumn(mjModel* m, mjData* d, mjdiffModel* s, const mjdiffParams* p,
+                              const std::vector<mjtNum>& state, const std::vector<mjtNum>& v0,
+                              int i, double h, std::vector<mjtNum>* col) {
+  bool ok = true;
+  std::vector<mjtNum> D[2];
+  for (int l = 0; l < 2; l++) {
+    std::vector<mjtNum> next[2];
+    for (int side = 0; side < 2; side++) {
+      std::vector<mjtNum> v = v0;
+      v[i] += (side ? -1 : 1) * h * (1 << l);
+      ok = mjdiff_setParamValues(m, s, p, v.data(), nullptr, 0) == MJDIFF_OK && ok;
+      ok = stepFrom(m, d, s, state, nullptr, nullptr, &next[side]) && ok;
+    }
+    D[l].resize(2 * m->nv + m->na);
+    tangentDiff(m, next[1], next[0], 2 * h * (1 << l), D[l].data());
+  }
+  ok = mjdiff_setParamValues(m, s, p, v0.data(), nullptr, 0) == MJDIFF_OK && ok;
+  shim_setState(m, d, state.data());
+  *col = richardson(D[0], D[1]);
+  return ok;
+}
+
 // centred finite-difference [A B] (ndx x (ndx + nu), row-major) at the full state with step eps
 // (100 eps for the controls); d is left at state. A failed step's message goes to failure (if
 // not NULL; the first one), the difference is taken all the same
