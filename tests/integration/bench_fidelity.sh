@@ -2,7 +2,8 @@
 # Copyright 2026 The mjdiff Authors. Licensed under the Apache License, Version 2.0.
 #
 # Smoke test of mjdiff-bench-fidelity:
-#   1. --help exits 0; an unknown option and a bad number are usage errors (exit 2);
+#   1. --help exits 0; an unknown option, a bad number and a model file as the report's path
+#      (--json model.xml, which replaced the model) are usage errors (exit 2), the model untouched;
 #   2. a short run on models/hopper.xml (--rest 1.5 --rounds 1 --steps 100 --json FILE) exits 0,
 #      prints the table and writes JSON that python3 -m json.tool parses, with the per-model
 #      fields for native, written and defaults (the hopper has 7 mjdiff_* numerics to strip) and
@@ -40,6 +41,13 @@ run "$BENCH" --bogus "$MODEL"
 [[ $RC -eq 2 ]] || fail "--bogus exited $RC, expected 2"
 run "$BENCH" --rounds x "$MODEL"
 [[ $RC -eq 2 ]] || fail "--rounds x exited $RC, expected 2"
+# a model given where the report's path goes ("--json model.xml": the file was replaced by the
+# report, and the default models run) is a usage error that leaves the model as it was
+cp "$MODEL" "$TMP/model.xml"
+run "$BENCH" --json "$TMP/model.xml" "$MODEL"
+[[ $RC -eq 2 ]] || fail "--json model.xml exited $RC, expected 2"
+grep -q "would replace that model file" <<<"$ERR" || fail "--json model.xml: no message: $ERR"
+cmp -s "$MODEL" "$TMP/model.xml" || fail "--json model.xml changed the model file"
 
 # 2. the hopper
 run "$BENCH" --rest 1.5 --rounds 1 --steps 100 --json "$TMP/hopper.json" "$MODEL"

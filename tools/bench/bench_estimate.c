@@ -120,7 +120,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(o, "--no-ukf")) {
       a->ukf = 0;
     } else if (!strcmp(o, "--out")) {
-      a->out = tool_optionValue(TOOL, argc, argv, &i);
+      a->out = tool_outputOption(TOOL, argc, argv, &i);
     } else if (o[0] == '-' && o[1]) {
       tool_usageError(TOOL, "unknown option '%s'", o);
     } else {

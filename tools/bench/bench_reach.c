@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
     } else if (!strcmp(a, "--mpc-iters")) {
       o.mpc_iters = (int)tool_intOption(TOOL, argc, argv, &i, 1, 1000, "an integer in [1, 1000]");
     } else if (!strcmp(a, "--csv")) {
-      o.csv = tool_optionValue(TOOL, argc, argv, &i);
+      o.csv = tool_outputOption(TOOL, argc, argv, &i);
     } else if (a[0] == '-') {
       tool_usageError(TOOL, "unknown option '%s'", a);
     } else if (!o.model) {

@@ -198,7 +198,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!positional && !strcmp(o, "--json")) {
       a->json = 1;
     } else if (!positional && !strcmp(o, "--out")) {
-      a->out = tool_optionValue(TOOL, argc, argv, &i);
+      a->out = tool_outputOption(TOOL, argc, argv, &i);
     } else if (!positional && !strcmp(o, "--")) {
       positional = 1;
     } else if (!positional && o[0] == '-' && o[1]) {

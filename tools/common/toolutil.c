@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 int tool_parseDouble(const char* s, double* out) {
@@ -56,6 +57,23 @@ int tool_isHelp(const char* arg) {
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i) {
   if (*i + 1 >= argc) tool_usageError(tool, "option %s needs a value", argv[*i]);
   return argv[++*i];
+}
+
+// a report's path must not name a model: "--json model.xml" (bench-fidelity's FILE argument
+// taken for a flag) replaced the model with the report
+const char* tool_outputOption(const char* tool, int argc, char** argv, int* i) {
+  const char* name = argv[*i];
+  const char* v = tool_optionValue(tool, argc, argv, i);
+  size_t n = strlen(v);
+  const char* ext[] = {".xml", ".mjb", ".urdf"};
+  for (int k = 0; k < 3; k++) {
+    size_t e = strlen(ext[k]);
+    if (n >= e && !strcasecmp(v + n - e, ext[k])) {
+      tool_usageError(tool, "%s %s: a report would replace that model file; give another path "
+                      "(e.g. a .json one)", name, v);
+    }
+  }
+  return v;
 }
 
 long tool_intOption(const char* tool, int argc, char** argv, int* i, long lo, long hi,

@@ -25,6 +25,9 @@ int tool_isHelp(const char* arg);
 
 // value of option argv[*i] ("--name VALUE"): advances *i; prints a usage error and exits 2 if missing
 const char* tool_optionValue(const char* tool, int argc, char** argv, int* i);
+// the value of an option naming a report to write (--out, --json FILE): a usage error if it names
+// a model file (.xml, .mjb, .urdf), which the report would replace
+const char* tool_outputOption(const char* tool, int argc, char** argv, int* i);
 
 // value of integer option argv[*i] ("--name VALUE", *i advanced) in [lo, hi]; else a usage error
 // "--name must be WHAT, got 'VALUE'" (exit 2)

@@ -87,7 +87,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(arg, "--json")) {
       a->json = 1;
     } else if (!strcmp(arg, "--out")) {
-      a->out = tool_optionValue(kTool, argc, argv, &i);
+      a->out = tool_outputOption(kTool, argc, argv, &i);
     } else if (!strcmp(arg, "--trajectory")) {
       a->trajectory = tool_optionValue(kTool, argc, argv, &i);
     } else if (arg[0] == '-' && arg[1]) {

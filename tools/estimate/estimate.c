@@ -161,11 +161,11 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(s, "--window")) {
       a->window = (int)tool_intOption(kTool, argc, argv, &i, 1, 100000, "an integer in [1, 1e5]");
     } else if (!strcmp(s, "--csv")) {
-      a->csv = tool_optionValue(kTool, argc, argv, &i);
+      a->csv = tool_outputOption(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--png")) {
-      a->png = tool_optionValue(kTool, argc, argv, &i);
+      a->png = tool_outputOption(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--out")) {
-      a->out = tool_optionValue(kTool, argc, argv, &i);
+      a->out = tool_outputOption(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--quiet")) {
       a->quiet = 1;
     } else if (s[0] == '-' && s[1]) {

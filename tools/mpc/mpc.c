@@ -124,7 +124,7 @@ static int commonOption(common* c, int argc, char** argv, int* i) {
       tool_usageError(TOOL, "--init-noise must be a number in [0, 10], got '%s'", v);
     }
   } else if (!strcmp(o, "--out")) {
-    c->out = tool_optionValue(TOOL, argc, argv, i);
+    c->out = tool_outputOption(TOOL, argc, argv, i);
   } else if (!strcmp(o, "--quiet")) {
     c->quiet = 1;
   } else {
@@ -791,9 +791,9 @@ static void parseBench(int argc, char** argv, benchArgs* a) {
         tool_usageError(TOOL, "--seeds must be an integer in [1, 1000], got '%s'", v);
       }
     } else if (!strcmp(o, "--csv")) {
-      a->csv = tool_optionValue(TOOL, argc, argv, &i);
+      a->csv = tool_outputOption(TOOL, argc, argv, &i);
     } else if (!strcmp(o, "--png")) {
-      a->png = tool_optionValue(TOOL, argc, argv, &i);
+      a->png = tool_outputOption(TOOL, argc, argv, &i);
     } else if (o[0] == '-' && o[1]) {
       tool_usageError(TOOL, "unknown option '%s'", o);
     } else {

@@ -254,7 +254,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(s, "--xtol")) {
       a->xtol = numberArg(argc, argv, &i, 0);
     } else if (!strcmp(s, "--out")) {
-      a->out = tool_optionValue(kTool, argc, argv, &i);
+      a->out = tool_outputOption(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--xml")) {
       a->xml = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--quiet")) {
