@@ -626,7 +626,8 @@ static void scalarColumn(const mjModel* m, const mjData* d, const mjdiffModel* s
   mjtNum q;
   switch (e->kind) {
     case PK_DOF_DAMPING:
-      col[id] = (damper ? -d->qvel[id] : 0) - hdamp * acc[id];
+      // B holds the dof damping (mjdiff_dampBHasDofDamping): -hdamp acc_j, else none
+      col[id] = (damper ? -d->qvel[id] : 0) - (mjdiff_dampBHasDofDamping(m) ? hdamp : 0) * acc[id];
       break;
     case PK_DOF_ARMATURE:
       col[id] = -acc[id];

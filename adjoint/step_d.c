@@ -508,6 +508,10 @@ static int mayCollide(const mjModel* m, int g1, int g2) {
 
 static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
   if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
+    mjdiffStatus covered = mjdiff_implicitFastCovered(m, err, errsz);
+    if (covered != MJDIFF_OK) return covered;
+  }
   for (int i = 0; i < m->nu; i++) {
     const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
     name = name ? name : "";
@@ -1463,6 +1467,10 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                         "step-derivative workspace was made for another model");
   }
   if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
+    mjdiffStatus covered = mjdiff_implicitFastCovered(m, err, errsz);
+    if (covered != MJDIFF_OK) return covered;
+  }
   // input vectors must be finite (a NaN would give NaN products with status OK)
   int nin = what == PRODUCT_VJP ? w->ndx : what == PRODUCT_JVP ? w->ndx + w->nin
             : what == PRODUCT_SENSOR_VJP ? m->nsensordata : 0;

@@ -98,6 +98,12 @@ int mjdiff_hasDampB(const mjModel* m);
 mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, int dof);
 // 1 if fixed tendon t's servo adds to B's diagonal alone (plugin/step.c)
 int mjdiff_tendonDiagonal(const mjModel* m, int t);
+// 1 if B holds the dof damping (or would, once damping is set: Euler's implicit form is taken
+// as soon as one dof has damping): the dof-damping parameter's column carries -h acc
+int mjdiff_dampBHasDofDamping(const mjModel* m);
+// under implicitfast: MJDIFF_OK, or the named refusal of what B does not cover (plugin/options.c;
+// checked at make time and at every step, since parameters can change damping, fluid and gains)
+mjdiffStatus mjdiff_implicitFastCovered(const mjModel* m, char* err, int errsz);
 
 // friction-loss regularisation speed of dof j (tendon 0) or tendon j (tendon 1)
 mjtNum mjdiff_lossSpeed(const mjdiffModel* s, int tendon, int j);

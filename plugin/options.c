@@ -542,7 +542,7 @@ static const char* elementName(const mjModel* m, int type, int id, char* buf, in
   return buf;
 }
 
-static mjdiffStatus implicitFastCovered(const mjModel* m, char* err, int errsz) {
+mjdiffStatus mjdiff_implicitFastCovered(const mjModel* m, char* err, int errsz) {
   char what[200];
   const char* tail = ", which the smooth step does not take implicitly: use Euler or RK4";
   if (m->opt.density > 0 || m->opt.viscosity > 0) {
@@ -554,10 +554,12 @@ static mjdiffStatus implicitFastCovered(const mjModel* m, char* err, int errsz) 
   for (int b = 1; b < m->nbody; b++) {
     int j = m->body_jntadr[b];
     if (m->body_jntnum[b] != 1 || m->jnt_type[j] != mjJNT_FREE) continue;
+    // MuJoCo's standalone free body (mj_isFreeBody): a tree of 6 dofs and no mass below it
+    // (children without joints or mass, a site's or a camera's holder, count as none)
     if (m->body_subtreemass[b] != m->body_mass[b]) continue;
-    int childless = 1;
-    for (int c = b + 1; c < m->nbody && childless; c++) childless = m->body_parentid[c] != b;
-    if (!childless) continue;
+#if MJDIFF_MUJOCO_3
+    if (m->tree_dofnum[m->dof_treeid[m->jnt_dofadr[j]]] != 6) continue;
+#endif
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
                         "integrator implicitfast with a free-floating body (%s): MuJoCo adds "
                         "its gyroscopic term's velocity derivative to the implicit term%s",
@@ -607,7 +609,7 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
                         COMPAT_INT_IMPLICITFAST >= 0 ? " or implicitfast" : "");
   }
   if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
-    mjdiffStatus st = implicitFastCovered(m, err, errsz);
+    mjdiffStatus st = mjdiff_implicitFastCovered(m, err, errsz);
     if (st != MJDIFF_OK) return st;
   }
   int id, type;

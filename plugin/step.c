@@ -385,6 +385,15 @@ mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i) {
   return b;
 }
 
+int mjdiff_dampBHasDofDamping(const mjModel* m) {
+  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) return !compat_damperOff(m);
+#if MJDIFF_MUJOCO_3
+  return !(m->opt.disableflags & (mjDSBL_EULERDAMP | mjDSBL_DAMPER));  // compat_eulerImplicit's
+#else
+  return 1;
+#endif
+}
+
 int mjdiff_hasDampB(const mjModel* m) {
   if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return compat_eulerImplicit(m);
   for (int i = 0; i < m->nv; i++) {
@@ -593,6 +602,10 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
+    st = mjdiff_implicitFastCovered(m, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
   st = checkInputs(m, d, err, errsz);
   if (st != MJDIFF_OK) return st;
   // on failure the state is restored as the caller gave it, bit for bit (a forward pass

@@ -1008,6 +1008,11 @@ TEST(StepDerivImplicitFast, UncoveredTermsRefusedByName) {
       {"free body", "</worldbody>",
        "<body name=\"ball\" pos=\"0.5 0 0.5\"><freejoint/><geom size=\"0.03\"/></body></worldbody>",
        "body 6 'ball'"},
+      {"free body holding a massless body (MuJoCo's mj_isFreeBody counts it standalone)",
+       "</worldbody>",
+       "<body name=\"box\" pos=\"0.5 0 0.5\"><freejoint/><geom type=\"box\" size=\"0.03 0.02 "
+       "0.01\"/><body name=\"holder\"><site name=\"tag\"/></body></body></worldbody>",
+       "body 6 'box'"},
       {"damped tendon", "</actuator>",
        "</actuator><tendon><fixed name=\"tt\" damping=\"1\"><joint joint=\"j1\" coef=\"1\"/>"
        "</fixed></tendon>",
@@ -1033,5 +1038,26 @@ TEST(StepDerivImplicitFast, UncoveredTermsRefusedByName) {
         << c.what << ": " << sim.sim.err;
     EXPECT_NE(std::string(sim.sim.err).find("implicitfast"), std::string::npos) << c.what;
   }
+
+  // a parameter that makes the model one of those after it was made (fluid density) is refused
+  // by the step and its derivatives, not stepped without its implicit term
+  testutil::StepSim sim(kServoArm);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const char* names[] = {"option:density"};
+  mjdiffParams* p = nullptr;
+  char err[1000] = "";
+  ASSERT_EQ(mjdiff_makeParams(sim.sim.m, sim.sim.s, names, 1, &p, err, sizeof(err)), MJDIFF_OK)
+      << err;
+  mjtNum rho = 1000;
+  ASSERT_EQ(mjdiff_setParamValues(sim.sim.m, sim.sim.s, p, &rho, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_EQ(mjdiff_step(sim.sim.m, sim.sim.d, sim.sim.s, err, sizeof(err)),
+            MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(err).find("fluid forces"), std::string::npos) << err;
+  int ndx = 2 * sim.sim.m->nv, nu = sim.sim.m->nu;
+  std::vector<mjtNum> A(ndx * ndx), B(ndx * nu);
+  EXPECT_EQ(mjdiff_stepJacobian(sim.sim.m, sim.sim.d, sim.sim.s, sim.w, A.data(), B.data(),
+                                nullptr, err, sizeof(err)),
+            MJDIFF_ERR_UNSUPPORTED) << err;
+  mjdiff_freeParams(p);
 }
 #endif

@@ -69,8 +69,8 @@ const char* tool_outputOption(const char* tool, int argc, char** argv, int* i) {
   for (int k = 0; k < 3; k++) {
     size_t e = strlen(ext[k]);
     if (n >= e && !strcasecmp(v + n - e, ext[k])) {
-      tool_usageError(tool, "%s %s: a report would replace that model file; give another path "
-                      "(e.g. a .json one)", name, v);
+      tool_usageError(tool, "%s %s: a report would replace that model file; give another path",
+                      name, v);
     }
   }
   return v;

@@ -193,7 +193,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(o, "--max-rollouts")) {
       a->max_rollouts = tool_intOption(kTool, argc, argv, &i, 1, 100000000, ">= 1");
     } else if (!strcmp(o, "--out")) {
-      a->out = tool_outputOption(kTool, argc, argv, &i);
+      a->out = tool_optionValue(kTool, argc, argv, &i);
     } else if (!strcmp(o, "--no-plot")) {
       a->noplot = 1;
     } else if (!strcmp(o, "--quiet")) {

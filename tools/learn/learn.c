@@ -266,7 +266,7 @@ static void parseArgs(int argc, char** argv, args* a) {
     } else if (!strcmp(o, "--eval-every")) {
       a->eval_every = tool_intOption(TOOL, argc, argv, &i, 1, 100000000, "an integer >= 1");
     } else if (!strcmp(o, "--out")) {
-      a->out = tool_outputOption(TOOL, argc, argv, &i);
+      a->out = tool_optionValue(TOOL, argc, argv, &i);
     } else if (!strcmp(o, "--tag")) {
       a->tag = tool_optionValue(TOOL, argc, argv, &i);
     } else if (!strcmp(o, "--plant")) {

@@ -265,7 +265,7 @@ static void parseArgs(int argc, char** argv, args* a) {
       if (a->nhorizon >= MAXLIST) tool_usageError(kTool, "too many --horizon options");
       a->horizon[a->nhorizon++] = numberArg(argc, argv, &i, 0);
     } else if (!strcmp(s, "--generate")) {
-      a->generate = tool_optionValue(kTool, argc, argv, &i);
+      a->generate = tool_outputOption(kTool, argc, argv, &i);
     } else if (!strcmp(s, "--duration")) {
       a->duration = numberArg(argc, argv, &i, 1e-9);
     } else if (!strcmp(s, "--ctrl")) {
