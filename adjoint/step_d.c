@@ -507,11 +507,8 @@ static int mayCollide(const mjModel* m, int g1, int g2) {
 }
 
 static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
-  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
-    mjdiffStatus covered = mjdiff_implicitFastCovered(m, err, errsz);
-    if (covered != MJDIFF_OK) return covered;
-  }
+  mjdiffStatus st = mjdiff_checkIntegrator(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
   for (int i = 0; i < m->nu; i++) {
     const char* name = mj_id2name(m, mjOBJ_ACTUATOR, i);
     name = name ? name : "";
@@ -1466,11 +1463,8 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
     return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT,
                         "step-derivative workspace was made for another model");
   }
-  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
-    mjdiffStatus covered = mjdiff_implicitFastCovered(m, err, errsz);
-    if (covered != MJDIFF_OK) return covered;
-  }
+  st = mjdiff_checkIntegrator(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
   // input vectors must be finite (a NaN would give NaN products with status OK)
   int nin = what == PRODUCT_VJP ? w->ndx : what == PRODUCT_JVP ? w->ndx + w->nin
             : what == PRODUCT_SENSOR_VJP ? m->nsensordata : 0;

@@ -78,6 +78,10 @@ void mjdiff_limitParams(const mjdiffModel* s, int tendon, int j, mjtNum p[EP_COU
 // with B diagonal (mjdiff_dampB); RK4 is the other integrator the smooth model steps
 int mjdiff_eulerLike(const mjModel* m);
 int mjdiff_integratorOk(const mjModel* m);
+// MJDIFF_OK, or why m's integrator cannot be stepped: not one of the above
+// (mjdiff_checkSupported's message), or implicitfast with a term B does not cover
+// (mjdiff_implicitFastCovered); the step and its derivatives check it at every call
+mjdiffStatus mjdiff_checkIntegrator(const mjModel* m, const mjdiffModel* s, char* err, int errsz);
 
 // B_i, dof i's entry of the velocity-implicit term B = -D of the model's integrator at d's state
 // (after the forward pass: the actuator forces' clamping):

@@ -314,6 +314,12 @@ int mjdiff_integratorOk(const mjModel* m) {
   return mjdiff_eulerLike(m) || m->opt.integrator == mjINT_RK4;
 }
 
+mjdiffStatus mjdiff_checkIntegrator(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
+  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
+  if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return MJDIFF_OK;
+  return mjdiff_implicitFastCovered(m, err, errsz);
+}
+
 // 1 if tendon t is fixed (joint wraps only) on hinges and slides whose dofs pairwise lie on
 // different branches (neither an ancestor of the other): MuJoCo's implicitfast keeps D's entries
 // in M's sparsity only, so a servo on such a tendon (a gripper's two fingers) adds to the diagonal
@@ -601,11 +607,8 @@ mjdiffStatus mjdiff_step(const mjModel* m, mjData* d, const mjdiffModel* s, char
   if (!d) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "data is NULL");
   mjdiffStatus st = mjdiff_checkPair(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
-  if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
-  if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
-    st = mjdiff_implicitFastCovered(m, err, errsz);
-    if (st != MJDIFF_OK) return st;
-  }
+  st = mjdiff_checkIntegrator(m, s, err, errsz);
+  if (st != MJDIFF_OK) return st;
   st = checkInputs(m, d, err, errsz);
   if (st != MJDIFF_OK) return st;
   // on failure the state is restored as the caller gave it, bit for bit (a forward pass
