@@ -65,11 +65,25 @@ MJDIFF_API int mjdiff_contactGeomSizeJacobian(const mjModel* m, const mjData* d,
 // The smooth law of one contact at the state in d (forces_d.c): its world force F and torque T
 // (on geom2's body, at con->pos), their partials DF, DT (3 x 10, row-major) in
 // y = (dist, n (3), v (3), w (3)) (v, w: geom2's velocity relative to geom1's at con->pos), and
-// w. Returns 0 (outputs unset) if the contact exerts no force.
+// w. The contact's share (plugin/smooth.c, "Contact shares") is in F, T, DF, DT; sh (nullable)
+// receives its gradient and the law's force before it (sh->varies 0: the share is constant).
+// Returns 0 (outputs unset, sh->varies 0) if the contact exerts no force.
 struct mjdiffModel_;
+struct mjdiffShare_;
 MJDIFF_API int mjdiff_contactLawY(const mjModel* m, const mjData* d,
                                   const struct mjdiffModel_* s, const mjContact* con, mjtNum F[3],
-                                  mjtNum T[3], mjtNum DF[30], mjtNum DT[30], mjtNum w[3]);
+                                  mjtNum T[3], mjtNum DF[30], mjtNum DT[30], mjtNum w[3],
+                                  struct mjdiffShare_* sh);
+
+// The change of contact i's share (sh from mjdiff_contactLawY, sh->varies) with the two geoms'
+// rigid motion z (size 0: mjdiff_contactGeomJacobian's z, geff 12) or sizes (size 1:
+// mjdiff_contactGeomSizeJacobian's, geff 6): geff = sum over the pair's contacts j of
+// dshare/ddist_j G_j[dist row] + dshare/dpos_j G_j[pos rows] (Gi, nullable: contact i's own
+// Jacobian of that kind; the others computed here). Returns 0, or -1 if a contact's Jacobian is
+// unavailable.
+MJDIFF_API int mjdiff_shareGeometry(const mjModel* m, const mjData* d,
+                                    const struct mjdiffShare_* sh, int i, const mjtNum* Gi,
+                                    int size, mjtNum* geff);
 
 // ---------------------------------- rigid-body dynamics (rne_d.c) --------------------------------
 //

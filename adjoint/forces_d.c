@@ -37,6 +37,11 @@
 //   rigid motion of geom i: [J_p(b_i, x_gi); J_ang(b_i)]
 //   dv = dV2 at p - dV1 at p + (w2 - w1) x dp  (q), (J_p2(p) - J_p1(p)) dv_state  (v)
 //   normal force alone (touch sensors): dfn/dq = dfn/dy dy/dq, dfn/dv = dfn/dy dy/dv
+//   share sigma (plugin/smooth.c, "Contact shares"; F, T, fn above are the law's, before it):
+//   F_c = sigma F, dF_c = sigma dF + F dsigma, likewise T and fn; sigma moves with the distances
+//   and points of its pair's contacts j, whose geoms are the contact's own, so
+//   dsigma/dq = g_eff [P1; P2],  g_eff = sum_j (dsigma/ddist_j G_j[dist] + dsigma/dp_j G_j[pos])
+//   (1 x 12; G_j the geometry Jacobian of contact j); no v-derivative
 //
 // Scalar forces act on one coordinate x (joint qpos, tendon length) with its velocity:
 //   limits, friction loss (smooth.c), joint/tendon equality, joint/tendon springs and dampers:
@@ -329,10 +334,11 @@ static void contactVel(const mjModel* m, const mjData* d, const int b[2], const 
 // here: the dofs of the two bodies' chains; sc->cdof0 and sc->dV ready):
 //   sc->Y rows 0..12   dy/dq (rows dist, n(3), v(3), w(3)) and dp/dq (3)    (13 x nv)
 //   sc->Y rows 13..18  dy/dv of (v(3), w(3))                                 (6 x nv)
+//   dsig               g_eff [P1; P2], the share's dq (if geff, nullable, is given)  (nv)
 // G: the contact's geometry Jacobian; w: the relative angular velocity
 static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, const mjContact* con,
                               const int g[2], const int b[2], const mjtNum G[7 * 12],
-                              const mjtNum w[3]) {
+                              const mjtNum w[3], const mjtNum* geff, mjtNum* dsig) {
   int nv = m->nv;
   const mjtNum* p = con->pos;
 
@@ -350,6 +356,9 @@ static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, co
   for (int r = 0; r < 6; r++) {
     for (int ic = 0; ic < nc; ic++) Yv[nv * r + cols[ic]] = 0;
   }
+  if (geff) {
+    for (int ic = 0; ic < nc; ic++) dsig[cols[ic]] = 0;
+  }
 
   // geometry: G times the geoms' rigid motion (12 x nv)
   for (int i = 0; i < 2; i++) {
@@ -363,6 +372,14 @@ static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, co
         int k = cols[ic];
         row[k] += Gr[0] * sc->J2[k] + Gr[1] * sc->J2[nv + k] + Gr[2] * sc->J2[2 * nv + k] +
                   Gr[3] * sc->J1[k] + Gr[4] * sc->J1[nv + k] + Gr[5] * sc->J1[2 * nv + k];
+      }
+    }
+    if (geff) {
+      const mjtNum* ge = geff + 6 * i;
+      for (int ic = 0; ic < nc; ic++) {
+        int k = cols[ic];
+        dsig[k] += ge[0] * sc->J2[k] + ge[1] * sc->J2[nv + k] + ge[2] * sc->J2[2 * nv + k] +
+                   ge[3] * sc->J1[k] + ge[4] * sc->J1[nv + k] + ge[5] * sc->J1[2 * nv + k];
       }
     }
 
@@ -398,9 +415,10 @@ static void contactKinematics(const mjModel* m, const mjData* d, scratch* sc, co
 
 int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
                        const mjContact* con, mjtNum F[3], mjtNum T[3], mjtNum DF[30],
-                       mjtNum DT[30], mjtNum w[3]) {
+                       mjtNum DT[30], mjtNum w[3], mjdiffShare* sh) {
   int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
+  if (sh) sh->varies = 0;
   mjtNum prm[GP_COUNT];
   mjdiff_pairParams(s, g[0], g[1], prm);
   mjtNum dfr, fr = reach_force(m, s, con, &dfr);
@@ -414,24 +432,61 @@ int mjdiff_contactLawY(const mjModel* m, const mjData* d, const mjdiffModel* s,
   mjtNum At, Ar, h = mjdiff_timestep(m, s);
   mjdiff_contactInvweight(s, g[0], g[1], &At, &Ar);
   int on = contactLaw(con, prm, x, h * At, h * Ar, v, w, F, T, DF, DT);
+  if (on) {  // the share scales the law's force, not the long-range term
+    mjtNum share = mjdiff_contactShare(m, d, s, (int)(con - d->contact), sh);
+    if (share != 1) {
+      mju_scl3(F, F, share);
+      mju_scl3(T, T, share);
+      mju_scl(DF, DF, share, 30);
+      mju_scl(DT, DT, share, 30);
+    }
+  }
   if (fr != 0) reachLaw(con->frame, fr, dfr, F, DF);
   return on || fr != 0;
+}
+
+int mjdiff_shareGeometry(const mjModel* m, const mjData* d, const mjdiffShare* sh, int i,
+                         const mjtNum* Gi, int size, mjtNum* geff) {
+  int nz = size ? 6 : 12;
+  mju_zero(geff, nz);
+  for (int k = 0; k < sh->count; k++) {
+    const mjtNum* dp = sh->dpos + 3 * k;
+    if (sh->ddist[k] == 0 && dp[0] == 0 && dp[1] == 0 && dp[2] == 0) continue;
+    int j = sh->first + k;
+    mjtNum Gj[7 * 12];
+    const mjtNum* G = Gi;
+    if (j != i || !G) {
+      int bad = size ? mjdiff_contactGeomSizeJacobian(m, d, d->contact + j, Gj)
+                     : mjdiff_contactGeomJacobian(m, d, d->contact + j, Gj);
+      if (bad) return -1;
+      G = Gj;
+    }
+    for (int c = 0; c < nz; c++) {
+      geff[c] += sh->ddist[k] * G[c] + dp[0] * G[4 * nz + c] + dp[1] * G[5 * nz + c] +
+                 dp[2] * G[6 * nz + c];
+    }
+  }
+  return 0;
 }
 
 // the wrench of a force F and torque T (world frame, on body2, the opposite on body1) at contact
 // con's point p, where F, T depend on the contact's y = (dist, n, v, w) by DF, DT (3 x 10), and its
 // q- and v-derivatives through y, p and the bodies' motion (G: the contact's geometry Jacobian, w:
-// the relative angular velocity); returns 0, or -1 if G is unavailable (gstatus)
+// the relative angular velocity); with geff (nullable, 12) also F and T's change Fs dsig, Ts dsig
+// through the contact's share (dsig = geff [P1; P2]); returns 0, or -1 if G is unavailable
+// (gstatus)
 static int contactWrenchDeriv(const mjModel* m, const mjData* d, scratch* sc, const mjContact* con,
                               const mjtNum* G, int gstatus, const mjtNum F[3], const mjtNum T[3],
                               const mjtNum DF[30], const mjtNum DT[30], const mjtNum w[3],
+                              const mjtNum* geff, const mjtNum* Fs, const mjtNum* Ts,
                               mjtNum* DfDq, mjtNum* DfDv) {
   int nv = m->nv;
   int g[2] = {compat_contactGeom1(con), compat_contactGeom2(con)};
   int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
   const mjtNum* p = con->pos;
   if (gstatus) return -1;
-  contactKinematics(m, d, sc, con, g, b, G, w);
+  mjtNum* dsig = sc->Y + 31 * nv;
+  contactKinematics(m, d, sc, con, g, b, G, w, geff, dsig);
   const int* cols = sc->cols;
   int nc = sc->nc;
   const mjtNum* Yq = sc->Y;
@@ -462,6 +517,12 @@ static int contactWrenchDeriv(const mjModel* m, const mjData* d, scratch* sc, co
         dTv[r] += DT[10 * r + c] * yv[c];
       }
     }
+    if (geff) {
+      for (int r = 0; r < 3; r++) {
+        dFq[r] += Fs[r] * dsig[k];
+        dTq[r] += Ts[r] * dsig[k];
+      }
+    }
     mjtNum dp[3] = {Yq[nv * 10 + k], Yq[nv * 11 + k], Yq[nv * 12 + k]}, t1[3], t2[3];
     mju_cross(t1, dp, F);
     mju_cross(t2, p, dFq);
@@ -485,7 +546,8 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
                         const mjContact* con, const mjtNum* Gin, int gstatus, mjtNum* DfDq,
                         mjtNum* DfDv) {
   mjtNum F[3], T[3], DF[30], DT[30], w[3];
-  if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) return 0;
+  mjdiffShare sh;
+  if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w, &sh)) return 0;
 
   // geometry: G (7 x 12), the Jacobian of (dist, n, pos) in the geoms' rigid motion
   mjtNum Gown[7 * 12];
@@ -494,7 +556,11 @@ static int contactDeriv(const mjModel* m, const mjData* d, const mjdiffModel* s,
     gstatus = mjdiff_contactGeomJacobian(m, d, con, Gown);
     G = Gown;
   }
-  return contactWrenchDeriv(m, d, sc, con, G, gstatus, F, T, DF, DT, w, DfDq, DfDv);
+  mjtNum geff[12];
+  int i = (int)(con - d->contact);
+  if (sh.varies && !gstatus && mjdiff_shareGeometry(m, d, &sh, i, G, 0, geff)) gstatus = -1;
+  return contactWrenchDeriv(m, d, sc, con, G, gstatus, F, T, DF, DT, w, sh.varies ? geff : NULL,
+                           sh.F, sh.T, DfDq, DfDv);
 }
 
 int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffModel* s,
@@ -511,8 +577,13 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
   mjtNum G[7 * 12];
   if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
 
-  // scratch: cdof0, dV, J1, J2, Y (19 rows), cols
-  size_t need = (size_t)nv * (37 + 6 * (size_t)nbody) + (size_t)nv / 2 + 1;
+  // the share (smooth.c) and its geometry
+  mjdiffShare sh;
+  mjtNum share = mjdiff_contactShare(m, d, s, (int)(con - d->contact), &sh), geff[12];
+  if (sh.varies && mjdiff_shareGeometry(m, d, &sh, (int)(con - d->contact), G, 0, geff)) return -1;
+
+  // scratch: cdof0, dV, J1, J2, Y (20 rows), cols
+  size_t need = (size_t)nv * (38 + 6 * (size_t)nbody) + (size_t)nv / 2 + 1;
   if (need > (size_t)compat_stackSpace(d)) return -2;
   mjdiffStackMark mark = compat_stackMark(d);
   scratch sc;
@@ -521,16 +592,17 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
   sc.dV = compat_stackAllocNum(d, 6 * nv * nbody);
   sc.J1 = compat_stackAllocNum(d, 6 * nv);
   sc.J2 = compat_stackAllocNum(d, 6 * nv);
-  sc.Y = compat_stackAllocNum(d, 19 * nv);
+  sc.Y = compat_stackAllocNum(d, 20 * nv);
   sc.cols = (int*)compat_stackAllocNum(d, nv / 2 + 1);
   spatial_cdof0(m, d, sc.cdof0);
   bodyVelDq(m, d, sc.cdof0, sc.dV, (int*)sc.J2);
 
-  // dfn = dfn/dy (dy/dq dq + dy/dv dv)
+  // d(sigma fn) = sigma dfn/dy (dy/dq dq + dy/dv dv) + fn dsigma
   mjtNum v[3], w[3], dfn[10];
   contactVel(m, d, b, con->pos, v, w);
-  normalLaw(con, prm, x, v, dfn);
-  contactKinematics(m, d, &sc, con, g, b, G, w);
+  mjtNum fn = normalLaw(con, prm, x, v, dfn);
+  mjtNum* dsig = sc.Y + 19 * nv;
+  contactKinematics(m, d, &sc, con, g, b, G, w, sh.varies ? geff : NULL, dsig);
   const mjtNum* Yq = sc.Y;
   const mjtNum* Yv = sc.Y + 13 * nv;
   for (int ic = 0; ic < sc.nc; ic++) {
@@ -538,8 +610,10 @@ int mjdiff_contactNormalDerivative(const mjModel* m, mjData* d, const mjdiffMode
     mjtNum dq = 0, dv = 0;
     for (int c = 0; c < 10; c++) dq += dfn[c] * Yq[nv * c + k];
     for (int c = 0; c < 6; c++) dv += dfn[4 + c] * Yv[nv * c + k];
+    dq *= share;
+    if (sh.varies) dq += fn * dsig[k];
     if (DfnDq) DfnDq[k] = dq;
-    if (DfnDv) DfnDv[k] = dv;
+    if (DfnDv) DfnDv[k] = share * dv;
   }
   compat_stackFree(d, mark);
   return 0;
@@ -1156,7 +1230,9 @@ static int bodyActuatorDeriv(const mjModel* m, const mjData* d, scratch* sc, int
     mju_scl3(F, con->frame, -a / n);
     for (int r = 0; r < 3; r++) DF[10 * r + 1 + r] = -a / n;
     int gst = mjdiff_contactGeomJacobian(m, d, con, G);
-    if (contactWrenchDeriv(m, d, sc, con, G, gst, F, T, DF, DT, w, DfDq, DfDv)) return -1 - c;
+    if (contactWrenchDeriv(m, d, sc, con, G, gst, F, T, DF, DT, w, NULL, NULL, NULL, DfDq, DfDv)) {
+      return -1 - c;
+    }
   }
   return 0;
 }

@@ -322,6 +322,20 @@ static int contactPartials(const mjModel* m, const mjData* d, const mjdiffModel*
       cp->DT[Z_COUNT * r + z] = t;
     }
   }
+
+  // the share (plugin/smooth.c): sigma D, and F dsigma/dw in the width's column
+  mjdiffShare sh;
+  mjtNum share = mjdiff_contactShare(m, d, s, i, &sh);
+  if (share != 1) {
+    mju_scl(cp->DF, cp->DF, share, 3 * Z_COUNT);
+    mju_scl(cp->DT, cp->DT, share, 3 * Z_COUNT);
+  }
+  if (sh.varies) {
+    for (int r = 0; r < 3; r++) {
+      cp->DF[Z_COUNT * r + Z_W] += sh.F[r] * sh.dwidth;
+      cp->DT[Z_COUNT * r + Z_W] += sh.T[r] * sh.dwidth;
+    }
+  }
   return 1;
 }
 
@@ -761,13 +775,14 @@ static int translatable(const mjModel* m, const mjdiffParams* p, int body) {
 }
 
 // the change of contact con's wrenches when its geometry moves by dy = (ddist, dn, dpos) at the
-// fixed state, and its relative velocity also by dvx (nullable): dv = (w2 - w1) x dpos + dvx,
+// fixed state, its share by dsig (sh: its gradient and law force, nullable), and its relative
+// velocity also by dvx (nullable): dv = (w2 - w1) x dpos + dvx,
 // dF, dT from the law's partials (mjdiff_contactLawY's F, DF, DT, w), the torque at pos also by
 // dpos x F; the body wrenches of geom2 (+) and geom1 (-) accumulate in wrench (header)
 static void addContactChange(const mjModel* m, const mjData* d, const mjContact* con,
                              const mjtNum F[3], const mjtNum DF[30], const mjtNum DT[30],
                              const mjtNum w[3], const mjtNum dy[7], const mjtNum* dvx,
-                             mjtNum* wrench) {
+                             const mjdiffShare* sh, mjtNum dsig, mjtNum* wrench) {
   mjtNum y[10] = {0}, dF[3], dT[3], t[3];
   mju_copy(y, dy, 4);
   mju_cross(y + 4, w, dy + 4);
@@ -775,6 +790,10 @@ static void addContactChange(const mjModel* m, const mjData* d, const mjContact*
   for (int r = 0; r < 3; r++) {
     dF[r] = mju_dot(DF + 10 * r, y, 10);
     dT[r] = mju_dot(DT + 10 * r, y, 10);
+  }
+  if (sh && sh->varies) {  // the share's change dsig (plugin/smooth.c)
+    mju_addToScl3(dF, sh->F, dsig);
+    mju_addToScl3(dT, sh->T, dsig);
   }
   mju_cross(t, dy + 4, F);
   mju_addTo3(dT, t);
@@ -803,12 +822,15 @@ static int translationForces(const mjModel* m, const mjData* d, const mjdiffMode
       int b[2] = {m->geom_bodyid[g[0]], m->geom_bodyid[g[1]]};
       int in[2] = {inSubtree(m, b[0], body), inSubtree(m, b[1], body)};
       if (!in[0] && !in[1]) continue;
-      mjtNum F[3], T[3], DF[30], DT[30], w[3], G[7 * 12], dy[7] = {0};
-      if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) continue;
+      mjtNum F[3], T[3], DF[30], DT[30], w[3], G[7 * 12], dy[7] = {0}, geff[12], dsig = 0;
+      mjdiffShare sh;
+      if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w, &sh)) continue;
       if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
+      if (sh.varies && mjdiff_shareGeometry(m, d, &sh, c, G, 0, geff)) return -1;
       for (int i = 0; i < 2; i++) {
         if (!in[i]) continue;
         for (int r = 0; r < 7; r++) dy[r] += mju_dot3(G + 12 * r + 6 * i, e);
+        if (sh.varies) dsig += mju_dot3(geff + 6 * i, e);
       }
       // the moved bodies' material points: e x (w_b - w_-), geom2's minus geom1's
       mjtNum dvx[3] = {0, 0, 0}, t[3], wd[3];
@@ -818,7 +840,7 @@ static int translationForces(const mjModel* m, const mjData* d, const mjdiffMode
         mju_cross(t, e, wd);
         mju_addToScl3(dvx, t, i ? 1 : -1);
       }
-      addContactChange(m, d, con, F, DF, DT, w, dy, dvx, wrench);
+      addContactChange(m, d, con, F, DF, DT, w, dy, dvx, &sh, dsig, wrench);
       if (b[1]) mju_addTo3(fsub + 3 * b[1], F);
       if (b[0]) mju_subFrom3(fsub + 3 * b[0], F);
       any = 1;
@@ -1005,20 +1027,25 @@ static int geomContactMotion(const mjModel* m, const mjData* d, const mjdiffMode
     const mjContact* con = d->contact + c;
     int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
     if (g1 != g && g2 != g) continue;
-    mjtNum F[3], T[3], DF[30], DT[30], w[3], dy[7] = {0};
-    if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w)) continue;
+    mjtNum F[3], T[3], DF[30], DT[30], w[3], dy[7] = {0}, geff[12], dsig = 0;
+    mjdiffShare sh;
+    if (!mjdiff_contactLawY(m, d, s, con, F, T, DF, DT, w, &sh)) continue;
     int side = g2 == g;
     if (dsz) {
       mjtNum Js[7 * 6];
       if (mjdiff_contactGeomSizeJacobian(m, d, con, Js)) return -1;
       for (int r = 0; r < 7; r++) dy[r] += mju_dot3(Js + 6 * r + 3 * side, dsz);
+      if (sh.varies && mjdiff_shareGeometry(m, d, &sh, c, Js, 1, geff)) return -1;
+      if (sh.varies) dsig += mju_dot3(geff + 3 * side, dsz);
     }
     if (dpl) {
       mjtNum G[7 * 12];
       if (mjdiff_contactGeomJacobian(m, d, con, G)) return -1;
       for (int r = 0; r < 7; r++) dy[r] += mju_dot3(G + 12 * r + 6 * side, a);
+      if (sh.varies && mjdiff_shareGeometry(m, d, &sh, c, G, 0, geff)) return -1;
+      if (sh.varies) dsig += mju_dot3(geff + 6 * side, a);
     }
-    addContactChange(m, d, con, F, DF, DT, w, dy, NULL, wrench);
+    addContactChange(m, d, con, F, DF, DT, w, dy, NULL, &sh, dsig, wrench);
     any = 1;
   }
   if (any) wrenchToCol(m, d, wrench, col);

@@ -70,9 +70,11 @@
 //     to 15%; along directions in the flush plane (no tilt out of it, no sideways shift) 3e-7
 //     (tests/test_geom_d.cc, GeomJacobianBoxStack.SmoothForceJacobianOfStacks);
 //   - sideways: a corner on a flush side becomes two contacts a translation apart (the incident
-//     corner and the side's cut of its edge) under any sideways shift of either box: the smooth
-//     force jumps by one corner's share (7.1 N of the 20 N load). MuJoCo's contact set is the
-//     overlap polygon's vertices; a penalty summed over them jumps where two vertices merge.
+//     corner and the side's cut of its edge) under any sideways shift of either box. MuJoCo's
+//     contact set is the overlap polygon's vertices; a penalty summed over them jumped by one
+//     corner's load where two vertices merge (7.1 N of the 20 N load). The contact shares
+//     (plugin/smooth.c) now split one contact's force among points that coincide, so the force
+//     is continuous there (tests/test_share.cc).
 
 #include "boxbox.h"
 

@@ -40,6 +40,8 @@ struct mjdiffModel_ {
   mjtNum* geom_derived;        // per geom, against an immovable partner    (ngeom x GP_COUNT)
   mjtNum* geom_invweight;      // inverse inertia at the geom's farthest point (ngeom x 1)
   mjtNum* geom_invweightn;     // inverse inertia along a contact normal on the geom  (ngeom x 1)
+  mjtNum* geom_cluster;        // the share radius of the geom's contacts (smooth.c, contact
+                               // shares; 0 for planes and height fields)      (ngeom x 1)
   mjtNum* pair_derived;        // per MJCF <pair>                           (npair x GP_COUNT)
   mjtNum* jnt_limit;           // joint limit law                           (njnt x EP_COUNT)
   mjtNum* ten_limit;           // tendon limit law                          (ntendon x EP_COUNT)
@@ -206,6 +208,23 @@ MJDIFF_API void mjdiff_contactInvweight(const mjdiffModel* s, int g1, int g2, mj
 // (exported for tests/test_implicit.cc)
 MJDIFF_API int mjdiff_contactSlip(const mjModel* m, const mjData* d, const mjdiffModel* s,
                                   const mjContact* con, mjtNum vt[2], mjtNum* ve);
+
+// contact i's share of its geom pair's force (smooth.c, "Contact shares"): 1 for a contact that
+// no other active contact of its pair comes near; with grad (nullable) also the share's gradient
+// in the distances and points of its pair's contacts and in the pair's contact width, and the
+// contact law's force and torque before the share
+#define MJDIFF_SHARE_MAX 64  // contacts of one run a share looks at (MuJoCo's mjMAXCONPAIR: 50)
+typedef struct mjdiffShare_ {
+  int first, count;                   // the pair's run of contacts d->contact[first, first + count)
+  int varies;                         // some entry of the gradient is nonzero
+  mjtNum ddist[MJDIFF_SHARE_MAX];     // d share / d dist_j                    (index j - first)
+  mjtNum dpos[3 * MJDIFF_SHARE_MAX];  // d share / d pos_j
+  mjtNum dwidth;                      // d share / d w, the pair's contact width
+  mjtNum F[3], T[3];                  // the law's world force and torque on geom2 before the share
+} mjdiffShare;
+MJDIFF_API mjtNum mjdiff_clusterRadius(int type, const mjtNum sz[3]);
+MJDIFF_API mjtNum mjdiff_contactShare(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                                      int i, mjdiffShare* grad);
 
 // the implicit step's transition-aware cap on a Newton step dv at the iterate v, whose kinematics
 // and contacts d holds (implicit.c); jac: scratch of 6 nv (exported for tests/test_implicit.cc)

@@ -674,7 +674,7 @@ mjdiffStatus mjdiff_checkPair(const mjModel* m, const mjdiffModel* s, char* err,
 
 // numbers in the derived arrays of a smooth model of m (at least 1)
 static size_t derivedSize(const mjModel* m) {
-  return (size_t)(GP_COUNT + 2) * (size_t)m->ngeom + (size_t)GP_COUNT * (size_t)m->npair +
+  return (size_t)(GP_COUNT + 3) * (size_t)m->ngeom + (size_t)GP_COUNT * (size_t)m->npair +
          (size_t)EP_COUNT * (size_t)(m->njnt + m->ntendon) + (size_t)m->nv +
          (size_t)m->ntendon + 6 * (size_t)m->neq + 1;
 }
@@ -701,6 +701,8 @@ static mjdiffModel* allocModel(const mjModel* m) {
   s->geom_invweight = p;
   p += m->ngeom;
   s->geom_invweightn = p;
+  p += m->ngeom;
+  s->geom_cluster = p;
   p += m->ngeom;
   s->pair_derived = p;
   p += GP_COUNT * m->npair;

@@ -22,6 +22,8 @@
 // on body2         F = fn n + f1 t1 + f2 t2,  T = tn n + t1 t1 + t2 t2  at p; body1 gets -F, -T
 // body wrench      W_b += [T + (p - o_b) x F; F]        (about the tree origin, [torque; force])
 // generalised      qfrc_j += cdof_j . sum_{c in subtree(body_j)} W_c      (one pass, leaves first)
+// share            F, T *= share_c (below, "Contact shares": 1 unless contacts of one pair
+//                  crowd together)
 // long range      F += a S(dist / R) n  (reach.h; off unless reach_strength > 0)
 // touch sensor     s = sum fn over the contacts MuJoCo 2.2.2's touch rule counts (site body, ray)
 //
@@ -143,9 +145,10 @@ int mjdiff_contactSlip(const mjModel* m, const mjData* d, const mjdiffModel* s,
   return 1;
 }
 
-// smooth force of one contact; world force F and torque T on body2 at con->pos; 0 if inactive
-static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
-                        const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
+// the law's force of one contact before its share; world force F and torque T on body2 at
+// con->pos; 0 if inactive
+static int contactLaw(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                      const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
   int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   mjtNum p[GP_COUNT], vc[3], wc[3], fn;
   mjdiff_pairParams(s, g1, g2, p);
@@ -187,6 +190,177 @@ static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
   // to world: F = frame' force, T = frame' torque
   mju_mulMatTVec(F, con->frame, cf->force, 3, 3);
   mju_mulMatTVec(T, con->frame, cf->torque, 3, 3);
+  return 1;
+}
+
+//---------------------------------- contact shares ------------------------------------------------
+//
+// MuJoCo's pair functions report a contact set, not a force distribution: box-box and mesh-mesh
+// clip the incident face by the reference face's side planes, and where an incident corner
+// crosses a side plane it turns into the two cuts of its edges, at the corner's own point and
+// depth. A penalty force summed over the set then doubles there (LEAP Hand's finger boxes: the
+// implicit step's Newton stalled on the jump). The share makes the pair's force continuous as
+// points split, merge, appear and leave. For the contacts c, j of one geom pair (one run of
+// d->contact), with activation depth x (x = w - (dist - o), law.h) and point p:
+//   a_j  = S(x_j / 2w)                      activity: 0 where the law's force starts, 1 where
+//                                           the ramp s(x) is the penetration (S: the quintic
+//                                           smoothstep on [0, 1], clamped)
+//   K_cj = 1 - S(|p_c - p_j| / r)           closeness: 1 at one point, 0 from r apart
+//   b_c  = sum_{j != c} a_j K_cj,   share_c = a_c / (a_c + b_c)   (1 for an inactive c: no force)
+// Contacts farther than r from every active contact of their pair keep share 1 (the law is
+// unchanged). A point that splits into k coincident copies (same a) gives each 1/k: the pair's
+// force is unchanged. A contact that appears (a = 0) or leaves changes no other share. Coincident
+// contacts of different depths share in proportion to their activity. What remains: where three or
+// more points lie within r of each other but not at one point, a split changes the weights of the
+// others by part of K (the sum is no longer exactly conserved); r is 0.1 of the smaller geom's
+// least size (mjdiff_clusterRadius: a box's half width, a capsule's radius; planes and height
+// fields have none), frozen where the smooth model derives its parameters, so a geom's size
+// parameter does not move it.
+// Gradient (S' = 30 t^2 (1 - t)^2; u = |p_c - p_j| / r, e = (p_c - p_j) / |p_c - p_j|):
+//   da_j/ddist_j = -S'(x_j / 2w) / 2w,   da_j/dw = S'(x_j / 2w) (w - x_j) / 2w^2
+//   dK_cj/dp_c = -S'(u) e / r = -dK_cj/dp_j
+//   share_a = b / (a_c + b)^2,  share_b = -a_c / (a_c + b)^2
+//   d share / d dist_c = share_a da_c/ddist_c,   d share / d dist_j = share_b K_cj da_j/ddist_j
+//   d share / d p_c = share_b sum_j a_j dK_cj/dp_c,   d share / d p_j = share_b a_j dK_cj/dp_j
+//   d share / d w = share_a da_c/dw + share_b sum_j K_cj da_j/dw
+// The force's derivatives add F_law d share (adjoint/forces_d.c, params_d.c, sensor_d.c).
+
+// the share radius of a geom of type t and size sz: 0.1 of its least size (0: planes, height
+// fields, and anything without a positive size)
+#define MJDIFF_CLUSTER_FRACTION 0.1
+mjtNum mjdiff_clusterRadius(int type, const mjtNum sz[3]) {
+  int n = 0;
+  switch (type) {
+    case mjGEOM_SPHERE:
+      n = 1;
+      break;
+    case mjGEOM_CAPSULE:
+    case mjGEOM_CYLINDER:
+      n = 2;
+      break;
+    case mjGEOM_ELLIPSOID:
+    case mjGEOM_BOX:
+    case mjGEOM_MESH:
+      n = 3;
+      break;
+    default:
+      return 0;
+  }
+  mjtNum least = 0;
+  for (int i = 0; i < n; i++) {
+    if (sz[i] > 0 && (least == 0 || sz[i] < least)) least = sz[i];
+  }
+  return MJDIFF_CLUSTER_FRACTION * least;
+}
+
+// quintic smoothstep S(t) on [0, 1], clamped, and its slope
+static mjtNum smoothstep(mjtNum t, mjtNum* dt) {
+  if (t <= 0 || t >= 1) {
+    *dt = 0;
+    return t <= 0 ? 0 : 1;
+  }
+  *dt = 30 * t * t * (1 - t) * (1 - t);
+  return t * t * t * (10 - 15 * t + 6 * t * t);
+}
+
+static int samePair(const mjContact* a, const mjContact* b) {
+  return compat_contactGeom1(a) == compat_contactGeom1(b) &&
+         compat_contactGeom2(a) == compat_contactGeom2(b);
+}
+
+mjtNum mjdiff_contactShare(const mjModel* m, const mjData* d, const mjdiffModel* s, int i,
+                           mjdiffShare* grad) {
+  const mjContact* con = d->contact + i;
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
+  if (grad) {
+    memset(grad, 0, sizeof(*grad));
+    grad->first = i;
+    grad->count = 1;
+  }
+  // the pair's run, at most MJDIFF_SHARE_MAX contacts around i
+  int first = i, end = i + 1;
+  while (first > 0 && i - first < MJDIFF_SHARE_MAX / 2 && samePair(d->contact + first - 1, con)) {
+    first--;
+  }
+  while (end < d->ncon && end - first < MJDIFF_SHARE_MAX && samePair(d->contact + end, con)) end++;
+  mjtNum r1 = s->geom_cluster[g1], r2 = s->geom_cluster[g2];
+  mjtNum r = r1 > 0 && r2 > 0 ? mju_min(r1, r2) : mju_max(r1, r2);
+  if (end - first < 2 || !(r > 0)) return 1;
+
+  mjtNum prm[GP_COUNT];
+  mjdiff_pairParams(s, g1, g2, prm);
+  mjtNum w = prm[GP_WIDTH];
+  mjtNum xc = mjdiff_contactDepth(m, con, w);
+  if (xc <= 0) return 1;  // no force to share
+
+  // activities and closeness
+  mjtNum a[MJDIFF_SHARE_MAX] = {0}, dadx[MJDIFF_SHARE_MAX];
+  mjtNum K[MJDIFF_SHARE_MAX], dK[MJDIFF_SHARE_MAX];
+  mjtNum b = 0;
+  for (int j = first; j < end; j++) {
+    int k = j - first;
+    mjtNum x = mjdiff_contactDepth(m, d->contact + j, w);
+    a[k] = smoothstep(x / (2 * w), dadx + k);
+    dadx[k] /= 2 * w;
+    K[k] = dK[k] = 0;
+    if (j == i) continue;
+    mjtNum delta[3];
+    mju_sub3(delta, con->pos, d->contact[j].pos);
+    mjtNum dS, u = mju_norm3(delta) / r;
+    K[k] = 1 - smoothstep(u, &dS);
+    dK[k] = -dS / r;  // dK/d|p_c - p_j|
+    b += a[k] * K[k];
+  }
+  mjtNum ac = a[i - first], sum = ac + b;
+  mjtNum share = ac / sum;
+  if (!grad) return share;
+
+  // gradient (header)
+  grad->first = first;
+  grad->count = end - first;
+  mjtNum sa = b / (sum * sum), sb = -ac / (sum * sum);
+  for (int j = first; j < end; j++) {
+    int k = j - first;
+    mjtNum x = mjdiff_contactDepth(m, d->contact + j, w);
+    mjtNum dadw = dadx[k] * (w - x) / w;  // da/dw = S'(x / 2w) (w - x) / 2w^2
+    if (j == i) {
+      grad->ddist[k] = -sa * dadx[k];
+      grad->dwidth += sa * dadw;
+      continue;
+    }
+    grad->ddist[k] = -sb * K[k] * dadx[k];
+    grad->dwidth += sb * K[k] * dadw;
+    if (dK[k] == 0 || a[k] == 0) continue;
+    mjtNum e[3];
+    mju_sub3(e, con->pos, d->contact[j].pos);
+    mju_normalize3(e);
+    for (int c = 0; c < 3; c++) {
+      grad->dpos[3 * (i - first) + c] += sb * a[k] * dK[k] * e[c];
+      grad->dpos[3 * k + c] = -sb * a[k] * dK[k] * e[c];
+    }
+  }
+  for (int k = 0; k < grad->count && !grad->varies; k++) {
+    grad->varies = grad->ddist[k] != 0 || grad->dpos[3 * k] != 0 || grad->dpos[3 * k + 1] != 0 ||
+                   grad->dpos[3 * k + 2] != 0;
+  }
+  grad->varies = grad->varies || grad->dwidth != 0;
+  mjdiffContactForce cf;
+  contactLaw(m, d, s, con, &cf, grad->F, grad->T);
+  return share;
+}
+
+// smooth force of one contact (its law times its share); world force F and torque T on body2 at
+// con->pos; 0 if inactive
+static int contactForce(const mjModel* m, const mjData* d, const mjdiffModel* s,
+                        const mjContact* con, mjdiffContactForce* cf, mjtNum F[3], mjtNum T[3]) {
+  if (!contactLaw(m, d, s, con, cf, F, T)) return 0;
+  mjtNum share = mjdiff_contactShare(m, d, s, (int)(con - d->contact), NULL);
+  if (share != 1) {
+    mju_scl3(F, F, share);
+    mju_scl3(T, T, share);
+    mju_scl3(cf->force, cf->force, share);
+    mju_scl3(cf->torque, cf->torque, share);
+  }
   return 1;
 }
 
