@@ -599,7 +599,6 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
     mjtNum At = m->body_invweight0[2 * b], Ar = m->body_invweight0[2 * b + 1];
     s->geom_invweight[g] = At + rho * rho * Ar;
     s->geom_invweightn[g] = At + rhon * rhon * (Arn ? Arn[g] : Ar);
-    s->geom_cluster[g] = mjdiff_clusterRadius(m->geom_type[g], m->geom_size + 3 * g);
     contactValues(m, s, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g,
                   s->geom_invweightn[g], m->geom_friction[3 * g], s->geom_derived + GP_COUNT * g);
   }

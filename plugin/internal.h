@@ -41,7 +41,8 @@ struct mjdiffModel_ {
   mjtNum* geom_invweight;      // inverse inertia at the geom's farthest point (ngeom x 1)
   mjtNum* geom_invweightn;     // inverse inertia along a contact normal on the geom  (ngeom x 1)
   mjtNum* geom_cluster;        // the share radius of the geom's contacts (smooth.c, contact
-                               // shares; 0 for planes and height fields)      (ngeom x 1)
+                               // shares; 0 for planes and height fields; set at make time, from
+                               // the sizes then, and copied)                  (ngeom x 1)
   mjtNum* pair_derived;        // per MJCF <pair>                           (npair x GP_COUNT)
   mjtNum* jnt_limit;           // joint limit law                           (njnt x EP_COUNT)
   mjtNum* ten_limit;           // tendon limit law                          (ntendon x EP_COUNT)

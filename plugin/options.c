@@ -743,6 +743,11 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY, "out of memory making the smooth model");
   }
   s->opt = o;
+  // the contacts' share radii, from the sizes at make time only (copies keep them; re-deriving
+  // the parameters does not move them: a geom's size parameter does not either)
+  for (int g = 0; g < m->ngeom; g++) {
+    s->geom_cluster[g] = mjdiff_clusterRadius(m->geom_type[g], m->geom_size + 3 * g);
+  }
   mjdiff_deriveParams(m, s);
   for (int i = 0; i < NPARAM; i++) {
     spreadGeomParam(s, kParams + i);

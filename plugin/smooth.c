@@ -214,7 +214,7 @@ static int contactLaw(const mjModel* m, const mjData* d, const mjdiffModel* s,
 // more points lie within r of each other but not at one point, a split changes the weights of the
 // others by part of K (the sum is no longer exactly conserved); r is 0.1 of the smaller geom's
 // least size (mjdiff_clusterRadius: a box's half width, a capsule's radius; planes and height
-// fields have none), frozen where the smooth model derives its parameters, so a geom's size
+// fields have none), set from the sizes when the smooth model is made, so a geom's size
 // parameter does not move it.
 // Gradient (S' = 30 t^2 (1 - t)^2; u = |p_c - p_j| / r, e = (p_c - p_j) / |p_c - p_j|):
 //   da_j/ddist_j = -S'(x_j / 2w) / 2w,   da_j/dw = S'(x_j / 2w) (w - x_j) / 2w^2
@@ -270,16 +270,19 @@ static int samePair(const mjContact* a, const mjContact* b) {
 
 mjtNum mjdiff_contactShare(const mjModel* m, const mjData* d, const mjdiffModel* s, int i,
                            mjdiffShare* grad) {
-  const mjContact* con = d->contact + i;
-  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   if (grad) {
     memset(grad, 0, sizeof(*grad));
     grad->first = i;
     grad->count = 1;
   }
+  if (i < 0 || i >= d->ncon) return 1;  // not one of d's contacts (a copy): no share
+  const mjContact* con = d->contact + i;
+  int g1 = compat_contactGeom1(con), g2 = compat_contactGeom2(con);
   // the pair's run, at most MJDIFF_SHARE_MAX contacts around i
   int first = i, end = i + 1;
-  while (first > 0 && i - first < MJDIFF_SHARE_MAX / 2 && samePair(d->contact + first - 1, con)) {
+  // (a run of up to MJDIFF_SHARE_MAX contacts: every contact of it sees the whole run, so the
+  // shares of coincident copies stay equal)
+  while (first > 0 && i - first < MJDIFF_SHARE_MAX - 1 && samePair(d->contact + first - 1, con)) {
     first--;
   }
   while (end < d->ncon && end - first < MJDIFF_SHARE_MAX && samePair(d->contact + end, con)) end++;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -225,4 +226,33 @@ TEST(ContactShare, DerivativesWhereContactsCrowd) {
   }
   mjdiff_freeStepDeriv(w);
   mjdiff_freeParams(P);
+}
+
+// A pair's run as long as MuJoCo's most contacts per pair (mjMAXCONPAIR, 50; a height field
+// reaches it): 50 coincident copies of one active contact get 1/50 each, whichever copy asks (every
+// contact of a run of up to MJDIFF_SHARE_MAX sees the whole run; a window centred on the asking
+// contact gave the first copies and the last ones different neighbours from 34 on)
+TEST(ContactShare, LongRunSplitsEvenly) {
+  testutil::Sim sim(kStackXml);
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  const mjdiffModel* s = sim.sim.s;
+  forcesAt(m, d, s, 0, 0.149);
+  ASSERT_GT(d->ncon, 0);
+  std::vector<mjContact> copies(mjMAXCONPAIR, d->contact[0]);
+  mjData fake;
+  std::memset(&fake, 0, sizeof(fake));
+  fake.contact = copies.data();
+  fake.ncon = mjMAXCONPAIR;
+  double sum = 0, worst = 0;
+  for (int i = 0; i < fake.ncon; i++) {
+    double share = mjdiff_contactShare(m, &fake, s, i, nullptr);
+    sum += share;
+    worst = std::max(worst, std::fabs(share - 1.0 / mjMAXCONPAIR));
+  }
+  EXPECT_LE(worst, 1e-15);
+  EXPECT_NEAR(sum, 1, 1e-13);
+  EXPECT_EQ(mjdiff_contactShare(m, &fake, s, -1, nullptr), 1);  // not one of the contacts
+  EXPECT_EQ(mjdiff_contactShare(m, &fake, s, fake.ncon, nullptr), 1);
 }
