@@ -294,10 +294,12 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
 
   // acceleration the step uses
   if (implicit) {
+    mjdiffStackMark mark = compat_stackMark(d);
+    mjtNum* B = compat_stackAllocNum(d, nv);
+    mjdiff_dampB(m, d, B);
     compat_massCopy(m, d, w->H);
-    for (int i = 0; i < nv; i++) {
-      *compat_massDiag(m, w->H, i) += mjdiff_timestep(m, w->s) * mjdiff_dampB(m, d, i);
-    }
+    for (int i = 0; i < nv; i++) *compat_massDiag(m, w->H, i) += mjdiff_timestep(m, w->s) * B[i];
+    compat_stackFree(d, mark);
     factorLDL(m, w->H);
     mju_copy(acc, d->qfrc_smooth, nv);
     solveLDL(m, w->H, acc, 1);
@@ -456,7 +458,13 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
   // N = M + h B - h Dv' - h^2 Dq' Psi
   compat_fullM(m, d, w->RhsT);
   for (int i = 0; i < nv * nv; i++) w->N[i] = w->RhsT[i] - h * w->DsV[i] - h * h * DqPsi[i];
-  for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * mjdiff_dampB(m, d, i);
+  if (hdamp > 0) {
+    mark = compat_stackMark(d);
+    mjtNum* B = compat_stackAllocNum(d, nv);
+    mjdiff_dampB(m, d, B);
+    for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * B[i];
+    compat_stackFree(d, mark);
+  }
   if (mjdiff_luFactor(nv, w->N, (int*)w->piv)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);

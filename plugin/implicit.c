@@ -187,11 +187,12 @@ void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNu
   mjdiff_addForces(mu, d, s, fs);
 }
 
-// out = H x = M x + hdamp B x (M of the start state in d)
-static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* x, mjtNum* out) {
+// out = H x = M x + hdamp B x (M of the start state in d, B its mjdiff_dampB)
+static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* B,
+                 const mjtNum* x, mjtNum* out) {
   mj_mulM(m, d, out, x);
   if (hdamp > 0) {
-    for (int i = 0; i < m->nv; i++) out[i] += hdamp * mjdiff_dampB(m, d, i) * x[i];
+    for (int i = 0; i < m->nv; i++) out[i] += hdamp * B[i] * x[i];
   }
 }
 
@@ -206,8 +207,9 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
 // The first is Newton's direction bent towards M^-1 g, which need not descend on phi when the
 // contact terms make N unsymmetric; the second descends for every lam > 0
 // (grad phi = 2 N' W g), tends to Newton's as lam -> 0, and is slower where the first works.
-// Factored in place; tmp (nv x nv) and delta (nv) scratch; 0, or -1 if singular.
-static int newtonMatrix(const mjModel* m, const mjData* d, const mjtNum* Mdense, mjtNum hdamp,
+// B: mjdiff_dampB at the start state. Factored in place; tmp (nv x nv) and delta (nv) scratch;
+// 0, or -1 if singular.
+static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, const mjtNum* B,
                         mjtNum lam, int gauss, const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v,
                         mjtNum* tmp, mjtNum* delta, mjtNum* N, mjtNum* NtW, int* piv) {
   int nv = m->nv;
@@ -216,7 +218,7 @@ static int newtonMatrix(const mjModel* m, const mjData* d, const mjtNum* Mdense,
   mjdiff_mulIntegrateRight(m, delta, Dq, nv, 1, tmp);  // Dq Psi
   mjtNum lamN = gauss ? 0 : lam;
   for (int i = 0; i < nv * nv; i++) N[i] = (1 + lamN) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
-  for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * mjdiff_dampB(m, d, i);
+  for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * B[i];
   if (gauss && lam > 0) {
     for (int i = 0; i < nv; i++) {  // NtW = N' W
       for (int j = 0; j < nv; j++) NtW[nv * i + j] = N[nv * j + i] / Mdense[nv * j + j];
@@ -246,7 +248,8 @@ static void setIterate(const mjModel* m, mjData* d, const mjtNum* q0, const mjtN
 // to (q0 (+) h v, v) and evaluated there; fails on a non-finite iterate or residual
 static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
                                  const mjdiffModel* s, const mjtNum* q0, const mjtNum* v0,
-                                 const mjtNum* Fe, mjtNum hdamp, const mjtNum* v, mjtNum* fs,
+                                 const mjtNum* Fe, mjtNum hdamp, const mjtNum* B,
+                                 const mjtNum* v, mjtNum* fs,
                                  const mjtNum* Mdense, mjtNum* tmp, mjtNum* g, mjtNum* phi,
                                  char* err, int errsz) {
   int nv = m->nv;
@@ -254,7 +257,7 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   setIterate(m, d, q0, v);
   mjdiff_evalSmooth(mu, d, s, fs);
   mju_sub(tmp, v, v0, nv);
-  mulH(m, d, hdamp, tmp, g);
+  mulH(m, d, hdamp, B, tmp, g);
   *phi = 0;
   for (int i = 0; i < nv; i++) {
     g[i] -= h * (Fe[i] + fs[i]);
@@ -357,9 +360,11 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   mjtNum* NtW = compat_stackAllocNum(d, nv * nv);
   int* piv = (int*)compat_stackAllocNum(d, nv);
   mjtNum* jac = compat_stackAllocNum(d, 6 * nv);
+  mjtNum* B = compat_stackAllocNum(d, nv);
   mju_copy(q0, d->qpos, nq);
   mju_copy(v0, d->qvel, nv);
   compat_fullM(m, d, Mdense);
+  mjdiff_dampB(m, d, B);  // (the start state's actuator forces: constant over the iterates)
 
   // the Newton matrix at the start state
   mjdiffStatus st = MJDIFF_OK;
@@ -369,7 +374,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   if (!vstart) {  // N_0 at v' = v, from the start state's Jacobians
     st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
     if (st == MJDIFF_OK &&
-        newtonMatrix(m, d, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+        newtonMatrix(m, Mdense, hdamp, B, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);
     }
@@ -384,7 +389,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   mjtNum phi = 0, phi0 = 0, corr_prev = INFINITY;
   int keep = 0, k = 0;  // keep: N serves the next iterate too (a chord step)
   if (st == MJDIFF_OK) {
-    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vk, fs, Mdense, tmp, g, &phi, err, errsz);
+    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, B, vk, fs, Mdense, tmp, g, &phi, err, errsz);
     phi0 = phi;
   }
   while (st == MJDIFF_OK) {
@@ -392,7 +397,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
     if (!keep && (k > 1 || vstart)) {  // at vk (d holds its kinematics): rebuild N
       st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
       if (st != MJDIFF_OK) break;
-      if (newtonMatrix(m, d, Mdense, hdamp, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+      if (newtonMatrix(m, Mdense, hdamp, B, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);
         break;
@@ -451,7 +456,7 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
     mjtNum alpha = mju_min(trust, fcap), alpha0 = alpha, phitry = INFINITY;
     for (;;) {
       for (int i = 0; i < nv; i++) vtry[i] = vk[i] + alpha * dv[i];
-      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, vtry, fs, Mdense, tmp, gtry,
+      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, B, vtry, fs, Mdense, tmp, gtry,
                         &phitry, err, errsz);
       if (st != MJDIFF_OK || phitry <= (1 - 1e-4 * alpha) * phi || alpha < 1e-6) break;
       alpha *= 0.5;

@@ -86,8 +86,10 @@ int mjdiff_integratorOk(const mjModel* m);
 // (mjdiff_implicitFastCovered); the step and its derivatives check it at every call
 mjdiffStatus mjdiff_checkIntegrator(const mjModel* m, const mjdiffModel* s, char* err, int errsz);
 
-// B_i, dof i's entry of the velocity-implicit term B = -D of the model's integrator at d's state
-// (after the forward pass: the actuator forces' clamping):
+// B (nv), the diagonal of the velocity-implicit term B = -D of the model's integrator at d's
+// state (after the forward pass: the actuator forces' clamping; constant over a step's Newton
+// iterates, which keep the start state's actuator forces), in O(nv + nu) (a fixed tendon's
+// actuator: its wraps squared); per dof i:
 //   Euler         dof_damping_i where mj_Euler takes damping implicitly (compat_eulerImplicit),
 //                 else 0
 //   implicitfast  -D_ii, D = d(qfrc_passive + qfrc_actuator)/dv as MuJoCo's mjd_smooth_vel
@@ -98,7 +100,7 @@ mjdiffStatus mjdiff_checkIntegrator(const mjModel* m, const mjdiffModel* s, char
 //                 only D's diagonal there), of gear^2 moment_i^2 biasprm[2], skipping an actuator
 //                 that is off or whose force is clamped by its forcerange (mjd_actuator_vel's rule)
 // mjdiff_hasDampB(m): whether any B_i can be nonzero (H = M otherwise)
-mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i);
+void mjdiff_dampB(const mjModel* m, const mjData* d, mjtNum* B);
 int mjdiff_hasDampB(const mjModel* m);
 // dB_dof/dgear (gear 1) or dB_dof/dbiasprm[2] (gear 0) of actuator i under implicitfast (0 where
 // the actuator adds nothing to B_dof)

@@ -382,13 +382,35 @@ mjtNum mjdiff_dampBActuator(const mjModel* m, const mjData* d, int i, int gear, 
   return gear ? 2 * b / G : b / m->actuator_biasprm[mjNBIAS * i + 2];
 }
 
-mjtNum mjdiff_dampB(const mjModel* m, const mjData* d, int i) {
+void mjdiff_dampB(const mjModel* m, const mjData* d, mjtNum* B) {
+  int nv = m->nv;
   if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) {
-    return compat_eulerImplicit(m) ? m->dof_damping[i] : 0;
+    int on = compat_eulerImplicit(m);
+    for (int i = 0; i < nv; i++) B[i] = on ? m->dof_damping[i] : 0;
+    return;
   }
-  mjtNum b = compat_damperOff(m) ? 0 : m->dof_damping[i];
-  for (int a = 0; a < m->nu; a++) b += actuatorDampB(m, d, a, i);
-  return b;
+  int damper = !compat_damperOff(m);
+  for (int i = 0; i < nv; i++) B[i] = damper ? m->dof_damping[i] : 0;
+
+  // each actuator on the dofs it can damp: its joint's, or its fixed tendon's (each dof once)
+  for (int a = 0; a < m->nu; a++) {
+    int trn = m->actuator_trntype[a], j = m->actuator_trnid[2 * a];
+    if (trn == mjTRN_JOINT || trn == mjTRN_JOINTINPARENT) {
+      if (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE) {
+        B[m->jnt_dofadr[j]] += actuatorDampB(m, d, a, m->jnt_dofadr[j]);
+      }
+    } else if (trn == mjTRN_TENDON) {
+      int adr = m->tendon_adr[j], num = m->tendon_num[j];
+      for (int w = adr; w < adr + num; w++) {
+        if (m->wrap_type[w] != mjWRAP_JOINT) continue;
+        int dof = m->jnt_dofadr[m->wrap_objid[w]], seen = 0;
+        for (int o = adr; o < w && !seen; o++) {
+          seen = m->wrap_type[o] == mjWRAP_JOINT && m->jnt_dofadr[m->wrap_objid[o]] == dof;
+        }
+        if (!seen) B[dof] += actuatorDampB(m, d, a, dof);
+      }
+    }
+  }
 }
 
 int mjdiff_dampBHasDofDamping(const mjModel* m) {
@@ -412,7 +434,7 @@ int mjdiff_hasDampB(const mjModel* m) {
 }
 
 // MuJoCo 3's implicitfast step (mjdiff_eulerLike): acc = (M + h B)^-1 qfrc_smooth (B =
-// mjdiff_dampB at d's state, its diagonal added to M in MuJoCo's sparse layout and factored
+// mjdiff_dampB at d's state, added to M in MuJoCo's sparse layout and factored
 // there), then MuJoCo's Euler advance with that acceleration and its own damping off (d->qacc
 // restored after: mj_step leaves the forward pass's there)
 static void implicitFast(const mjModel* m, mjData* d, const mjdiffModel* s) {
@@ -422,8 +444,10 @@ static void implicitFast(const mjModel* m, mjData* d, const mjdiffModel* s) {
   mjtNum* H = compat_stackAllocNum(d, compat_massSize(m));
   mjtNum* acc = compat_stackAllocNum(d, nv);
   mjtNum* qacc = compat_stackAllocNum(d, nv);
+  mjtNum* B = compat_stackAllocNum(d, nv);
+  mjdiff_dampB(m, d, B);
   compat_massCopy(m, d, H);
-  for (int i = 0; i < nv; i++) *compat_massDiag(m, H, i) += h * mjdiff_dampB(m, d, i);
+  for (int i = 0; i < nv; i++) *compat_massDiag(m, H, i) += h * B[i];
   compat_massFactor(m, H);
   mju_copy(acc, d->qfrc_smooth, nv);
   compat_massSolve(m, H, acc, 1);
