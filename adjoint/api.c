@@ -54,7 +54,9 @@ mjdiffStatus mjdiff_stepAdjoint(const mjModel* m, mjData* d, const mjdiffModel* 
   if (st == MJDIFF_OK && adj->adj_qfrc && !mjdiff_stepForceAdjoint(w, adj->adj_qfrc)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
                         "adj_qfrc: the adjoint of an applied force needs the Euler or the "
-                        "implicit step (the model's integrator is RK4)");
+                        "implicit step, without MuJoCo's implicitfast block of a standalone "
+                        "free body (the model's integrator is %s)",
+                        m->opt.integrator == mjINT_RK4 ? "RK4" : "implicitfast with one");
   }
   if (st == MJDIFF_OK && adj->adj_sensor) {
     mjtNum* part = NULL;

@@ -251,7 +251,7 @@ MJDIFF_API void mjdiff_stepDerivHint(struct mjdiffStepDeriv_* w, const mjtNum* q
 // after mjdiff_stepVJP or mjdiff_sensorVJP on w: the adjoint of d->qfrc_applied at the state of
 // that product (nv; the gradient of adj_next' x' or adj_sensor' s in a generalised force applied
 // at x). Returns 1, or 0 (adj_qfrc untouched) if the last product did not form it: an RK4 step,
-// or a call that failed.
+// a model with MuJoCo's implicitfast block of a standalone free body, or a call that failed.
 struct mjdiffStepDeriv_;
 MJDIFF_API int mjdiff_stepForceAdjoint(const struct mjdiffStepDeriv_* w, mjtNum* adj_qfrc);
 

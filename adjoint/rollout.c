@@ -213,7 +213,8 @@ static mjdiffStatus forceAdjoint(mjdiffRollout* r, int nv, char* err, int errsz)
   if (!r->force) return MJDIFF_OK;
   if (!mjdiff_stepForceAdjoint(r->w, r->af + nv)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "the step adjoint did not form the applied force's adjoint");
+                        "the step adjoint did not form the applied force's adjoint (RK4, "
+                        "or a standalone free body under implicitfast)");
   }
   mju_addTo(r->af, r->af + nv, nv);
   return MJDIFF_OK;

@@ -283,6 +283,46 @@ static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
 
 // at the state in d after the smooth forward pass: the acceleration the step uses (acc), the
 // unsolved right-hand sides X = [DfDq - DIDDq, DfDv - DIDDv, DfDa, DfDu] (w->X, nv x (ndx+nu)) with
+// MuJoCo 3's implicitfast block of each standalone free body (plugin/step.c): its rows of the step
+// solve A_b dacc_b = X_b - h d(G_b acc_b)/dx, A_b = H_bb + h G_b, where the solve of all rows takes
+// H (block-diagonal: the body's tree shares no entry with the others), so X_b is replaced by
+// H_bb A_b^-1 (X_b - h d(G_b acc_b)/dx): H^-1 gives A_b^-1 (...) on those rows, for the Jacobian,
+// the VJP and the JVP alike. With a = acc_b's rotational part and om the body's angular velocity:
+// d(G a)/d om = G(a) (the v columns of the rotational dofs), and the linear rows' -R [u_a]x in
+// the body's rotation (the q columns of the rotational tangent). The applied force's adjoint
+// (qfrcAdj) is H^-1, not A^-1, on those rows: not offered (w->qfrcOk 0, as under RK4).
+static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* acc) {
+  int nv = w->nv, ncol = w->ndx + w->nin;
+  mjtNum h = mjdiff_timestep(m, w->s);
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* B = compat_stackAllocNum(d, nv);
+  mjdiff_dampB(m, d, B);
+  for (int b = 1; b < m->nbody; b++) {
+    if (!mjdiff_freeBlockBody(m, b)) continue;
+    int adr = m->jnt_dofadr[m->body_jntadr[b]], piv[6];
+    mjtNum Hbb[36], A[36], Gv[18], Dq[9], y[6];
+    mjdiff_freeBlock(m, d, b, h, B, Hbb, A);
+    if (mjdiff_luFactor(6, A, piv)) continue;  // (the forward step left such a block as solved)
+    mjdiff_freeBiasG(m, d, b, acc + adr + 3, Gv);
+    mjdiff_freeBiasLinQ(m, d, b, d->qvel + adr + 3, acc + adr + 3, Dq);
+    for (int r = 0; r < 6; r++) {
+      mjtNum* row = w->X + (size_t)ncol * (adr + r);
+      for (int k = 0; k < 3; k++) {
+        if (r < 3) row[adr + 3 + k] -= h * Dq[3 * r + k];
+        row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
+      }
+    }
+    for (int c = 0; c < ncol; c++) {
+      for (int r = 0; r < 6; r++) y[r] = w->X[(size_t)ncol * (adr + r) + c];
+      mjdiff_luSolve(6, A, piv, y);
+      for (int r = 0; r < 6; r++) {
+        w->X[(size_t)ncol * (adr + r) + c] = mju_dot(Hbb + 6 * r, y, 6);
+      }
+    }
+  }
+  compat_stackFree(d, mark);
+}
+
 // H Dacc = X, and Dadot (na x (ndx+nu)), in the layout [dq dv da du]. euler: H = M + h B (factor in
 // w->H), else H = M (MuJoCo's factor in d). Returns 1 if H = M + h B.
 static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
@@ -305,6 +345,14 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
     solveLDL(m, w->H, acc, 1);
   } else {
     mju_copy(acc, d->qacc, nv);
+  }
+  int free = euler && mjdiff_hasFreeBlock(m);
+  if (free) {  // implicitfast: a standalone free body's rows by its own block (plugin/step.c)
+    mjdiffStackMark mark = compat_stackMark(d);
+    mjtNum* B = compat_stackAllocNum(d, nv);
+    mjdiff_dampB(m, d, B);
+    mjdiff_freeBlockSolve(m, d, mjdiff_timestep(m, w->s), B, d->qfrc_smooth, acc);
+    compat_stackFree(d, mark);
   }
 
   noteBad(w, m, d, mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu,
@@ -331,6 +379,8 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
       mju_copy(w->X + (size_t)ncol * r + ndx + nu, w->DrDp + (size_t)np * r, np);
     }
   }
+
+  if (free) freeBlockRows(m, d, w, acc);
 
   // activations
   dadotRows(w);
@@ -615,6 +665,36 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
   return MJDIFF_OK;
 }
 
+// the parameters that move a standalone free body's implicitfast block through its inertials
+// (its mass, inertia, com; its geoms' sizes and positions and its scale, which the compiler's
+// inertials follow: design_d.c; those of a massless body below it, which would end its being
+// standalone) have no column for that block's change yet: refused by name, at make time and at
+// every call (parameters can make a body standalone). Conservative: a body with an explicit
+// <inertial> keeps it under its geoms' sizes, and those are refused all the same
+static mjdiffStatus freeBlockParams(const mjModel* m, const mjdiffParams* p, char* err,
+                                    int errsz) {
+  for (int i = 0; p && i < p->n; i++) {
+    const paramEntry* e = p->entry + i;
+    int b = -1;
+    if (e->kind == PK_BODY_MASS || e->kind == PK_BODY_INERTIA || e->kind == PK_BODY_IPOS ||
+        e->kind == PK_BODY_SCALE) {
+      b = e->id;
+    } else if (e->kind == PK_GEOM_POS || e->kind == PK_GEOM_SIZE) {
+      b = m->geom_bodyid[e->id];
+    }
+    while (b > 0 && !mjdiff_freeBlockBody(m, b)) b = m->body_parentid[b];  // (a massless child)
+    if (b > 0) {
+      const char* name = mj_id2name(m, mjOBJ_BODY, b);
+      return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                          "parameter '%s': body %d '%s' is a standalone free body under "
+                          "implicitfast, whose implicit block (MuJoCo's bias-force derivative) "
+                          "has no derivative in its inertials yet", mjdiff_paramName(p, i), b,
+                          name ? name : "");
+    }
+  }
+  return MJDIFF_OK;
+}
+
 mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const mjdiffParams* p,
                                   mjdiffStepDeriv** out, char* err, int errsz) {
   if (!out) return mjdiff_error(err, errsz, MJDIFF_ERR_ARGUMENT, "out is NULL");
@@ -624,6 +704,8 @@ mjdiffStatus mjdiff_makeStepDeriv(const mjModel* m, const mjdiffModel* s, const 
   st = checkModel(m, s, err, errsz);
   if (st != MJDIFF_OK) return st;
   st = mjdiff_checkParams(m, p, err, errsz);
+  if (st != MJDIFF_OK) return st;
+  st = freeBlockParams(m, p, err, errsz);
   if (st != MJDIFF_OK) return st;
 
   int nv = m->nv, na = m->na, nu = m->nu, np = p ? mjdiff_paramCount(p) : 0;
@@ -806,7 +888,7 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const step
     solveH(m, d, w, at->mode, nu, 1, 1);
   }
   mju_copy(w->qfrcAdj, nu, nv);
-  w->qfrcOk = 1;
+  w->qfrcOk = !mjdiff_hasFreeBlock(m);  // (freeBlockRows)
   for (int r = 0; r < nv; r++) mju_addToScl(out, at->X + (size_t)ncol * r, nu[r], ncol);
   for (int i = 0; i < na; i++) {
     if (clipped(m, at->act, h, at->actdot, i)) continue;
@@ -1312,7 +1394,7 @@ static mjdiffStatus substepsSweep(const mjModel* m, mjData* d, const mjdiffModel
   st = evaluateOne(m, d, s, w, PRODUCT_VJP, run, res, err, errsz);
   if (st == MJDIFF_OK) {
     chainVJPAdd(w);
-    chainVJPEnd(w, 1, out);
+    chainVJPEnd(w, !mjdiff_hasFreeBlock(m), out);  // (freeBlockRows: no applied-force adjoint)
   }
   mjdiff_loadState(m, d, X0);
   return st;
@@ -1472,6 +1554,7 @@ static mjdiffStatus evaluate(const mjModel* m, mjData* d, const mjdiffModel* s,
                         "step-derivative workspace was made for another model");
   }
   st = mjdiff_checkIntegrator(m, s, err, errsz);
+  if (st == MJDIFF_OK) st = freeBlockParams(m, w->p, err, errsz);  // (parameters move bodies)
   if (st != MJDIFF_OK) return st;
   // input vectors must be finite (a NaN would give NaN products with status OK)
   int nin = what == PRODUCT_VJP ? w->ndx : what == PRODUCT_JVP ? w->ndx + w->nin

@@ -229,6 +229,24 @@ MJDIFF_API mjtNum mjdiff_clusterRadius(int type, const mjtNum sz[3]);
 MJDIFF_API mjtNum mjdiff_contactShare(const mjModel* m, const mjData* d, const mjdiffModel* s,
                                       int i, mjdiffShare* grad);
 
+// MuJoCo 3's implicitfast block of a standalone free body (step.c, "implicitfast: standalone free
+// bodies"): whether body b has one (MuJoCo's mj_isFreeBody under implicitfast; never on 2.2), the
+// first such body (0: none); the velocity derivative G (6 x 3, the rotational columns) of its bias
+// force at the body-frame angular velocity om; -R [u_a]x, the linear rows' change of G a in the
+// body's rotation (3 x 3); its blocks H_bb = M_bb + h diag(B_b) and A_b = H_bb + h [0 G] at d's
+// state (6 x 6); and acc_b = A_b^-1 rhs_b for every such body (the first body whose A_b is
+// singular, 0 if none)
+MJDIFF_API int mjdiff_freeBlockBody(const mjModel* m, int b);
+MJDIFF_API int mjdiff_hasFreeBlock(const mjModel* m);
+MJDIFF_API void mjdiff_freeBiasG(const mjModel* m, const mjData* d, int b, const mjtNum om[3],
+                                 mjtNum G[18]);
+MJDIFF_API void mjdiff_freeBiasLinQ(const mjModel* m, const mjData* d, int b, const mjtNum om[3],
+                                    const mjtNum a[3], mjtNum D[9]);
+MJDIFF_API void mjdiff_freeBlock(const mjModel* m, mjData* d, int b, mjtNum h, const mjtNum* B,
+                                 mjtNum Hbb[36], mjtNum A[36]);
+MJDIFF_API int mjdiff_freeBlockSolve(const mjModel* m, mjData* d, mjtNum h, const mjtNum* B,
+                                     const mjtNum* rhs, mjtNum* acc);
+
 // the implicit step's transition-aware cap on a Newton step dv at the iterate v, whose kinematics
 // and contacts d holds (implicit.c); jac: scratch of 6 nv (exported for tests/test_implicit.cc)
 MJDIFF_API mjtNum mjdiff_frictionCap(const mjModel* m, const mjData* d, const mjdiffModel* s,

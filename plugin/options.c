@@ -531,10 +531,11 @@ const char* mjdiff_optionName(int i) {
 //---------------------------------- model checks --------------------------------------------------
 
 // MuJoCo 3's implicitfast takes d(qfrc_passive + qfrc_actuator)/dv implicitly (mjd_smooth_vel
-// without the bias forces, and for a standalone free body its gyroscopic term too). The smooth step
+// without the bias forces, and for a standalone free body its bias force's too). The smooth step
 // covers the part that is diagonal and constant between force clamps (mjdiff_dampB: dof damping,
-// actuators with an affine bias on a hinge or slide); what would make it depend on the state, or
-// couple dofs, is refused by name
+// actuators with an affine bias on a hinge or slide) and the free bodies' blocks (plugin/step.c;
+// the implicit smooth step's refusal of them: mjdiff_checkIntegrator); what would make the rest
+// depend on the state, or couple dofs, is refused by name
 static const char* elementName(const mjModel* m, int type, int id, char* buf, int n) {
   const char* name = mj_id2name(m, type, id);
   snprintf(buf, (size_t)n, "%s %d%s%s%s", mju_type2Str(type), id, name && name[0] ? " '" : "",
@@ -550,20 +551,6 @@ mjdiffStatus mjdiff_implicitFastCovered(const mjModel* m, char* err, int errsz) 
                         "integrator implicitfast with fluid forces (density %g, viscosity %g): "
                         "their velocity derivative enters MuJoCo's implicit term%s",
                         m->opt.density, m->opt.viscosity, tail);
-  }
-  for (int b = 1; b < m->nbody; b++) {
-    int j = m->body_jntadr[b];
-    if (m->body_jntnum[b] != 1 || m->jnt_type[j] != mjJNT_FREE) continue;
-    // MuJoCo's standalone free body (mj_isFreeBody): a tree of 6 dofs and no mass below it
-    // (children without joints or mass, a site's or a camera's holder, count as none)
-    if (m->body_subtreemass[b] != m->body_mass[b]) continue;
-#if MJDIFF_MUJOCO_3
-    if (m->tree_dofnum[m->dof_treeid[m->jnt_dofadr[j]]] != 6) continue;
-#endif
-    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "integrator implicitfast with a free-floating body (%s): MuJoCo adds "
-                        "its gyroscopic term's velocity derivative to the implicit term%s",
-                        elementName(m, mjOBJ_BODY, b, what, sizeof(what)), tail);
   }
   for (int t = 0; t < m->ntendon && !compat_damperOff(m); t++) {
     if (m->tendon_damping[t] != 0) {
@@ -764,6 +751,7 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
   if (st == MJDIFF_OK) {
     st = mjdiff_checkSupported(m, &s->opt, err, errsz);
   }
+  if (st == MJDIFF_OK) st = mjdiff_checkIntegrator(m, s, err, errsz);  // (with the smooth step's)
   if (st != MJDIFF_OK) {
     mjdiff_freeModel(s);
     return st;

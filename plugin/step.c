@@ -317,6 +317,15 @@ int mjdiff_integratorOk(const mjModel* m) {
 mjdiffStatus mjdiff_checkIntegrator(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
   if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
   if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return MJDIFF_OK;
+  int b = mjdiff_hasFreeBlock(m);
+  if (b && mjdiff_implicit(s)) {
+    const char* name = mj_id2name(m, mjOBJ_BODY, b);
+    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                        "the implicit smooth step (mjdiff_integrator 1) does not take MuJoCo's "
+                        "implicitfast block of a standalone free body (body %d '%s'): use the "
+                        "explicit smooth step (mjdiff_integrator 0) or MuJoCo's Euler", b,
+                        name ? name : "");
+  }
   return mjdiff_implicitFastCovered(m, err, errsz);
 }
 
@@ -433,10 +442,151 @@ int mjdiff_hasDampB(const mjModel* m) {
   return 0;
 }
 
+//---------------------------------- implicitfast: standalone free bodies --------------------------
+//
+// MuJoCo 3's implicitfast (engine_forward.c mj_implicitSkip, engine_derivative.c mjd_freeMhat)
+// takes the bias force of a standalone free body (mj_isFreeBody: one free joint, a tree of 6 dofs,
+// no mass below) implicitly, in the body's own 6 x 6 block solved apart from the global factor
+// (the tree shares no entry of M or B with the others):
+//   A_b acc_b = qfrc_smooth_b,   A_b = M_bb + h diag(B_b) + h G_b,   G_b = d qfrc_bias_b / d qvel_b
+// The bias at the body's angular velocity om (qvel_b[3..5], body frame), without gravity (which G
+// does not see), as MuJoCo writes it:
+//   w = R om, s = xipos - xpos, I_w = Xi diag(inertia) Xi',  f = m w x (w x s),  tau = w x I_w w,
+//   c(om) = [f; R' (s x f + tau)]
+// c is quadratic in om, so G's rotational columns are exact differences (its linear ones are 0):
+//   G e_j = c(om + e_j) - c(om) - c(e_j)
+// Derivatives (adjoint/step_d.c): A_b dacc_b = X_b - h d(G_b acc_b). With a the rotational part of
+// acc_b, G a = c(om + a) - c(om) - c(a), bilinear in (om, a):
+//   d(G a)/d om = G(a), G at the angular velocity a;
+//   in q: in the body frame c's rotational rows are s_l x u + om x I_l om (s_l = R' s,
+//   I_l = R' I_w R, u = m om x (om x s_l)), constant; its linear rows are R u, which a rotation
+//   dth of the body (the free joint's tangent, body frame) turns: d(R u_a) = -R [u_a]x dth,
+//   u_a = u(om + a) - u(om) - u(a).
+
+int mjdiff_freeBlockBody(const mjModel* m, int b) {
+#if MJDIFF_MUJOCO_3
+  if (m->opt.integrator != COMPAT_INT_IMPLICITFAST || b <= 0 || b >= m->nbody) return 0;
+  int j = m->body_jntadr[b];
+  if (m->body_jntnum[b] != 1 || m->jnt_type[j] != mjJNT_FREE) return 0;
+  return m->body_subtreemass[b] == m->body_mass[b] &&
+         m->tree_dofnum[m->dof_treeid[m->jnt_dofadr[j]]] == 6;
+#else
+  (void)m;
+  (void)b;
+  return 0;  // (MuJoCo 2.2 has no implicitfast)
+#endif
+}
+
+int mjdiff_hasFreeBlock(const mjModel* m) {
+  for (int b = 1; b < m->nbody; b++) {
+    if (mjdiff_freeBlockBody(m, b)) return b;
+  }
+  return 0;
+}
+
+// c(om) of body b (header), and u = m om x (om x s_l) in the body frame (nullable)
+static void freeBias(const mjModel* m, const mjData* d, int b, const mjtNum om[3], mjtNum c[6],
+                     mjtNum* u) {
+  const mjtNum *R = d->xmat + 9 * b, *Xi = d->ximat + 9 * b, *in = m->body_inertia + 3 * b;
+  mjtNum mass = m->body_mass[b], w[3], s[3], ws[3], f[3], Iw[3], t[3], tau[3], rot[3];
+  mju_mulMatVec(w, R, om, 3, 3);
+  mju_sub3(s, d->xipos + 3 * b, d->xpos + 3 * b);
+  mju_cross(ws, w, s);
+  mju_cross(f, w, ws);
+  mju_scl3(f, f, mass);
+  mju_mulMatTVec(t, Xi, w, 3, 3);  // I_w w = Xi diag(inertia) Xi' w
+  for (int i = 0; i < 3; i++) t[i] *= in[i];
+  mju_mulMatVec(Iw, Xi, t, 3, 3);
+  mju_cross(tau, w, Iw);
+  mju_cross(t, s, f);
+  mju_addTo3(t, tau);
+  mju_mulMatTVec(rot, R, t, 3, 3);
+  mju_copy3(c, f);
+  mju_copy3(c + 3, rot);
+  if (u) mju_mulMatTVec(u, R, f, 3, 3);
+}
+
+void mjdiff_freeBiasG(const mjModel* m, const mjData* d, int b, const mjtNum om[3], mjtNum G[18]) {
+  // probes of the size of om (exact by bilinearity at any size; a unit probe against a spin of
+  // 1e5 rad/s would lose digits to the difference)
+  mjtNum c0[6], cj[6], ej[6], x[3], sigma = mju_max(1, mju_norm3(om));
+  freeBias(m, d, b, om, c0, NULL);
+  for (int j = 0; j < 3; j++) {
+    mju_copy3(x, om);
+    x[j] += sigma;
+    freeBias(m, d, b, x, cj, NULL);
+    mjtNum e[3] = {sigma * (j == 0), sigma * (j == 1), sigma * (j == 2)};
+    freeBias(m, d, b, e, ej, NULL);
+    for (int r = 0; r < 6; r++) G[3 * r + j] = (cj[r] - c0[r] - ej[r]) / sigma;
+  }
+}
+
+void mjdiff_freeBiasLinQ(const mjModel* m, const mjData* d, int b, const mjtNum om[3],
+                         const mjtNum a[3], mjtNum D[9]) {
+  mjtNum c[6], x[3], ua[3], u[3];
+  mju_add3(x, om, a);
+  freeBias(m, d, b, x, c, ua);
+  freeBias(m, d, b, om, c, u);
+  mju_subFrom3(ua, u);
+  freeBias(m, d, b, a, c, u);
+  mju_subFrom3(ua, u);
+  // D = -R [u_a]x, whose column k is R (e_k x u_a)
+  const mjtNum* R = d->xmat + 9 * b;
+  for (int k = 0; k < 3; k++) {
+    mjtNum e[3] = {k == 0, k == 1, k == 2}, t[3], col[3];
+    mju_cross(t, e, ua);
+    mju_mulMatVec(col, R, t, 3, 3);
+    for (int r = 0; r < 3; r++) D[3 * r + k] = col[r];
+  }
+}
+
+void mjdiff_freeBlock(const mjModel* m, mjData* d, int b, mjtNum h, const mjtNum* B,
+                      mjtNum Hbb[36], mjtNum A[36]) {
+  int nv = m->nv, adr = m->jnt_dofadr[m->body_jntadr[b]];
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* x = compat_stackAllocNum(d, nv);
+  mjtNum* y = compat_stackAllocNum(d, nv);
+  mju_zero(x, nv);
+  for (int j = 0; j < 6; j++) {  // M's columns of the block (no entry outside the tree)
+    x[adr + j] = 1;
+    mj_mulM(m, d, y, x);
+    x[adr + j] = 0;
+    for (int r = 0; r < 6; r++) Hbb[6 * r + j] = y[adr + r];
+  }
+  compat_stackFree(d, mark);
+  for (int r = 0; r < 6; r++) Hbb[7 * r] += h * B[adr + r];
+  mjtNum G[18];
+  mjdiff_freeBiasG(m, d, b, d->qvel + adr + 3, G);
+  mju_copy(A, Hbb, 36);
+  for (int r = 0; r < 6; r++) {
+    for (int j = 0; j < 3; j++) A[6 * r + 3 + j] += h * G[3 * r + j];
+  }
+}
+
+int mjdiff_freeBlockSolve(const mjModel* m, mjData* d, mjtNum h, const mjtNum* B,
+                          const mjtNum* rhs, mjtNum* acc) {
+  int singular = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    if (!mjdiff_freeBlockBody(m, b)) continue;
+    int adr = m->jnt_dofadr[m->body_jntadr[b]], piv[6];
+    mjtNum Hbb[36], A[36], x[6];
+    mjdiff_freeBlock(m, d, b, h, B, Hbb, A);
+    if (mjdiff_luFactor(6, A, piv)) {  // left as the global solve gave it (MuJoCo's rule too)
+      if (!singular) singular = b;
+      continue;
+    }
+    mju_copy(x, rhs + adr, 6);
+    mjdiff_luSolve(6, A, piv, x);
+    mju_copy(acc + adr, x, 6);
+  }
+  return singular;
+}
+
 // MuJoCo 3's implicitfast step (mjdiff_eulerLike): acc = (M + h B)^-1 qfrc_smooth (B =
-// mjdiff_dampB at d's state, added to M in MuJoCo's sparse layout and factored
-// there), then MuJoCo's Euler advance with that acceleration and its own damping off (d->qacc
-// restored after: mj_step leaves the forward pass's there)
+// mjdiff_dampB at d's state, added to M in MuJoCo's sparse layout and factored there; a
+// standalone free body's rows by its own block A_b, above), then MuJoCo's Euler advance with that
+// acceleration and its own damping off (d->qacc restored after: mj_step leaves the forward pass's
+// there)
 static void implicitFast(const mjModel* m, mjData* d, const mjdiffModel* s) {
   int nv = m->nv;
   mjtNum h = mjdiff_timestep(m, s);
@@ -451,6 +601,7 @@ static void implicitFast(const mjModel* m, mjData* d, const mjdiffModel* s) {
   compat_massFactor(m, H);
   mju_copy(acc, d->qfrc_smooth, nv);
   compat_massSolve(m, H, acc, 1);
+  mjdiff_freeBlockSolve(m, d, h, B, d->qfrc_smooth, acc);  // (a singular block: left as solved)
   mju_copy(qacc, d->qacc, nv);
   mju_copy(d->qacc, acc, nv);
   mjModel view = *m;
