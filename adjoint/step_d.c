@@ -323,6 +323,31 @@ static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const
   compat_stackFree(d, mark);
 }
 
+// the same blocks under the implicit smooth step, whose N (dense) takes them directly: with
+// G_b at the start state X (d), N_b += h [0 G_b] and X_b -= h d(G_b acc_b)/dx, acc = (v' - v) / h
+// (plugin/implicit.c solves A (v' - v) = h (F_e + f_s) with A = H + h G)
+static void freeBlockImplicit(const mjModel* m, const mjData* d, mjdiffStepDeriv* w,
+                              const mjtNum* acc) {
+  int nv = w->nv, ncol = w->ndx + w->nin;
+  mjtNum h = mjdiff_timestep(m, w->s);
+  for (int b = 1; b < m->nbody; b++) {
+    if (!mjdiff_freeBlockBody(m, b)) continue;
+    int adr = m->jnt_dofadr[m->body_jntadr[b]];
+    mjtNum G[18], Gv[18], Dq[9];
+    mjdiff_freeBiasG(m, d, b, d->qvel + adr + 3, G);
+    mjdiff_freeBiasG(m, d, b, acc + adr + 3, Gv);
+    mjdiff_freeBiasLinQ(m, d, b, d->qvel + adr + 3, acc + adr + 3, Dq);
+    for (int r = 0; r < 6; r++) {
+      mjtNum* row = w->X + (size_t)ncol * (adr + r);
+      for (int k = 0; k < 3; k++) {
+        if (r < 3) row[adr + 3 + k] -= h * Dq[3 * r + k];
+        row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
+        w->N[(size_t)nv * (adr + r) + adr + 3 + k] += h * G[3 * r + k];
+      }
+    }
+  }
+}
+
 // H Dacc = X, and Dadot (na x (ndx+nu)), in the layout [dq dv da du]. euler: H = M + h B (factor in
 // w->H), else H = M (MuJoCo's factor in d). Returns 1 if H = M + h B.
 static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
@@ -515,6 +540,7 @@ static mjdiffStatus implicitDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* 
     for (int i = 0; i < nv; i++) w->N[nv * i + i] += hdamp * B[i];
     compat_stackFree(d, mark);
   }
+  freeBlockImplicit(m, d, w, acc);
   if (mjdiff_luFactor(nv, w->N, (int*)w->piv)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);
@@ -888,7 +914,7 @@ static void eulerVJP(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const step
     solveH(m, d, w, at->mode, nu, 1, 1);
   }
   mju_copy(w->qfrcAdj, nu, nv);
-  w->qfrcOk = !mjdiff_hasFreeBlock(m);  // (freeBlockRows)
+  w->qfrcOk = at->mode == SOLVE_N || !mjdiff_hasFreeBlock(m);  // (freeBlockRows; N holds them)
   for (int r = 0; r < nv; r++) mju_addToScl(out, at->X + (size_t)ncol * r, nu[r], ncol);
   for (int i = 0; i < na; i++) {
     if (clipped(m, at->act, h, at->actdot, i)) continue;

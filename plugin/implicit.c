@@ -8,6 +8,8 @@
 // which keeps MuJoCo's Euler treatment (explicit at (q, v), dof damping implicit). The step
 //   H (v' - v) = h (F_e + f_s(q', v')),   q' = q (+) h v',   H = M(q) + h B   (B = diag(dof_damping)
 //                                                                              if any, as mj_Euler)
+// (under MuJoCo 3's implicitfast H also holds h G_b, each standalone free body's block at the start
+// state: plugin/step.c, "implicitfast: standalone free bodies")
 //   a' = clip(a + h adot(a, u)),  t' = t + h
 // is the residual equation g(v') = 0,
 //   g(v') = H (v' - v) - h F_e - h f_s(q (+) h v', v').
@@ -131,7 +133,7 @@ void mjdiff_luSolveT(int n, const mjtNum* LU, const int* piv, mjtNum* x) {
 // iterations at step 0); the step's: that and the continuation's start state
 static size_t newtonNeed(const mjModel* m) {
   size_t nv = (size_t)m->nv;
-  return 6 * nv * nv + 18 * nv + (size_t)m->nq + 200 + mjdiff_forceDerivativeStack(m);
+  return 6 * nv * nv + 22 * nv + (size_t)m->nq + 200 + mjdiff_forceDerivativeStack(m);
 }
 
 static size_t stackNeed(const mjModel* m) {
@@ -187,13 +189,15 @@ void mjdiff_evalSmooth(const mjModel* mu, mjData* d, const mjdiffModel* s, mjtNu
   mjdiff_addForces(mu, d, s, fs);
 }
 
-// out = H x = M x + hdamp B x (M of the start state in d, B its mjdiff_dampB)
+// out = H x = M x + hdamp B x + h G x (M of the start state in d, B its mjdiff_dampB, G the
+// implicitfast blocks of standalone free bodies at the start state by rows, Gr NULL if none)
 static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* B,
-                 const mjtNum* x, mjtNum* out) {
+                 const mjtNum* Gr, const int* badr, const mjtNum* x, mjtNum* out) {
   mj_mulM(m, d, out, x);
   if (hdamp > 0) {
     for (int i = 0; i < m->nv; i++) out[i] += hdamp * B[i] * x[i];
   }
+  if (Gr) mjdiff_freeBlockMul(m->nv, Gr, badr, m->opt.timestep, x, out);
 }
 
 // N = Mdense + hdamp B - h Dv - h^2 Dq Psi(h v), the exact Newton matrix (lam = 0), in one of
@@ -207,11 +211,13 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
 // The first is Newton's direction bent towards M^-1 g, which need not descend on phi when the
 // contact terms make N unsymmetric; the second descends for every lam > 0
 // (grad phi = 2 N' W g), tends to Newton's as lam -> 0, and is slower where the first works.
-// B: mjdiff_dampB at the start state. Factored in place; tmp (nv x nv) and delta (nv) scratch;
+// B: mjdiff_dampB at the start state, Gr and badr its free bodies' blocks (mulH). Factored in
+// place; tmp (nv x nv) and delta (nv) scratch;
 // 0, or -1 if singular.
 static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, const mjtNum* B,
-                        mjtNum lam, int gauss, const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v,
-                        mjtNum* tmp, mjtNum* delta, mjtNum* N, mjtNum* NtW, int* piv) {
+                        const mjtNum* Gr, const int* badr, mjtNum lam, int gauss,
+                        const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v, mjtNum* tmp,
+                        mjtNum* delta, mjtNum* N, mjtNum* NtW, int* piv) {
   int nv = m->nv;
   mjtNum h = m->opt.timestep;
   for (int i = 0; i < nv; i++) delta[i] = h * v[i];
@@ -219,6 +225,10 @@ static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, co
   mjtNum lamN = gauss ? 0 : lam;
   for (int i = 0; i < nv * nv; i++) N[i] = (1 + lamN) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
   for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * B[i];
+  for (int i = 0; Gr && i < nv; i++) {
+    if (badr[i] < 0) continue;
+    for (int k = 0; k < 3; k++) N[nv * i + badr[i] + 3 + k] += h * Gr[3 * i + k];
+  }
   if (gauss && lam > 0) {
     for (int i = 0; i < nv; i++) {  // NtW = N' W
       for (int j = 0; j < nv; j++) NtW[nv * i + j] = N[nv * j + i] / Mdense[nv * j + j];
@@ -249,7 +259,7 @@ static void setIterate(const mjModel* m, mjData* d, const mjtNum* q0, const mjtN
 static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
                                  const mjdiffModel* s, const mjtNum* q0, const mjtNum* v0,
                                  const mjtNum* Fe, mjtNum hdamp, const mjtNum* B,
-                                 const mjtNum* v, mjtNum* fs,
+                                 const mjtNum* Gr, const int* badr, const mjtNum* v, mjtNum* fs,
                                  const mjtNum* Mdense, mjtNum* tmp, mjtNum* g, mjtNum* phi,
                                  char* err, int errsz) {
   int nv = m->nv;
@@ -257,7 +267,7 @@ static mjdiffStatus evalResidual(const mjModel* m, const mjModel* mu, mjData* d,
   setIterate(m, d, q0, v);
   mjdiff_evalSmooth(mu, d, s, fs);
   mju_sub(tmp, v, v0, nv);
-  mulH(m, d, hdamp, B, tmp, g);
+  mulH(m, d, hdamp, B, Gr, badr, tmp, g);
   *phi = 0;
   for (int i = 0; i < nv; i++) {
     g[i] -= h * (Fe[i] + fs[i]);
@@ -361,10 +371,13 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   int* piv = (int*)compat_stackAllocNum(d, nv);
   mjtNum* jac = compat_stackAllocNum(d, 6 * nv);
   mjtNum* B = compat_stackAllocNum(d, nv);
+  mjtNum* Gr = compat_stackAllocNum(d, 3 * nv);
+  int* badr = (int*)compat_stackAllocNum(d, nv);
   mju_copy(q0, d->qpos, nq);
   mju_copy(v0, d->qvel, nv);
   compat_fullM(m, d, Mdense);
   mjdiff_dampB(m, d, B);  // (the start state's actuator forces: constant over the iterates)
+  if (!mjdiff_freeBlockRows(m, d, Gr, badr)) Gr = NULL;  // (implicitfast's free bodies)
 
   // the Newton matrix at the start state
   mjdiffStatus st = MJDIFF_OK;
@@ -374,7 +387,8 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   if (!vstart) {  // N_0 at v' = v, from the start state's Jacobians
     st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
     if (st == MJDIFF_OK &&
-        newtonMatrix(m, Mdense, hdamp, B, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+        newtonMatrix(m, Mdense, hdamp, B, Gr, badr, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW,
+                     piv)) {
       st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                         "the implicit step's Newton matrix is singular at time %g", d->time);
     }
@@ -389,7 +403,8 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   mjtNum phi = 0, phi0 = 0, corr_prev = INFINITY;
   int keep = 0, k = 0;  // keep: N serves the next iterate too (a chord step)
   if (st == MJDIFF_OK) {
-    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, B, vk, fs, Mdense, tmp, g, &phi, err, errsz);
+    st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, B, Gr, badr, vk, fs, Mdense, tmp, g, &phi,
+                      err, errsz);
     phi0 = phi;
   }
   while (st == MJDIFF_OK) {
@@ -397,7 +412,8 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
     if (!keep && (k > 1 || vstart)) {  // at vk (d holds its kinematics): rebuild N
       st = newtonJacobians(m, mu, d, s, Dq, Dv, err, errsz);
       if (st != MJDIFF_OK) break;
-      if (newtonMatrix(m, Mdense, hdamp, B, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW, piv)) {
+      if (newtonMatrix(m, Mdense, hdamp, B, Gr, badr, lam, gauss, Dq, Dv, vk, Mtmp, tmp, N, NtW,
+                     piv)) {
         st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
                           "the implicit step's Newton matrix is singular at time %g", d->time);
         break;
@@ -456,8 +472,8 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
     mjtNum alpha = mju_min(trust, fcap), alpha0 = alpha, phitry = INFINITY;
     for (;;) {
       for (int i = 0; i < nv; i++) vtry[i] = vk[i] + alpha * dv[i];
-      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, B, vtry, fs, Mdense, tmp, gtry,
-                        &phitry, err, errsz);
+      st = evalResidual(m, mu, d, s, q0, v0, Fe, hdamp, B, Gr, badr, vtry, fs, Mdense, tmp,
+                        gtry, &phitry, err, errsz);
       if (st != MJDIFF_OK || phitry <= (1 - 1e-4 * alpha) * phi || alpha < 1e-6) break;
       alpha *= 0.5;
     }

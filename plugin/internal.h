@@ -246,6 +246,11 @@ MJDIFF_API void mjdiff_freeBlock(const mjModel* m, mjData* d, int b, mjtNum h, c
                                  mjtNum Hbb[36], mjtNum A[36]);
 MJDIFF_API int mjdiff_freeBlockSolve(const mjModel* m, mjData* d, mjtNum h, const mjtNum* B,
                                      const mjtNum* rhs, mjtNum* acc);
+// the blocks' G at d's state by rows: Gr (nv x 3) row i holds G's row for dof i, whose body's
+// dofs start at badr[i] (-1: dof i has no block); returns the number of blocks. out += scale G x
+MJDIFF_API int mjdiff_freeBlockRows(const mjModel* m, const mjData* d, mjtNum* Gr, int* badr);
+MJDIFF_API void mjdiff_freeBlockMul(int nv, const mjtNum* Gr, const int* badr, mjtNum scale,
+                                    const mjtNum* x, mjtNum* out);
 
 // the implicit step's transition-aware cap on a Newton step dv at the iterate v, whose kinematics
 // and contacts d holds (implicit.c); jac: scratch of 6 nv (exported for tests/test_implicit.cc)

@@ -317,15 +317,6 @@ int mjdiff_integratorOk(const mjModel* m) {
 mjdiffStatus mjdiff_checkIntegrator(const mjModel* m, const mjdiffModel* s, char* err, int errsz) {
   if (!mjdiff_integratorOk(m)) return mjdiff_checkSupported(m, &s->opt, err, errsz);
   if (m->opt.integrator != COMPAT_INT_IMPLICITFAST) return MJDIFF_OK;
-  int b = mjdiff_hasFreeBlock(m);
-  if (b && mjdiff_implicit(s)) {
-    const char* name = mj_id2name(m, mjOBJ_BODY, b);
-    return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
-                        "the implicit smooth step (mjdiff_integrator 1) does not take MuJoCo's "
-                        "implicitfast block of a standalone free body (body %d '%s'): use the "
-                        "explicit smooth step (mjdiff_integrator 0) or MuJoCo's Euler", b,
-                        name ? name : "");
-  }
   return mjdiff_implicitFastCovered(m, err, errsz);
 }
 
@@ -580,6 +571,31 @@ int mjdiff_freeBlockSolve(const mjModel* m, mjData* d, mjtNum h, const mjtNum* B
     mju_copy(acc + adr, x, 6);
   }
   return singular;
+}
+
+int mjdiff_freeBlockRows(const mjModel* m, const mjData* d, mjtNum* Gr, int* badr) {
+  int n = 0;
+  for (int i = 0; i < m->nv; i++) badr[i] = -1;
+  for (int b = 1; b < m->nbody; b++) {
+    if (!mjdiff_freeBlockBody(m, b)) continue;
+    int adr = m->jnt_dofadr[m->body_jntadr[b]];
+    mjtNum G[18];
+    mjdiff_freeBiasG(m, d, b, d->qvel + adr + 3, G);
+    for (int r = 0; r < 6; r++) {
+      badr[adr + r] = adr;
+      mju_copy3(Gr + 3 * (adr + r), G + 3 * r);
+    }
+    n++;
+  }
+  return n;
+}
+
+void mjdiff_freeBlockMul(int nv, const mjtNum* Gr, const int* badr, mjtNum scale,
+                         const mjtNum* x, mjtNum* out) {
+  for (int i = 0; i < nv; i++) {
+    if (badr[i] < 0) continue;
+    out[i] += scale * mju_dot3(Gr + 3 * i, x + badr[i] + 3);
+  }
 }
 
 // MuJoCo 3's implicitfast step (mjdiff_eulerLike): acc = (M + h B)^-1 qfrc_smooth (B =
