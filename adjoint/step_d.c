@@ -291,6 +291,22 @@ static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
 // d(G a)/d om = G(a) (the v columns of the rotational dofs), and the linear rows' -R [u_a]x in
 // the body's rotation (the q columns of the rotational tangent). The applied force's adjoint
 // (qfrcAdj) is H^-1, not A^-1, on those rows: not offered (w->qfrcOk 0, as under RK4).
+// X_b -= h d(G_b a)/dx for body b's block at d's state, a = acc_b's rotational part (above)
+static void blockChange(const mjModel* m, const mjData* d, mjdiffStepDeriv* w, int b,
+                        const mjtNum* acc) {
+  int nv = w->nv, ncol = w->ndx + w->nin, adr = m->jnt_dofadr[m->body_jntadr[b]];
+  mjtNum h = mjdiff_timestep(m, w->s), Gv[18], Dq[9];
+  mjdiff_freeBiasG(m, d, b, acc + adr + 3, Gv);
+  mjdiff_freeBiasLinQ(m, d, b, d->qvel + adr + 3, acc + adr + 3, Dq);
+  for (int r = 0; r < 6; r++) {
+    mjtNum* row = w->X + (size_t)ncol * (adr + r);
+    for (int k = 0; k < 3; k++) {
+      if (r < 3) row[adr + 3 + k] -= h * Dq[3 * r + k];
+      row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
+    }
+  }
+}
+
 static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* acc) {
   int nv = w->nv, ncol = w->ndx + w->nin;
   mjtNum h = mjdiff_timestep(m, w->s);
@@ -300,18 +316,10 @@ static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const
   for (int b = 1; b < m->nbody; b++) {
     if (!mjdiff_freeBlockBody(m, b)) continue;
     int adr = m->jnt_dofadr[m->body_jntadr[b]], piv[6];
-    mjtNum Hbb[36], A[36], Gv[18], Dq[9], y[6];
+    mjtNum Hbb[36], A[36], y[6];
     mjdiff_freeBlock(m, d, b, h, B, Hbb, A);
     if (mjdiff_luFactor(6, A, piv)) continue;  // (the forward step left such a block as solved)
-    mjdiff_freeBiasG(m, d, b, acc + adr + 3, Gv);
-    mjdiff_freeBiasLinQ(m, d, b, d->qvel + adr + 3, acc + adr + 3, Dq);
-    for (int r = 0; r < 6; r++) {
-      mjtNum* row = w->X + (size_t)ncol * (adr + r);
-      for (int k = 0; k < 3; k++) {
-        if (r < 3) row[adr + 3 + k] -= h * Dq[3 * r + k];
-        row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
-      }
-    }
+    blockChange(m, d, w, b, acc);
     for (int c = 0; c < ncol; c++) {
       for (int r = 0; r < 6; r++) y[r] = w->X[(size_t)ncol * (adr + r) + c];
       mjdiff_luSolve(6, A, piv, y);
@@ -328,20 +336,16 @@ static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const
 // (plugin/implicit.c solves A (v' - v) = h (F_e + f_s) with A = H + h G)
 static void freeBlockImplicit(const mjModel* m, const mjData* d, mjdiffStepDeriv* w,
                               const mjtNum* acc) {
-  int nv = w->nv, ncol = w->ndx + w->nin;
+  int nv = w->nv;
   mjtNum h = mjdiff_timestep(m, w->s);
   for (int b = 1; b < m->nbody; b++) {
     if (!mjdiff_freeBlockBody(m, b)) continue;
     int adr = m->jnt_dofadr[m->body_jntadr[b]];
-    mjtNum G[18], Gv[18], Dq[9];
+    mjtNum G[18];
     mjdiff_freeBiasG(m, d, b, d->qvel + adr + 3, G);
-    mjdiff_freeBiasG(m, d, b, acc + adr + 3, Gv);
-    mjdiff_freeBiasLinQ(m, d, b, d->qvel + adr + 3, acc + adr + 3, Dq);
+    blockChange(m, d, w, b, acc);
     for (int r = 0; r < 6; r++) {
-      mjtNum* row = w->X + (size_t)ncol * (adr + r);
       for (int k = 0; k < 3; k++) {
-        if (r < 3) row[adr + 3 + k] -= h * Dq[3 * r + k];
-        row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
         w->N[(size_t)nv * (adr + r) + adr + 3 + k] += h * G[3 * r + k];
       }
     }
