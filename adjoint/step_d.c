@@ -291,19 +291,31 @@ static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
 // d(G a)/d om = G(a) (the v columns of the rotational dofs), and the linear rows' -R [u_a]x in
 // the body's rotation (the q columns of the rotational tangent). The applied force's adjoint
 // (qfrcAdj) is H^-1, not A^-1, on those rows: not offered (w->qfrcOk 0, as under RK4).
-// X_b -= h d(G_b a)/dx for body b's block at d's state, a = acc_b's rotational part (above)
+// X_b -= h d(G_b a)/dx for body b's block at d's state, a = acc_b's rotational part (above), and
+// in the columns of the body's own mass, inertia and com (plugin/step.c, freeBiasParam)
 static void blockChange(const mjModel* m, const mjData* d, mjdiffStepDeriv* w, int b,
                         const mjtNum* acc) {
   int nv = w->nv, ncol = w->ndx + w->nin, adr = m->jnt_dofadr[m->body_jntadr[b]];
+  int pcol = w->ndx + w->nu;
   mjtNum h = mjdiff_timestep(m, w->s), Gv[18], Dq[9];
-  mjdiff_freeBiasG(m, d, b, acc + adr + 3, Gv);
-  mjdiff_freeBiasLinQ(m, d, b, d->qvel + adr + 3, acc + adr + 3, Dq);
+  const mjtNum *om = d->qvel + adr + 3, *a = acc + adr + 3;
+  mjdiff_freeBiasG(m, d, b, a, Gv);
+  mjdiff_freeBiasLinQ(m, d, b, om, a, Dq);
   for (int r = 0; r < 6; r++) {
     mjtNum* row = w->X + (size_t)ncol * (adr + r);
     for (int k = 0; k < 3; k++) {
       if (r < 3) row[adr + 3 + k] -= h * Dq[3 * r + k];
       row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
     }
+  }
+  for (int i = 0; w->p && i < w->p->n; i++) {
+    const paramEntry* e = w->p->entry + i;
+    int kind = e->kind == PK_BODY_MASS ? 0 : e->kind == PK_BODY_INERTIA ? 1 :
+               e->kind == PK_BODY_IPOS ? 2 : -1;
+    if (kind < 0 || e->id != b) continue;
+    mjtNum dGa[6];
+    mjdiff_freeBiasParamChange(m, d, b, kind, e->comp, om, a, dGa);
+    for (int r = 0; r < 6; r++) w->X[(size_t)ncol * (adr + r) + pcol + i] -= h * dGa[r];
   }
 }
 
@@ -696,22 +708,24 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
 }
 
 // the parameters that move a standalone free body's implicitfast block through its inertials
-// (its mass, inertia, com; its geoms' sizes and positions and its scale, which the compiler's
-// inertials follow: design_d.c; those of a massless body below it, which would end its being
-// standalone) have no column for that block's change yet: refused by name, at make time and at
-// every call (parameters can make a body standalone). Conservative: a body with an explicit
-// <inertial> keeps it under its geoms' sizes, and those are refused all the same
+// other than its own mass, inertia and com (blockChange: its geoms' sizes and positions and its
+// scale, which the compiler's inertials follow, design_d.c; the inertials of a massless body
+// below it, which would end its being standalone) have no column for that block's change yet:
+// refused by name, at make time and at every call (parameters can make a body standalone).
+// Conservative: a body with an explicit <inertial> keeps it under its geoms' sizes, and those
+// are refused all the same
 static mjdiffStatus freeBlockParams(const mjModel* m, const mjdiffParams* p, char* err,
                                     int errsz) {
   for (int i = 0; p && i < p->n; i++) {
     const paramEntry* e = p->entry + i;
-    int b = -1;
-    if (e->kind == PK_BODY_MASS || e->kind == PK_BODY_INERTIA || e->kind == PK_BODY_IPOS ||
-        e->kind == PK_BODY_SCALE) {
+    int b = -1, inertial = e->kind == PK_BODY_MASS || e->kind == PK_BODY_INERTIA ||
+                           e->kind == PK_BODY_IPOS;
+    if (inertial || e->kind == PK_BODY_SCALE) {
       b = e->id;
     } else if (e->kind == PK_GEOM_POS || e->kind == PK_GEOM_SIZE) {
       b = m->geom_bodyid[e->id];
     }
+    if (inertial && b > 0 && mjdiff_freeBlockBody(m, b)) continue;  // (blockChange's columns)
     while (b > 0 && !mjdiff_freeBlockBody(m, b)) b = m->body_parentid[b];  // (a massless child)
     if (b > 0) {
       const char* name = mj_id2name(m, mjOBJ_BODY, b);

@@ -246,6 +246,11 @@ MJDIFF_API void mjdiff_freeBlock(const mjModel* m, mjData* d, int b, mjtNum h, c
                                  mjtNum Hbb[36], mjtNum A[36]);
 MJDIFF_API int mjdiff_freeBlockSolve(const mjModel* m, mjData* d, mjtNum h, const mjtNum* B,
                                      const mjtNum* rhs, mjtNum* acc);
+// d(G a)/dp of body b's block at angular velocity om for its inertials: kind 0 its mass, 1 its
+// principal inertia k, 2 its com's body-frame component k (6 rows)
+MJDIFF_API void mjdiff_freeBiasParamChange(const mjModel* m, const mjData* d, int b, int kind,
+                                           int k, const mjtNum om[3], const mjtNum a[3],
+                                           mjtNum out[6]);
 // the blocks' G at d's state by rows: Gr (nv x 3) row i holds G's row for dof i, whose body's
 // dofs start at badr[i] (-1: dof i has no block); returns the number of blocks. out += scale G x
 MJDIFF_API int mjdiff_freeBlockRows(const mjModel* m, const mjData* d, mjtNum* Gr, int* badr);

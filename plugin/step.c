@@ -531,6 +531,56 @@ void mjdiff_freeBiasLinQ(const mjModel* m, const mjData* d, int b, const mjtNum 
   }
 }
 
+// dc/dp at om for the body's inertials (header): mass (kind 0), principal inertia k (kind 1),
+// body-frame com component k (kind 2). c is linear in m and in the inertia, and s = R s_l enters
+// f = m R (om x (om x s_l)) and R'(s x f) = m s_l x (om x (om x s_l)):
+//   dc/dm = [R (om x (om x s_l)); s_l x (om x (om x s_l))]
+//   dc/dI_k = [0; om x (x_k (x_k . om))]   (x_k the inertia's axis k in the body frame, R' Xi e_k)
+//   dc/ds_k = m [R (om x (om x e_k)); e_k x (om x (om x s_l)) + s_l x (om x (om x e_k))]
+static void freeBiasParam(const mjModel* m, const mjData* d, int b, int kind, int k,
+                          const mjtNum om[3], mjtNum dc[6]) {
+  const mjtNum* R = d->xmat + 9 * b;
+  mjtNum s[3], sl[3], t[3], u[3], ek[3] = {k == 0, k == 1, k == 2}, lin[3];
+  mju_sub3(s, d->xipos + 3 * b, d->xpos + 3 * b);
+  mju_mulMatTVec(sl, R, s, 3, 3);
+  mju_zero(dc, 6);
+  if (kind == 0) {
+    mju_cross(t, om, sl);
+    mju_cross(u, om, t);
+    mju_mulMatVec(dc, R, u, 3, 3);
+    mju_cross(dc + 3, sl, u);
+  } else if (kind == 1) {
+    const mjtNum* Xi = d->ximat + 9 * b;
+    mjtNum xw[3] = {Xi[k], Xi[3 + k], Xi[6 + k]}, x[3];
+    mju_mulMatTVec(x, R, xw, 3, 3);
+    mju_scl3(t, x, mju_dot3(x, om));
+    mju_cross(dc + 3, om, t);
+  } else {
+    mjtNum mass = m->body_mass[b], ue[3], us[3];
+    mju_cross(t, om, ek);
+    mju_cross(ue, om, t);  // om x (om x e_k)
+    mju_cross(t, om, sl);
+    mju_cross(us, om, t);  // om x (om x s_l)
+    mju_mulMatVec(lin, R, ue, 3, 3);
+    mju_scl3(dc, lin, mass);
+    mju_cross(t, ek, us);
+    mju_cross(u, sl, ue);
+    mju_add3(dc + 3, t, u);
+    mju_scl3(dc + 3, dc + 3, mass);
+  }
+}
+
+void mjdiff_freeBiasParamChange(const mjModel* m, const mjData* d, int b, int kind, int k,
+                                const mjtNum om[3], const mjtNum a[3], mjtNum out[6]) {
+  mjtNum x[3], c[6];
+  mju_add3(x, om, a);
+  freeBiasParam(m, d, b, kind, k, x, out);
+  freeBiasParam(m, d, b, kind, k, om, c);
+  mju_subFrom(out, c, 6);
+  freeBiasParam(m, d, b, kind, k, a, c);
+  mju_subFrom(out, c, 6);
+}
+
 void mjdiff_freeBlock(const mjModel* m, mjData* d, int b, mjtNum h, const mjtNum* B,
                       mjtNum Hbb[36], mjtNum A[36]) {
   int nv = m->nv, adr = m->jnt_dofadr[m->body_jntadr[b]];
