@@ -191,9 +191,7 @@ TEST(ContactShare, DerivativesWhereContactsCrowd) {
       std::vector<mjtNum> R;
       ASSERT_TRUE(testutil::fdStepParamColumn(m, d, s, P, state, v0, i, h, &R))
           << mjdiff_paramName(P, i);
-      double sc = 1e-2, e = 0;
-      for (int r = 0; r < ndx; r++) sc = std::fmax(sc, std::fabs(R[r]));
-      for (int r = 0; r < ndx; r++) e = std::fmax(e, std::fabs(J[np * r + i] - R[r]) / sc);
+      double sc, e = testutil::paramColumnError(J, np, i, R, 1e-2, &sc);
       std::printf("  %-26s |fd| %.3e relative error %.2e\n", mjdiff_paramName(P, i), sc, e);
       EXPECT_LE(e, 1e-6) << mjdiff_paramName(P, i) << " z " << z;
     }

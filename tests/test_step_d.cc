@@ -1133,9 +1133,7 @@ TEST(StepDerivImplicitFast, FreeBlockInertialColumns) {
         std::vector<mjtNum> R;
         ASSERT_TRUE(testutil::fdStepParamColumn(m, d, s, p, state, v0, i, h, &R))
             << mjdiff_paramName(p, i);
-        double sc = 1e-3, e = 0;
-        for (int r = 0; r < ndx; r++) sc = std::fmax(sc, std::fabs(R[r]));
-        for (int r = 0; r < ndx; r++) e = std::fmax(e, std::fabs(J[np * r + i] - R[r]) / sc);
+        double e = testutil::paramColumnError(J, np, i, R, 1e-3, nullptr);
         worst = std::fmax(worst, e);
         EXPECT_LE(e, 1e-6) << mjdiff_paramName(p, i) << (implicit ? " implicit" : " explicit")
                            << " z " << z;

@@ -355,6 +355,18 @@ inline bool fdStepParamColumn(mjModel* m, mjData* d, mjdiffModel* s, const mjdif
   return ok;
 }
 
+// column i of the step's parameter Jacobian J (ndx x np, row-major) against its finite
+// difference R (ndx): the largest entry error over max(floor, max |R|); *scale gets that scale
+inline double paramColumnError(const std::vector<mjtNum>& J, int np, int i,
+                               const std::vector<mjtNum>& R, double floor, double* scale) {
+  int ndx = (int)R.size();
+  double sc = floor, e = 0;
+  for (int r = 0; r < ndx; r++) sc = std::fmax(sc, std::fabs(R[r]));
+  for (int r = 0; r < ndx; r++) e = std::fmax(e, std::fabs(J[(size_t)np * r + i] - R[r]) / sc);
+  if (scale) *scale = sc;
+  return e;
+}
+
 // centred finite-difference [A B] (ndx x (ndx + nu), row-major) at the full state with step eps
 // (100 eps for the controls); d is left at state. A failed step's message goes to failure (if
 // not NULL; the first one), the difference is taken all the same
