@@ -292,8 +292,9 @@ static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
 // the body's rotation (the q columns of the rotational tangent). The applied force's adjoint
 // (qfrcAdj) is H^-1, not A^-1, on those rows: not offered (w->qfrcOk 0, as under RK4).
 // X_b -= h d(G_b a)/dx for body b's block at d's state, a = acc_b's rotational part (above), and
-// in the columns of the body's own mass, inertia and com (plugin/step.c, freeBiasParam)
-static void blockChange(const mjModel* m, const mjData* d, mjdiffStepDeriv* w, int b,
+// in the columns of the body's own mass, inertia and com (plugin/step.c, freeBiasParam) and of
+// the geometry parameters its inertials follow
+static void blockChange(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int b,
                         const mjtNum* acc) {
   int nv = w->nv, ncol = w->ndx + w->nin, adr = m->jnt_dofadr[m->body_jntadr[b]];
   int pcol = w->ndx + w->nu;
@@ -308,7 +309,8 @@ static void blockChange(const mjModel* m, const mjData* d, mjdiffStepDeriv* w, i
       row[nv + adr + 3 + k] -= h * Gv[3 * r + k];
     }
   }
-  for (int i = 0; w->p && i < w->p->n; i++) {
+  int np = w->p ? w->p->n : 0;
+  for (int i = 0; i < np; i++) {
     const paramEntry* e = w->p->entry + i;
     int kind = e->kind == PK_BODY_MASS ? 0 : e->kind == PK_BODY_INERTIA ? 1 :
                e->kind == PK_BODY_IPOS ? 2 : -1;
@@ -317,6 +319,29 @@ static void blockChange(const mjModel* m, const mjData* d, mjdiffStepDeriv* w, i
     mjdiff_freeBiasParamChange(m, d, b, kind, e->comp, om, a, dGa);
     for (int r = 0; r < 6; r++) w->X[(size_t)ncol * (adr + r) + pcol + i] -= h * dGa[r];
   }
+
+  // geometry parameters, where the body's inertials follow its geoms: through the compile map
+  // J = d(mass, ipos, T)/dp (design_d.c), dGa/dp = sum_q dGa/dq J_q
+  if (!np || !w->p->design) return;
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* Jq = compat_stackAllocNum(d, 10 * (size_t)np);
+  // (-1: the inertials do not follow the geoms, J zero; -2, over 64 geoms: refused,
+  // freeBlockParams)
+  if (mjdiff_designInertialJacobian(m, w->p, b, Jq) == 0) {
+    mjtNum dq[10][6];
+    mjdiff_freeBiasParamChange(m, d, b, 0, 0, om, a, dq[0]);
+    for (int k = 0; k < 3; k++) mjdiff_freeBiasParamChange(m, d, b, 2, k, om, a, dq[1 + k]);
+    for (int k = 0; k < 6; k++) mjdiff_freeBiasParamChange(m, d, b, 3, k, om, a, dq[4 + k]);
+    for (int i = 0; i < np; i++) {
+      if (!PK_IS_DESIGN(w->p->entry[i].kind)) continue;
+      for (int r = 0; r < 6; r++) {
+        mjtNum sum = 0;
+        for (int q = 0; q < 10; q++) sum += dq[q][r] * Jq[(size_t)np * q + i];
+        w->X[(size_t)ncol * (adr + r) + pcol + i] -= h * sum;
+      }
+    }
+  }
+  compat_stackFree(d, mark);
 }
 
 static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* acc) {
@@ -346,7 +371,7 @@ static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const
 // the same blocks under the implicit smooth step, whose N (dense) takes them directly: with
 // G_b at the start state X (d), N_b += h [0 G_b] and X_b -= h d(G_b acc_b)/dx, acc = (v' - v) / h
 // (plugin/implicit.c solves A (v' - v) = h (F_e + f_s) with A = H + h G)
-static void freeBlockImplicit(const mjModel* m, const mjData* d, mjdiffStepDeriv* w,
+static void freeBlockImplicit(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
                               const mjtNum* acc) {
   int nv = w->nv;
   mjtNum h = mjdiff_timestep(m, w->s);
@@ -707,33 +732,36 @@ static mjdiffStatus checkModel(const mjModel* m, const mjdiffModel* s, char* err
   return MJDIFF_OK;
 }
 
-// the parameters that move a standalone free body's implicitfast block through its inertials
-// other than its own mass, inertia and com (blockChange: its geoms' sizes and positions and its
-// scale, which the compiler's inertials follow, design_d.c; the inertials of a massless body
-// below it, which would end its being standalone) have no column for that block's change yet:
-// refused by name, at make time and at every call (parameters can make a body standalone).
-// Conservative: a body with an explicit <inertial> keeps it under its geoms' sizes, and those
-// are refused all the same
+// parameters that would move a standalone free body's implicitfast block in a way blockChange's
+// columns do not follow, refused by name at make time and at every call: the inertials of a
+// massless body below it (which would end its being standalone), and geometry parameters of a
+// body of more than 64 geoms (mjdiff_designInertialJacobian's limit)
 static mjdiffStatus freeBlockParams(const mjModel* m, const mjdiffParams* p, char* err,
                                     int errsz) {
   for (int i = 0; p && i < p->n; i++) {
     const paramEntry* e = p->entry + i;
-    int b = -1, inertial = e->kind == PK_BODY_MASS || e->kind == PK_BODY_INERTIA ||
-                           e->kind == PK_BODY_IPOS;
-    if (inertial || e->kind == PK_BODY_SCALE) {
-      b = e->id;
-    } else if (e->kind == PK_GEOM_POS || e->kind == PK_GEOM_SIZE) {
-      b = m->geom_bodyid[e->id];
+    int inertial = e->kind == PK_BODY_MASS || e->kind == PK_BODY_INERTIA ||
+                   e->kind == PK_BODY_IPOS;
+    int b = inertial || e->kind == PK_BODY_SCALE ? e->id :
+            e->kind == PK_GEOM_POS || e->kind == PK_GEOM_SIZE ? m->geom_bodyid[e->id] : -1;
+    if (b <= 0) continue;
+    const char* why = NULL;
+    if (mjdiff_freeBlockBody(m, b)) {
+      if (!inertial && m->body_geomnum[b] > 64) why = "has more than 64 geoms";
+    } else {
+      int a = m->body_parentid[b];
+      while (a > 0 && !mjdiff_freeBlockBody(m, a)) a = m->body_parentid[a];
+      if (a > 0) {
+        b = a;
+        why = "holds the parameter's massless body, whose mass would end its being standalone";
+      }
     }
-    if (inertial && b > 0 && mjdiff_freeBlockBody(m, b)) continue;  // (blockChange's columns)
-    while (b > 0 && !mjdiff_freeBlockBody(m, b)) b = m->body_parentid[b];  // (a massless child)
-    if (b > 0) {
+    if (why) {
       const char* name = mj_id2name(m, mjOBJ_BODY, b);
       return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
                           "parameter '%s': body %d '%s' is a standalone free body under "
-                          "implicitfast, whose implicit block (MuJoCo's bias-force derivative) "
-                          "has no derivative in its inertials yet", mjdiff_paramName(p, i), b,
-                          name ? name : "");
+                          "implicitfast and %s: no derivative of its implicit block there",
+                          mjdiff_paramName(p, i), b, name ? name : "", why);
     }
   }
   return MJDIFF_OK;

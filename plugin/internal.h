@@ -247,7 +247,8 @@ MJDIFF_API void mjdiff_freeBlock(const mjModel* m, mjData* d, int b, mjtNum h, c
 MJDIFF_API int mjdiff_freeBlockSolve(const mjModel* m, mjData* d, mjtNum h, const mjtNum* B,
                                      const mjtNum* rhs, mjtNum* acc);
 // d(G a)/dp of body b's block at angular velocity om for its inertials: kind 0 its mass, 1 its
-// principal inertia k, 2 its com's body-frame component k (6 rows)
+// principal inertia k, 2 its com's body-frame component k, 3 its inertia tensor's body-frame
+// component k (xx yy zz xy xz yz) (6 rows)
 MJDIFF_API void mjdiff_freeBiasParamChange(const mjModel* m, const mjData* d, int b, int kind,
                                            int k, const mjtNum om[3], const mjtNum a[3],
                                            mjtNum out[6]);

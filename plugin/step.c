@@ -532,10 +532,12 @@ void mjdiff_freeBiasLinQ(const mjModel* m, const mjData* d, int b, const mjtNum 
 }
 
 // dc/dp at om for the body's inertials (header): mass (kind 0), principal inertia k (kind 1),
-// body-frame com component k (kind 2). c is linear in m and in the inertia, and s = R s_l enters
-// f = m R (om x (om x s_l)) and R'(s x f) = m s_l x (om x (om x s_l)):
+// body-frame com component k (kind 2), body-frame inertia tensor component k (kind 3: xx yy zz
+// xy xz yz, the layout of mjdiff_designInertialJacobian). c is linear in m and in the inertia,
+// and s = R s_l enters f = m R (om x (om x s_l)) and R'(s x f) = m s_l x (om x (om x s_l)):
 //   dc/dm = [R (om x (om x s_l)); s_l x (om x (om x s_l))]
 //   dc/dI_k = [0; om x (x_k (x_k . om))]   (x_k the inertia's axis k in the body frame, R' Xi e_k)
+//   dc/dT_k = [0; om x (E_k om)]           (E_k: 1 at (i, i), or at (i, j) and (j, i))
 //   dc/ds_k = m [R (om x (om x e_k)); e_k x (om x (om x s_l)) + s_l x (om x (om x e_k))]
 static void freeBiasParam(const mjModel* m, const mjData* d, int b, int kind, int k,
                           const mjtNum om[3], mjtNum dc[6]) {
@@ -549,6 +551,13 @@ static void freeBiasParam(const mjModel* m, const mjData* d, int b, int kind, in
     mju_cross(u, om, t);
     mju_mulMatVec(dc, R, u, 3, 3);
     mju_cross(dc + 3, sl, u);
+  } else if (kind == 3) {
+    static const int kI[6] = {0, 1, 2, 0, 0, 1}, kJ[6] = {0, 1, 2, 1, 2, 2};
+    int i = kI[k], j = kJ[k];
+    mjtNum Eom[3] = {0, 0, 0};
+    Eom[i] += om[j];
+    if (i != j) Eom[j] += om[i];
+    mju_cross(dc + 3, om, Eom);
   } else if (kind == 1) {
     const mjtNum* Xi = d->ximat + 9 * b;
     mjtNum xw[3] = {Xi[k], Xi[3 + k], Xi[6 + k]}, x[3];
