@@ -281,8 +281,6 @@ static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
 
 //---------------------------------- continuous-time derivatives ----------------------------------
 
-// at the state in d after the smooth forward pass: the acceleration the step uses (acc), the
-// unsolved right-hand sides X = [DfDq - DIDDq, DfDv - DIDDv, DfDa, DfDu] (w->X, nv x (ndx+nu)) with
 // MuJoCo 3's implicitfast block of each standalone free body (plugin/step.c): its rows of the step
 // solve A_b dacc_b = X_b - h d(G_b acc_b)/dx, A_b = H_bb + h G_b, where the solve of all rows takes
 // H (block-diagonal: the body's tree shares no entry with the others), so X_b is replaced by
@@ -291,6 +289,7 @@ static void noteBad(mjdiffStepDeriv* w, const mjModel* m, mjData* d, int bad) {
 // d(G a)/d om = G(a) (the v columns of the rotational dofs), and the linear rows' -R [u_a]x in
 // the body's rotation (the q columns of the rotational tangent). The applied force's adjoint
 // (qfrcAdj) is H^-1, not A^-1, on those rows: not offered (w->qfrcOk 0, as under RK4).
+
 // X_b -= h d(G_b a)/dx for body b's block at d's state, a = acc_b's rotational part (above), and
 // in the columns of the body's own mass, inertia and com (plugin/step.c, freeBiasParam) and of
 // the geometry parameters its inertials follow
@@ -344,12 +343,11 @@ static void blockChange(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int b,
   compat_stackFree(d, mark);
 }
 
-static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* acc) {
-  int nv = w->nv, ncol = w->ndx + w->nin;
+// the blocks' rows of X (above); B: mjdiff_dampB at d's state
+static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const mjtNum* B,
+                          const mjtNum* acc) {
+  int ncol = w->ndx + w->nin;
   mjtNum h = mjdiff_timestep(m, w->s);
-  mjdiffStackMark mark = compat_stackMark(d);
-  mjtNum* B = compat_stackAllocNum(d, nv);
-  mjdiff_dampB(m, d, B);
   for (int b = 1; b < m->nbody; b++) {
     if (!mjdiff_freeBlockBody(m, b)) continue;
     int adr = m->jnt_dofadr[m->body_jntadr[b]], piv[6];
@@ -365,7 +363,6 @@ static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const
       }
     }
   }
-  compat_stackFree(d, mark);
 }
 
 // the same blocks under the implicit smooth step, whose N (dense) takes them directly: with
@@ -374,21 +371,20 @@ static void freeBlockRows(const mjModel* m, mjData* d, mjdiffStepDeriv* w, const
 static void freeBlockImplicit(const mjModel* m, mjData* d, mjdiffStepDeriv* w,
                               const mjtNum* acc) {
   int nv = w->nv;
-  mjtNum h = mjdiff_timestep(m, w->s);
-  for (int b = 1; b < m->nbody; b++) {
-    if (!mjdiff_freeBlockBody(m, b)) continue;
-    int adr = m->jnt_dofadr[m->body_jntadr[b]];
-    mjtNum G[18];
-    mjdiff_freeBiasG(m, d, b, d->qvel + adr + 3, G);
-    blockChange(m, d, w, b, acc);
-    for (int r = 0; r < 6; r++) {
-      for (int k = 0; k < 3; k++) {
-        w->N[(size_t)nv * (adr + r) + adr + 3 + k] += h * G[3 * r + k];
-      }
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* Gr = compat_stackAllocNum(d, 3 * nv);
+  int* badr = (int*)compat_stackAllocNum(d, nv);
+  if (mjdiff_freeBlockRows(m, d, Gr, badr)) {  // (the Newton matrix's, plugin/implicit.c)
+    mjdiff_freeBlockAddDense(nv, Gr, badr, mjdiff_timestep(m, w->s), w->N);
+    for (int b = 1; b < m->nbody; b++) {
+      if (mjdiff_freeBlockBody(m, b)) blockChange(m, d, w, b, acc);
     }
   }
+  compat_stackFree(d, mark);
 }
 
+// at the state in d after the smooth forward pass: the acceleration the step uses (acc), the
+// unsolved right-hand sides X = [DfDq - DIDDq, DfDv - DIDDv, DfDa, DfDu] (w->X, nv x (ndx+nu)) with
 // H Dacc = X, and Dadot (na x (ndx+nu)), in the layout [dq dv da du]. euler: H = M + h B (factor in
 // w->H), else H = M (MuJoCo's factor in d). Returns 1 if H = M + h B.
 static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int euler,
@@ -398,27 +394,22 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
   const mjModel* mu = mjdiff_userModel(m, w->s, &view);
   int implicit = euler && hasDamping(m);
 
-  // acceleration the step uses
+  // acceleration the step uses (B, H's term, on d's stack until freeBlockRows)
+  int free = euler && mjdiff_hasFreeBlock(m);
+  mjdiffStackMark mark = compat_stackMark(d);
+  mjtNum* B = compat_stackAllocNum(d, nv);
+  if (implicit || free) mjdiff_dampB(m, d, B);
   if (implicit) {
-    mjdiffStackMark mark = compat_stackMark(d);
-    mjtNum* B = compat_stackAllocNum(d, nv);
-    mjdiff_dampB(m, d, B);
     compat_massCopy(m, d, w->H);
     for (int i = 0; i < nv; i++) *compat_massDiag(m, w->H, i) += mjdiff_timestep(m, w->s) * B[i];
-    compat_stackFree(d, mark);
     factorLDL(m, w->H);
     mju_copy(acc, d->qfrc_smooth, nv);
     solveLDL(m, w->H, acc, 1);
   } else {
     mju_copy(acc, d->qacc, nv);
   }
-  int free = euler && mjdiff_hasFreeBlock(m);
   if (free) {  // implicitfast: a standalone free body's rows by its own block (plugin/step.c)
-    mjdiffStackMark mark = compat_stackMark(d);
-    mjtNum* B = compat_stackAllocNum(d, nv);
-    mjdiff_dampB(m, d, B);
     mjdiff_freeBlockSolve(m, d, mjdiff_timestep(m, w->s), B, d->qfrc_smooth, acc);
-    compat_stackFree(d, mark);
   }
 
   noteBad(w, m, d, mjdiff_forceDerivative(mu, d, w->s, w->DfDq, w->DfDv, w->DfDa, w->DfDu,
@@ -446,7 +437,8 @@ static int continuousDeriv(const mjModel* m, mjData* d, mjdiffStepDeriv* w, int 
     }
   }
 
-  if (free) freeBlockRows(m, d, w, acc);
+  if (free) freeBlockRows(m, d, w, B, acc);
+  compat_stackFree(d, mark);
 
   // activations
   dadotRows(w);

@@ -212,8 +212,7 @@ static void mulH(const mjModel* m, const mjData* d, mjtNum hdamp, const mjtNum* 
 // contact terms make N unsymmetric; the second descends for every lam > 0
 // (grad phi = 2 N' W g), tends to Newton's as lam -> 0, and is slower where the first works.
 // B: mjdiff_dampB at the start state, Gr and badr its free bodies' blocks (mulH). Factored in
-// place; tmp (nv x nv) and delta (nv) scratch;
-// 0, or -1 if singular.
+// place; tmp (nv x nv) and delta (nv) scratch; 0, or -1 if singular.
 static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, const mjtNum* B,
                         const mjtNum* Gr, const int* badr, mjtNum lam, int gauss,
                         const mjtNum* Dq, const mjtNum* Dv, const mjtNum* v, mjtNum* tmp,
@@ -225,10 +224,7 @@ static int newtonMatrix(const mjModel* m, const mjtNum* Mdense, mjtNum hdamp, co
   mjtNum lamN = gauss ? 0 : lam;
   for (int i = 0; i < nv * nv; i++) N[i] = (1 + lamN) * Mdense[i] - h * Dv[i] - h * h * tmp[i];
   for (int i = 0; i < nv; i++) N[nv * i + i] += hdamp * B[i];
-  for (int i = 0; Gr && i < nv; i++) {
-    if (badr[i] < 0) continue;
-    for (int k = 0; k < 3; k++) N[nv * i + badr[i] + 3 + k] += h * Gr[3 * i + k];
-  }
+  if (Gr) mjdiff_freeBlockAddDense(nv, Gr, badr, h, N);
   if (gauss && lam > 0) {
     for (int i = 0; i < nv; i++) {  // NtW = N' W
       for (int j = 0; j < nv; j++) NtW[nv * i + j] = N[nv * j + i] / Mdense[nv * j + j];

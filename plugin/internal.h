@@ -223,7 +223,8 @@ typedef struct mjdiffShare_ {
   mjtNum ddist[MJDIFF_SHARE_MAX];     // d share / d dist_j                    (index j - first)
   mjtNum dpos[3 * MJDIFF_SHARE_MAX];  // d share / d pos_j
   mjtNum dwidth;                      // d share / d w, the pair's contact width
-  mjtNum F[3], T[3];                  // the law's world force and torque on geom2 before the share
+  mjtNum F[3], T[3];                  // the law's world force, torque on geom2 before the share
+                                      // (set where varies)
 } mjdiffShare;
 MJDIFF_API mjtNum mjdiff_clusterRadius(int type, const mjtNum sz[3]);
 MJDIFF_API mjtNum mjdiff_contactShare(const mjModel* m, const mjData* d, const mjdiffModel* s,
@@ -253,10 +254,13 @@ MJDIFF_API void mjdiff_freeBiasParamChange(const mjModel* m, const mjData* d, in
                                            int k, const mjtNum om[3], const mjtNum a[3],
                                            mjtNum out[6]);
 // the blocks' G at d's state by rows: Gr (nv x 3) row i holds G's row for dof i, whose body's
-// dofs start at badr[i] (-1: dof i has no block); returns the number of blocks. out += scale G x
+// dofs start at badr[i] (-1: dof i has no block); returns the number of blocks. out += scale G x;
+// N (nv x nv, dense) += scale G
 MJDIFF_API int mjdiff_freeBlockRows(const mjModel* m, const mjData* d, mjtNum* Gr, int* badr);
 MJDIFF_API void mjdiff_freeBlockMul(int nv, const mjtNum* Gr, const int* badr, mjtNum scale,
                                     const mjtNum* x, mjtNum* out);
+MJDIFF_API void mjdiff_freeBlockAddDense(int nv, const mjtNum* Gr, const int* badr, mjtNum scale,
+                                         mjtNum* N);
 
 // the implicit step's transition-aware cap on a Newton step dv at the iterate v, whose kinematics
 // and contacts d holds (implicit.c); jac: scratch of 6 nv (exported for tests/test_implicit.cc)

@@ -533,9 +533,8 @@ const char* mjdiff_optionName(int i) {
 // MuJoCo 3's implicitfast takes d(qfrc_passive + qfrc_actuator)/dv implicitly (mjd_smooth_vel
 // without the bias forces, and for a standalone free body its bias force's too). The smooth step
 // covers the part that is diagonal and constant between force clamps (mjdiff_dampB: dof damping,
-// actuators with an affine bias on a hinge or slide) and the free bodies' blocks (plugin/step.c;
-// the implicit smooth step's refusal of them: mjdiff_checkIntegrator); what would make the rest
-// depend on the state, or couple dofs, is refused by name
+// actuators with an affine bias on a hinge or slide) and the free bodies' blocks (plugin/step.c);
+// what would make the rest depend on the state, or couple dofs, is refused by name
 static const char* elementName(const mjModel* m, int type, int id, char* buf, int n) {
   const char* name = mj_id2name(m, type, id);
   snprintf(buf, (size_t)n, "%s %d%s%s%s", mju_type2Str(type), id, name && name[0] ? " '" : "",
@@ -751,7 +750,6 @@ mjdiffStatus mjdiff_makeModel(const mjModel* m, const mjdiffOptions* opt, mjdiff
   if (st == MJDIFF_OK) {
     st = mjdiff_checkSupported(m, &s->opt, err, errsz);
   }
-  if (st == MJDIFF_OK) st = mjdiff_checkIntegrator(m, s, err, errsz);  // (with the smooth step's)
   if (st != MJDIFF_OK) {
     mjdiff_freeModel(s);
     return st;

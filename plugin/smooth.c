@@ -347,8 +347,10 @@ mjtNum mjdiff_contactShare(const mjModel* m, const mjData* d, const mjdiffModel*
                    grad->dpos[3 * k + 2] != 0;
   }
   grad->varies = grad->varies || grad->dwidth != 0;
-  mjdiffContactForce cf;
-  contactLaw(m, d, s, con, &cf, grad->F, grad->T);
+  if (grad->varies) {  // (read only with a gradient)
+    mjdiffContactForce cf;
+    contactLaw(m, d, s, con, &cf, grad->F, grad->T);
+  }
   return share;
 }
 

@@ -649,6 +649,14 @@ int mjdiff_freeBlockRows(const mjModel* m, const mjData* d, mjtNum* Gr, int* bad
   return n;
 }
 
+void mjdiff_freeBlockAddDense(int nv, const mjtNum* Gr, const int* badr, mjtNum scale,
+                              mjtNum* N) {
+  for (int i = 0; i < nv; i++) {
+    if (badr[i] < 0) continue;
+    for (int k = 0; k < 3; k++) N[(size_t)nv * i + badr[i] + 3 + k] += scale * Gr[3 * i + k];
+  }
+}
+
 void mjdiff_freeBlockMul(int nv, const mjtNum* Gr, const int* badr, mjtNum scale,
                          const mjtNum* x, mjtNum* out) {
   for (int i = 0; i < nv; i++) {
