@@ -75,20 +75,28 @@
 // n substeps of h / n each (plugin/step.c) the cap is n times larger: the derived n is the smallest
 // with r / n <= 1 where r > 1.5 (1 otherwise; at most 8), r the largest over the contacts of
 // moving geoms that MuJoCo's filters let meet another geom, and MJCF <pair>s, whose contact
-// stiffness is derived (an explicit stiffness, on the geom or model-wide, asks for none). Every law above
-// then uses h / n (MuJoCo's refsafe rule keeps the model's h). Not under the implicit step, nor
+// stiffness is derived (an explicit stiffness, on the geom or model-wide, asks for none). Every
+// law above then uses h / n (MuJoCo's refsafe rule keeps the model's h). Not under the implicit step, nor
 // where MuJoCo's own mj_step integrates (the 2.2 adapter, the 3.x engine plugin): there n = 1.
 //
 // With the implicit smooth step (opt.integrator = MJDIFF_INT_IMPLICIT, plugin/implicit.c) the
 // backward-Euler step of the spring-damper is stable for every omega h (it scales each mode by
-// 1 / |1 - h lambda| < 1, lambda an eigenvalue of the spring-damper, Re lambda <= 0), so the cap goes: omega = omega_match, as firm
-// as MuJoCo's own contacts (whose refsafe rule tc >= 2h already bounds omega h to about 2).
+// 1 / |1 - h lambda| < 1, lambda an eigenvalue of the spring-damper, Re lambda <= 0), so the
+// cap goes: omega = omega_match, as firm as MuJoCo's own contacts (whose refsafe rule tc >= 2h
+// already bounds omega h to about 2).
 // Friction needs no load scaling either; its speed is the slip that the explicit step's
 // velocity change under gravity would give at a tenth, v_s = max(1e-3, 0.1 |gravity| h) m/s,
 // and friction loss's v_f = 1e-3: Newton resolves the steep law (README, "Implicit step").
-// Its contact laws use the explicit step's per-shape lever on the normal too (1.5-2.3x firmer on
-// spheres and capsules than the farthest point's, rho = |o - c| + geom_rbound with MuJoCo's mean
-// A_r); Newton splits a stalled step (plugin/implicit.c).
+// Its contact laws need no lever on the normal either: they take MuJoCo's own efc_diagApprox of
+// a contact's normal row, A = A_t (the sum over the pair's two bodies, in series as above), with
+// which MuJoCo's solver computes its R = (1 - d)/d A. At rest under a normal load fn, MuJoCo's
+// row holds a = aref - R fn = 0, so r = R fn / k; the law's K = k dbar/(1 - dbar) / A_t rests at
+// fn / K, the same depth for d = dbar (elliptic cone; under the pyramidal cone MuJoCo's edges'
+// R scale it by mu^2 (1 + mu^2) / 2 for condim 3 at a fixed d, 1 at mu = 1: a 1 kg sphere at rest
+// on 2.2.2 sinks 0.19, 0.59, 1 and 1.43x its elliptic depth at mu 0.5, 0.8, 1 and 1.2, which the
+// isotropic smooth law does not follow). Until 2026-12-07 they took the
+// explicit step's per-shape lever, whose larger A rested 1.2-3.8x deeper on the Menagerie's
+// humanoids (README, "Fidelity"). Newton splits a stalled step (plugin/implicit.c).
 
 #include <math.h>
 
@@ -587,6 +595,15 @@ int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s) {
   return substepCount(m, s) != s->nsub;
 }
 
+// the inverse inertia that scales geom g's normal law: the explicit step's per-shape lever
+// (geom_invweightn, which its stability needs), or under the implicit step MuJoCo's own
+// efc_diagApprox of a contact's normal row, the body's translational invweight0, so that the law
+// rests under a load as deep as MuJoCo's solver holds it (header)
+static mjtNum normalInvweight(const mjModel* m, const mjdiffModel* s, int g) {
+  if (mjdiff_implicit(s)) return m->body_invweight0[2 * m->geom_bodyid[g]];
+  return s->geom_invweightn[g];
+}
+
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   s->nsub = substepCount(m, s);
 
@@ -600,14 +617,15 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
     s->geom_invweight[g] = At + rho * rho * Ar;
     s->geom_invweightn[g] = At + rhon * rhon * (Arn ? Arn[g] : Ar);
     contactValues(m, s, m->geom_solref + mjNREF * g, m->geom_solimp + mjNIMP * g,
-                  s->geom_invweightn[g], m->geom_friction[3 * g], s->geom_derived + GP_COUNT * g);
+                  normalInvweight(m, s, g), m->geom_friction[3 * g],
+                  s->geom_derived + GP_COUNT * g);
   }
   mju_free(Arn);
 
   // MJCF pairs
   for (int i = 0; i < m->npair; i++) {
     contactValues(m, s, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i,
-                  s->geom_invweightn[m->pair_geom1[i]] + s->geom_invweightn[m->pair_geom2[i]],
+                  normalInvweight(m, s, m->pair_geom1[i]) + normalInvweight(m, s, m->pair_geom2[i]),
                   m->pair_friction[5 * i], s->pair_derived + GP_COUNT * i);
   }
 

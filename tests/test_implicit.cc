@@ -375,8 +375,10 @@ TEST(Implicit, DerivedValuesFollowTheIntegrator) {
   mjtNum kExplicit, kImplicit, vExplicit, vImplicit, kSubsteps;
   // the derived five substeps bring the explicit law to MuJoCo's firmness (the limbs' solref
   // .015 and solimp .9 .99 make omega_match h 4.2x the explicit cap at 5 ms), as the implicit
-  // step's: the same omega^2 = K A on the same per-shape normal lever (the foot is a capsule,
-  // whose normal lever is shorter than its farthest point's; plugin/derive.c)
+  // step's: the same omega^2 = K A, the explicit law's A on the per-shape normal lever (the foot
+  // is a capsule, whose normal lever is shorter than its farthest point's), the implicit law's
+  // MuJoCo's own efc_diagApprox of the normal row, the body's translational invweight0
+  // (plugin/derive.c)
   ASSERT_EQ(mjdiff_substepCount(sim.sim.s), 5);
   ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", 0, foot, &kSubsteps, err, 500),
             MJDIFF_OK);
@@ -394,7 +396,9 @@ TEST(Implicit, DerivedValuesFollowTheIntegrator) {
             MJDIFF_OK);
   EXPECT_GT(kImplicit, 7 * kExplicit);
   EXPECT_EQ(mjdiff_substepCount(sim.sim.s), 1);
-  EXPECT_NEAR(kSubsteps, kImplicit, 1e-9 * kImplicit);
+  const mjtNum At = m->body_invweight0[2 * m->geom_bodyid[foot]];
+  EXPECT_LT(At, 0.9 * An);
+  EXPECT_NEAR(kSubsteps * An, kImplicit * At, 1e-9 * kImplicit * At);
   EXPECT_EQ(sim.sim.s->geom_invweightn[foot], An);
   EXPECT_NEAR(vImplicit, 0.1 * 9.81 * m->opt.timestep, 1e-12);
   EXPECT_LT(vImplicit, vExplicit);
@@ -416,6 +420,7 @@ TEST(Implicit, DerivedValuesFollowTheIntegrator) {
 // the humanoid standing from its keyframe-free initial pose under the implicit step's derived
 // values rests about as deep as under MuJoCo's native step (explicit: 21 mm at its 5 ms step)
 TEST(Implicit, HumanoidRestsAsDeepAsNative) {
+  double nativeDeepest = 0;
   for (int mode = 0; mode < 2; mode++) {
     Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");
     ASSERT_TRUE(sim.ok) << sim.sim.err;
@@ -440,7 +445,11 @@ TEST(Implicit, HumanoidRestsAsDeepAsNative) {
     std::cout << (mode ? "implicit" : "native") << ": deepest contact over the last 1 s "
               << 1e3 * deepest << " mm\n";
     if (mode) {
-      EXPECT_LT(deepest, 3e-3);
+      // no deeper than MuJoCo's solver holds it (0.68 mm): the normal law on MuJoCo's own
+      // efc_diagApprox (plugin/derive.c); 1.16 mm on the explicit step's per-shape lever
+      EXPECT_LT(deepest, nativeDeepest + 2.5e-4);
+    } else {
+      nativeDeepest = deepest;
     }
   }
 }
