@@ -504,6 +504,15 @@ static mjdiffStatus newtonSolve(const mjModel* m, mjData* d, const mjdiffModel* 
   return st;
 }
 
+mjdiffStatus mjdiff_implicitSize(const mjModel* m, char* err, int errsz) {
+  if (m->nv <= MJDIFF_IMPLICIT_MAX_NV) return MJDIFF_OK;
+  return mjdiff_error(err, errsz, MJDIFF_ERR_UNSUPPORTED,
+                      "the implicit step solves a dense Newton system: nv = %d is above its limit "
+                      "of %d (an LU of %d x %d, %.1f GFLOP per Newton iteration); use the "
+                      "explicit step (integrator 0)", (int)m->nv, MJDIFF_IMPLICIT_MAX_NV,
+                      (int)m->nv, (int)m->nv, (double)m->nv * m->nv * m->nv / 3e9);
+}
+
 mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s,
                                   const mjtNum* vstart, int* iters, mjtNum* correction, char* err,
                                   int errsz) {
@@ -511,6 +520,8 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   *iters = 0;
   *correction = 0;
   if (nv == 0) return MJDIFF_OK;
+  mjdiffStatus size = mjdiff_implicitSize(m, err, errsz);
+  if (size != MJDIFF_OK) return size;
   if ((size_t)compat_stackSpace(d) < stackNeed(m)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
                         "mjData stack too small for the implicit step (%zu numbers needed, %d "

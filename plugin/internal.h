@@ -282,6 +282,10 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 
 // ---------------------------------- the implicit step (implicit.c) -------------------------------
 
+// MJDIFF_ERR_UNSUPPORTED naming nv where m->nv exceeds MJDIFF_IMPLICIT_MAX_NV (the implicit
+// step's dense Newton system), else MJDIFF_OK
+mjdiffStatus mjdiff_implicitSize(const mjModel* m, char* err, int errsz);
+
 // Solve the implicit smooth step from the state in d after the smooth forward pass: on success
 // d->qpos, d->qvel hold q', v' (act and time are the caller's), with d's kinematics, contacts
 // and body velocities at the last evaluated iterate (within implicit_tol of (q', v')); iters and correction report Newton's iterations and its last

@@ -359,6 +359,10 @@ mjdiffStatus mjdiff_setParam(mjdiffModel* s, const char* name, mjtNum value, cha
   if (st != MJDIFF_OK) return st;
   st = checkValue(p, value, err, errsz);
   if (st != MJDIFF_OK) return st;
+  if (p->offset == offsetof(mjdiffOptions, integrator) && value == MJDIFF_INT_IMPLICIT) {
+    st = mjdiff_implicitSize(s->m, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
   if (geom < 0 && (p->offset == offsetof(mjdiffOptions, integrator) ||
                    p->offset == offsetof(mjdiffOptions, substeps))) {
     // the derived values depend on the integrator and the substeps: derive them again
@@ -596,6 +600,10 @@ mjdiffStatus mjdiff_checkSupported(const mjModel* m, const mjdiffOptions* opt, c
   }
   if (m->opt.integrator == COMPAT_INT_IMPLICITFAST) {
     mjdiffStatus st = mjdiff_implicitFastCovered(m, err, errsz);
+    if (st != MJDIFF_OK) return st;
+  }
+  if (opt->integrator == MJDIFF_INT_IMPLICIT) {
+    mjdiffStatus st = mjdiff_implicitSize(m, err, errsz);
     if (st != MJDIFF_OK) return st;
   }
   int id, type;

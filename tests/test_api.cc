@@ -708,6 +708,48 @@ TEST(Errors, ImplicitIntegrator) {
   EXPECT_EQ(mjdiff_step(e.get(), d.get(), se.get(), err, sizeof(err)), MJDIFF_OK) << err;
 }
 
+// the implicit step's Newton system is dense: above MJDIFF_IMPLICIT_MAX_NV dofs it is refused by
+// name, made, set or stepped (at nv = 3000, MuJoCo's particle sample, a step with contacts had
+// taken half a minute or more), and the explicit step still runs
+TEST(Errors, ImplicitAboveItsSize) {
+  const int nbody = MJDIFF_IMPLICIT_MAX_NV / 6 + 1;  // free spheres: nv just above the limit
+  std::string bodies;
+  for (int i = 0; i < nbody; i++) {
+    bodies += "<body pos='" + std::to_string(0.3 * (i % 20)) + " " + std::to_string(0.3 * (i / 20)) +
+              " 0.2'><freejoint/><geom size='0.1'/></body>";
+  }
+  auto xml = [&](const char* custom) {
+    return std::string("<mujoco><custom>") + custom +
+           "</custom><worldbody><geom type='plane' size='10 10 .1'/>" + bodies +
+           "</worldbody></mujoco>";
+  };
+  char err[1000] = "";
+  ModelPtr m = load(xml("<numeric name='mjdiff_integrator' data='1'/>"));
+  ASSERT_TRUE(m);
+  ASSERT_GT(m->nv, MJDIFF_IMPLICIT_MAX_NV);
+  mjdiffModel* s = nullptr;
+  EXPECT_EQ(mjdiff_makeModel(m.get(), nullptr, &s, err, sizeof(err)), MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_EQ(s, nullptr);
+  std::string nv = "nv = " + std::to_string(m->nv);
+  EXPECT_TRUE(contains(err, nv.c_str()) && contains(err, "implicit")) << err;
+
+  ModelPtr e = load(xml("<numeric name='mjdiff_enable' data='1'/>"));
+  ASSERT_TRUE(e);
+  SmoothPtr se = makeSmooth(e.get());
+  ASSERT_TRUE(se);
+  err[0] = 0;
+  EXPECT_EQ(mjdiff_setParam(se.get(), "integrator", MJDIFF_INT_IMPLICIT, err, sizeof(err)),
+            MJDIFF_ERR_UNSUPPORTED);
+  EXPECT_TRUE(contains(err, nv.c_str())) << err;
+  mjtNum integrator = 0;
+  ASSERT_EQ(mjdiff_getParam(se.get(), "integrator", &integrator, err, sizeof(err)), MJDIFF_OK);
+  EXPECT_NE(integrator, MJDIFF_INT_IMPLICIT);
+  DataPtr d(mj_makeData(e.get()));
+  for (int i = 0; i < 5; i++) {
+    ASSERT_EQ(mjdiff_step(e.get(), d.get(), se.get(), err, sizeof(err)), MJDIFF_OK) << err;
+  }
+}
+
 TEST(Errors, UnsupportedFeatures) {
   // distance equality (MuJoCo 2.2.2's parser refuses it, so set the type on a loaded model)
   std::string dist = R"(

@@ -103,6 +103,13 @@ typedef struct mjdiffOptions_ {
 #define MJDIFF_INT_EXPLICIT 0
 #define MJDIFF_INT_IMPLICIT 1
 
+// The largest m->nv the implicit step takes. Its Newton system is dense (an LU of nv x nv, about
+// nv^3 / 3 flops per Newton iteration, and nv x nv force Jacobians): at nv = 3000 (MuJoCo's particle
+// sample) an iteration takes seconds and a step with contacts half a minute or more. Above it,
+// making the smooth model with the implicit step, and every implicit step, fail with
+// MJDIFF_ERR_UNSUPPORTED naming nv; the explicit step has no such limit.
+#define MJDIFF_IMPLICIT_MAX_NV 1000
+
 // After an implicit mjdiff_step on d: the Newton iterations it took (0 after an explicit step that
 // followed mj_resetData; otherwise whatever MuJoCo's solver left), with the last relative velocity
 // correction and residual norm (nullable). Per iteration they are in MuJoCo's own solver
