@@ -6,17 +6,24 @@
 // MuJoCo's soft constraints (engine_core_constraint.c). From solref = (timeconst tc, dampratio dr)
 // (tc raised to 2h unless refsafe is disabled) or direct (-K, -B), and solimp = (dmin, dmax, width,
 // mid, power), the reference acceleration of a constraint at violation r, velocity v, is
-//   aref = -b v - k r,   k = 1 / (dmax^2 tc^2 dr^2),  b = 2 / (dmax tc)   (direct: K/dmax^2, B/dmax)
-// and the solver returns, in one dimension with inverse inertia A, a = d aref + (1 - d) a0, d the
-// impedance in [dmin, dmax]. At rest under a load a0 = -g: r = (1 - d)/d g/k (0.2-0.4 mm with the
-// defaults: MuJoCo's contacts are firm), and the motion about that rest is a spring-damper of
-// natural frequency sqrt(d k), damping ratio dr.
+//   aref = -b v - d k r,   k = 1 / (dmax^2 tc^2 dr^2),  b = 2 / (dmax tc)   (direct: K/dmax^2,
+// B/dmax; mj_referenceConstraint scales k by the impedance d) and the solver returns, in one
+// dimension with inverse inertia A, a = d aref + (1 - d) a0 (R = (1 - d)/d A), d the impedance in
+// [dmin, dmax]. At rest under a load a0 = -g: r = (1 - d)/d^2 g/k (0.2-0.4 mm with the defaults:
+// MuJoCo's contacts are firm), and the motion about that rest is a spring-damper of natural
+// frequency d sqrt(k), damping ratio dr.
 //
 // The penalty law of the smooth model, with stiffness K (N/m) and damping C on an effective mass
 // m_eff = 1/A, rests at r = m_eff g / K. The same rest depth as MuJoCo's needs
-//   omega_match^2 = K / m_eff = k dbar / (1 - dbar),   dbar = (dmin + dmax)/2,
-//   zeta = b / (2 sqrt(k))  (= dr for the standard format)
-// and the semi-implicit Euler step of x'' = -omega^2 x - 2 zeta omega x' is stable while
+//   omega_match^2 = K / m_eff = k dbar^2 / (1 - dbar),   dbar = (dmin + dmax)/2,
+//   zeta = b / (2 sqrt(k))  (= dr for the standard format).
+// The law takes omega_match^2 = k dbar / (1 - dbar), 1/dbar firmer (8% at MuJoCo's default
+// solimp, 6% at the humanoid sample's): it was derived without the impedance's factor on k in
+// aref, and the exact value, tried on 2026-12-07, raised the worst Newton iterations of the
+// implicit step on the humanoid under controls from 39 to 67
+// (Implicit.HumanoidUnderControlsConverges) and moved the state that
+// Implicit.ContinuationFindsTheRootNewtonMissed was built on; it was not adopted. The
+// semi-implicit Euler step of x'' = -omega^2 x - 2 zeta omega x' is stable while
 //   (omega h)^2 + 4 zeta omega h < 4,  i.e.  omega h < 2 (sqrt(zeta^2 + 1) - zeta)
 // (0.83 for zeta = 1). Several contacts on one body act in parallel and invweight0 is an average
 // over directions, so the derived law keeps a safety factor beta = 0.4 below that bound:
@@ -46,7 +53,8 @@
 //                      the safety factor BETA must cover. Where convex.c's exact solve fails and
 //                      MuJoCo's MPR contact is kept (depths of several cm), its normal need not
 //                      pass through a sphere's centre
-//                      (geom_invweightn, under both steps, below). Friction acts along
+//                      (geom_invweightn, the explicit step's; the implicit step's normal law
+//                      takes MuJoCo's own A_t, below). Friction acts along
 //                      the tangents, whose lever reaches the farthest point of every shape: its
 //                      load scaling (law.h) and the tangential stability bound keep rho =
 //                      |o - c| + geom_rbound (geom_invweight). Against an immovable partner.
@@ -76,8 +84,9 @@
 // with r / n <= 1 where r > 1.5 (1 otherwise; at most 8), r the largest over the contacts of
 // moving geoms that MuJoCo's filters let meet another geom, and MJCF <pair>s, whose contact
 // stiffness is derived (an explicit stiffness, on the geom or model-wide, asks for none). Every
-// law above then uses h / n (MuJoCo's refsafe rule keeps the model's h). Not under the implicit step, nor
-// where MuJoCo's own mj_step integrates (the 2.2 adapter, the 3.x engine plugin): there n = 1.
+// law above then uses h / n (MuJoCo's refsafe rule keeps the model's h). Not under the implicit
+// step, nor where MuJoCo's own mj_step integrates (the 2.2 adapter, the 3.x engine plugin): there
+// n = 1.
 //
 // With the implicit smooth step (opt.integrator = MJDIFF_INT_IMPLICIT, plugin/implicit.c) the
 // backward-Euler step of the spring-damper is stable for every omega h (it scales each mode by
@@ -90,13 +99,17 @@
 // Its contact laws need no lever on the normal either: they take MuJoCo's own efc_diagApprox of
 // a contact's normal row, A = A_t (the sum over the pair's two bodies, in series as above), with
 // which MuJoCo's solver computes its R = (1 - d)/d A. At rest under a normal load fn, MuJoCo's
-// row holds a = aref - R fn = 0, so r = R fn / k; the law's K = k dbar/(1 - dbar) / A_t rests at
-// fn / K, the same depth for d = dbar (elliptic cone; under the pyramidal cone MuJoCo's edges'
-// R scale it by mu^2 (1 + mu^2) / 2 for condim 3 at a fixed d, 1 at mu = 1: a 1 kg sphere at rest
-// on 2.2.2 sinks 0.19, 0.59, 1 and 1.43x its elliptic depth at mu 0.5, 0.8, 1 and 1.2, which the
-// isotropic smooth law does not follow). Until 2026-12-07 they took the
-// explicit step's per-shape lever, whose larger A rested 1.2-3.8x deeper on the Menagerie's
-// humanoids (README, "Fidelity"). Newton splits a stalled step (plugin/implicit.c).
+// row holds a = aref - R fn = 0, so d k r = R fn, r = (1 - d)/d^2 A_t fn / k; the law's K =
+// k dbar/(1 - dbar) / A_t rests at fn / K beyond its width, dbar times that depth for d = dbar
+// (above; at depths within the width the law's ramp holds less deep). That is the elliptic
+// cone; under the pyramidal cone MuJoCo's edges' R scale the depth by mu^2 (1 + mu^2) / (2 impratio) for condim 3
+// at a fixed d, 1 at mu = 1: a 1 kg sphere at rest on 2.2.2 sinks 0.19, 0.59, 1 and 1.43x its
+// elliptic depth at mu 0.5, 0.8, 1 and 1.2, which the isotropic smooth law does not follow. 3.x's
+// mjENBL_DIAGEXACT (the exact J M^-1 J' in place of efc_diagApprox) is not followed either. A body
+// that cannot move its centre of mass (A_t = 0) keeps a finite law (normalInvweight). Until
+// 2026-12-07 they took the explicit step's per-shape lever, whose larger A rested 1.9-7.6x deeper
+// than now on the Menagerie's G1, Booster T1, Berkeley Humanoid and ANYmal C (README,
+// "Fidelity"). Newton splits a stalled step (plugin/implicit.c).
 
 #include <math.h>
 
@@ -107,6 +120,7 @@
 
 #define BETA 0.4          // safety factor below the single spring-damper stability bound
 #define MIN_WIDTH 1e-4    // smallest derived width (m or rad)
+#define IMPLICIT_FIRM 10  // the implicit normal law's A: at least the lever's A over this
 
 mjtNum mjdiff_derivedWidth(const mjtNum* solimp) {
   return mju_max(solimp[2], MIN_WIDTH);
@@ -600,8 +614,11 @@ int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s) {
 // efc_diagApprox of a contact's normal row, the body's translational invweight0, so that the law
 // rests under a load as deep as MuJoCo's solver holds it (header)
 static mjtNum normalInvweight(const mjModel* m, const mjdiffModel* s, int g) {
-  if (mjdiff_implicit(s)) return m->body_invweight0[2 * m->geom_bodyid[g]];
-  return s->geom_invweightn[g];
+  if (!mjdiff_implicit(s)) return s->geom_invweightn[g];
+  // a body that cannot move its centre of mass (a see-saw, a wheel hinged through its centre) has
+  // A_t = 0: MuJoCo's R falls to mjMINVAL there, a hard contact; the law keeps a finite stiffness,
+  // at most IMPLICIT_FIRM times that on the lever
+  return mju_max(m->body_invweight0[2 * m->geom_bodyid[g]], s->geom_invweightn[g] / IMPLICIT_FIRM);
 }
 
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {

@@ -510,7 +510,7 @@ mjdiffStatus mjdiff_implicitSize(const mjModel* m, char* err, int errsz) {
                       "the implicit step solves a dense Newton system: nv = %d is above its limit "
                       "of %d (an LU of %d x %d, %.1f GFLOP per Newton iteration); use the "
                       "explicit step (integrator 0)", (int)m->nv, MJDIFF_IMPLICIT_MAX_NV,
-                      (int)m->nv, (int)m->nv, (double)m->nv * m->nv * m->nv / 3e9);
+                      (int)m->nv, (int)m->nv, 2.0 * m->nv * m->nv * m->nv / 3e9);
 }
 
 mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel* s,

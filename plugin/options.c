@@ -510,7 +510,9 @@ static mjdiffStatus readPluginConfig(mjdiffModel* s, const mjModel* m, char* err
                           "plugin " COMPAT_PLUGIN_NAME " config key '%s': value '%s' is not a "
                           "number", kParams[i].name, text);
     }
-    mjdiffStatus st = checkValue(kParams + i, (mjtNum)v, err, errsz);
+    // as mjdiff_setParam sets it: the integrator and the substeps derive the values again, and the
+    // implicit step's size limit applies
+    mjdiffStatus st = mjdiff_setParam(s, kParams[i].name, (mjtNum)v, err, errsz);
     if (st != MJDIFF_OK) {
       // name the key and the text as written
       char why[256];
@@ -518,8 +520,6 @@ static mjdiffStatus readPluginConfig(mjdiffModel* s, const mjModel* m, char* err
       return mjdiff_error(err, errsz, st, "plugin " COMPAT_PLUGIN_NAME " config key '%s' = '%s': %s",
                           kParams[i].name, text, why);
     }
-    *optField(&s->opt, kParams + i) = (mjtNum)v;
-    spreadGeomParam(s, kParams + i);
   }
   return MJDIFF_OK;
 }

@@ -715,8 +715,8 @@ TEST(Errors, ImplicitAboveItsSize) {
   const int nbody = MJDIFF_IMPLICIT_MAX_NV / 6 + 1;  // free spheres: nv just above the limit
   std::string bodies;
   for (int i = 0; i < nbody; i++) {
-    bodies += "<body pos='" + std::to_string(0.3 * (i % 20)) + " " + std::to_string(0.3 * (i / 20)) +
-              " 0.2'><freejoint/><geom size='0.1'/></body>";
+    std::string x = std::to_string(0.3 * (i % 20)), y = std::to_string(0.3 * (i / 20));
+    bodies += "<body pos='" + x + " " + y + " 0.2'><freejoint/><geom size='0.1'/></body>";
   }
   auto xml = [&](const char* custom) {
     return std::string("<mujoco><custom>") + custom +

@@ -365,6 +365,51 @@ TEST(Implicit, NewtonConvergesOnStiffStack) {
 
 // the derived values follow the integrator: firmer under the implicit step, where the explicit
 // step's cap binds (the humanoid at its 5 ms step); setting the integrator derives them again
+// a plank hinged through its centre of mass cannot move that centre: MuJoCo's translational
+// invweight0, the implicit normal law's A, is 0 there (MuJoCo's own contact is then hard). The law
+// keeps a finite stiffness, a tenth of the lever's A (plugin/derive.c), and the plank, pressed
+// into the floor by its motor, stops on it (with A = 0 the pair's series rule gave no force at all
+// and the plank turned through the floor)
+TEST(Implicit, PlankHingedAtItsCentreStopsOnTheFloor) {
+  Sim sim(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <custom><numeric name="mjdiff_integrator" data="1"/></custom>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="plank" pos="0 0 0.1">
+      <joint name="hinge" type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom name="plank" type="box" size="0.4 0.05 0.01" mass="5"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hinge" gear="1"/></actuator>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  int floor = mj_name2id(m, mjOBJ_GEOM, "floor"), plank = mj_name2id(m, mjOBJ_GEOM, "plank");
+  int b = m->geom_bodyid[plank];
+  EXPECT_EQ(m->body_invweight0[2 * b], 0);
+  mjtNum k = 0;
+  char err[1000];
+  ASSERT_EQ(mjdiff_getPairParam(sim.sim.s, "contact_stiffness", floor, plank, &k, err, 1000),
+            MJDIFF_OK) << err;
+  // MuJoCo's default solref, solimp, uncapped (plugin/derive.c): k dbar / (1 - dbar)
+  const double kref = 1 / (0.95 * 0.95 * 0.02 * 0.02), w2 = kref * 0.925 / 0.075;
+  EXPECT_NEAR(k, w2 / (sim.sim.s->geom_invweightn[plank] / 10), 1e-9 * k);
+  // 20 N m pressing the plank's end (0.4 m out: 50 N) into the floor for 1 s
+  d->ctrl[0] = 20;
+  double deepest = 0;
+  for (int i = 0; i < 500; i++) {
+    ASSERT_EQ(mjdiff_step(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << i << ": " << err;
+    for (int c = 0; c < d->ncon; c++) deepest = std::max(deepest, -(double)d->contact[c].dist);
+  }
+  std::cout << "plank hinged at its centre: deepest contact " << 1e3 * deepest
+            << " mm, angle " << d->qpos[0] << " rad\n";
+  EXPECT_LT(deepest, 2e-3);
+  EXPECT_LT(std::fabs(d->qpos[0]), 0.3);  // it meets the floor at 0.23 rad; through it, it turns on
+}
+
 TEST(Implicit, DerivedValuesFollowTheIntegrator) {
   Sim sim(nullptr, "/usr/share/mujoco/model/humanoid/humanoid.xml");
   ASSERT_TRUE(sim.ok) << sim.sim.err;
@@ -430,7 +475,7 @@ TEST(Implicit, HumanoidRestsAsDeepAsNative) {
     if (mode) {
       ASSERT_EQ(mjdiff_setParam(sim.sim.s, "integrator", 1, err, 1000), MJDIFF_OK);
     }
-    double deepest = 0;
+    double deepest = -1;  // the largest -dist, negative where the law holds every contact out
     int n = 1000;  // 5 s: the humanoid falls and lies on the floor
     for (int i = 0; i < n; i++) {
       if (mode) {
@@ -446,8 +491,11 @@ TEST(Implicit, HumanoidRestsAsDeepAsNative) {
               << 1e3 * deepest << " mm\n";
     if (mode) {
       // no deeper than MuJoCo's solver holds it (0.68 mm): the normal law on MuJoCo's own
-      // efc_diagApprox (plugin/derive.c); 1.16 mm on the explicit step's per-shape lever
+      // efc_diagApprox (plugin/derive.c); 1.16 mm on the explicit step's per-shape lever. Nor
+      // floating: its deepest contact within the law's width (the limbs' solimp width 3 mm),
+      // where the law's ramp holds it
       EXPECT_LT(deepest, nativeDeepest + 2.5e-4);
+      EXPECT_GT(deepest, -3e-3);
     } else {
       nativeDeepest = deepest;
     }

@@ -119,6 +119,41 @@ TEST(PluginMj3, MakeModelReadsTheInstanceConfig) {
   EXPECT_EQ(v, MJDIFF_DERIVED);
 }
 
+// the integrator set by a config key derives the values as the numeric does (it was set without
+// deriving them again: the implicit step then ran on the explicit step's capped law)
+TEST(PluginMj3, IntegratorKeyDerivesAsTheNumeric) {
+  ASSERT_NE(LoadPlugin(), nullptr);
+  const std::string values = "<config key=\"contact_stiffness\" value=\"4000\"/>\n"
+                             "        <config key=\"contact_damping\" value=\"40\"/>\n"
+                             "        <config key=\"contact_width\" value=\"0.002\"/>";
+  std::string keyXml = Replace(BoxXml(), values, "<config key=\"integrator\" value=\"1\"/>");
+  const std::string ball = "<numeric name=\"mjdiff_contact_stiffness:ball\"";
+  std::string numXml = Replace(Replace(BoxXml(), values, ""), ball,
+                               "<numeric name=\"mjdiff_integrator\" data=\"1\"/>" + ball);
+  std::string plainXml = Replace(BoxXml(), values, "");
+  mjtNum k[3], v[3];
+  const std::string* xmls[3] = {&keyXml, &numXml, &plainXml};
+  for (int i = 0; i < 3; i++) {
+    std::string error;
+    ModelPtr m = Load(*xmls[i], &error);
+    ASSERT_TRUE(m) << error;
+    mjdiffModel* raw = nullptr;
+    char err[512] = "";
+    ASSERT_EQ(mjdiff_makeModel(m.get(), nullptr, &raw, err, sizeof(err)), MJDIFF_OK) << err;
+    SmoothPtr s(raw);
+    int floor = mj_name2id(m.get(), mjOBJ_GEOM, "floor");
+    int box = mj_name2id(m.get(), mjOBJ_GEOM, "box");
+    ASSERT_EQ(mjdiff_getPairParam(s.get(), "contact_stiffness", floor, box, k + i, err, 512),
+              MJDIFF_OK) << err;
+    ASSERT_EQ(mjdiff_getPairParam(s.get(), "friction_speed", floor, box, v + i, err, 512),
+              MJDIFF_OK) << err;
+  }
+  EXPECT_EQ(k[0], k[1]);
+  EXPECT_EQ(v[0], v[1]);
+  EXPECT_GT(k[0], 2 * k[2]);  // the implicit law is uncapped, the explicit one capped
+  EXPECT_LT(v[0], v[2]);
+}
+
 // mj_step with the plugin against mjdiff_step on the same model: the same trajectory, no
 // constraint rows, contacts detected, the box and ball come to rest on the floor
 TEST(PluginMj3, MjStepMatchesMjdiffStepAndLeavesNoConstraintRows) {
