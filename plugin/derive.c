@@ -48,7 +48,10 @@
 //                      A_r = (tr R - u'Ru) / 2 + (dperp / rho)^2 u'Ru with R = J_r M^-1 J_r' at
 //                      qpos0 (MuJoCo's A_r is tr R / 3: a thin capsule's spin about its axis,
 //                      which no normal turns, weighed in at twice the inverse inertia of its
-//                      tumble). A_r stays a mean over directions, as MuJoCo's is, not a bound:
+//                      tumble); on the other shapes, whose normals may pass beside the centre
+//                      in any direction, A_r = lambda_max(R), a bound (3x MuJoCo's mean on a
+//                      body that turns about one hinge; since 2026-12-07, leverInvweight). On
+//                      spheres and capsules A_r stays a mean over directions, not a bound:
 //                      the worst lever direction can see up to 2x it (3x MuJoCo's mean), which
 //                      the safety factor BETA must cover. Where convex.c's exact solve fails and
 //                      MuJoCo's MPR contact is kept (depths of several cm), its normal need not
@@ -102,8 +105,8 @@
 // row holds a = aref - R fn = 0, so d k r = R fn, r = (1 - d)/d^2 A_t fn / k; the law's K =
 // k dbar/(1 - dbar) / A_t rests at fn / K beyond its width, dbar times that depth for d = dbar
 // (above; at depths within the width the law's ramp holds less deep). That is the elliptic
-// cone; under the pyramidal cone MuJoCo's edges' R scale the depth by mu^2 (1 + mu^2) / (2 impratio) for condim 3
-// at a fixed d, 1 at mu = 1: a 1 kg sphere at rest on 2.2.2 sinks 0.19, 0.59, 1 and 1.43x its
+// cone; under the pyramidal cone MuJoCo's edges' R scale the depth by mu^2 (1 + mu^2) /
+// (2 impratio) for condim 3 at a fixed d, 1 at mu = 1: a 1 kg sphere at rest on 2.2.2 sinks 0.19, 0.59, 1 and 1.43x its
 // elliptic depth at mu 0.5, 0.8, 1 and 1.2, which the isotropic smooth law does not follow. 3.x's
 // mjENBL_DIAGEXACT (the exact J M^-1 J' in place of efc_diagApprox) is not followed either. A body
 // that cannot move its centre of mass (A_t = 0) keeps a finite law (normalInvweight). Until
@@ -570,15 +573,17 @@ static int leverAxis(const mjModel* m, const mjData* d, int g, mjtNum u[3], mjtN
 // (normalLever) with at most dperp along u turns the body by about |w_perp|^2 times R's mean
 // over the two directions normal to u plus (w . u)^2 u'Ru, so
 //   A_r = (tr R - u'Ru) / 2 + (dperp / rho)^2 u'Ru
-// (continuous as c leaves a capsule's axis); elsewhere MuJoCo's own mean over three,
-// body_invweight0 (trace / 3 of the same R, engine_setconst.c)
+// (continuous as c leaves a capsule's axis). On every other shape (a box's corner, a cylinder's
+// rim, an ellipsoid, a mesh: a normal may pass beside the centre in any direction) the largest
+// eigenvalue of R, the bound over directions: MuJoCo's own mean over three, body_invweight0
+// (trace / 3 of the same R, engine_setconst.c), is a third of it on a body that turns about one
+// hinge, and a plank hinged through its centre of mass, its law held to that mean, gained energy
+// at every bounce until it ran away under the explicit step without a named divergence
+// (Defaults.HingedPlankBouncesWithoutGain). A body without rotational freedom keeps 0.
 static void leverInvweight(const mjModel* m, mjtNum* Ar) {
   for (int g = 0; g < m->ngeom; g++) Ar[g] = m->body_invweight0[2 * m->geom_bodyid[g] + 1];
   int any = 0;
-  for (int g = 0; g < m->ngeom && !any; g++) {
-    int t = m->geom_type[g];
-    any = (t == mjGEOM_SPHERE || t == mjGEOM_CAPSULE) && Ar[g] > 0;
-  }
+  for (int g = 0; g < m->ngeom && !any; g++) any = Ar[g] > 0;
   if (!any || m->nv == 0) return;
   mjModel view;
   mjtNum* jac;
@@ -589,13 +594,24 @@ static void leverInvweight(const mjModel* m, mjtNum* Ar) {
   factorMass(m, d);
   for (int g = 0; g < m->ngeom; g++) {
     mjtNum u[3], dperp;
-    if (!(Ar[g] > 0) || !leverAxis(m, d, g, u, &dperp)) continue;
-    mjtNum offset, rho = normalLever(m, g, &offset);
+    if (!(Ar[g] > 0)) continue;
+    int t = m->geom_type[g], axis = leverAxis(m, d, g, u, &dperp);
+    if (!axis && (t == mjGEOM_SPHERE || t == mjGEOM_CAPSULE)) continue;
     // R = J_r M^-1 J_r'
     mj_jacBody(m, d, NULL, jac, m->geom_bodyid[g]);
     mj_solveM(m, d, x, jac, 3);
     mjtNum R[9];
     mju_mulMatMatT(R, jac, x, 3, m->nv, 3);
+    if (!axis) {
+      mjtNum val[3], vec[9], quat[4], Rs[9];
+      for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) Rs[3 * i + j] = 0.5 * (R[3 * i + j] + R[3 * j + i]);
+      }
+      mju_eig3(val, vec, quat, Rs);
+      Ar[g] = mju_max(0, mju_max(val[0], mju_max(val[1], val[2])));
+      continue;
+    }
+    mjtNum offset, rho = normalLever(m, g, &offset);
     mjtNum Ru[3];
     mju_mulMatVec(Ru, R, u, 3, 3);
     mjtNum uRu = mju_dot3(u, Ru), f = rho > mjMINVAL ? dperp / rho : 0;
