@@ -106,8 +106,9 @@
 // k dbar/(1 - dbar) / A_t rests at fn / K beyond its width, dbar times that depth for d = dbar
 // (above; at depths within the width the law's ramp holds less deep). That is the elliptic
 // cone; under the pyramidal cone MuJoCo's edges' R scale the depth by mu^2 (1 + mu^2) /
-// (2 impratio) for condim 3 at a fixed d, 1 at mu = 1: a 1 kg sphere at rest on 2.2.2 sinks 0.19, 0.59, 1 and 1.43x its
-// elliptic depth at mu 0.5, 0.8, 1 and 1.2, which the isotropic smooth law does not follow. 3.x's
+// (2 impratio) for condim 3 at a fixed d, 1 at mu = 1: a 1 kg sphere at rest on 2.2.2 sinks
+// 0.19, 0.59, 1 and 1.43x its elliptic depth at mu 0.5, 0.8, 1 and 1.2, which the isotropic
+// smooth law does not follow. 3.x's
 // mjENBL_DIAGEXACT (the exact J M^-1 J' in place of efc_diagApprox) is not followed either. A body
 // that cannot move its centre of mass (A_t = 0) keeps a finite law (normalInvweight). Until
 // 2026-12-07 they took the explicit step's per-shape lever, whose larger A rested 1.9-7.6x deeper
@@ -592,23 +593,27 @@ static void leverInvweight(const mjModel* m, mjtNum* Ar) {
   m = &view;
   mjtNum* x = jac + 3 * m->nv;
   factorMass(m, d);
+  int rb = -1;  // the body whose R (and its largest eigenvalue Rmax) is held
+  mjtNum R[9], Rmax = 0;
   for (int g = 0; g < m->ngeom; g++) {
     mjtNum u[3], dperp;
     if (!(Ar[g] > 0)) continue;
     int t = m->geom_type[g], axis = leverAxis(m, d, g, u, &dperp);
     if (!axis && (t == mjGEOM_SPHERE || t == mjGEOM_CAPSULE)) continue;
-    // R = J_r M^-1 J_r'
-    mj_jacBody(m, d, NULL, jac, m->geom_bodyid[g]);
-    mj_solveM(m, d, x, jac, 3);
-    mjtNum R[9];
-    mju_mulMatMatT(R, jac, x, 3, m->nv, 3);
-    if (!axis) {
+    if (m->geom_bodyid[g] != rb) {  // R = J_r M^-1 J_r', once per body
+      rb = m->geom_bodyid[g];
+      mj_jacBody(m, d, NULL, jac, rb);
+      mj_solveM(m, d, x, jac, 3);
+      mju_mulMatMatT(R, jac, x, 3, m->nv, 3);
       mjtNum val[3], vec[9], quat[4], Rs[9];
       for (int i = 0; i < 3; i++) {
         for (int j = 0; j < 3; j++) Rs[3 * i + j] = 0.5 * (R[3 * i + j] + R[3 * j + i]);
       }
       mju_eig3(val, vec, quat, Rs);
-      Ar[g] = mju_max(0, mju_max(val[0], mju_max(val[1], val[2])));
+      Rmax = mju_max(0, mju_max(val[0], mju_max(val[1], val[2])));
+    }
+    if (!axis) {
+      Ar[g] = Rmax;
       continue;
     }
     mjtNum offset, rho = normalLever(m, g, &offset);
@@ -628,13 +633,14 @@ int mjdiff_substepsStale(const mjModel* m, const mjdiffModel* s) {
 // the inverse inertia that scales geom g's normal law: the explicit step's per-shape lever
 // (geom_invweightn, which its stability needs), or under the implicit step MuJoCo's own
 // efc_diagApprox of a contact's normal row, the body's translational invweight0, so that the law
-// rests under a load as deep as MuJoCo's solver holds it (header)
+// rests under a load about as deep as MuJoCo's solver holds it (header: within a factor dbar)
 static mjtNum normalInvweight(const mjModel* m, const mjdiffModel* s, int g) {
   if (!mjdiff_implicit(s)) return s->geom_invweightn[g];
   // a body that cannot move its centre of mass (a see-saw, a wheel hinged through its centre) has
   // A_t = 0: MuJoCo's R falls to mjMINVAL there, a hard contact; the law keeps a finite stiffness,
   // at most IMPLICIT_FIRM times that on the lever
-  return mju_max(m->body_invweight0[2 * m->geom_bodyid[g]], s->geom_invweightn[g] / IMPLICIT_FIRM);
+  mjtNum At = m->body_invweight0[2 * m->geom_bodyid[g]];
+  return mju_max(At, s->geom_invweightn[g] / IMPLICIT_FIRM);
 }
 
 void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
@@ -658,7 +664,8 @@ void mjdiff_deriveParams(const mjModel* m, mjdiffModel* s) {
   // MJCF pairs
   for (int i = 0; i < m->npair; i++) {
     contactValues(m, s, m->pair_solref + mjNREF * i, m->pair_solimp + mjNIMP * i,
-                  normalInvweight(m, s, m->pair_geom1[i]) + normalInvweight(m, s, m->pair_geom2[i]),
+                  normalInvweight(m, s, m->pair_geom1[i]) +
+                      normalInvweight(m, s, m->pair_geom2[i]),
                   m->pair_friction[5 * i], s->pair_derived + GP_COUNT * i);
   }
 

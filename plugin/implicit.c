@@ -520,8 +520,6 @@ mjdiffStatus mjdiff_implicitSolve(const mjModel* m, mjData* d, const mjdiffModel
   *iters = 0;
   *correction = 0;
   if (nv == 0) return MJDIFF_OK;
-  mjdiffStatus size = mjdiff_implicitSize(m, err, errsz);
-  if (size != MJDIFF_OK) return size;
   if ((size_t)compat_stackSpace(d) < stackNeed(m)) {
     return mjdiff_error(err, errsz, MJDIFF_ERR_MEMORY,
                         "mjData stack too small for the implicit step (%zu numbers needed, %d "

@@ -283,7 +283,8 @@ void mjdiff_smoothTouch(const mjModel* m, const mjData* d, const mjdiffModel* s,
 // ---------------------------------- the implicit step (implicit.c) -------------------------------
 
 // MJDIFF_ERR_UNSUPPORTED naming nv where m->nv exceeds MJDIFF_IMPLICIT_MAX_NV (the implicit
-// step's dense Newton system), else MJDIFF_OK
+// step's dense Newton system), else MJDIFF_OK; checked where the implicit step is chosen
+// (mjdiff_checkSupported at make time, mjdiff_setParam)
 mjdiffStatus mjdiff_implicitSize(const mjModel* m, char* err, int errsz);
 
 // Solve the implicit smooth step from the state in d after the smooth forward pass: on success

@@ -106,9 +106,9 @@ typedef struct mjdiffOptions_ {
 // The largest m->nv the implicit step takes. Its Newton system is dense (an LU of nv x nv, about
 // 2 nv^3 / 3 flops per Newton iteration, and nv x nv force Jacobians): at nv = 3000 (MuJoCo's
 // particle sample) an iteration takes seconds and a step with contacts half a minute or more.
-// Above it, making the smooth model with the implicit step, setting the integrator to it
-// (mjdiff_setParam, a MuJoCo 3 plugin config key) and every implicit step fail with
-// MJDIFF_ERR_UNSUPPORTED naming nv; the explicit step has no such limit.
+// Above it, making the smooth model with the implicit step and setting the integrator to it
+// (mjdiff_setParam, a MuJoCo 3 plugin config key) fail with MJDIFF_ERR_UNSUPPORTED naming nv
+// (those are the only ways to choose it); the explicit step has no such limit.
 #define MJDIFF_IMPLICIT_MAX_NV 1000
 
 // After an implicit mjdiff_step on d: the Newton iterations it took (0 after an explicit step that
