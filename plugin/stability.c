@@ -24,13 +24,37 @@
 //       (K' > 4 K + M/2 (1 m/s)^2, M the model's total mass): a velocity doubling that the
 //       element's law cannot supply when integrated stably; or
 //   (c) the kinetic energy grew more than a hundredfold in the step (K' > 100 K + M/2 (1 m/s)^2),
-//       whatever the elements' ratios say (coupled elements can be unstable together while each
-//       alone is stable). Slower growth runs on until (a) or until the motion slows.
-// (b) and (c) apply only to a gain the actuators and applied forces do not explain: the gain they
+//       whatever the elements' ratios say, for bodies already moving (K > M/2 (1 m/s)^2); or
+//   (d) the elements together amplify (below, "Elements together").
+// Slower growth runs on until (a) or until the motion slows.
+// (b), (c) and (d) apply only to a gain the actuators and applied forces do not explain: the gain they
 // alone would give from the start velocity, h v'tau + h^2 tau'M^-1 tau / 2 (tau = qfrc_actuator +
 // qfrc_applied + J' xfrc_applied), below half of K' - K (a strong motor that accelerates a body
 // from rest is driven motion, not divergence).
 // The error then names that element, its law, the effective mass 1/A and h_max.
+//
+// Elements together (exact only). Elements that act on one motion add their stiffness: a plank
+// hinged through its centre resting on two corners is stable under each corner's law alone and
+// unstable under both (each corner's ratio 0.73, the plank's speed doubling at each bounce until
+// it ran away at 1e3 rad/s before (c) held). Linearised at the state, the active elements are
+//   M dv/dt = -K dx - C dv,   K = sum_i k_i J_i' J_i,   C = sum_i c_i J_i' J_i
+// over their rows J_i (1 x nv: a contact's normal row with the law's slopes times its share, its
+// two tangent rows with the friction slope, a limit's or friction loss's dof or tendon row).
+// Semi-implicit Euler on the modes of M^-1 K is stable while h < h_max(lambda_K, lambda_C) of
+// mjdiff_stableTimestep with A = 1, lambda_K = lambda_max(M^-1 K) = lambda_max(B_K),
+//   B_K = D_k^1/2 S D_k^1/2,   S = J M^-1 J' (nr x nr, S_ii the row's own A),
+// and lambda_C likewise (taking both largest values is exact where C is proportional to K on the
+// worst mode, else a bound: stableTimestep falls in both). lambda >= k_i S_ii for every row
+// (Rayleigh), so the group's ratio is at least every element's own. Power iteration on the
+// symmetric B (Rayleigh quotients, a lower bound converging from below). The mode's largest
+// participant is the row with the largest component of B's leading eigenvector; the elements with
+// at least a tenth of its squared component are counted. Equalities are not rows here (their
+// networks are bounded at make time, derive.c); neither are rows past the stack's space.
+// The step's test (d): the group's ratio > 1 (the linearised step amplifies) and the kinetic
+// energy more than quadrupled in the step (K' > 4 K + M/2 (1 m/s)^2, as (b)) from above the
+// slow-motion scale (K > M/2 (1 m/s)^2), a gain the actuators do not explain. (Doubling stopped
+// the derived defaults' own bursts, which runs ride out: every one in the test suite gains less
+// than 2.5x in its step; the plank's run-away gains 3.4x, then 16x.)
 
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +76,27 @@ typedef struct exactCtx_ {
   mjtNum* row;
   mjtNum* sol;
   mjtNum* jac;                 // 3 x nv, twice
+  // the active elements' rows for the group test: J (cap x nv), slopes, element of each row
+  int nr, cap, nel;
+  mjtNum *J, *k, *c;
+  int *kind, *id, *id2, *el;   // el: the element's index (a contact's three rows share it)
 } exactCtx;
+
+// keep the row last formed in x->row (an element's, with its stiffness and damping slopes); a
+// new element unless more is set (a contact's tangent rows after its normal row)
+static void keepRow(exactCtx* x, mjtNum k, mjtNum c, int kind, int id, int id2, int more) {
+  if (!x) return;
+  if (!more) x->nel++;
+  if (x->nr >= x->cap || !(k > 0 || c > 0)) return;
+  int r = x->nr++;
+  x->el[r] = x->nel - 1;
+  mju_copy(x->J + r * x->m->nv, x->row, x->m->nv);
+  x->k[r] = k;
+  x->c[r] = c;
+  x->kind[r] = kind;
+  x->id[r] = id;
+  x->id2[r] = id2;
+}
 
 // J M^-1 J' for the row in x->row (M's factor from the forward pass)
 static mjtNum rowInvweight(exactCtx* x) {
@@ -106,16 +150,99 @@ static void consider(mjdiffStability* w, mjtNum h, mjtNum k, mjtNum c, mjtNum A,
   w->id2 = id2;
 }
 
+// largest eigenvalue of the symmetric positive semidefinite n x n matrix B and its unit
+// eigenvector v (power iteration from the diagonal's square roots, Rayleigh quotients); u scratch
+static mjtNum largestEig(const mjtNum* B, int n, mjtNum* v, mjtNum* u) {
+  for (int i = 0; i < n; i++) v[i] = mju_sqrt(mju_max(B[i * n + i], 0)) * (1 + 0.01 * (i % 7));
+  mjtNum nrm = mju_norm(v, n), lambda = 0;
+  if (!(nrm > 0)) return 0;
+  mju_scl(v, v, 1 / nrm, n);
+  for (int it = 0; it < 200; it++) {
+    mju_mulMatVec(u, B, v, n, n);
+    mjtNum next = mju_dot(v, u, n);  // the Rayleigh quotient at v
+    nrm = mju_norm(u, n);
+    if (!(nrm > 0)) return 0;
+    mju_scl(v, u, 1 / nrm, n);
+    if (it > 5 && next - lambda <= 1e-9 * next) return next;
+    lambda = next;
+  }
+  return lambda;
+}
+
+// the group test (top of file): the ratio of the kept rows' elements together, and the worst
+// mode's largest participant
+static void group(exactCtx* x, mjtNum h, mjdiffStability* w) {
+  const mjModel* m = x->m;
+  mjData* d = x->d;
+  int nr = x->nr, nv = m->nv;
+  mjtNum* MinvJ = compat_stackAllocNum(d, nr * nv);
+  mjtNum* S = compat_stackAllocNum(d, nr * nr);
+  mjtNum* B = compat_stackAllocNum(d, nr * nr);
+  mjtNum *vk = compat_stackAllocNum(d, nr), *vc = compat_stackAllocNum(d, nr);
+  mjtNum* u = compat_stackAllocNum(d, nr);
+  mj_solveM(m, d, MinvJ, x->J, nr);
+  mju_mulMatMatT(S, x->J, MinvJ, nr, nv, nr);
+  mjtNum lambda[2];
+  for (int which = 0; which < 2; which++) {
+    const mjtNum* g = which ? x->c : x->k;
+    for (int i = 0; i < nr; i++) {
+      for (int j = 0; j < nr; j++) B[i * nr + j] = mju_sqrt(g[i] * g[j]) * S[i * nr + j];
+    }
+    lambda[which] = largestEig(B, nr, which ? vc : vk, u);
+  }
+  mjtNum hmax = mjdiff_stableTimestep(lambda[0], lambda[1], 1);
+  if (!isfinite(hmax)) return;
+  w->group_ratio = h / hmax;
+  w->group_hmax = hmax;
+  // the worse mode alone decides whose participants are named
+  mjtNum* v = mjdiff_stableTimestep(lambda[0], 0, 1) <= mjdiff_stableTimestep(0, lambda[1], 1) ?
+              vk : vc;
+  int top = 0;
+  for (int i = 1; i < nr; i++) {
+    if (v[i] * v[i] > v[top] * v[top]) top = i;
+  }
+  w->group_kind = x->kind[top];
+  w->group_id = x->id[top];
+  w->group_id2 = x->id2[top];
+  // count the elements (a contact with its tangent rows is one) in the mode
+  w->group_count = 0;
+  for (int i = 0; i < nr; i++) {
+    if (!(v[i] * v[i] >= 0.1 * v[top] * v[top])) continue;
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) {
+      seen = x->el[j] == x->el[i] && v[j] * v[j] >= 0.1 * v[top] * v[top];
+    }
+    w->group_count += !seen;
+  }
+}
+
 void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exact,
                       mjdiffStability* w) {
   mjtNum h = mjdiff_timestep(m, s);
-  exactCtx xc = {m, d, NULL, NULL, NULL}, *ex = NULL;
+  exactCtx xc = {.m = m, .d = d}, *ex = NULL;
   mjdiffStackMark mark = compat_stackMark(d);
   if (exact && m->nv > 0 && compat_stackSpace(d) > 8 * m->nv) {
     xc.row = compat_stackAllocNum(d, m->nv);
     xc.sol = compat_stackAllocNum(d, m->nv);
     xc.jac = compat_stackAllocNum(d, 6 * m->nv);
     ex = &xc;
+    // rows for the group test: at most 3 per contact, 1 per limit and friction loss; J and
+    // M^-1 J' (cap x nv each), S and B (cap x cap), 9 numbers per row besides, in half the
+    // space left
+    int cap = 3 * d->ncon + m->njnt + 2 * m->ntendon + m->nv;
+    mjtNum room = 0.5 * compat_stackSpace(d);
+    while (cap > 0 && (mjtNum)cap * (2 * m->nv + 2 * cap + 9) > room) cap /= 2;
+    if (cap > 0) {
+      xc.cap = cap;
+      xc.J = compat_stackAllocNum(d, cap * m->nv);
+      xc.k = compat_stackAllocNum(d, cap);
+      xc.c = compat_stackAllocNum(d, cap);
+      // (the element of each row as ints, in numbers' space: 4 ints fit in 4 numbers)
+      xc.kind = (int*)compat_stackAllocNum(d, 4 * cap);
+      xc.id = xc.kind + cap;
+      xc.id2 = xc.id + cap;
+      xc.el = xc.id2 + cap;
+    }
   }
   w->exact = ex != NULL;
   w->ratio = 0;
@@ -123,6 +250,11 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
   w->id = w->id2 = -1;
   w->hmax = INFINITY;
   w->stiffness = w->damping = w->mass = 0;
+  w->group_ratio = 0;
+  w->group_hmax = INFINITY;
+  w->group_count = 0;
+  w->group_kind = MJDIFF_STAB_NONE;
+  w->group_id = w->group_id2 = -1;
   if ((m->opt.disableflags & mjDSBL_CONSTRAINT) || compat_passiveOff(m)) {
     compat_stackFree(d, mark);
     return;
@@ -141,18 +273,25 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       mjtNum A = s->geom_invweightn[g1] + s->geom_invweightn[g2], As, Ar;  // normal
       mjdiff_contactInvweight(s, g1, g2, &As, &Ar);
       mjtNum At = s->geom_invweight[g1] + s->geom_invweight[g2];  // tangential
-      if (ex) {
-        int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
-        A = pointInvweight(ex, b1, b2, con->pos, con->frame);
-        At = mju_max(pointInvweight(ex, b1, b2, con->pos, con->frame + 3),
-                     pointInvweight(ex, b1, b2, con->pos, con->frame + 6));
-      }
-      consider(w, h, p[GP_STIFFNESS] * ds, p[GP_DAMPING] * ds, A, MJDIFF_STAB_CONTACT, g1, g2);
+      mjtNum k = p[GP_STIFFNESS] * ds, c = p[GP_DAMPING] * ds, cf = 0;
       if (con->dim >= 3) {
         mjtNum fn = p[GP_STIFFNESS] * sx;  // the spring part bounds the damped law's force
         mjtNum ve = law_frictionSpeed(p[GP_FRICTION_SPEED], h, As, con->friction[0], fn);
-        consider(w, h, 0, fn * con->friction[0] / ve, At, MJDIFF_STAB_FRICTION, g1, g2);
+        cf = fn * con->friction[0] / ve;
       }
+      if (ex) {
+        int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+        mjtNum share = mjdiff_contactShare(m, d, s, i, NULL);
+        A = pointInvweight(ex, b1, b2, con->pos, con->frame);
+        keepRow(ex, share * k, share * c, MJDIFF_STAB_CONTACT, g1, g2, 0);
+        At = 0;
+        for (int t = 1; t < 3 && con->dim >= 3; t++) {
+          At = mju_max(At, pointInvweight(ex, b1, b2, con->pos, con->frame + 3 * t));
+          keepRow(ex, 0, share * cf, MJDIFF_STAB_FRICTION, g1, g2, 1);
+        }
+      }
+      consider(w, h, k, c, A, MJDIFF_STAB_CONTACT, g1, g2);
+      if (con->dim >= 3) consider(w, h, 0, cf, At, MJDIFF_STAB_FRICTION, g1, g2);
     }
   }
 
@@ -176,6 +315,8 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       int dof = m->jnt_dofadr[j];
       consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds,
                dofInvweight(ex, m, dof), MJDIFF_STAB_JOINT_LIMIT, j, -1);
+      keepRow(ex, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, MJDIFF_STAB_JOINT_LIMIT, j,
+              -1, 0);
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (!m->tendon_limited[t]) continue;
@@ -187,6 +328,8 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       law_ramp(x, law[EP_WIDTH], &ds);
       consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, tendonInvweight(ex, m, d, t),
                MJDIFF_STAB_TENDON_LIMIT, t, -1);
+      keepRow(ex, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, MJDIFF_STAB_TENDON_LIMIT, t,
+              -1, 0);
     }
   }
 
@@ -194,14 +337,16 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
   if (!(m->opt.disableflags & mjDSBL_FRICTIONLOSS)) {
     for (int j = 0; j < m->nv; j++) {
       if (m->dof_frictionloss[j] > 0) {
-        consider(w, h, 0, m->dof_frictionloss[j] / mjdiff_lossSpeed(s, 0, j),
-                 dofInvweight(ex, m, j), MJDIFF_STAB_DOF_LOSS, j, -1);
+        mjtNum c = m->dof_frictionloss[j] / mjdiff_lossSpeed(s, 0, j);
+        consider(w, h, 0, c, dofInvweight(ex, m, j), MJDIFF_STAB_DOF_LOSS, j, -1);
+        keepRow(ex, 0, c, MJDIFF_STAB_DOF_LOSS, j, -1, 0);
       }
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (m->tendon_frictionloss[t] > 0) {
-        consider(w, h, 0, m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t),
-                 tendonInvweight(ex, m, d, t), MJDIFF_STAB_TENDON_LOSS, t, -1);
+        mjtNum c = m->tendon_frictionloss[t] / mjdiff_lossSpeed(s, 1, t);
+        consider(w, h, 0, c, tendonInvweight(ex, m, d, t), MJDIFF_STAB_TENDON_LOSS, t, -1);
+        keepRow(ex, 0, c, MJDIFF_STAB_TENDON_LOSS, t, -1, 0);
       }
     }
   }
@@ -223,48 +368,63 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       }
     }
   }
+  if (ex && xc.nr > 1) group(&xc, h, w);
   compat_stackFree(d, mark);
+}
+
+// "contact between geoms ...", "limit of joint ...": the element kind, id, id2 into what (0: none)
+static int describeElement(const mjModel* m, int kind, int id, int id2, char* what, int n) {
+  switch (kind) {
+    case MJDIFF_STAB_CONTACT:
+    case MJDIFF_STAB_FRICTION:
+      snprintf(what, (size_t)n, "%s between geoms %d ('%s', body '%s') and %d ('%s', body '%s')",
+               kind == MJDIFF_STAB_CONTACT ? "contact" : "contact friction", id,
+               nameOf(m, mjOBJ_GEOM, id), nameOf(m, mjOBJ_BODY, m->geom_bodyid[id]), id2,
+               nameOf(m, mjOBJ_GEOM, id2), nameOf(m, mjOBJ_BODY, m->geom_bodyid[id2]));
+      return 1;
+    case MJDIFF_STAB_JOINT_LIMIT:
+      snprintf(what, (size_t)n, "limit of joint %d ('%s')", id, nameOf(m, mjOBJ_JOINT, id));
+      return 1;
+    case MJDIFF_STAB_TENDON_LIMIT:
+      snprintf(what, (size_t)n, "limit of tendon %d ('%s')", id, nameOf(m, mjOBJ_TENDON, id));
+      return 1;
+    case MJDIFF_STAB_DOF_LOSS:
+      snprintf(what, (size_t)n, "friction loss of dof %d (joint '%s')", id,
+               nameOf(m, mjOBJ_JOINT, m->dof_jntid[id]));
+      return 1;
+    case MJDIFF_STAB_TENDON_LOSS:
+      snprintf(what, (size_t)n, "friction loss of tendon %d ('%s')", id,
+               nameOf(m, mjOBJ_TENDON, id));
+      return 1;
+    case MJDIFF_STAB_EQUALITY:
+      snprintf(what, (size_t)n, "equality %d ('%s')", id, nameOf(m, mjOBJ_EQUALITY, id));
+      return 1;
+    default:
+      return 0;
+  }
 }
 
 int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* buf, int bufsz) {
   if (!buf || bufsz <= 0) return 0;
   char what[256];
-  switch (w->kind) {
-    case MJDIFF_STAB_CONTACT:
-    case MJDIFF_STAB_FRICTION:
-      snprintf(what, sizeof(what), "%s between geoms %d ('%s', body '%s') and %d ('%s', body '%s')",
-               w->kind == MJDIFF_STAB_CONTACT ? "contact" : "contact friction", w->id,
-               nameOf(m, mjOBJ_GEOM, w->id), nameOf(m, mjOBJ_BODY, m->geom_bodyid[w->id]),
-               w->id2, nameOf(m, mjOBJ_GEOM, w->id2),
-               nameOf(m, mjOBJ_BODY, m->geom_bodyid[w->id2]));
-      break;
-    case MJDIFF_STAB_JOINT_LIMIT:
-      snprintf(what, sizeof(what), "limit of joint %d ('%s')", w->id,
-               nameOf(m, mjOBJ_JOINT, w->id));
-      break;
-    case MJDIFF_STAB_TENDON_LIMIT:
-      snprintf(what, sizeof(what), "limit of tendon %d ('%s')", w->id,
-               nameOf(m, mjOBJ_TENDON, w->id));
-      break;
-    case MJDIFF_STAB_DOF_LOSS:
-      snprintf(what, sizeof(what), "friction loss of dof %d (joint '%s')", w->id,
-               nameOf(m, mjOBJ_JOINT, m->dof_jntid[w->id]));
-      break;
-    case MJDIFF_STAB_TENDON_LOSS:
-      snprintf(what, sizeof(what), "friction loss of tendon %d ('%s')", w->id,
-               nameOf(m, mjOBJ_TENDON, w->id));
-      break;
-    case MJDIFF_STAB_EQUALITY:
-      snprintf(what, sizeof(what), "equality %d ('%s')", w->id, nameOf(m, mjOBJ_EQUALITY, w->id));
-      break;
-    default:
-      return snprintf(buf, (size_t)bufsz, "no smooth force is near its stability limit");
+  if (!describeElement(m, w->kind, w->id, w->id2, what, sizeof(what))) {
+    return snprintf(buf, (size_t)bufsz, "no smooth force is near its stability limit");
   }
   mjtNum h = w->hmax * w->ratio;  // the step it was judged at (a substep: mjdiff_timestep)
-  return snprintf(buf, (size_t)bufsz,
-                  "most unstable smooth force: %s, stiffness %.3g, damping %.3g, effective mass "
-                  "%.3g (%s); largest stable timestep about %.3g s, %s %g s (ratio %.2f)",
-                  what, w->stiffness, w->damping, w->mass,
-                  w->exact ? "at this configuration" : "MuJoCo's invweight0", w->hmax,
-                  h < m->opt.timestep ? "substep" : "timestep", h, w->ratio);
+  int len = snprintf(buf, (size_t)bufsz,
+                     "most unstable smooth force: %s, stiffness %.3g, damping %.3g, effective mass "
+                     "%.3g (%s); largest stable timestep about %.3g s, %s %g s (ratio %.2f)",
+                     what, w->stiffness, w->damping, w->mass,
+                     w->exact ? "at this configuration" : "MuJoCo's invweight0", w->hmax,
+                     h < m->opt.timestep ? "substep" : "timestep", h, w->ratio);
+  // elements that are unstable only together
+  if (w->group_count > 1 && w->group_ratio > 1 && w->group_ratio > 1.01 * w->ratio &&
+      describeElement(m, w->group_kind, w->group_id, w->group_id2, what, sizeof(what)) &&
+      len >= 0 && len < bufsz) {
+    len += snprintf(buf + len, (size_t)(bufsz - len),
+                    "; together, %d smooth forces act on one motion (the largest: %s) and are "
+                    "unstable: their largest stable timestep is about %.3g s (ratio %.2f)",
+                    w->group_count, what, w->group_hmax, w->group_ratio);
+  }
+  return len;
 }

@@ -161,11 +161,12 @@ TEST(Defaults, ContactLawFromSolref) {
 // inertia its ends' normals act on. Held to that mean the explicit law gained energy at every
 // bounce (1 -> 1.91 rad/s, then ran away to 1e45 rad with no named divergence); the box's law now
 // takes R's largest eigenvalue (plugin/derive.c, leverInvweight), and the bounces lose energy
-TEST(Defaults, HingedPlankBouncesWithoutGain) {
-  Sim sim(R"(
+// a 2 m plank hinged through its centre of mass, 0.3 m above the floor; numerics: <custom> text
+std::string hingedPlankXml(const std::string& numerics) {
+  return R"(
 <mujoco>
   <option timestep="0.002"/>
-  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <custom><numeric name="mjdiff_enable" data="1"/>)" + numerics + R"(</custom>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 .1"/>
     <body name="plank" pos="0 0 0.3">
@@ -173,7 +174,11 @@ TEST(Defaults, HingedPlankBouncesWithoutGain) {
       <geom name="plank" type="box" size="1 0.1 0.02" mass="5"/>
     </body>
   </worldbody>
-</mujoco>)");
+</mujoco>)";
+}
+
+TEST(Defaults, HingedPlankBouncesWithoutGain) {
+  Sim sim(hingedPlankXml("").c_str());
   ASSERT_TRUE(sim.ok) << sim.sim.err;
   const mjModel* m = sim.sim.m;
   mjData* d = sim.sim.d;
@@ -863,6 +868,82 @@ TEST(Defaults, DivergenceIsCaughtAndNamed) {
     EXPECT_EQ(w.exact, 1);
     EXPECT_NEAR(w.mass, m->dof_M0[0] + 0 * m->dof_armature[0], 1e-9 * w.mass);  // one dof: M
   }
+}
+
+// elements stable alone and unstable together (stability.c, the group test). Exact: a slide
+// beyond its own limit and a fixed tendon's (coefficient 2) acts on one dof with stiffness
+// k (1 + 2^2) / M; the group's timestep is the scalar bound at that value. Caught: a plank hinged
+// through its centre with a hand-set contact law whose two corner contacts are each stable alone
+// (ratio 0.74) and unstable together gained speed at each bounce until |qvel| ran past 1e3 rad/s
+// before the hundredfold test held; the group test names it at the second bounce
+TEST(Defaults, ElementsUnstableTogetherAreNamed) {
+  {
+    Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <custom>
+    <numeric name="mjdiff_enable" data="1"/>
+    <numeric name="mjdiff_limit_stiffness" data="3000"/>
+    <numeric name="mjdiff_limit_damping" data="20"/>
+    <numeric name="mjdiff_limit_width" data="0.01"/>
+  </custom>
+  <worldbody>
+    <body><joint name="s" type="slide" axis="1 0 0" limited="true" range="-0.1 0.1"/>
+      <geom type="sphere" size="0.1" mass="2" contype="0" conaffinity="0"/></body>
+    <body><joint name="free" type="slide" axis="0 1 0"/>
+      <geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <tendon><fixed name="t" limited="true" range="-0.2 0.2"><joint joint="s" coef="2"/></fixed>
+  </tendon>
+</mujoco>)");
+    ASSERT_TRUE(sim.ok) << sim.sim.err;
+    const mjModel* m = sim.sim.m;
+    mjData* d = sim.sim.d;
+    d->qpos[0] = 0.5;  // past both limits by more than twice the width: the ramp's slope is 1
+    char err[1000];
+    ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+    mjdiffStability w;
+    mjdiff_stability(m, d, sim.sim.s, 1, &w);
+    const double M = m->dof_M0[0], k = 3000, c = 20, h = 0.002;  // a slide: M is constant
+    const double hmax = mjdiff_stableTimestep(5 * k / M, 5 * c / M, 1);
+    std::cout << "slide and tendon limits: alone ratio " << w.ratio << " (" << w.kind
+              << "), together " << w.group_ratio << " (expected " << h / hmax << ")\n";
+    EXPECT_EQ(w.group_count, 2);
+    EXPECT_NEAR(w.group_hmax, hmax, 1e-9 * hmax);
+    EXPECT_NEAR(w.group_ratio, h / hmax, 1e-9);
+    EXPECT_EQ(w.group_kind, MJDIFF_STAB_TENDON_LIMIT) << "the tendon's row is 4x the joint's";
+    EXPECT_NEAR(w.ratio, h / mjdiff_stableTimestep(4 * k / M, 4 * c / M, 1), 1e-9);
+    EXPECT_GT(w.group_ratio, w.ratio);
+  }
+  Sim sim(hingedPlankXml("<numeric name='mjdiff_contact_stiffness' data='1e6'/>"
+                         "<numeric name='mjdiff_contact_damping' data='1'/>").c_str());
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  d->qpos[0] = 0.2;
+  d->qvel[0] = 1;
+  char err[2000] = "";
+  mjdiffStatus st = MJDIFF_OK;
+  int steps = 0;
+  double fastest = 0;
+  for (; steps < 2000 && st == MJDIFF_OK; steps++) {
+    st = mjdiff_step(m, d, sim.sim.s, err, sizeof(err));
+    fastest = std::max(fastest, std::fabs((double)d->qvel[0]));
+  }
+  std::cout << "hinged plank, hand-set law: stopped at step " << steps << ", fastest " << fastest
+            << " rad/s (from 1): " << err << "\n";
+  ASSERT_EQ(st, MJDIFF_ERR_NONFINITE);
+  EXPECT_LT(fastest, 10) << "caught before it runs away";
+  std::string msg = err;
+  EXPECT_NE(msg.find("unstable together"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 smooth forces act on one motion"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("('plank', body 'plank')"), std::string::npos) << msg;
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffStability w;
+  mjdiff_stability(m, d, sim.sim.s, 1, &w);
+  EXPECT_LT(w.ratio, 1) << "each contact alone is stable";
+  EXPECT_GT(w.group_ratio, 1);
+  EXPECT_EQ(w.group_kind, MJDIFF_STAB_CONTACT);
 }
 
 // rest depth of a ball and of a box on a plane, derived values against MuJoCo's native step, at

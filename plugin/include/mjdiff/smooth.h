@@ -272,6 +272,14 @@ typedef struct mjdiffStability_ {
   int kind;                    // mjdiffStabilityKind
   int id, id2;                 // the element (see the kinds), -1 if unused
   int exact;                   // A: 1 at the configuration, 0 MuJoCo's invweight0
+  // the active elements together (exact only; equalities not included): semi-implicit Euler on
+  // the linearised smooth forces M dv/dt = -K dx - C dv is stable while h < group_hmax
+  mjtNum group_ratio;          // timestep / group_hmax (0: fewer than two rows, or not exact);
+                               // at least the ratio of every element in it
+  mjtNum group_hmax;           // largest stable timestep of the elements together (s)
+  int group_count;             // elements taking part in the worst mode (a contact is one)
+  int group_kind;              // its largest participant (kind, id, id2 as above)
+  int group_id, group_id2;
 } mjdiffStability;
 
 // Largest timestep (s) at which semi-implicit Euler integrates a spring-damper of stiffness k
