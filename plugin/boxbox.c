@@ -45,6 +45,16 @@
 // Derivative (adjoint/geom_d.c, box-box face case): d dist = d W_z instead of d W_z / 2, the rest
 // unchanged. No allocation; the model is only read.
 //
+// A stray point (2.2 only). The face case collects the incident box's corners that lie over the
+// reference face (|x| < lx, |y| < ly in face coordinates), but 2.2.2's loop applies that test to
+// every corner except the first (its clcorner, "if (i)" in the corner loop), which it admits on
+// its depth alone. A 5 cm box resting on a table that is a box (0.9 x 1 m) then gets a fifth
+// contact at the table's corner, 0.83 m from the box, in 3570 of 7200 yaws and tilts scanned
+// (3.12: 0); the smooth force there pushed the resting box 0.9 mm sideways and turned it 0.04
+// degrees in 2 s, and its lever made the contact's law 65x past its stable timestep (the arm
+// with the gripper, models/arm_gripper.xml). mjdiff_boxBoxDepth drops a face-case point that is
+// not over the reference face's rectangle (test: tests/test_geom_d.cc, BoxBoxStrayCorner).
+//
 // MuJoCo 3.12 (mjc_BoxBox rewritten upstream): stage 1 takes the axis of largest separation,
 //   face axes of box 1 (code 0..2), of box 2 (3..5), then edges (6 + 3 i + j), an edge winning
 //   only by sep - 1e-6 |sep| > best and sep > the best face's; a winning edge within about 8 deg
@@ -260,26 +270,49 @@ mjdiffBoxAxis mjdiff_boxBoxAxis(const mjtNum* p1, const mjtNum* R1, const mjtNum
   return res;
 }
 
+// 1 if a face-case contact's point lies over the reference face's rectangle (box R at pR, RR,
+// half-sizes sR, face axis a; in the face's two axes, with a relative slack of 1e-9)
+static int overFace(const mjtNum* pos, const mjtNum* pR, const mjtNum* RR, const mjtNum* sR,
+                    int a) {
+  mjtNum tmp[3], loc[3];
+  mju_sub3(tmp, pos, pR);
+  mju_rotVecMatT(loc, tmp, RR);
+  for (int k = 0; k < 3; k++) {
+    if (k != a && fabs(loc[k]) > sR[k] * (1 + 1e-9)) return 0;
+  }
+  return 1;
+}
+
 void mjdiff_boxBoxDepth(const mjModel* m, mjData* d) {
-  int g1 = -1, g2 = -1, face = 0;
+  int g1 = -1, g2 = -1, face = 0, ref = -1, axis = 0, n = 0;
   for (int i = 0; i < d->ncon; i++) {
     mjContact* con = d->contact + i;
     int c1 = compat_contactGeom1(con), c2 = compat_contactGeom2(con);
-    if (c1 < 0 || c2 < 0 || m->geom_type[c1] != mjGEOM_BOX || m->geom_type[c2] != mjGEOM_BOX) {
-      continue;
+    int keep = 1;
+    if (c1 >= 0 && c2 >= 0 && m->geom_type[c1] == mjGEOM_BOX && m->geom_type[c2] == mjGEOM_BOX) {
+      // one pair's contacts are consecutive: its case once per run
+      if (c1 != g1 || c2 != g2) {
+        g1 = c1;
+        g2 = c2;
+        mjtNum rot[9];
+        mjdiffBoxAxis ax =
+            mjdiff_boxBoxAxis(d->geom_xpos + 3 * g1, d->geom_xmat + 9 * g1, m->geom_size + 3 * g1,
+                              d->geom_xpos + 3 * g2, d->geom_xmat + 9 * g2, m->geom_size + 3 * g2,
+                              mjdiff_contactMargin(m, con), rot);
+        face = ax.code >= 0 && ax.code < 12;
+        ref = ax.code < 6 ? g1 : g2;
+        axis = (ax.code % 6) % 3;
+      }
+      if (face) {
+        con->dist *= 2;
+        // the engine's stray point (top of file): the incident box's corner off the face
+        keep = overFace(con->pos, d->geom_xpos + 3 * ref, d->geom_xmat + 9 * ref,
+                        m->geom_size + 3 * ref, axis);
+      }
     }
-    // one pair's contacts are consecutive: its case once per run
-    if (c1 != g1 || c2 != g2) {
-      g1 = c1;
-      g2 = c2;
-      mjtNum rot[9];
-      mjdiffBoxAxis ax =
-          mjdiff_boxBoxAxis(d->geom_xpos + 3 * g1, d->geom_xmat + 9 * g1, m->geom_size + 3 * g1,
-                            d->geom_xpos + 3 * g2, d->geom_xmat + 9 * g2, m->geom_size + 3 * g2,
-                            mjdiff_contactMargin(m, con), rot);
-      face = ax.code >= 0 && ax.code < 12;
-    }
-    if (face) con->dist *= 2;
+    if (keep && n != i) d->contact[n] = *con;
+    n += keep;
   }
+  d->ncon = n;
 }
 #endif

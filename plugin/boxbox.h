@@ -30,8 +30,10 @@ MJDIFF_API mjdiffBoxAxis mjdiff_boxBoxAxis(const mjtNum* p1, const mjtNum* R1, c
                                            mjtNum margin, mjtNum rot[9]);
 
 // the box-box contacts of d->contact that the engine's face case produced (code < 12) get their
-// full depth as dist (the engine reports half of it); the other contacts are left alone. On
-// MuJoCo 3.x a no-op: 3.12's face case reports the full depth.
+// full depth as dist (the engine reports half of it), and a face-case point that does not lie
+// over the reference face (2.2.2's stray first corner, boxbox.c) is removed from the list; the
+// other contacts are left alone. On MuJoCo 3.x a no-op: 3.12's face case reports the full depth
+// and tests every corner.
 MJDIFF_API void mjdiff_boxBoxDepth(const mjModel* m, mjData* d);
 
 #ifdef __cplusplus

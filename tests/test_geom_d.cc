@@ -1259,18 +1259,34 @@ int StackCode(PairSim& sim) {
   std::vector<mjtNum> margin(2, kMargin);
   view.geom_margin = margin.data();
   mj_collision(&view, sim.data());
-  EXPECT_EQ(sim.data()->ncon, static_cast<int>(con.size()));
-  if (sim.data()->ncon != static_cast<int>(con.size())) return false;
   int ref = code / 6, inc = 1 - ref, kf = code % 3;
   const mjtNum* pr = sim.data()->geom_xpos + 3 * ref;
   const mjtNum* Rr = sim.data()->geom_xmat + 9 * ref;
   double af[3] = {Rr[kf], Rr[3 + kf], Rr[6 + kf]};
+  // the engine's points over the reference face (2.2.2 also reports its stray first corner off
+  // the face, which mjdiff_boxBoxDepth removes: test_share.cc, BoxOnBoxTableHasNoStrayCorner)
+  std::vector<const mjContact*> engine;
+  for (int i = 0; i < sim.data()->ncon; i++) {
+    const mjContact* e = sim.data()->contact + i;
+    double r[3], loc[3];
+    mju_sub3(r, e->pos, pr);
+    mju_mulMatTVec(loc, Rr, r, 3, 3);
+    bool over = true;
+    for (int k = 0; k < 3; k++) {
+      if (k != kf && std::fabs(loc[k]) > sim.model()->geom_size[3 * ref + k] * (1 + 1e-9)) {
+        over = false;
+      }
+    }
+    if (over) engine.push_back(e);
+  }
+  EXPECT_EQ(static_cast<int>(engine.size()), static_cast<int>(con.size()));
+  if (engine.size() != con.size()) return false;
   for (size_t i = 0; i < con.size(); i++) {
     const mjContact& c = con[i];
 #if MJDIFF_MUJOCO_3
-    EXPECT_EQ(sim.data()->contact[i].dist, c.dist) << "3.12's dist changed by mjdiff";
+    EXPECT_EQ(engine[i]->dist, c.dist) << "3.12's dist changed by mjdiff";
 #else
-    EXPECT_EQ(sim.data()->contact[i].dist, 0.5 * c.dist) << "engine's dist not halved";
+    EXPECT_EQ(engine[i]->dist, 0.5 * c.dist) << "engine's dist not halved";
 #endif
     // incident point and its projection on the reference face plane (n from geom 1 to 2)
     double xi[3], xr[3], r[3];
