@@ -91,6 +91,10 @@ typedef struct mode_ {
   double ratio;                // vs native (smooth modes)
   double* t_round;             // us per step per round (rounds)
   int substeps;                // smooth modes: mjdiff_substepCount (0: native)
+  // the explicit smooth modes' control run: the worst exact stability ratio of one element and
+  // of the elements together (mjdiff_stability), and the share of steps with the group's > 1
+  // (NAN: not measured)
+  double stab_one, stab_group, stab_over;
 } mode;
 
 typedef struct result_ {
@@ -129,6 +133,10 @@ static void usage(void) {
       "  dev        largest body-position difference after 0.1 s and 0.5 s of that run (mm)\n"
       "  drift      relative change of total energy (mjENBL_ENERGY) over the rest run\n"
       "  cost       step time smooth / native (median of interleaved timing rounds)\n"
+      "  stab       explicit smooth step: the worst exact stability ratio of the smooth forces\n"
+      "             over the control run, of the elements together (mjdiff_stability's\n"
+      "             group_ratio) or alone; > 1: the linearised step amplifies there (the JSON\n"
+      "             also has the worst single ratio and the share of steps above 1)\n"
       "A mode whose run fails is reported as diverged with the step's message (or when some\n"
       "|qvel| exceeds 1000: ran away).\n"
       "\n"
@@ -385,14 +393,23 @@ static int restRun(const mjModel* m, mjData* d, const mjdiffModel* s, long R, mo
 
 // the control run: ctrl (T x nu); F (T) the total normal force per step; xpos1, xpos2 (nbody x 3)
 // the body positions after n1 and n2 steps (from kinematics on scratch data dk); 0 if it failed
-static int controlRun(const mjModel* m, mjData* d, mjData* dk, const mjdiffModel* s,
+static int controlRun(const mjModel* m, mjData* d, mjData* dk, const mjdiffModel* s, int stab,
                       const mjtNum* ctrl, long T, long n1, double* F, mjtNum* xpos1,
                       mjtNum* xpos2, mode* out) {
   tool_resetState(m, d);
+  out->stab_one = out->stab_group = out->stab_over = stab ? 0 : NAN;
   for (long k = 0; k < T; k++) {
     mju_copy(d->ctrl, ctrl + (size_t)k * (size_t)m->nu, m->nu);
     if (!stepMode(m, d, s, out->error, sizeof(out->error))) return 0;
     F[k] = totalNormalForce(m, d, s);
+    if (stab) {
+      // at the step's last forward pass (its contacts and factor of M), as the step's own test
+      mjdiffStability w;
+      mjdiff_stability(m, d, s, 1, &w);
+      out->stab_one = fmax(out->stab_one, w.ratio);
+      out->stab_group = fmax(out->stab_group, fmax(w.group_ratio, w.ratio));
+      out->stab_over += (w.group_ratio > 1 || w.ratio > 1) / (double)T;
+    }
     if (k + 1 == n1 || k + 1 == T) {
       mju_copy(dk->qpos, d->qpos, m->nq);
       mj_kinematics(m, dk);
@@ -567,7 +584,9 @@ static int benchModel(const args* a, result* res, char* reason, int rsz) {
     md->ran = 1;
     double t0 = tool_now();
     if (!restRun(u.m[i], u.d[i], u.s[i], R, md) ||
-        !controlRun(u.m[i], u.d[i], u.dk, u.s[i], ctrl, T, n1, F + (size_t)i * T,
+        !controlRun(u.m[i], u.d[i], u.dk, u.s[i],
+                    u.s[i] && mjdiff_getOptions(u.s[i])->integrator != MJDIFF_INT_IMPLICIT, ctrl,
+                    T, n1, F + (size_t)i * T,
                     xp + nb * 2 * i, xp + nb * (2 * i + 1), md)) {
       md->diverged = 1;
       continue;
@@ -638,11 +657,11 @@ static void cellg(FILE* f, double x, int w) {
 }
 
 static void printTable(FILE* f, const result* res, int n, const skipped* sk, int nsk) {
-  fprintf(f, "%-26s %-8s %8s %8s %8s %8s %9s %9s %10s %10s %7s\n", "model", "mode", "pen nat",
-          "pen smo", "Fn rms", "Fn nat", "dev 0.1s", "dev 0.5s", "drift nat", "drift smo",
-          "cost");
-  fprintf(f, "%-26s %-8s %8s %8s %8s %8s %9s %9s %10s %10s %7s\n", "", "", "(mm)", "(mm)", "(N)",
-          "(N)", "(mm)", "(mm)", "", "", "(x)");
+  fprintf(f, "%-26s %-8s %8s %8s %8s %8s %9s %9s %10s %10s %7s %6s\n", "model", "mode",
+          "pen nat", "pen smo", "Fn rms", "Fn nat", "dev 0.1s", "dev 0.5s", "drift nat",
+          "drift smo", "cost", "stab");
+  fprintf(f, "%-26s %-8s %8s %8s %8s %8s %9s %9s %10s %10s %7s %6s\n", "", "", "(mm)", "(mm)",
+          "(N)", "(N)", "(mm)", "(mm)", "", "", "(x)", "");
   for (int i = 0; i < n; i++) {
     const result* r = res + i;
     const mode* nat = r->md + NATIVE;
@@ -675,6 +694,7 @@ static void printTable(FILE* f, const result* res, int n, const skipped* sk, int
       cellg(f, nat->drift, 10);
       cellg(f, md->drift, 10);
       cell(f, r->rounds ? md->ratio : NAN, 7, 3);
+      cell(f, md->stab_group, 6, 2);
       fputc('\n', f);
     }
   }
@@ -707,6 +727,9 @@ static void jsonMode(FILE* f, const result* r, int i) {
     jsonNum(f, "body_deviation_mm_0_1s", cmp ? md->dev_mm[0] : NAN);
     jsonNum(f, "body_deviation_mm_0_5s", cmp ? md->dev_mm[1] : NAN);
     jsonNum(f, "step_cost_ratio", cmp && r->rounds ? md->ratio : NAN);
+    jsonNum(f, "stability_ratio_max", ok ? md->stab_one : NAN);
+    jsonNum(f, "stability_group_ratio_max", ok ? md->stab_group : NAN);
+    jsonNum(f, "stability_unstable_share", ok ? md->stab_over : NAN);
   }
   fputc('}', f);
 }
