@@ -53,7 +53,9 @@
 // (3.12: 0); the smooth force there pushed the resting box 0.9 mm sideways and turned it 0.04
 // degrees in 2 s, and its lever made the contact's law 65x past its stable timestep (the arm
 // with the gripper, models/arm_gripper.xml). mjdiff_boxBoxDepth drops a face-case point that is
-// not over the reference face's rectangle (test: tests/test_geom_d.cc, BoxBoxStrayCorner).
+// not over the reference face's rectangle (test: tests/test_share.cc,
+// ContactShare.BoxOnBoxTableHasNoStrayCorner). The first corner now leaves the list when it
+// crosses the face's edge within the margin (at up to the margin's depth), as on 3.12.
 //
 // MuJoCo 3.12 (mjc_BoxBox rewritten upstream): stage 1 takes the axis of largest separation,
 //   face axes of box 1 (code 0..2), of box 2 (3..5), then edges (6 + 3 i + j), an edge winning

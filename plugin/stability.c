@@ -35,7 +35,7 @@
 //
 // Elements together (exact only). Elements that act on one motion add their stiffness: a plank
 // hinged through its centre resting on two corners is stable under each corner's law alone and
-// unstable under both (each corner's ratio 0.73, the plank's speed doubling at each bounce until
+// unstable under both (each corner's ratio 0.74, the plank's speed doubling at each bounce until
 // it ran away at 1e3 rad/s before (c) held). Linearised at the state, the active elements are
 //   M dv/dt = -K dx - C dv,   K = sum_i k_i J_i' J_i,   C = sum_i c_i J_i' J_i
 // over their rows J_i (1 x nv: a contact's normal row with the law's slopes times its share, its
@@ -45,7 +45,9 @@
 //   B_K = D_k^1/2 S D_k^1/2,   S = J M^-1 J' (nr x nr, S_ii the row's own A),
 // and lambda_C likewise (taking both largest values is exact where C is proportional to K on the
 // worst mode, else a bound: stableTimestep falls in both). lambda >= k_i S_ii for every row
-// (Rayleigh), so the group's ratio is at least every element's own. Power iteration on the
+// (Rayleigh), so the group's ratio is at least each of its rows' own ratio (an element's own
+// ratio, from consider, takes a contact's law without its share: a shared contact's can be
+// larger than the group's). Power iteration on the
 // symmetric B (Rayleigh quotients, a lower bound converging from below). The mode's largest
 // participant is the row with the largest component of B's leading eigenvector; the elements with
 // at least a tenth of its squared component are counted. Equalities are not rows here (their
@@ -152,9 +154,17 @@ static void consider(mjdiffStability* w, mjtNum h, mjtNum k, mjtNum c, mjtNum A,
 }
 
 // largest eigenvalue of the symmetric positive semidefinite n x n matrix B and its unit
-// eigenvector v (power iteration from the diagonal's square roots, Rayleigh quotients); u scratch
+// eigenvector v (power iteration, Rayleigh quotients from below, at least B's largest diagonal
+// entry: the start is the diagonal's square roots times a factor in [1, 1.5) that does not
+// repeat along the rows, so that no symmetric pair of rows starts orthogonal to the leading
+// vector); u scratch
 static mjtNum largestEig(const mjtNum* B, int n, mjtNum* v, mjtNum* u) {
-  for (int i = 0; i < n; i++) v[i] = mju_sqrt(mju_max(B[i * n + i], 0)) * (1 + 0.01 * (i % 7));
+  mjtNum diag = 0;
+  for (int i = 0; i < n; i++) {
+    mjtNum frac = fmod(0.6180339887498949 * (i + 1), 1.0);  // golden-ratio sequence
+    v[i] = mju_sqrt(mju_max(B[i * n + i], 0)) * (1 + 0.5 * frac);
+    diag = mju_max(diag, B[i * n + i]);
+  }
   mjtNum nrm = mju_norm(v, n), lambda = 0;
   if (!(nrm > 0)) return 0;
   mju_scl(v, v, 1 / nrm, n);
@@ -164,10 +174,10 @@ static mjtNum largestEig(const mjtNum* B, int n, mjtNum* v, mjtNum* u) {
     nrm = mju_norm(u, n);
     if (!(nrm > 0)) return 0;
     mju_scl(v, u, 1 / nrm, n);
-    if (it > 5 && next - lambda <= 1e-9 * next) return next;
+    if (it > 5 && next - lambda <= 1e-9 * next) return mju_max(next, diag);
     lambda = next;
   }
-  return lambda;
+  return mju_max(lambda, diag);
 }
 
 // the group test (top of file): the ratio of the kept rows' elements together, and the worst
@@ -187,7 +197,9 @@ static void group(exactCtx* x, mjtNum h, mjdiffStability* w) {
   for (int which = 0; which < 2; which++) {
     const mjtNum* g = which ? x->c : x->k;
     for (int i = 0; i < nr; i++) {
-      for (int j = 0; j < nr; j++) B[i * nr + j] = mju_sqrt(g[i] * g[j]) * S[i * nr + j];
+      for (int j = 0; j < nr; j++) {
+        B[i * nr + j] = mju_sqrt(mju_max(g[i], 0) * mju_max(g[j], 0)) * S[i * nr + j];
+      }
     }
     lambda[which] = largestEig(B, nr, which ? vc : vk, u);
   }
@@ -303,9 +315,8 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       if (!m->jnt_limited[j] || m->jnt_type[j] == mjJNT_FREE) continue;
       mjdiff_limitParams(s, 0, j, law);
       const mjtNum* range = m->jnt_range + 2 * j;
-      mjtNum q = d->qpos[m->jnt_qposadr[j]];
+      mjtNum q = d->qpos[m->jnt_qposadr[j]], r[3] = {0, 0, 0};
       if (m->jnt_type[j] == mjJNT_BALL) {
-        mjtNum r[3];
         mju_quat2Vel(r, d->qpos + m->jnt_qposadr[j], 1);
         q = mju_norm3(r);
       }
@@ -314,8 +325,17 @@ void mjdiff_stability(const mjModel* m, mjData* d, const mjdiffModel* s, int exa
       if (x <= 0) continue;
       law_ramp(x, law[EP_WIDTH], &ds);
       int dof = m->jnt_dofadr[j];
-      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds,
-               dofInvweight(ex, m, dof), MJDIFF_STAB_JOINT_LIMIT, j, -1);
+      mjtNum A;
+      if (ex && m->jnt_type[j] == mjJNT_BALL && q > mjMINVAL) {
+        // a ball's limit acts about its rotation's axis r / |r| (smooth.c), across its 3 dofs
+        mju_zero(ex->row, m->nv);
+        mju_scl3(ex->row + dof, r, 1 / q);
+        A = rowInvweight(ex);
+      } else {
+        A = dofInvweight(ex, m, dof);
+      }
+      consider(w, h, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, A, MJDIFF_STAB_JOINT_LIMIT, j,
+               -1);
       keepRow(ex, law[EP_STIFFNESS] * ds, law[EP_DAMPING] * ds, MJDIFF_STAB_JOINT_LIMIT, j,
               -1, 0);
     }

@@ -757,7 +757,10 @@ static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s,
         // any stiffness, only the last test applies: gym's Ant starts with its ankles 0.52 rad
         // outside their range, and the implicit step's release of that limit from rest was
         // named a divergence at step 0)
+        // (together: two or more elements in the mode, and their ratio above each one's own;
+        // a single contact's normal and friction rows alone are left to (b))
         int together = !implicit && K0 > floor && w.group_ratio > 1 && !(w.ratio > 1.5) &&
+                       w.group_count > 1 && w.group_ratio > 1.01 * w.ratio &&
                        K1 > 10 * K0 + floor;
         if ((!implicit && w.ratio > 1.5) || together ||
             (K1 > 100 * K0 + floor && K0 > floor)) {

@@ -946,6 +946,40 @@ TEST(Defaults, ElementsUnstableTogetherAreNamed) {
   EXPECT_EQ(w.group_kind, MJDIFF_STAB_CONTACT);
 }
 
+// a ball joint's limit acts about its rotation's axis across the ball's three dofs: the exact
+// effective mass is 1 / (a' M^-1 a), a the unit axis (before 2026-12-08 the first dof's alone)
+TEST(Defaults, BallLimitStabilityOnItsAxis) {
+  testutil::Sim sim(R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <custom><numeric name="mjdiff_enable" data="1"/></custom>
+  <worldbody>
+    <body pos="0 0 1"><joint name="ball" type="ball" limited="true" range="0 0.5"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0.1 -0.4" size="0.03" mass="2"
+            contype="0" conaffinity="0"/></body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(sim.ok) << sim.sim.err;
+  const mjModel* m = sim.sim.m;
+  mjData* d = sim.sim.d;
+  double axis[3] = {0.6, -0.48, 0.64}, angle = 0.8;  // |axis| = 1; 0.3 rad past the range
+  mju_axisAngle2Quat(d->qpos, axis, angle);
+  char err[1000];
+  ASSERT_EQ(mjdiff_forward(m, d, sim.sim.s, err, sizeof(err)), MJDIFF_OK) << err;
+  mjdiffStability w;
+  mjdiff_stability(m, d, sim.sim.s, 1, &w);
+  mjtNum a[3] = {axis[0], axis[1], axis[2]}, x[3];
+  mj_solveM(m, d, x, a, 1);
+  const double A = mju_dot3(a, x);
+  mjtNum e0[3] = {1, 0, 0};
+  mj_solveM(m, d, x, e0, 1);
+  std::cout << "ball limit: effective mass " << w.mass << " (axis " << 1 / A << ", first dof "
+            << 1 / x[0] << ")\n";
+  EXPECT_EQ(w.kind, MJDIFF_STAB_JOINT_LIMIT);
+  EXPECT_NEAR(w.mass, 1 / A, 1e-9 / A);
+  EXPECT_GT(std::fabs(w.mass - 1 / x[0]), 1e-3 / A) << "the axis, not the first dof";
+}
+
 // rest depth of a ball and of a box on a plane, derived values against MuJoCo's native step, at
 // 2, 5 and 10 ms: no deeper than twice the native depth or 2 mm, whichever is larger (issue 10).
 // The derived substeps (1, 3 and 6) make it at 5 and 10 ms; a single explicit step there, held

@@ -92,7 +92,7 @@ typedef struct mode_ {
   double* t_round;             // us per step per round (rounds)
   int substeps;                // smooth modes: mjdiff_substepCount (0: native)
   // the explicit smooth modes' control run: the worst exact stability ratio of one element and
-  // of the elements together (mjdiff_stability), and the share of steps with the group's > 1
+  // of the elements together (mjdiff_stability), and the share of steps with either > 1
   // (NAN: not measured)
   double stab_one, stab_group, stab_over;
 } mode;

@@ -275,7 +275,9 @@ typedef struct mjdiffStability_ {
   // the active elements together (exact only; equalities not included): semi-implicit Euler on
   // the linearised smooth forces M dv/dt = -K dx - C dv is stable while h < group_hmax
   mjtNum group_ratio;          // timestep / group_hmax (0: fewer than two rows, or not exact);
-                               // at least the ratio of every element in it
+                               // at least each of its rows' own ratio (a contact's row carries
+                               // its share of the pair's force; ratio above does not); rows past
+                               // the stack's room are left out (then a lower bound)
   mjtNum group_hmax;           // largest stable timestep of the elements together (s)
   int group_count;             // elements taking part in the worst mode (a contact is one)
   int group_kind;              // its largest participant (kind, id, id2 as above)
