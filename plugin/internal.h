@@ -178,6 +178,11 @@ MJDIFF_API mjdiffStatus mjdiff_implicitPieces(const mjModel* m, mjData* d,
 void mjdiff_describeCulprit(const mjModel* m, mjData* d, const mjdiffModel* s, char* err,
                             int errsz);
 
+// 1 if w's elements together are what is unstable (stability.c, "Elements together"): two or more
+// in the worst mode, its ratio above 1 and above the worst single element's; the step's test (d)
+// and mjdiff_describeStability's "together" clause
+int mjdiff_unstableTogether(const mjdiffStability* w);
+
 // single = 1: s is stepped by MuJoCo's own mj_step (the 2.2 adapter, the 3.x engine plugin), one
 // step of the model's timestep: no substeps; derives s's values again if this changes
 MJDIFF_API void mjdiff_setSingleStep(mjdiffModel* s, int single);

@@ -27,10 +27,10 @@
 //       whatever the elements' ratios say, for bodies already moving (K > M/2 (1 m/s)^2); or
 //   (d) the elements together amplify (below, "Elements together").
 // Slower growth runs on until (a) or until the motion slows.
-// (b), (c) and (d) apply only to a gain the actuators and applied forces do not explain: the gain they
-// alone would give from the start velocity, h v'tau + h^2 tau'M^-1 tau / 2 (tau = qfrc_actuator +
-// qfrc_applied + J' xfrc_applied), below half of K' - K (a strong motor that accelerates a body
-// from rest is driven motion, not divergence).
+// (b), (c) and (d) apply only to a gain the actuators and applied forces do not explain: the gain
+// they alone would give from the start velocity, h v'tau + h^2 tau'M^-1 tau / 2 (tau =
+// qfrc_actuator + qfrc_applied + J' xfrc_applied), below half of K' - K (a strong motor that
+// accelerates a body from rest is driven motion, not divergence).
 // The error then names that element, its law, the effective mass 1/A and h_max.
 //
 // Elements together (exact only). Elements that act on one motion add their stiffness: a plank
@@ -47,8 +47,8 @@
 // worst mode, else a bound: stableTimestep falls in both). lambda >= k_i S_ii for every row
 // (Rayleigh), so the group's ratio is at least each of its rows' own ratio (an element's own
 // ratio, from consider, takes a contact's law without its share: a shared contact's can be
-// larger than the group's). Power iteration on the
-// symmetric B (Rayleigh quotients, a lower bound converging from below). The mode's largest
+// larger than the group's). Power iteration on the symmetric B (Rayleigh quotients, a lower
+// bound converging from below). The mode's largest
 // participant is the row with the largest component of B's leading eigenvector; the elements with
 // at least a tenth of its squared component are counted. Equalities are not rows here (their
 // networks are bounded at make time, derive.c); neither are rows past the stack's space.
@@ -425,6 +425,10 @@ static int describeElement(const mjModel* m, int kind, int id, int id2, char* wh
   }
 }
 
+int mjdiff_unstableTogether(const mjdiffStability* w) {
+  return w->group_count > 1 && w->group_ratio > 1 && w->group_ratio > 1.01 * w->ratio;
+}
+
 int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* buf, int bufsz) {
   if (!buf || bufsz <= 0) return 0;
   char what[256];
@@ -439,7 +443,7 @@ int mjdiff_describeStability(const mjModel* m, const mjdiffStability* w, char* b
                      w->exact ? "at this configuration" : "MuJoCo's invweight0", w->hmax,
                      h < m->opt.timestep ? "substep" : "timestep", h, w->ratio);
   // elements that are unstable only together
-  if (w->group_count > 1 && w->group_ratio > 1 && w->group_ratio > 1.01 * w->ratio &&
+  if (mjdiff_unstableTogether(w) &&
       describeElement(m, w->group_kind, w->group_id, w->group_id2, what, sizeof(what)) &&
       len >= 0 && len < bufsz) {
     len += snprintf(buf + len, (size_t)(bufsz - len),

@@ -750,18 +750,18 @@ static mjdiffStatus integrate(const mjModel* m, mjData* d, const mjdiffModel* s,
         if (!implicit) mjdiff_stability(mjdiff_userModel(m, s, &user), d, s, 1, &w);
         // an element that alone would quadruple its energy per step; elements whose linearised
         // step amplifies together while a moving body's energy grows tenfold (stability.c, the
-        // group test); or a hundredfold gain of a body already moving (from rest, a jump is the release
-        // of a violated constraint's or a contact's stored energy: a model that starts with a
-        // weld apart; a divergence from rest is caught at the next step, when it grows again)
+        // group test); or a hundredfold gain of a body already moving (from rest, a jump is the
+        // release of a violated constraint's or a contact's stored energy: a model that starts
+        // with a weld apart; a divergence from rest is caught at the next step, when it grows
+        // again)
         // (the stability ratios are the explicit step's bound: under the implicit step, stable at
         // any stiffness, only the last test applies: gym's Ant starts with its ankles 0.52 rad
         // outside their range, and the implicit step's release of that limit from rest was
         // named a divergence at step 0)
         // (together: two or more elements in the mode, and their ratio above each one's own;
         // a single contact's normal and friction rows alone are left to (b))
-        int together = !implicit && K0 > floor && w.group_ratio > 1 && !(w.ratio > 1.5) &&
-                       w.group_count > 1 && w.group_ratio > 1.01 * w.ratio &&
-                       K1 > 10 * K0 + floor;
+        int together = !implicit && K0 > floor && !(w.ratio > 1.5) &&
+                       mjdiff_unstableTogether(&w) && K1 > 10 * K0 + floor;
         if ((!implicit && w.ratio > 1.5) || together ||
             (K1 > 100 * K0 + floor && K0 > floor)) {
           st = mjdiff_error(err, errsz, MJDIFF_ERR_NONFINITE,
